@@ -1,0 +1,122 @@
+//! Errors, one enum per family of operations, and a top-level [`Error`] they convert into.
+
+use std::path::PathBuf;
+
+use crate::projection::Violation;
+
+/// Building an entry from an item or from JSON text failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ItemError {
+    /// The text is not JSON, not an object with a string `type`, or not the shape of its type.
+    #[error("invalid item JSON{}: {source}", type_suffix(item_type.as_deref()))]
+    InvalidJson {
+        /// The `type` the text declared, when it could be read.
+        item_type: Option<String>,
+        /// What serde_json found.
+        #[source]
+        source: serde_json::Error,
+    },
+    /// The item is a kind that is never stored (`compaction_trigger`), or a typed
+    /// [`ResponseItem::Other`](crate::ResponseItem::Other) whose content is unknown.
+    #[error("a `{item_type}` item cannot be stored")]
+    NotStorable {
+        /// The item's type.
+        item_type: &'static str,
+    },
+    /// The item's JSON is larger than 4 GiB.
+    #[error("item of {bytes} bytes is larger than the 4 GiB an entry can hold")]
+    TooLarge {
+        /// Its size.
+        bytes: usize,
+    },
+    /// A typed item could not be serialized.
+    #[error("cannot serialize item: {0}")]
+    Serialize(#[source] serde_json::Error),
+}
+
+fn type_suffix(item_type: Option<&str>) -> String {
+    item_type.map_or_else(String::new, |t| format!(" (type `{t}`)"))
+}
+
+/// A strict projection found protocol violations; nothing was projected.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ProjectionError {
+    /// Every violation that Codex treats as a bug (`error_or_panic`), in history order.
+    #[error("{} protocol violation(s) in history: {}", .0.len(), list(.0))]
+    Violations(Vec<Violation>),
+}
+
+fn list(violations: &[Violation]) -> String {
+    violations
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// Reading a rollout file failed as a whole (single bad lines are skipped and reported instead).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RolloutError {
+    /// The file could not be opened or read.
+    #[error("cannot read rollout {}: {source}", path.display())]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The file has no non-blank line.
+    #[error("{} is an empty session file", path.display())]
+    Empty {
+        /// The file.
+        path: PathBuf,
+    },
+    /// No line of the file is a `session_meta` line, so it is not a Codex rollout.
+    #[error("{} is not a Codex rollout: no `session_meta` line among its {lines} line(s)", path.display())]
+    NoSessionMeta {
+        /// The file.
+        path: PathBuf,
+        /// How many lines it has.
+        lines: u64,
+    },
+}
+
+/// Writing a request body failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RequestError {
+    /// The writer failed.
+    #[error("cannot write request body: {0}")]
+    Io(#[from] std::io::Error),
+    /// A field (tools, schema) could not be serialized.
+    #[error("cannot serialize request field `{field}`: {source}")]
+    Serialize {
+        /// The field.
+        field: &'static str,
+        /// What serde_json found.
+        #[source]
+        source: serde_json::Error,
+    },
+}
+
+/// Any error of this crate.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// See [`ItemError`].
+    #[error(transparent)]
+    Item(#[from] ItemError),
+    /// See [`ProjectionError`].
+    #[error(transparent)]
+    Projection(#[from] ProjectionError),
+    /// See [`RolloutError`].
+    #[error(transparent)]
+    Rollout(#[from] RolloutError),
+    /// See [`RequestError`].
+    #[error(transparent)]
+    Request(#[from] RequestError),
+}

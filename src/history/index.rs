@@ -1,0 +1,126 @@
+//! The pairing index: which calls lack outputs, which outputs lack calls, which entries carry
+//! media or are of unknown type.
+//!
+//! It lives in persistent maps so that cloning a history clones it in O(1), and it is updated as
+//! each item is recorded, so that projection never scans the history. Positions are indices into
+//! the history's vector; operations that shift them (remove-first, replace, rollback) rebuild the
+//! index.
+
+use imbl::{OrdMap, OrdSet};
+
+use crate::item::{CallId, Entry, Family, ItemKind, Pairing};
+
+/// Calls and outputs sharing one call id within one family.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+struct CallSlots {
+    /// Positions of the calls.
+    calls: OrdSet<usize>,
+    /// Outputs of any execution, for the global-presence rule (§4.2): a server tool-search output
+    /// answers a call just as a client one does.
+    outputs: usize,
+    /// Positions of outputs that are orphans when no call exists (client-executed ones).
+    removable_outputs: OrdSet<usize>,
+}
+
+/// The derived pairing and media state of a history. See the module docs.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub(crate) struct PairingIndex {
+    slots: OrdMap<(Family, CallId), CallSlots>,
+    /// Calls with no output of their family anywhere in the history.
+    calls_without_output: OrdSet<usize>,
+    /// Outputs with no call of their family anywhere in the history.
+    orphan_outputs: OrdSet<usize>,
+    /// Entries carrying image content.
+    images: OrdSet<usize>,
+    /// Entries carrying audio content.
+    audio: OrdSet<usize>,
+    /// Entries of a type this library does not know.
+    unknown: OrdSet<usize>,
+}
+
+impl PairingIndex {
+    /// Builds the index of `entries` from scratch. Time: O(n log n).
+    pub(crate) fn build<'a>(entries: impl IntoIterator<Item = &'a Entry>) -> PairingIndex {
+        let mut index = PairingIndex::default();
+        for (position, entry) in entries.into_iter().enumerate() {
+            index.push(position, entry);
+        }
+        index
+    }
+
+    /// Accounts for `entry` appended at `position`. Time: O(log n), plus O(d) when d earlier items
+    /// share the call id.
+    pub(crate) fn push(&mut self, position: usize, entry: &Entry) {
+        let flags = entry.flags();
+        if flags.has_image() {
+            self.images.insert(position);
+        }
+        if flags.has_audio() {
+            self.audio.insert(position);
+        }
+        if entry.kind() == ItemKind::Unknown {
+            self.unknown.insert(position);
+        }
+        let Some(call_id) = entry.call_id() else {
+            // Calls and outputs without a call id never pair: a local shell or tool-search call
+            // without one needs no output, and an output without one is an external tool event.
+            return;
+        };
+        match entry.kind().pairing() {
+            Pairing::Call { family, .. } => {
+                let slots = self.slots.entry((family, call_id.clone())).or_default();
+                if slots.calls.is_empty() {
+                    for output in &slots.removable_outputs {
+                        self.orphan_outputs.remove(output);
+                    }
+                }
+                slots.calls.insert(position);
+                if slots.outputs == 0 {
+                    self.calls_without_output.insert(position);
+                }
+            }
+            Pairing::Output { family } => {
+                let removable = !(family == Family::ToolSearch && flags.is_server_executed());
+                let slots = self.slots.entry((family, call_id.clone())).or_default();
+                if slots.outputs == 0 {
+                    for call in &slots.calls {
+                        self.calls_without_output.remove(call);
+                    }
+                }
+                slots.outputs += 1;
+                if removable {
+                    slots.removable_outputs.insert(position);
+                    if slots.calls.is_empty() {
+                        self.orphan_outputs.insert(position);
+                    }
+                }
+            }
+            Pairing::Unpaired => {}
+        }
+    }
+
+    /// Positions of calls with no output, ascending.
+    pub(crate) fn calls_without_output(&self) -> &OrdSet<usize> {
+        &self.calls_without_output
+    }
+
+    /// Positions of outputs with no call, ascending.
+    pub(crate) fn orphan_outputs(&self) -> &OrdSet<usize> {
+        &self.orphan_outputs
+    }
+
+    /// Positions of entries with image content, ascending.
+    pub(crate) fn images(&self) -> &OrdSet<usize> {
+        &self.images
+    }
+
+    /// Positions of entries with audio content, ascending.
+    pub(crate) fn audio(&self) -> &OrdSet<usize> {
+        &self.audio
+    }
+
+    /// Positions of entries of unknown type, ascending.
+    pub(crate) fn unknown(&self) -> &OrdSet<usize> {
+        &self.unknown
+    }
+}

@@ -1,0 +1,50 @@
+//! A persistent, immutable conversation-history engine for LLM agents.
+//!
+//! A [`History`] keeps an agent's items (messages, reasoning, tool calls and outputs, images) in
+//! a structurally shared persistent vector: a clone is O(1), old versions stay valid, fork and
+//! rewind are cheap. [`History::project`] turns it into a model's input and repairs the protocol
+//! shape **in the projection only** — a call without output gets a synthetic `"aborted"` output
+//! with a stable UUIDv5 id, an output without call is dropped, media the model cannot take
+//! becomes a placeholder — and reports every repair. The durable history records only what really
+//! happened. The behaviour matches OpenAI Codex's (`codex-rs`), including its rollout files.
+//!
+//! # Examples
+//!
+//! ```
+//! use agent_history::{History, ProjectionOptions, RepairKind};
+//!
+//! let mut history = History::new();
+//! history.record_json(r#"{"type":"message","role":"user","content":[{"type":"input_text","text":"list files"}]}"#)?;
+//! // The process died after the model called a tool, before the output was recorded.
+//! history.record_json(r#"{"type":"function_call","id":"fc_1","name":"shell","arguments":"{\"command\":[\"ls\"]}","call_id":"call_1"}"#)?;
+//!
+//! let projection = history.project(&ProjectionOptions::default())?;
+//! assert_eq!(projection.len(), 3); // message, call, synthetic output
+//! assert!(matches!(projection.report().repairs()[0].kind, RepairKind::SynthesizedOutput { .. }));
+//! assert_eq!(history.len(), 2); // the history itself is unchanged
+//! # Ok::<(), agent_history::Error>(())
+//! ```
+
+mod error;
+mod history;
+mod item;
+mod projection;
+mod request;
+pub mod rollout;
+
+pub use error::{Error, ItemError, ProjectionError, RequestError, RolloutError};
+pub use history::truncate::{self, TruncationPolicy};
+pub use history::{
+    DEFAULT_TRUNCATION, FilterReason, History, Recorded, SUMMARY_PREFIX,
+    is_contextual_developer_text, is_contextual_user_text, is_summary_text,
+};
+pub use item::*;
+pub use projection::{
+    ABORTED_OUTPUT, AUDIO_PLACEHOLDER, IMAGE_PLACEHOLDER, Modalities, ParseModalitiesError,
+    Projection, ProjectionOptions, Repair, RepairKind, RepairMode, RepairReport, UnknownItems,
+    Violation, ViolationKind,
+};
+pub use request::{
+    ModelRequest, OUTPUT_SCHEMA_NAME, Prompt, PromptCompiler, ReasoningConfig, RequestSettings,
+    StepContext, Verbosity,
+};

@@ -1,0 +1,132 @@
+//! Media stripping for models that take no images or no audio (reference §4.6).
+//!
+//! Works on the item's JSON as a `serde_json::Value`, so every field this library does not model
+//! survives; only the media parts themselves are replaced.
+
+use serde_json::{Map, Value};
+
+/// Replaces an image part for a model that takes no images.
+pub const IMAGE_PLACEHOLDER: &str = "image content omitted because you do not support image input";
+/// Replaces an audio part for a model that takes no audio.
+pub const AUDIO_PLACEHOLDER: &str = "audio content omitted because you do not support audio input";
+
+/// Which media to strip.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Media {
+    Image,
+    Audio,
+}
+
+impl Media {
+    fn part_type(self) -> &'static str {
+        match self {
+            Media::Image => "input_image",
+            Media::Audio => "input_audio",
+        }
+    }
+
+    fn placeholder(self) -> &'static str {
+        match self {
+            Media::Image => IMAGE_PLACEHOLDER,
+            Media::Audio => AUDIO_PLACEHOLDER,
+        }
+    }
+}
+
+/// What stripping changed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Stripped {
+    /// The rewritten item.
+    pub(crate) json: String,
+    /// Parts replaced by the placeholder.
+    pub(crate) parts: usize,
+    /// Whether an `image_generation_call` result was cleared.
+    pub(crate) cleared_result: bool,
+}
+
+/// Strips `media` from one item's JSON. `None` when nothing changed (or the text is not an
+/// object, which cannot happen for an entry's JSON).
+pub(crate) fn strip(json: &str, media: Media) -> Option<Stripped> {
+    let Ok(Value::Object(mut item)) = serde_json::from_str::<Value>(json) else {
+        return None;
+    };
+    let mut parts = 0;
+    let mut cleared_result = false;
+    match item.get("type").and_then(Value::as_str) {
+        Some("message") => parts = replace_parts(item.get_mut("content"), media),
+        Some("function_call_output" | "custom_tool_call_output") => {
+            parts = replace_parts(item.get_mut("output"), media);
+        }
+        Some("image_generation_call") if media == Media::Image => {
+            if let Some(result) = item.get_mut("result")
+                && result.as_str().is_some_and(|text| !text.is_empty())
+            {
+                *result = Value::String(String::new());
+                cleared_result = true;
+            }
+        }
+        _ => {}
+    }
+    if parts == 0 && !cleared_result {
+        return None;
+    }
+    let json = serde_json::to_string(&item).ok()?;
+    Some(Stripped {
+        json,
+        parts,
+        cleared_result,
+    })
+}
+
+/// Replaces every part of the media's type in an array with the placeholder text part. Text
+/// bodies (a JSON string) are left alone.
+fn replace_parts(parts: Option<&mut Value>, media: Media) -> usize {
+    let Some(Value::Array(parts)) = parts else {
+        return 0;
+    };
+    let mut replaced = 0;
+    for part in parts.iter_mut() {
+        if part.get("type").and_then(Value::as_str) == Some(media.part_type()) {
+            let mut text = Map::new();
+            text.insert("type".into(), Value::String("input_text".into()));
+            text.insert("text".into(), Value::String(media.placeholder().into()));
+            *part = Value::Object(text);
+            replaced += 1;
+        }
+    }
+    replaced
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn message_images_become_placeholders_and_other_fields_survive() {
+        let json = r#"{"type":"message","role":"user","x-extra":1,"content":[{"type":"input_text","text":"look"},{"type":"input_image","image_url":"data:image/png;base64,AAAA","detail":"high"}]}"#;
+        let stripped = strip(json, Media::Image).expect("changed");
+        assert_eq!(stripped.parts, 1);
+        assert_eq!(
+            stripped.json,
+            r#"{"type":"message","role":"user","x-extra":1,"content":[{"type":"input_text","text":"look"},{"type":"input_text","text":"image content omitted because you do not support image input"}]}"#
+        );
+        assert_eq!(strip(json, Media::Audio), None);
+    }
+
+    #[test]
+    fn text_output_bodies_are_untouched() {
+        let json = r#"{"type":"function_call_output","call_id":"c","output":"input_image"}"#;
+        assert_eq!(strip(json, Media::Image), None);
+    }
+
+    #[test]
+    fn image_generation_result_is_cleared() {
+        let json = r#"{"type":"image_generation_call","id":"ig_123","status":"completed","revised_prompt":"A small blue square","result":"Zm9v"}"#;
+        let stripped = strip(json, Media::Image).expect("changed");
+        assert!(stripped.cleared_result);
+        assert_eq!(
+            stripped.json,
+            r#"{"type":"image_generation_call","id":"ig_123","status":"completed","revised_prompt":"A small blue square","result":""}"#
+        );
+    }
+}

@@ -1,0 +1,146 @@
+//! What a projection is asked to produce.
+
+use std::fmt;
+use std::str::FromStr;
+
+/// The input modalities a model accepts. Text is always accepted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Modalities {
+    /// The model takes images.
+    pub image: bool,
+    /// The model takes audio.
+    pub audio: bool,
+}
+
+impl Modalities {
+    /// Text only.
+    pub const TEXT: Modalities = Modalities {
+        image: false,
+        audio: false,
+    };
+    /// Text and images: the default, as for Codex's models.
+    pub const TEXT_IMAGE: Modalities = Modalities {
+        image: true,
+        audio: false,
+    };
+    /// Text, images and audio.
+    pub const ALL: Modalities = Modalities {
+        image: true,
+        audio: true,
+    };
+}
+
+impl Default for Modalities {
+    fn default() -> Self {
+        Modalities::TEXT_IMAGE
+    }
+}
+
+impl fmt::Display for Modalities {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("text")?;
+        if self.image {
+            f.write_str(",image")?;
+        }
+        if self.audio {
+            f.write_str(",audio")?;
+        }
+        Ok(())
+    }
+}
+
+/// A modality list that could not be parsed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown input modality `{0}` (expected a comma-separated list of text, image, audio)")]
+pub struct ParseModalitiesError(pub String);
+
+impl FromStr for Modalities {
+    type Err = ParseModalitiesError;
+
+    /// Parses a comma-separated list such as `text,image`. `text` may be omitted; it is always
+    /// on.
+    fn from_str(list: &str) -> Result<Self, Self::Err> {
+        let mut modalities = Modalities::TEXT;
+        for name in list
+            .split(',')
+            .map(str::trim)
+            .filter(|name| !name.is_empty())
+        {
+            match name.to_ascii_lowercase().as_str() {
+                "text" => {}
+                "image" => modalities.image = true,
+                "audio" => modalities.audio = true,
+                _ => return Err(ParseModalitiesError(name.to_owned())),
+            }
+        }
+        Ok(modalities)
+    }
+}
+
+/// What to do with protocol violations.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum RepairMode {
+    /// Repair every violation in the projection and report it (Codex's release behaviour).
+    #[default]
+    Lenient,
+    /// Fail with every violation that Codex treats as a bug (`error_or_panic`, §4.5): a custom
+    /// tool or local shell call without output, and any orphan output. A `function_call` or
+    /// `tool_search_call` without output is normal after an interruption and is still repaired.
+    Strict,
+}
+
+/// Whether items of a type this library does not know are sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum UnknownItems {
+    /// Keep them out of the projection and report each one.
+    #[default]
+    HoldBack,
+    /// Send them verbatim.
+    Send,
+}
+
+/// Options of [`History::project`](crate::History::project).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ProjectionOptions {
+    /// Input modalities of the model.
+    pub modalities: Modalities,
+    /// Lenient (repair and report) or strict (error).
+    pub repair: RepairMode,
+    /// Whether unknown items are sent.
+    pub unknown_items: UnknownItems,
+}
+
+impl ProjectionOptions {
+    /// Options for a model with these modalities; lenient; unknown items held back.
+    pub fn for_modalities(modalities: Modalities) -> Self {
+        ProjectionOptions {
+            modalities,
+            ..ProjectionOptions::default()
+        }
+    }
+
+    /// The same options in strict mode.
+    pub fn strict(self) -> Self {
+        ProjectionOptions {
+            repair: RepairMode::Strict,
+            ..self
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn modalities_parse_and_print() {
+        assert_eq!("text,image".parse(), Ok(Modalities::TEXT_IMAGE));
+        assert_eq!("text".parse(), Ok(Modalities::TEXT));
+        assert_eq!(" audio , IMAGE ".parse(), Ok(Modalities::ALL));
+        assert_eq!(
+            "text,video".parse::<Modalities>(),
+            Err(ParseModalitiesError("video".into()))
+        );
+        assert_eq!(Modalities::ALL.to_string(), "text,image,audio");
+    }
+}

@@ -1,0 +1,157 @@
+//! The report of what a projection repaired, and the violations a strict projection refuses.
+
+use std::fmt;
+
+use crate::item::{CallId, ItemId, ItemKind};
+
+/// What one repair did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum RepairKind {
+    /// A call had no output; a synthetic output was placed right after it.
+    SynthesizedOutput {
+        /// The kind of the synthetic output.
+        output_kind: ItemKind,
+        /// Its deterministic id (none when the call has no id).
+        output_id: Option<ItemId>,
+    },
+    /// An output whose call is nowhere in the history was dropped.
+    DroppedOrphanOutput,
+    /// Image parts were replaced by the placeholder text (model takes no images).
+    StrippedImages {
+        /// How many parts.
+        parts: usize,
+    },
+    /// The `result` of an `image_generation_call` was cleared (model takes no images).
+    ClearedImageGenerationResult,
+    /// Audio parts were replaced by the placeholder text (model takes no audio).
+    StrippedAudio {
+        /// How many parts.
+        parts: usize,
+    },
+    /// An item of unknown type was kept out of the request.
+    HeldBackUnknownItem,
+}
+
+/// One repair, located in the live history.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Repair {
+    /// What was done.
+    pub kind: RepairKind,
+    /// Index of the affected item in the live history.
+    pub position: usize,
+    /// Kind of the affected item.
+    pub item_kind: ItemKind,
+    /// Its call id, when it has one.
+    pub call_id: Option<CallId>,
+}
+
+impl fmt::Display for Repair {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "item {} ({}", self.position, self.item_kind)?;
+        if let Some(call_id) = &self.call_id {
+            write!(f, ", call_id {call_id:?}")?;
+        }
+        f.write_str("): ")?;
+        match &self.kind {
+            RepairKind::SynthesizedOutput {
+                output_kind,
+                output_id,
+            } => {
+                write!(f, "no output; synthesized `{output_kind}` \"aborted\"")?;
+                match output_id {
+                    Some(id) => write!(f, " with id {id}"),
+                    None => f.write_str(" without id"),
+                }
+            }
+            RepairKind::DroppedOrphanOutput => f.write_str("output without a call; dropped"),
+            RepairKind::StrippedImages { parts } => {
+                write!(f, "{parts} image part(s) replaced by a placeholder")
+            }
+            RepairKind::ClearedImageGenerationResult => {
+                f.write_str("generated image cleared from `result`")
+            }
+            RepairKind::StrippedAudio { parts } => {
+                write!(f, "{parts} audio part(s) replaced by a placeholder")
+            }
+            RepairKind::HeldBackUnknownItem => f.write_str("unknown item type; not sent"),
+        }
+    }
+}
+
+/// Every repair of one projection, in the order of Codex's passes (synthesized outputs, dropped
+/// orphans, images, audio; then held-back unknown items), each pass in history order.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct RepairReport {
+    pub(crate) repairs: Vec<Repair>,
+}
+
+impl RepairReport {
+    /// The repairs.
+    pub fn repairs(&self) -> &[Repair] {
+        &self.repairs
+    }
+
+    /// Whether nothing was repaired.
+    pub fn is_empty(&self) -> bool {
+        self.repairs.is_empty()
+    }
+
+    /// Number of repairs.
+    pub fn len(&self) -> usize {
+        self.repairs.len()
+    }
+}
+
+impl fmt::Display for RepairReport {
+    /// One line per repair; `no repairs` when there is none.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.repairs.is_empty() {
+            return f.write_str("no repairs");
+        }
+        for (i, repair) in self.repairs.iter().enumerate() {
+            if i > 0 {
+                f.write_str("\n")?;
+            }
+            write!(f, "{repair}")?;
+        }
+        Ok(())
+    }
+}
+
+/// What a strict projection refuses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ViolationKind {
+    /// A custom tool call or local shell call has no output.
+    MissingOutput,
+    /// An output has no call.
+    OrphanOutput,
+}
+
+/// One protocol violation, located in the live history.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Violation {
+    /// What is wrong.
+    pub kind: ViolationKind,
+    /// Index of the offending item.
+    pub position: usize,
+    /// Its kind.
+    pub item_kind: ItemKind,
+    /// Its call id.
+    pub call_id: Option<CallId>,
+}
+
+impl fmt::Display for Violation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let what = match self.kind {
+            ViolationKind::MissingOutput => "has no output",
+            ViolationKind::OrphanOutput => "has no matching call",
+        };
+        write!(f, "item {} ({}", self.position, self.item_kind)?;
+        if let Some(call_id) = &self.call_id {
+            write!(f, ", call_id {call_id:?}")?;
+        }
+        write!(f, ") {what}")
+    }
+}
