@@ -25,6 +25,11 @@
 //! # Ok::<(), agent_history::Error>(())
 //! ```
 
+/// The README's examples are compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
+
 mod error;
 mod history;
 mod item;

@@ -1,0 +1,178 @@
+//! End-to-end tests of the `agent-history` command on the bundled example sessions.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn example(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("examples/rollouts")
+        .join(name)
+}
+
+fn run(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_agent-history"))
+        .args(args)
+        .output()
+        .expect("the binary runs")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8(bytes.to_vec()).expect("UTF-8 output")
+}
+
+#[test]
+fn project_interrupted_prints_call_and_stable_synthetic_output_and_leaves_file_alone() {
+    let path = example("interrupted.jsonl");
+    let before = std::fs::read(&path).expect("example exists");
+    let first = run(&["project", path.to_str().expect("utf-8 path")]);
+    let second = run(&["project", path.to_str().expect("utf-8 path")]);
+    assert!(first.status.success(), "stderr: {}", text(&first.stderr));
+    assert_eq!(
+        text(&first.stdout),
+        concat!(
+            r#"[{"type":"function_call","id":"fc_existing","name":"shell","arguments":"{\"command\":[\"cargo\",\"test\"]}","call_id":"missing-output-call"},"#,
+            r#"{"type":"function_call_output","id":"fco_742749b0-3645-5d32-a172-676827826a07","call_id":"missing-output-call","output":"aborted"}]"#,
+            "\n"
+        )
+    );
+    assert_eq!(first.stdout, second.stdout, "identical on every run");
+    let stderr = text(&first.stderr);
+    assert!(stderr.contains("0 skipped"), "{stderr}");
+    assert!(
+        stderr.contains("synthesized `function_call_output` \"aborted\" with id fco_742749b0-3645-5d32-a172-676827826a07"),
+        "{stderr}"
+    );
+    assert_eq!(
+        std::fs::read(&path).expect("still there"),
+        before,
+        "file unchanged"
+    );
+}
+
+#[test]
+fn project_request_writes_the_whole_body() {
+    let path = example("interrupted.jsonl");
+    let output = run(&[
+        "project",
+        path.to_str().expect("utf-8 path"),
+        "--request",
+        "--model",
+        "gpt-5.1-codex",
+        "--instructions",
+        "Be brief.",
+    ]);
+    assert!(output.status.success(), "stderr: {}", text(&output.stderr));
+    let body: serde_json::Value = serde_json::from_slice(&output.stdout).expect("JSON body");
+    let keys: Vec<&str> = body
+        .as_object()
+        .expect("object")
+        .keys()
+        .map(String::as_str)
+        .collect();
+    assert_eq!(
+        keys,
+        [
+            "model",
+            "instructions",
+            "input",
+            "tools",
+            "tool_choice",
+            "parallel_tool_calls",
+            "reasoning",
+            "store",
+            "stream",
+            "include",
+            "prompt_cache_key"
+        ]
+    );
+    assert_eq!(body["model"], "gpt-5.1-codex");
+    assert_eq!(body["instructions"], "Be brief.");
+    assert_eq!(body["input"][1]["output"], "aborted");
+    assert_eq!(
+        body["prompt_cache_key"],
+        "5973b6c0-94b8-487b-a530-2aeb6098ae0c"
+    );
+}
+
+#[test]
+fn project_session_reports_skipped_lines_and_repairs() {
+    let path = example("session.jsonl");
+    let output = run(&[
+        "project",
+        path.to_str().expect("utf-8 path"),
+        "--modalities",
+        "text",
+    ]);
+    assert!(output.status.success(), "stderr: {}", text(&output.stderr));
+    let stderr = text(&output.stderr);
+    assert!(
+        stderr.contains("2 skipped (1 blank, 1 malformed, torn last line)"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("repairs: 4"), "{stderr}");
+    let items: Vec<serde_json::Value> = serde_json::from_slice(&output.stdout).expect("array");
+    let rendered = serde_json::to_string(&items).expect("serialize");
+    assert!(rendered.contains(agent_history::IMAGE_PLACEHOLDER));
+    assert!(!rendered.contains("data:image/png"));
+    assert!(
+        !rendered.contains("call_from_a_lost_turn"),
+        "orphan dropped"
+    );
+    assert!(!rendered.contains("future_tool_event"), "unknown held back");
+    assert!(!rendered.contains("try a different fix"), "rolled back");
+    // The interrupted custom tool call is answered right after the call.
+    let call = items
+        .iter()
+        .position(|item| item["type"] == "custom_tool_call")
+        .expect("call is sent");
+    assert_eq!(items[call + 1]["type"], "custom_tool_call_output");
+    assert_eq!(items[call + 1]["output"], "aborted");
+}
+
+#[test]
+fn project_strict_lists_violations_and_fails() {
+    let path = example("session.jsonl");
+    let output = run(&["project", path.to_str().expect("utf-8 path"), "--strict"]);
+    assert!(!output.status.success());
+    assert!(output.stdout.is_empty());
+    let stderr = text(&output.stderr);
+    assert!(stderr.contains("2 protocol violation(s)"), "{stderr}");
+    assert!(
+        stderr.contains("custom_tool_call, call_id \"call_2\") has no output"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("call_from_a_lost_turn\") has no matching call"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn missing_file_gets_one_clear_line() {
+    let output = run(&["project", "/nonexistent/rollout.jsonl"]);
+    assert!(!output.status.success());
+    let stderr = text(&output.stderr);
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("/nonexistent/rollout.jsonl"), "{stderr}");
+}
+
+#[test]
+fn file_that_is_not_a_rollout_gets_one_clear_line() {
+    let dir = std::env::temp_dir().join(format!("agent-history-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let not_rollout = dir.join("notes.jsonl");
+    std::fs::write(&not_rollout, "{\"hello\":\"world\"}\nplain text\n").expect("write");
+    let empty = dir.join("empty.jsonl");
+    std::fs::write(&empty, "\n  \n").expect("write");
+    for (path, expected) in [
+        (&not_rollout, "is not a Codex rollout"),
+        (&empty, "is an empty session file"),
+    ] {
+        let output = run(&["project", path.to_str().expect("utf-8 path")]);
+        assert!(!output.status.success());
+        let stderr = text(&output.stderr);
+        assert_eq!(stderr.lines().count(), 1, "{stderr}");
+        assert!(stderr.contains(expected), "{stderr}");
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}
