@@ -42,11 +42,7 @@ fn history(n: usize, missing: usize) -> History {
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
     let mut history = History::new();
     let mut i = 0;
-    let every = if missing == 0 {
-        usize::MAX
-    } else {
-        n / 3 / missing
-    };
+    let every = (n / 3).checked_div(missing).unwrap_or(usize::MAX);
     while history.len() < n {
         let words = 20 + (rng.next() % 200) as usize;
         let text = "lorem ipsum ".repeat(words);
