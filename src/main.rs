@@ -6,8 +6,8 @@ use std::process::ExitCode;
 
 use agent_history::rollout::{self, Resumed};
 use agent_history::{
-    Modalities, ProjectionOptions, PromptCompiler, RepairMode, RequestSettings, StepContext,
-    TruncationPolicy, UnknownItems,
+    Modalities, ProjectionOptions, PromptCompiler, RequestSettings, StepContext, TruncationPolicy,
+    UnknownItems,
 };
 use clap::{Parser, Subcommand};
 
@@ -100,19 +100,13 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
         } => {
             let resumed = rollout::resume_file(&rollout, truncation).map_err(|e| e.to_string())?;
             report_load(&resumed);
-            let options = ProjectionOptions {
-                modalities,
-                repair: if strict {
-                    RepairMode::Strict
-                } else {
-                    RepairMode::Lenient
-                },
-                unknown_items: if send_unknown {
-                    UnknownItems::Send
-                } else {
-                    UnknownItems::HoldBack
-                },
-            };
+            let mut options = ProjectionOptions::for_modalities(modalities);
+            if strict {
+                options = options.strict();
+            }
+            if send_unknown {
+                options.unknown_items = UnknownItems::Send;
+            }
             let stdout = io::stdout();
             let mut out = BufWriter::new(stdout.lock());
             let repairs = if request {
