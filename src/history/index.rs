@@ -99,6 +99,64 @@ impl PairingIndex {
         }
     }
 
+    /// Recomputes the index from scratch with a different algorithm than [`PairingIndex::push`]
+    /// (two passes over the entries: collect every family's calls and outputs, then derive the
+    /// sets), so that comparing the two checks the incremental updates. For
+    /// `History::assert_invariants`. Time: O(n log n).
+    pub(crate) fn recompute(entries: &[&Entry]) -> PairingIndex {
+        use std::collections::BTreeMap;
+
+        let mut groups: BTreeMap<(Family, CallId), (Vec<usize>, usize, Vec<usize>)> =
+            BTreeMap::new();
+        let mut index = PairingIndex::default();
+        for (position, entry) in entries.iter().enumerate() {
+            let flags = entry.flags();
+            if flags.has_image() {
+                index.images.insert(position);
+            }
+            if flags.has_audio() {
+                index.audio.insert(position);
+            }
+            if entry.kind() == ItemKind::Unknown {
+                index.unknown.insert(position);
+            }
+            let (Some(call_id), pairing) = (entry.call_id(), entry.kind().pairing()) else {
+                continue;
+            };
+            match pairing {
+                Pairing::Call { family, .. } => {
+                    let group = groups.entry((family, call_id.clone())).or_default();
+                    group.0.push(position);
+                }
+                Pairing::Output { family } => {
+                    let group = groups.entry((family, call_id.clone())).or_default();
+                    group.1 += 1;
+                    if !(family == Family::ToolSearch && flags.is_server_executed()) {
+                        group.2.push(position);
+                    }
+                }
+                Pairing::Unpaired => {}
+            }
+        }
+        for (key, (calls, outputs, removable)) in groups {
+            if outputs == 0 {
+                index.calls_without_output.extend(calls.iter().copied());
+            }
+            if calls.is_empty() {
+                index.orphan_outputs.extend(removable.iter().copied());
+            }
+            index.slots.insert(
+                key,
+                CallSlots {
+                    calls: calls.into_iter().collect(),
+                    outputs,
+                    removable_outputs: removable.into_iter().collect(),
+                },
+            );
+        }
+        index
+    }
+
     /// Positions of calls with no output, ascending.
     pub(crate) fn calls_without_output(&self) -> &OrdSet<usize> {
         &self.calls_without_output

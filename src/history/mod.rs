@@ -378,15 +378,19 @@ impl History {
         &self.index
     }
 
-    /// Recomputes every derived field (pairing index, token total) from the entries and panics if
-    /// the maintained ones differ. For tests and fuzzers; Time: O(n log n).
+    /// Recomputes every derived field (pairing index, token total) from the entries, with an
+    /// algorithm independent of the incremental one, and panics if the maintained ones differ. For tests and fuzzers; Time: O(n log n).
     ///
     /// # Panics
     ///
     /// When an invariant does not hold: that is a bug in this crate, not bad input.
     pub fn assert_invariants(&self) {
-        let rebuilt = PairingIndex::build(self.entries.iter());
-        assert_eq!(self.index, rebuilt, "pairing index differs from a rebuild");
+        let entries: Vec<&Entry> = self.entries.iter().collect();
+        let recomputed = PairingIndex::recompute(&entries);
+        assert_eq!(
+            self.index, recomputed,
+            "pairing index differs from a recomputation"
+        );
         let tokens = self
             .entries
             .iter()
