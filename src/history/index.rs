@@ -106,8 +106,13 @@ impl PairingIndex {
     pub(crate) fn recompute(entries: &[&Entry]) -> PairingIndex {
         use std::collections::BTreeMap;
 
-        let mut groups: BTreeMap<(Family, CallId), (Vec<usize>, usize, Vec<usize>)> =
-            BTreeMap::new();
+        #[derive(Default)]
+        struct Group {
+            calls: Vec<usize>,
+            outputs: usize,
+            removable: Vec<usize>,
+        }
+        let mut groups: BTreeMap<(Family, CallId), Group> = BTreeMap::new();
         let mut index = PairingIndex::default();
         for (position, entry) in entries.iter().enumerate() {
             let flags = entry.flags();
@@ -126,19 +131,24 @@ impl PairingIndex {
             match pairing {
                 Pairing::Call { family, .. } => {
                     let group = groups.entry((family, call_id.clone())).or_default();
-                    group.0.push(position);
+                    group.calls.push(position);
                 }
                 Pairing::Output { family } => {
                     let group = groups.entry((family, call_id.clone())).or_default();
-                    group.1 += 1;
+                    group.outputs += 1;
                     if !(family == Family::ToolSearch && flags.is_server_executed()) {
-                        group.2.push(position);
+                        group.removable.push(position);
                     }
                 }
                 Pairing::Unpaired => {}
             }
         }
-        for (key, (calls, outputs, removable)) in groups {
+        for (key, group) in groups {
+            let Group {
+                calls,
+                outputs,
+                removable,
+            } = group;
             if outputs == 0 {
                 index.calls_without_output.extend(calls.iter().copied());
             }
