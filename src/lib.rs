@@ -40,8 +40,9 @@ pub mod rollout;
 pub use error::{Error, ItemError, ProjectionError, RequestError, RolloutError};
 pub use history::truncate::{self, TruncationPolicy};
 pub use history::{
-    DEFAULT_TRUNCATION, FilterReason, History, Recorded, SUMMARY_PREFIX,
-    is_contextual_developer_text, is_contextual_user_text, is_summary_text,
+    COMPACT_USER_MESSAGE_TOKENS, Compacted, DEFAULT_TRUNCATION, EMPTY_SUMMARY, FilterReason,
+    History, Recorded, SUMMARY_PREFIX, is_contextual_developer_text, is_contextual_user_text,
+    is_summary_text, summary_text,
 };
 pub use item::*;
 pub use projection::{

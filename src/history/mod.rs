@@ -1,5 +1,6 @@
 //! [`History`]: the persistent, structurally shared conversation history.
 
+mod compact;
 mod index;
 pub mod truncate;
 mod turns;
@@ -12,6 +13,7 @@ use serde_json::Value;
 use crate::error::ItemError;
 use crate::item::{Entry, ItemKind, OutputPayload, Pairing, ResponseItem, Role, parse_item};
 
+pub use compact::{COMPACT_USER_MESSAGE_TOKENS, Compacted, EMPTY_SUMMARY, summary_text};
 pub(crate) use index::PairingIndex;
 use truncate::{TruncationPolicy, truncate_output};
 pub use turns::{

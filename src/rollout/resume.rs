@@ -1,0 +1,1 @@
+//! Resume: rebuilding a history from rollout lines (reference §2.6).
