@@ -85,6 +85,20 @@ pub enum RolloutError {
     },
 }
 
+/// Appending to a rollout failed. The writer stays usable: the lines of the failed batch stay
+/// pending and are written before the next batch.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot write {what} to rollout {}: {source}", path.display())]
+pub struct RolloutWriteError {
+    /// The rollout file (or the sink's label).
+    pub path: PathBuf,
+    /// What was being written, e.g. `response_item line 12` or `sync_data`.
+    pub what: String,
+    /// The I/O error.
+    #[source]
+    pub source: std::io::Error,
+}
+
 /// Writing a request body failed.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -119,4 +133,7 @@ pub enum Error {
     /// See [`RequestError`].
     #[error(transparent)]
     Request(#[from] RequestError),
+    /// See [`RolloutWriteError`].
+    #[error(transparent)]
+    RolloutWrite(#[from] RolloutWriteError),
 }

@@ -37,7 +37,9 @@ mod projection;
 mod request;
 pub mod rollout;
 
-pub use error::{Error, ItemError, ProjectionError, RequestError, RolloutError};
+pub use error::{
+    Error, ItemError, ProjectionError, RequestError, RolloutError, RolloutWriteError,
+};
 pub use history::truncate::{self, TruncationPolicy};
 pub use history::{
     COMPACT_USER_MESSAGE_TOKENS, Compacted, DEFAULT_TRUNCATION, EMPTY_SUMMARY, FilterReason,

@@ -36,6 +36,8 @@ pub(crate) struct PairingIndex {
     audio: OrdSet<usize>,
     /// Entries of a type this library does not know.
     unknown: OrdSet<usize>,
+    /// Entries that start a user turn (§5.4).
+    user_turns: OrdSet<usize>,
 }
 
 impl PairingIndex {
@@ -60,6 +62,9 @@ impl PairingIndex {
         }
         if entry.kind() == ItemKind::Unknown {
             self.unknown.insert(position);
+        }
+        if flags.is_user_turn_boundary() {
+            self.user_turns.insert(position);
         }
         let Some(call_id) = entry.call_id() else {
             // Calls and outputs without a call id never pair: a local shell or tool-search call
@@ -99,6 +104,59 @@ impl PairingIndex {
         }
     }
 
+    /// Undoes [`PairingIndex::push`] for the last entry, `entry` at `position`. Time: O(log n),
+    /// plus O(d) when d other items share the call id.
+    pub(crate) fn pop(&mut self, position: usize, entry: &Entry) {
+        self.images.remove(&position);
+        self.audio.remove(&position);
+        self.unknown.remove(&position);
+        self.user_turns.remove(&position);
+        let Some(call_id) = entry.call_id() else {
+            return;
+        };
+        match entry.kind().pairing() {
+            Pairing::Call { family, .. } => {
+                let key = (family, call_id.clone());
+                let Some(slots) = self.slots.get_mut(&key) else {
+                    return;
+                };
+                slots.calls.remove(&position);
+                self.calls_without_output.remove(&position);
+                if slots.calls.is_empty() {
+                    for output in &slots.removable_outputs {
+                        self.orphan_outputs.insert(*output);
+                    }
+                }
+                if slots.calls.is_empty() && slots.outputs == 0 {
+                    self.slots.remove(&key);
+                }
+            }
+            Pairing::Output { family } => {
+                let key = (family, call_id.clone());
+                let Some(slots) = self.slots.get_mut(&key) else {
+                    return;
+                };
+                slots.outputs = slots.outputs.saturating_sub(1);
+                slots.removable_outputs.remove(&position);
+                self.orphan_outputs.remove(&position);
+                if slots.outputs == 0 {
+                    for call in &slots.calls {
+                        self.calls_without_output.insert(*call);
+                    }
+                }
+                if slots.calls.is_empty() && slots.outputs == 0 {
+                    self.slots.remove(&key);
+                }
+            }
+            Pairing::Unpaired => {}
+        }
+    }
+
+    /// Positions of the entries that start a user turn, ascending.
+    pub(crate) fn user_turns(&self) -> &OrdSet<usize> {
+        &self.user_turns
+    }
+
     /// Recomputes the index from scratch with a different algorithm than [`PairingIndex::push`]
     /// (two passes over the entries: collect every family's calls and outputs, then derive the
     /// sets), so that comparing the two checks the incremental updates. For
@@ -124,6 +182,9 @@ impl PairingIndex {
             }
             if entry.kind() == ItemKind::Unknown {
                 index.unknown.insert(position);
+            }
+            if flags.is_user_turn_boundary() {
+                index.user_turns.insert(position);
             }
             let (Some(call_id), pairing) = (entry.call_id(), entry.kind().pairing()) else {
                 continue;

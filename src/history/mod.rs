@@ -3,7 +3,7 @@
 mod compact;
 mod index;
 pub mod truncate;
-mod turns;
+pub(crate) mod turns;
 
 use std::sync::Arc;
 
@@ -331,31 +331,34 @@ impl History {
         removed
     }
 
+    /// Number of user turns (§5.4) in the history. Time: O(1).
+    pub fn user_turn_count(&self) -> usize {
+        self.index.user_turns().len()
+    }
+
     /// Rolls back the last `n` user turns (§5.3): cuts at the `n`-th last user-turn boundary (or
     /// the first, if there are fewer), trims the context updates directly above the cut, and
     /// replaces the history with what remains (bumping the version). Items before the first user
     /// turn always survive. With no user turn at all the items are kept but the version is still
-    /// bumped, as Codex does. Time: O(n).
+    /// bumped, as Codex does. Time: O(k log n) for k removed items.
     pub fn drop_last_n_user_turns(&mut self, n: usize) {
         if n == 0 {
             return;
         }
-        let boundaries: Vec<usize> = self
-            .entries
-            .iter()
-            .enumerate()
-            .filter(|(_, entry)| turn_role(entry) == TurnRole::Boundary)
-            .map(|(position, _)| position)
-            .collect();
-        let Some(&first_boundary) = boundaries.first() else {
-            let entries = self.entries.clone();
-            self.replace(entries);
+        let turns = self.index.user_turns();
+        let Some(&first_boundary) = turns.get_min() else {
+            self.version = self.version.saturating_add(1);
             return;
         };
-        let mut cut = if n >= boundaries.len() {
+        let mut cut = if n >= turns.len() {
             first_boundary
         } else {
-            boundaries[boundaries.len() - n]
+            turns
+                .iter()
+                .rev()
+                .nth(n - 1)
+                .copied()
+                .unwrap_or(first_boundary)
         };
         while cut > first_boundary {
             let Some(above) = self.entries.get(cut - 1) else {
@@ -371,8 +374,34 @@ impl History {
                 TurnRole::Boundary | TurnRole::Other => break,
             }
         }
-        let kept = self.entries.clone().slice(..cut);
-        self.replace(kept);
+        self.truncate(cut);
+        self.version = self.version.saturating_add(1);
+    }
+
+    /// The history as it was before its user turn number `turn` (1-based) began: the first
+    /// `turn − 1` user turns and everything before them, with the context updates that preceded
+    /// turn `turn` trimmed as a rollback does. `turn` past the last turn gives a plain clone.
+    /// The result shares structure with `self`. Time: O(1) for a clone, O(k log n) for k items
+    /// cut off.
+    pub fn before_user_turn(&self, turn: usize) -> History {
+        let mut fork = self.clone();
+        let total = self.user_turn_count();
+        if turn >= 1 && turn <= total {
+            fork.drop_last_n_user_turns(total - turn + 1);
+        }
+        fork
+    }
+
+    /// Keeps the first `len` items, undoing their index entries one by one.
+    fn truncate(&mut self, len: usize) {
+        while self.entries.len() > len {
+            let position = self.entries.len() - 1;
+            let Some(entry) = self.entries.pop_back() else {
+                break;
+            };
+            self.index.pop(position, &entry);
+            self.tokens = self.tokens.saturating_sub(entry.tokens());
+        }
     }
 
     /// The pairing index (crate-internal: read by projection).

@@ -118,12 +118,20 @@ pub(crate) enum TurnRole {
 /// Classifies an entry for turn counting. Parses the JSON only for messages.
 pub(crate) fn turn_role(entry: &Entry) -> TurnRole {
     match entry.kind() {
-        ItemKind::AgentMessage => return TurnRole::Boundary,
-        ItemKind::Message => {}
-        _ => return TurnRole::Other,
+        ItemKind::AgentMessage => TurnRole::Boundary,
+        ItemKind::Message => entry
+            .to_item()
+            .map_or(TurnRole::Other, |item| turn_role_of(&item)),
+        _ => TurnRole::Other,
     }
-    let Ok(ResponseItem::Message(message)) = entry.to_item() else {
-        return TurnRole::Other;
+}
+
+/// Classifies a typed item for turn counting (§5.4).
+pub(crate) fn turn_role_of(item: &ResponseItem) -> TurnRole {
+    let message = match item {
+        ResponseItem::AgentMessage(_) => return TurnRole::Boundary,
+        ResponseItem::Message(message) => message,
+        _ => return TurnRole::Other,
     };
     match message.role {
         Role::User => {

@@ -8,6 +8,7 @@ use super::ids::{CallId, ItemId};
 use super::kind::ItemKind;
 use super::model::{ContentItem, OutputContentItem, OutputPayload, ResponseItem, Role};
 use crate::error::ItemError;
+use crate::history::turns::{TurnRole, turn_role_of};
 
 /// The immutable, shared body of an entry.
 ///
@@ -46,6 +47,7 @@ impl EntryFlags {
     const IMAGE: u8 = 1;
     const AUDIO: u8 = 1 << 1;
     const SERVER_EXECUTION: u8 = 1 << 2;
+    const USER_TURN: u8 = 1 << 3;
 
     /// The item carries image content: an `input_image` part in a message or a tool output's
     /// array, or the non-empty `result` of an `image_generation_call`.
@@ -61,6 +63,11 @@ impl EntryFlags {
     /// A tool-search item executed by the server (`"execution":"server"`).
     pub fn is_server_executed(self) -> bool {
         self.0 & Self::SERVER_EXECUTION != 0
+    }
+
+    /// The item starts a user turn (§5.4): real user input, not injected context or a summary.
+    pub fn is_user_turn_boundary(self) -> bool {
+        self.0 & Self::USER_TURN != 0
     }
 
     fn with(self, bit: u8, on: bool) -> Self {
@@ -292,6 +299,8 @@ impl Header {
             }
             ResponseItem::CompactionTrigger | ResponseItem::Other => {}
         }
+        let boundary = turn_role_of(item) == TurnRole::Boundary;
+        header.flags = header.flags.with(EntryFlags::USER_TURN, boundary);
         header
     }
 }

@@ -1,1 +1,564 @@
-//! The rollout writer.
+//! The rollout writer: appends whole lines, with an explicit durability setting.
+
+use std::fs::{File, OpenOptions};
+use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use serde_json::value::RawValue;
+
+use crate::error::RolloutWriteError;
+use crate::history::Compacted;
+
+/// Where rollout bytes go. A file by default; tests substitute one that fails.
+pub trait RolloutSink {
+    /// Writes some of `bytes` and returns how many, like [`io::Write::write`]. An error means
+    /// nothing of this call was written.
+    ///
+    /// # Errors
+    ///
+    /// Any I/O error.
+    fn write(&mut self, bytes: &[u8]) -> io::Result<usize>;
+
+    /// Hands written bytes to the operating system.
+    ///
+    /// # Errors
+    ///
+    /// Any I/O error.
+    fn flush(&mut self) -> io::Result<()>;
+
+    /// Makes written bytes durable on the storage device (`fdatasync`).
+    ///
+    /// # Errors
+    ///
+    /// Any I/O error.
+    fn sync_data(&mut self) -> io::Result<()>;
+}
+
+/// A rollout file opened for appending.
+#[derive(Debug)]
+pub struct FileSink {
+    file: File,
+}
+
+impl FileSink {
+    /// Creates a new file; fails if it exists, so that a session never overwrites another.
+    ///
+    /// # Errors
+    ///
+    /// Any I/O error, `AlreadyExists` among them.
+    pub fn create_new(path: &Path) -> io::Result<FileSink> {
+        let file = OpenOptions::new()
+            .append(true)
+            .create_new(true)
+            .open(path)?;
+        Ok(FileSink { file })
+    }
+
+    /// Opens an existing file for appending. If the file does not end with a newline (a crash
+    /// tore its last line), a newline is written first, so that the torn line stays one skipped
+    /// line and the next line starts cleanly.
+    ///
+    /// # Errors
+    ///
+    /// Any I/O error.
+    pub fn open_append(path: &Path) -> io::Result<FileSink> {
+        let mut file = OpenOptions::new().read(true).append(true).open(path)?;
+        let len = file.metadata()?.len();
+        if len > 0 {
+            let mut last = [0u8; 1];
+            file.seek(SeekFrom::Start(len - 1))?;
+            file.read_exact(&mut last)?;
+            if last[0] != b'\n' {
+                file.write_all(b"\n")?;
+            }
+        }
+        Ok(FileSink { file })
+    }
+}
+
+impl RolloutSink for FileSink {
+    fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+        self.file.write(bytes)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.file.flush()
+    }
+
+    fn sync_data(&mut self) -> io::Result<()> {
+        self.file.sync_data()
+    }
+}
+
+/// How durable a batch is when an append returns. See `docs/rollout-format.md`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Durability {
+    /// Lines collect in the writer's buffer and reach the sink when it holds 64 KiB or on
+    /// [`RolloutWriter::flush`]. A process crash loses the buffer.
+    Buffered,
+    /// Every batch is written and flushed to the operating system. A process crash loses
+    /// nothing that was returned; a power loss can lose what was not synced.
+    Flush,
+    /// Every batch is written, flushed and `sync_data`'d. Nothing that was returned is lost.
+    #[default]
+    SyncData,
+}
+
+/// The `session_meta` payload this library writes (reference §2.2). Fields it does not set are
+/// omitted; a reader ignores what it does not know.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionMeta {
+    /// The thread id (a UUID string): the conversation id of the file.
+    pub id: String,
+    /// The thread this one was forked from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub forked_from_id: Option<String>,
+    /// Session start, RFC 3339.
+    pub timestamp: String,
+    /// Working directory.
+    pub cwd: String,
+    /// The program that wrote the session.
+    pub originator: String,
+    /// Its version.
+    pub cli_version: String,
+    /// The session source (`cli`, `vscode`, `exec`, `mcp`, or an object in newer files).
+    pub source: Value,
+    /// The model provider (key always written, may be null).
+    #[serde(default)]
+    pub model_provider: Option<String>,
+    /// Base instructions `{text, …}` (key always written, may be null).
+    #[serde(default)]
+    pub base_instructions: Option<Value>,
+}
+
+impl SessionMeta {
+    /// Metadata for a new session with thread id `id`, started now, in the current directory,
+    /// written by this library (`source: "exec"`).
+    pub fn new(id: impl Into<String>) -> SessionMeta {
+        SessionMeta {
+            id: id.into(),
+            forked_from_id: None,
+            timestamp: timestamp(SystemTime::now()),
+            cwd: std::env::current_dir()
+                .map(|dir| dir.display().to_string())
+                .unwrap_or_default(),
+            originator: "agent_history".into(),
+            cli_version: env!("CARGO_PKG_VERSION").into(),
+            source: Value::String("exec".into()),
+            model_provider: None,
+            base_instructions: None,
+        }
+    }
+
+    /// A new random (version 4) thread id.
+    pub fn new_thread_id() -> String {
+        uuid::Uuid::new_v4().to_string()
+    }
+}
+
+/// `YYYY-MM-DDThh:mm:ss.mmmZ` in UTC: the rollout envelope's timestamp format.
+pub fn timestamp(time: SystemTime) -> String {
+    humantime::format_rfc3339_millis(time).to_string()
+}
+
+/// Once the writer's buffer holds this much, [`Durability::Buffered`] writes it out.
+const BUFFER_LIMIT: usize = 64 * 1024;
+
+/// Appends lines to a rollout.
+///
+/// Each `append_*` call is one batch: its lines are built in memory, then written whole, then
+/// flushed or synced as the [`Durability`] says. If the sink fails, the error names the file and
+/// the line, the unwritten bytes stay pending (written before the next batch, never twice), and
+/// [`RolloutWriter::durable_lines`] tells how many lines are safe.
+pub struct RolloutWriter<S: RolloutSink = FileSink> {
+    sink: S,
+    path: PathBuf,
+    durability: Durability,
+    /// Bytes built but not yet accepted by the sink.
+    pending: Vec<u8>,
+    /// Lines built (1-based number of the last line built).
+    lines_built: u64,
+    /// Complete lines the sink accepted.
+    lines_written: u64,
+    /// Lines written and flushed (and synced, per the setting).
+    durable_lines: u64,
+    clock: fn() -> SystemTime,
+}
+
+impl<S: RolloutSink> std::fmt::Debug for RolloutWriter<S> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RolloutWriter")
+            .field("path", &self.path)
+            .field("durability", &self.durability)
+            .field("lines_built", &self.lines_built)
+            .field("durable_lines", &self.durable_lines)
+            .field("pending_bytes", &self.pending.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl RolloutWriter<FileSink> {
+    /// Creates a new rollout file at `path` (it must not exist) and writes `meta` as its first
+    /// line.
+    ///
+    /// # Errors
+    ///
+    /// [`RolloutWriteError`] when the file cannot be created or the line not written.
+    pub fn create(
+        path: impl AsRef<Path>,
+        meta: &SessionMeta,
+        durability: Durability,
+    ) -> Result<Self, RolloutWriteError> {
+        let path = path.as_ref();
+        let sink = FileSink::create_new(path).map_err(|source| RolloutWriteError {
+            path: path.to_owned(),
+            what: "a new rollout file".into(),
+            source,
+        })?;
+        let mut writer = RolloutWriter::with_sink(sink, path, durability);
+        writer.append_session_meta(meta)?;
+        Ok(writer)
+    }
+
+    /// Opens an existing rollout for appending (to continue a resumed session). A torn last line
+    /// is ended with a newline first.
+    ///
+    /// # Errors
+    ///
+    /// [`RolloutWriteError`] when the file cannot be opened.
+    pub fn append_to(
+        path: impl AsRef<Path>,
+        durability: Durability,
+    ) -> Result<Self, RolloutWriteError> {
+        let path = path.as_ref();
+        let sink = FileSink::open_append(path).map_err(|source| RolloutWriteError {
+            path: path.to_owned(),
+            what: "the rollout file for appending".into(),
+            source,
+        })?;
+        Ok(RolloutWriter::with_sink(sink, path, durability))
+    }
+}
+
+impl<S: RolloutSink> RolloutWriter<S> {
+    /// A writer over any sink; `label` names it in errors. Writes nothing yet: a new rollout
+    /// starts with [`RolloutWriter::append_session_meta`].
+    pub fn with_sink(sink: S, label: impl Into<PathBuf>, durability: Durability) -> Self {
+        RolloutWriter {
+            sink,
+            path: label.into(),
+            durability,
+            pending: Vec::new(),
+            lines_built: 0,
+            lines_written: 0,
+            durable_lines: 0,
+            clock: SystemTime::now,
+        }
+    }
+
+    /// Replaces the clock that stamps lines (for reproducible files in tests).
+    pub fn with_clock(mut self, clock: fn() -> SystemTime) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    /// The file (or sink label).
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The durability setting.
+    pub fn durability(&self) -> Durability {
+        self.durability
+    }
+
+    /// The sink.
+    pub fn sink(&self) -> &S {
+        &self.sink
+    }
+
+    /// Lines handed to this writer so far.
+    pub fn lines_appended(&self) -> u64 {
+        self.lines_built
+    }
+
+    /// Lines that are durable under the setting: completely written and flushed (and synced for
+    /// [`Durability::SyncData`]). The first `durable_lines()` lines this writer appended survive
+    /// a crash of the kind the setting protects against.
+    pub fn durable_lines(&self) -> u64 {
+        self.durable_lines
+    }
+
+    /// Appends the `session_meta` line (the first line of a new rollout).
+    ///
+    /// # Errors
+    ///
+    /// See [`RolloutWriter::append_raw`].
+    pub fn append_session_meta(&mut self, meta: &SessionMeta) -> Result<(), RolloutWriteError> {
+        let payload = serde_json::to_string(meta).map_err(|error| self.invalid("session_meta", error))?;
+        self.push_line("session_meta", &payload);
+        self.commit("session_meta")
+    }
+
+    /// Appends one `response_item` line per item JSON text, as one batch. The texts are written
+    /// verbatim when they are one line (as entries' JSON is), else in compact form.
+    ///
+    /// # Errors
+    ///
+    /// [`RolloutWriteError`] with `InvalidInput` when a text is not JSON, or when the sink fails.
+    pub fn append_response_items<'a>(
+        &mut self,
+        items: impl IntoIterator<Item = &'a str>,
+    ) -> Result<(), RolloutWriteError> {
+        for item in items {
+            let payload = one_line(item).map_err(|error| self.invalid("response_item", error))?;
+            self.push_line("response_item", &payload);
+        }
+        self.commit("response_item")
+    }
+
+    /// Appends a `compacted` line: the summary message and the replacement history.
+    ///
+    /// # Errors
+    ///
+    /// See [`RolloutWriter::append_raw`].
+    pub fn append_compacted(&mut self, compacted: &Compacted) -> Result<(), RolloutWriteError> {
+        let mut payload = String::from("{\"message\":");
+        let message = serde_json::to_string(&compacted.message)
+            .map_err(|error| self.invalid("compacted", error))?;
+        payload.push_str(&message);
+        payload.push_str(",\"replacement_history\":[");
+        for (i, entry) in compacted.replacement_history.iter().enumerate() {
+            if i > 0 {
+                payload.push(',');
+            }
+            let item = one_line(entry.json()).map_err(|error| self.invalid("compacted", error))?;
+            payload.push_str(&item);
+        }
+        payload.push_str("]}");
+        self.push_line("compacted", &payload);
+        self.commit("compacted")
+    }
+
+    /// Appends `event_msg` `{"type":"thread_rolled_back","num_turns":n}`.
+    ///
+    /// # Errors
+    ///
+    /// See [`RolloutWriter::append_raw`].
+    pub fn append_rollback(&mut self, num_turns: u64) -> Result<(), RolloutWriteError> {
+        let payload = format!(r#"{{"type":"thread_rolled_back","num_turns":{num_turns}}}"#);
+        self.push_line("event_msg", &payload);
+        self.commit("event_msg")
+    }
+
+    /// Appends a line of any type (`turn_context`, `world_state`, `event_msg`, …) with a payload
+    /// given as JSON text.
+    ///
+    /// # Errors
+    ///
+    /// `InvalidInput` when `kind` is not a snake_case name or the payload is not JSON; otherwise
+    /// the sink's error.
+    pub fn append_raw(&mut self, kind: &str, payload: &str) -> Result<(), RolloutWriteError> {
+        let valid_kind = !kind.is_empty()
+            && kind
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_');
+        if !valid_kind {
+            return Err(RolloutWriteError {
+                path: self.path.clone(),
+                what: format!("a line of type {kind:?}"),
+                source: io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    "a rollout line type is a snake_case name",
+                ),
+            });
+        }
+        let payload = one_line(payload).map_err(|error| self.invalid(kind, error))?;
+        self.push_line(kind, &payload);
+        self.commit(kind)
+    }
+
+    /// Writes everything pending, flushes, and syncs under [`Durability::SyncData`]. With
+    /// [`Durability::Buffered`] this is what makes lines durable.
+    ///
+    /// # Errors
+    ///
+    /// The sink's error.
+    pub fn flush(&mut self) -> Result<(), RolloutWriteError> {
+        self.write_pending("pending lines")?;
+        self.sink.flush().map_err(|source| self.error("flush", source))?;
+        if self.durability == Durability::SyncData {
+            self.sink
+                .sync_data()
+                .map_err(|source| self.error("sync_data", source))?;
+        }
+        self.durable_lines = self.lines_written;
+        Ok(())
+    }
+
+    fn push_line(&mut self, kind: &str, payload: &str) {
+        let stamp = timestamp((self.clock)());
+        self.pending.extend_from_slice(b"{\"timestamp\":\"");
+        self.pending.extend_from_slice(stamp.as_bytes());
+        self.pending.extend_from_slice(b"\",\"type\":\"");
+        self.pending.extend_from_slice(kind.as_bytes());
+        self.pending.extend_from_slice(b"\",\"payload\":");
+        self.pending.extend_from_slice(payload.as_bytes());
+        self.pending.extend_from_slice(b"}\n");
+        self.lines_built += 1;
+    }
+
+    fn commit(&mut self, kind: &str) -> Result<(), RolloutWriteError> {
+        match self.durability {
+            Durability::Buffered if self.pending.len() < BUFFER_LIMIT => Ok(()),
+            Durability::Buffered => self.write_pending(kind),
+            Durability::Flush | Durability::SyncData => self.flush_for(kind),
+        }
+    }
+
+    fn flush_for(&mut self, kind: &str) -> Result<(), RolloutWriteError> {
+        self.write_pending(kind)?;
+        self.sink
+            .flush()
+            .map_err(|source| self.error(&format!("{kind} (flush)"), source))?;
+        if self.durability == Durability::SyncData {
+            self.sink
+                .sync_data()
+                .map_err(|source| self.error(&format!("{kind} (sync_data)"), source))?;
+        }
+        self.durable_lines = self.lines_written;
+        Ok(())
+    }
+
+    /// Writes pending bytes. On error, what the sink accepted is dropped from `pending` and the
+    /// rest stays for the next attempt: no byte is written twice, so no line is duplicated.
+    fn write_pending(&mut self, kind: &str) -> Result<(), RolloutWriteError> {
+        while !self.pending.is_empty() {
+            match self.sink.write(&self.pending) {
+                Ok(0) => {
+                    let source = io::Error::new(io::ErrorKind::WriteZero, "the sink took no bytes");
+                    return Err(self.error(&self.describe(kind), source));
+                }
+                Ok(written) => {
+                    let written = written.min(self.pending.len());
+                    let lines = self.pending[..written].iter().filter(|&&b| b == b'\n').count();
+                    self.lines_written += lines as u64;
+                    self.pending.drain(..written);
+                }
+                Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
+                Err(source) => return Err(self.error(&self.describe(kind), source)),
+            }
+        }
+        Ok(())
+    }
+
+    /// `response_item line 12`: the first line not yet completely written.
+    fn describe(&self, kind: &str) -> String {
+        format!("{kind} line {}", self.lines_written + 1)
+    }
+
+    fn error(&self, what: &str, source: io::Error) -> RolloutWriteError {
+        RolloutWriteError {
+            path: self.path.clone(),
+            what: what.to_owned(),
+            source,
+        }
+    }
+
+    fn invalid(&self, kind: &str, error: serde_json::Error) -> RolloutWriteError {
+        self.error(
+            &format!("a {kind} line"),
+            io::Error::new(io::ErrorKind::InvalidInput, error),
+        )
+    }
+}
+
+/// The JSON text on one line: verbatim when it already is (after trimming), else compacted.
+fn one_line(json: &str) -> Result<std::borrow::Cow<'_, str>, serde_json::Error> {
+    let trimmed = json.trim();
+    // Validate: a payload that is not JSON would make the whole line unreadable.
+    let raw: &RawValue = serde_json::from_str(trimmed)?;
+    if !raw.get().contains(['\n', '\r']) {
+        return Ok(std::borrow::Cow::Borrowed(raw.get()));
+    }
+    let value: Value = serde_json::from_str(trimmed)?;
+    Ok(std::borrow::Cow::Owned(serde_json::to_string(&value)?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Default)]
+    struct Memory(Vec<u8>);
+
+    impl RolloutSink for Memory {
+        fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+            self.0.extend_from_slice(bytes);
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+        fn sync_data(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    fn epoch() -> SystemTime {
+        SystemTime::UNIX_EPOCH + std::time::Duration::from_millis(1_762_178_401_137)
+    }
+
+    #[test]
+    fn lines_have_the_codex_envelope() {
+        let mut writer =
+            RolloutWriter::with_sink(Memory::default(), "mem", Durability::Flush).with_clock(epoch);
+        writer
+            .append_response_items([r#"{"type":"message","role":"user","content":[]}"#])
+            .expect("written");
+        writer.append_rollback(2).expect("written");
+        assert_eq!(
+            String::from_utf8(writer.sink().0.clone()).expect("utf-8"),
+            concat!(
+                r#"{"timestamp":"2025-11-03T14:00:01.137Z","type":"response_item","payload":{"type":"message","role":"user","content":[]}}"#,
+                "\n",
+                r#"{"timestamp":"2025-11-03T14:00:01.137Z","type":"event_msg","payload":{"type":"thread_rolled_back","num_turns":2}}"#,
+                "\n"
+            )
+        );
+        assert_eq!(writer.durable_lines(), 2);
+    }
+
+    #[test]
+    fn multi_line_payloads_are_compacted_and_bad_ones_refused() {
+        let mut writer =
+            RolloutWriter::with_sink(Memory::default(), "mem", Durability::Flush).with_clock(epoch);
+        writer
+            .append_raw("turn_context", "{\n  \"model\": \"m\"\n}")
+            .expect("written");
+        let text = String::from_utf8(writer.sink().0.clone()).expect("utf-8");
+        assert_eq!(
+            text,
+            "{\"timestamp\":\"2025-11-03T14:00:01.137Z\",\"type\":\"turn_context\",\"payload\":{\"model\":\"m\"}}\n"
+        );
+        let error = writer.append_raw("turn_context", "{not json").expect_err("refused");
+        assert_eq!(error.source.kind(), io::ErrorKind::InvalidInput);
+        let error = writer.append_raw("Bad Type", "{}").expect_err("refused");
+        assert_eq!(error.source.kind(), io::ErrorKind::InvalidInput);
+        assert_eq!(writer.lines_appended(), 1);
+    }
+
+    #[test]
+    fn buffered_lines_become_durable_on_flush() {
+        let mut writer = RolloutWriter::with_sink(Memory::default(), "mem", Durability::Buffered);
+        writer.append_rollback(1).expect("buffered");
+        assert!(writer.sink().0.is_empty());
+        assert_eq!(writer.durable_lines(), 0);
+        writer.flush().expect("flushed");
+        assert_eq!(writer.durable_lines(), 1);
+        assert_eq!(writer.sink().0.iter().filter(|&&b| b == b'\n').count(), 1);
+    }
+}
