@@ -36,6 +36,7 @@ mod item;
 mod projection;
 mod request;
 pub mod rollout;
+mod session;
 
 pub use error::{
     Error, ItemError, ProjectionError, RequestError, RolloutError, RolloutWriteError,
@@ -52,6 +53,8 @@ pub use projection::{
     Projection, ProjectionOptions, Repair, RepairKind, RepairMode, RepairReport, UnknownItems,
     Violation, ViolationKind,
 };
+pub use rollout::{Durability, FileSink, RolloutSink, RolloutWriter, SessionMeta};
+pub use session::Session;
 pub use request::{
     ModelRequest, OUTPUT_SCHEMA_NAME, Prompt, PromptCompiler, ReasoningConfig, RequestSettings,
     StepContext, Verbosity,

@@ -280,6 +280,11 @@ impl<S: RolloutSink> RolloutWriter<S> {
         &self.sink
     }
 
+    /// The sink, mutably (tests use it to repair an injected fault).
+    pub fn sink_mut(&mut self) -> &mut S {
+        &mut self.sink
+    }
+
     /// Lines handed to this writer so far.
     pub fn lines_appended(&self) -> u64 {
         self.lines_built
@@ -379,6 +384,29 @@ impl<S: RolloutSink> RolloutWriter<S> {
         let payload = one_line(payload).map_err(|error| self.invalid(kind, error))?;
         self.push_line(kind, &payload);
         self.commit(kind)
+    }
+
+    /// Appends a complete line exactly as given (used to copy a parent's lines into a fork). The
+    /// line must end with `\n` and hold no other newline.
+    ///
+    /// # Errors
+    ///
+    /// `InvalidInput` for a line that is not one newline-terminated line; otherwise the sink's
+    /// error.
+    pub fn append_verbatim_line(&mut self, line: &[u8]) -> Result<(), RolloutWriteError> {
+        let newlines = line.iter().filter(|&&b| b == b'\n').count();
+        if newlines != 1 || line.last() != Some(&b'\n') {
+            return Err(self.error(
+                "a copied line",
+                io::Error::new(io::ErrorKind::InvalidInput, "not one newline-terminated line"),
+            ));
+        }
+        self.pending.extend_from_slice(line);
+        self.lines_built += 1;
+        match self.durability {
+            Durability::Buffered if self.pending.len() < BUFFER_LIMIT => Ok(()),
+            _ => self.write_pending("copied"),
+        }
     }
 
     /// Writes everything pending, flushes, and syncs under [`Durability::SyncData`]. With

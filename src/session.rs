@@ -1,0 +1,312 @@
+//! [`Session`]: a history and its rollout file kept in step.
+
+use std::fs::File;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+
+use crate::error::{Error, RolloutWriteError};
+use crate::history::truncate::TruncationPolicy;
+use crate::history::{Compacted, History, Recorded};
+use crate::item::ResponseItem;
+use crate::rollout::{self, Durability, FileSink, RolloutSink, RolloutWriter, SessionMeta};
+
+/// A history whose every change is appended to a rollout: recorded items as `response_item`
+/// lines (as given, before truncation; never filtered items, never projection repairs),
+/// compactions as `compacted` lines, rollbacks as `thread_rolled_back` events. Resuming the file
+/// gives a history equal to this one, entry for entry.
+///
+/// The history changes first, then the line is written. If the write fails, the error is
+/// returned, the history keeps the change, and the line stays pending in the writer: it is written
+/// before the next line, or by [`Session::flush`].
+///
+/// # Examples
+///
+/// ```
+/// use agent_history::{Durability, ProjectionOptions, Session, SessionMeta, DEFAULT_TRUNCATION};
+///
+/// let dir = std::env::temp_dir().join(format!("agent-history-doc-{}", std::process::id()));
+/// std::fs::create_dir_all(&dir)?;
+/// let path = dir.join("rollout.jsonl");
+/// # std::fs::remove_file(&path).ok();
+/// let mut session = Session::create(&path, SessionMeta::new("thread-1"), DEFAULT_TRUNCATION, Durability::SyncData)?;
+/// session.record_json(r#"{"type":"message","role":"user","content":[{"type":"input_text","text":"hi"}]}"#)?;
+/// session.record_json(r#"{"type":"function_call","name":"ls","arguments":"{}","call_id":"c1"}"#)?;
+///
+/// let (resumed, _report) = Session::resume(&path, DEFAULT_TRUNCATION, Durability::SyncData)?;
+/// assert_eq!(resumed.history().entries(), session.history().entries());
+/// # std::fs::remove_dir_all(&dir).ok();
+/// # Ok::<(), agent_history::Error>(())
+/// ```
+#[derive(Debug)]
+pub struct Session<S: RolloutSink = FileSink> {
+    history: History,
+    writer: RolloutWriter<S>,
+    thread_id: String,
+}
+
+impl Session<FileSink> {
+    /// Starts a session: creates the rollout at `path` (it must not exist) with `meta` as its
+    /// first line.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::RolloutWrite`] when the file cannot be created or written.
+    pub fn create(
+        path: impl AsRef<Path>,
+        meta: SessionMeta,
+        truncation: TruncationPolicy,
+        durability: Durability,
+    ) -> Result<Self, Error> {
+        let writer = RolloutWriter::create(path, &meta, durability)?;
+        Ok(Session {
+            history: History::with_truncation(truncation),
+            writer,
+            thread_id: meta.id,
+        })
+    }
+
+    /// Resumes the session in the rollout at `path` and continues appending to it. The file is
+    /// read first; a torn last line is ended with a newline before anything is appended.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Rollout`] when the file cannot be read as a rollout, [`Error::RolloutWrite`] when
+    /// it cannot be opened for appending.
+    pub fn resume(
+        path: impl AsRef<Path>,
+        truncation: TruncationPolicy,
+        durability: Durability,
+    ) -> Result<(Self, rollout::Resumed), Error> {
+        let path = path.as_ref();
+        let resumed = rollout::resume_file(path, truncation)?;
+        let writer = RolloutWriter::append_to(path, durability)?;
+        let session = Session {
+            history: resumed.history.clone(),
+            writer,
+            thread_id: resumed.thread_id.clone().unwrap_or_default(),
+        };
+        Ok((session, resumed))
+    }
+
+    /// Forks the session at user turn `turn` (1-based): a new session whose history is this
+    /// one before that turn began ([`History::before_user_turn`]; `turn` past the last turn forks
+    /// everything), written to a new rollout at `path` whose `session_meta` carries
+    /// `forked_from_id`. The new history shares structure with this one.
+    ///
+    /// The new rollout holds its `session_meta`, then this session's complete lines (as Codex
+    /// does, so the parent's `session_meta` follows as a non-first one), then a
+    /// `thread_rolled_back` event for the turns left out. Resuming it gives the forked history.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::RolloutWrite`] when this session's pending lines cannot be flushed or the new
+    /// file cannot be written; [`Error::Rollout`] when this session's file cannot be read.
+    pub fn fork(
+        &mut self,
+        turn: usize,
+        path: impl AsRef<Path>,
+        mut meta: SessionMeta,
+        durability: Durability,
+    ) -> Result<Session<FileSink>, Error> {
+        self.writer.flush()?;
+        let history = self.history.before_user_turn(turn);
+        let dropped_turns = self.history.user_turn_count() - history.user_turn_count();
+        meta.forked_from_id = Some(self.thread_id.clone());
+        let mut writer = RolloutWriter::create(path.as_ref(), &meta, durability)?;
+        let parent = self.writer.path().to_owned();
+        copy_complete_lines(&parent, &mut writer)?;
+        if dropped_turns > 0 {
+            writer.append_rollback(dropped_turns as u64)?;
+        }
+        Ok(Session {
+            history,
+            writer,
+            thread_id: meta.id,
+        })
+    }
+}
+
+/// Appends every newline-terminated line of the rollout at `from` to `writer`, verbatim. A torn
+/// last line is left out.
+fn copy_complete_lines<S: RolloutSink>(
+    from: &Path,
+    writer: &mut RolloutWriter<S>,
+) -> Result<(), Error> {
+    let read_error = |source| crate::error::RolloutError::Io {
+        path: from.to_owned(),
+        source,
+    };
+    let mut reader = BufReader::new(File::open(from).map_err(read_error)?);
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        let read = reader.read_until(b'\n', &mut line).map_err(read_error)?;
+        if read == 0 || line.last() != Some(&b'\n') {
+            break;
+        }
+        writer.append_verbatim_line(&line)?;
+    }
+    writer.flush()?;
+    Ok(())
+}
+
+impl<S: RolloutSink> Session<S> {
+    /// A session over an existing history and a writer whose rollout already holds that history
+    /// (for custom sinks).
+    pub fn from_parts(history: History, writer: RolloutWriter<S>, thread_id: String) -> Self {
+        Session {
+            history,
+            writer,
+            thread_id,
+        }
+    }
+
+    /// The history.
+    pub fn history(&self) -> &History {
+        &self.history
+    }
+
+    /// The writer (durable lines, path, sink).
+    pub fn writer(&self) -> &RolloutWriter<S> {
+        &self.writer
+    }
+
+    /// The thread id of the session.
+    pub fn thread_id(&self) -> &str {
+        &self.thread_id
+    }
+
+    /// The rollout's path (or the sink's label).
+    pub fn path(&self) -> PathBuf {
+        self.writer.path().to_owned()
+    }
+
+    /// Records an item given as JSON and appends it as a `response_item` line if it was stored.
+    /// Multi-line JSON is stored in compact form and surrounding white space is trimmed, so that
+    /// the line and the entry hold the same text.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Item`] when the text is not an item (nothing changes);
+    /// [`Error::RolloutWrite`] when the line could not be written (the history has the item).
+    pub fn record_json(&mut self, json: &str) -> Result<Recorded, Error> {
+        let text = canonical(json)?;
+        let recorded = self.history.record_json(text.as_str())?;
+        if matches!(recorded, Recorded::Stored { .. }) {
+            self.writer.append_response_items([text.as_str()])?;
+        }
+        Ok(recorded)
+    }
+
+    /// Records several items and appends the stored ones as one batch (one flush or sync).
+    ///
+    /// # Errors
+    ///
+    /// As [`Session::record_json`]; on an invalid item, the items before it are recorded and
+    /// written, the rest are not.
+    pub fn record_all_json<'a>(
+        &mut self,
+        items: impl IntoIterator<Item = &'a str>,
+    ) -> Result<Vec<Recorded>, Error> {
+        let mut outcomes = Vec::new();
+        let mut lines: Vec<String> = Vec::new();
+        let mut failure = None;
+        for json in items {
+            let text = match canonical(json) {
+                Ok(text) => text,
+                Err(error) => {
+                    failure = Some(Error::from(error));
+                    break;
+                }
+            };
+            match self.history.record_json(text.as_str()) {
+                Ok(recorded) => {
+                    if matches!(recorded, Recorded::Stored { .. }) {
+                        lines.push(text);
+                    }
+                    outcomes.push(recorded);
+                }
+                Err(error) => {
+                    failure = Some(error.into());
+                    break;
+                }
+            }
+        }
+        if !lines.is_empty() {
+            self.writer
+                .append_response_items(lines.iter().map(String::as_str))?;
+        }
+        match failure {
+            Some(error) => Err(error),
+            None => Ok(outcomes),
+        }
+    }
+
+    /// Records a typed item (serialized once) and appends it if it was stored.
+    ///
+    /// # Errors
+    ///
+    /// As [`Session::record_json`].
+    pub fn record(&mut self, item: &ResponseItem) -> Result<Recorded, Error> {
+        let json = serde_json::to_string(item).map_err(crate::ItemError::Serialize)?;
+        self.record_json(&json)
+    }
+
+    /// Compacts the history locally ([`History::compact`]) and appends the `compacted` line.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::RolloutWrite`] when the line could not be written (the history is compacted).
+    pub fn compact(&mut self, summary_text: &str) -> Result<Compacted, Error> {
+        let compacted = self.history.compact(summary_text);
+        self.writer.append_compacted(&compacted)?;
+        Ok(compacted)
+    }
+
+    /// Rolls back the last `n` user turns and appends the `thread_rolled_back` event.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::RolloutWrite`] when the line could not be written (the history is rolled back).
+    pub fn rollback(&mut self, n: usize) -> Result<(), Error> {
+        if n == 0 {
+            return Ok(());
+        }
+        self.history.drop_last_n_user_turns(n);
+        self.writer.append_rollback(n as u64)?;
+        Ok(())
+    }
+
+    /// Appends a line of another type (`turn_context`, `world_state`, an `event_msg`, …) with a
+    /// JSON payload. The history does not change.
+    ///
+    /// # Errors
+    ///
+    /// See [`RolloutWriter::append_raw`].
+    pub fn append_raw(&mut self, kind: &str, payload: &str) -> Result<(), RolloutWriteError> {
+        self.writer.append_raw(kind, payload)
+    }
+
+    /// Writes everything pending, flushes, and syncs under [`Durability::SyncData`].
+    ///
+    /// # Errors
+    ///
+    /// The sink's error.
+    pub fn flush(&mut self) -> Result<(), RolloutWriteError> {
+        self.writer.flush()
+    }
+}
+
+/// The text a session stores and writes for an item: trimmed, and compact when it spans lines.
+fn canonical(json: &str) -> Result<String, crate::ItemError> {
+    let trimmed = json.trim();
+    if !trimmed.contains(['\n', '\r']) {
+        return Ok(trimmed.to_owned());
+    }
+    let value: serde_json::Value =
+        serde_json::from_str(trimmed).map_err(|source| crate::ItemError::InvalidJson {
+            item_type: None,
+            source,
+        })?;
+    serde_json::to_string(&value).map_err(crate::ItemError::Serialize)
+}

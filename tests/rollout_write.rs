@@ -1,0 +1,376 @@
+//! Writing rollouts: exact round trips, crash safety by fault injection, compaction and fork.
+
+use std::io;
+use std::path::PathBuf;
+
+use agent_history::rollout::{self, Durability, RolloutSink, RolloutWriter, SessionMeta};
+use agent_history::{
+    DEFAULT_TRUNCATION, EMPTY_SUMMARY, History, ProjectionOptions, SUMMARY_PREFIX, Session,
+    TruncationPolicy, summary_text,
+};
+
+/// A fresh directory for one test.
+fn temp_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("agent-history-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    dir
+}
+
+fn user(text: &str) -> String {
+    serde_json::json!({"type":"message","role":"user","content":[{"type":"input_text","text":text}]})
+        .to_string()
+}
+
+fn assistant(text: &str) -> String {
+    serde_json::json!({"type":"message","role":"assistant","content":[{"type":"output_text","text":text}]})
+        .to_string()
+}
+
+fn call(call_id: &str) -> String {
+    format!(
+        r#"{{"type":"function_call","id":"fc_{call_id}","name":"shell","arguments":"{{\"command\":[\"ls\"]}}","call_id":"{call_id}"}}"#
+    )
+}
+
+fn output(call_id: &str, text: &str) -> String {
+    serde_json::json!({"type":"function_call_output","call_id":call_id,"output":text}).to_string()
+}
+
+/// A scripted session: turns with calls, outputs (one large enough to be truncated), an
+/// interrupted call, a system message (filtered) and pretty-printed JSON.
+fn script() -> Vec<String> {
+    let mut items = Vec::new();
+    for turn in 0..12 {
+        items.push(user(&format!("turn {turn}: please look at file {turn}.rs")));
+        items.push(call(&format!("call_{turn}")));
+        if turn % 5 != 4 {
+            let body = if turn == 3 {
+                "x".repeat(50_000)
+            } else {
+                format!("contents of file {turn}")
+            };
+            items.push(output(&format!("call_{turn}"), &body));
+        }
+        items.push(assistant(&format!("done with turn {turn}")));
+    }
+    items.push(
+        r#"{"type":"message","role":"system","content":[{"type":"input_text","text":"s"}]}"#.into(),
+    );
+    items.push("{\n  \"type\": \"message\",\n  \"role\": \"user\",\n  \"content\": [{\"type\": \"input_text\", \"text\": \"pretty\"}]\n}".into());
+    items
+}
+
+fn projection_bytes(history: &History) -> String {
+    history
+        .project(&ProjectionOptions::default())
+        .expect("lenient")
+        .to_json_array()
+}
+
+#[test]
+fn write_read_resume_is_exact_and_leaves_the_file_untouched() {
+    let dir = temp_dir("roundtrip");
+    let path = dir.join("rollout.jsonl");
+    let policy = TruncationPolicy::Tokens(1_000);
+    let mut session =
+        Session::create(&path, SessionMeta::new("thread-rt"), policy, Durability::Flush)
+            .expect("created");
+    for item in script() {
+        session.record_json(&item).expect("recorded");
+    }
+    session
+        .append_raw("turn_context", r#"{"model":"m","cwd":"/"}"#)
+        .expect("raw line");
+    assert!(
+        session.history().iter().any(|e| e.json().contains("tokens truncated")),
+        "the script exercises truncation"
+    );
+    let before = std::fs::read(&path).expect("file");
+    let first = rollout::resume_file(&path, policy).expect("resumes");
+    let second = rollout::resume_file(&path, policy).expect("resumes");
+    assert_eq!(std::fs::read(&path).expect("file"), before, "resume never writes");
+    assert_eq!(first.thread_id.as_deref(), Some("thread-rt"));
+    let live: Vec<&str> = session.history().iter().map(|e| e.json()).collect();
+    let resumed: Vec<&str> = first.history.iter().map(|e| e.json()).collect();
+    assert_eq!(resumed, live, "entries equal byte for byte");
+    assert_eq!(first.history.entries(), session.history().entries());
+    assert_eq!(
+        projection_bytes(&first.history),
+        projection_bytes(&second.history)
+    );
+    assert_eq!(
+        projection_bytes(&first.history),
+        projection_bytes(session.history())
+    );
+    // Every line is one newline-terminated JSON object with the envelope keys in order.
+    let text = String::from_utf8(before).expect("utf-8");
+    for line in text.lines() {
+        assert!(line.starts_with(r#"{"timestamp":""#), "{line}");
+        let value: serde_json::Value = serde_json::from_str(line).expect("JSON line");
+        let keys: Vec<&str> = value.as_object().expect("object").keys().map(String::as_str).collect();
+        assert_eq!(keys, ["timestamp", "type", "payload"]);
+    }
+    assert!(!text.contains("\"role\":\"system\""), "filtered items are not written");
+    assert!(!text.contains("\"output\":\"aborted\""), "repairs are not written");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// A sink that accepts `budget` write calls, the last of them only half, then fails.
+struct FailingSink {
+    data: Vec<u8>,
+    budget: usize,
+}
+
+impl RolloutSink for FailingSink {
+    fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+        match self.budget {
+            0 => Err(io::Error::other("injected failure")),
+            1 => {
+                self.budget = 0;
+                let half = bytes.len().div_ceil(2);
+                self.data.extend_from_slice(&bytes[..half]);
+                Ok(half)
+            }
+            _ => {
+                self.budget -= 1;
+                self.data.extend_from_slice(bytes);
+                Ok(bytes.len())
+            }
+        }
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+    fn sync_data(&mut self) -> io::Result<()> {
+        if self.budget == 0 {
+            Err(io::Error::other("injected sync failure"))
+        } else {
+            Ok(())
+        }
+    }
+}
+
+#[test]
+fn a_sink_failing_after_n_writes_loses_nothing_durable() {
+    let items = script();
+    let policy = TruncationPolicy::Tokens(1_000);
+    // The complete history, recorded through a session whose sink never fails.
+    let mut full = Session::from_parts(
+        History::with_truncation(policy),
+        RolloutWriter::with_sink(
+            FailingSink {
+                data: Vec::new(),
+                budget: usize::MAX,
+            },
+            "working",
+            Durability::Flush,
+        ),
+        "thread-full".into(),
+    );
+    for item in &items {
+        full.record_json(item).expect("recorded");
+    }
+    let full_json: Vec<String> = full.history().iter().map(|e| e.json().to_owned()).collect();
+    for durability in [Durability::SyncData, Durability::Flush] {
+        for budget in 0..=(items.len() + 2) {
+            let sink = FailingSink {
+                data: Vec::new(),
+                budget,
+            };
+            let mut writer = RolloutWriter::with_sink(sink, "failing", durability);
+            let meta = SessionMeta::new("thread-crash");
+            let mut session = match writer.append_session_meta(&meta) {
+                Ok(()) => Session::from_parts(History::with_truncation(policy), writer, meta.id),
+                Err(_) => {
+                    assert_eq!(writer.durable_lines(), 0);
+                    continue;
+                }
+            };
+            for item in &items {
+                if session.record_json(item).is_err() {
+                    break; // the process "crashes" at the first failure
+                }
+            }
+            let durable = session.writer().durable_lines();
+            let bytes = session.writer().sink().data.clone();
+            let recovered = rollout::resume_reader(bytes.as_slice(), policy).expect("in memory");
+            let recovered_json: Vec<String> =
+                recovered.history.iter().map(|e| e.json().to_owned()).collect();
+            assert!(
+                full_json.starts_with(&recovered_json),
+                "budget {budget} ({durability:?}): not a prefix"
+            );
+            // Durable lines = session_meta + one line per stored item.
+            let durable_items = durable.saturating_sub(1) as usize;
+            assert!(
+                recovered_json.len() >= durable_items,
+                "budget {budget} ({durability:?}): {} items recovered, {durable_items} durable",
+                recovered_json.len()
+            );
+        }
+    }
+}
+
+#[test]
+fn a_failed_batch_is_written_once_on_the_next_attempt() {
+    let sink = FailingSink {
+        data: Vec::new(),
+        budget: 2, // session_meta, then half of the next batch
+    };
+    let mut writer = RolloutWriter::with_sink(sink, "failing", Durability::Flush);
+    writer
+        .append_session_meta(&SessionMeta::new("t"))
+        .expect("first write");
+    let line = user("one");
+    let error = writer
+        .append_response_items([line.as_str()])
+        .expect_err("fails");
+    assert!(error.to_string().contains("response_item line 2"), "{error}");
+    assert!(error.to_string().contains("failing"), "names the file: {error}");
+    assert_eq!(writer.durable_lines(), 1);
+    assert_eq!(writer.lines_appended(), 2);
+    let torn = rollout::resume_reader(writer.sink().data.as_slice(), DEFAULT_TRUNCATION)
+        .expect("in memory");
+    assert!(torn.torn_tail, "half a line reached the sink");
+    assert!(torn.history.is_empty());
+
+    // The sink recovers; the writer stays usable and finishes the line, once.
+    writer.sink_mut().budget = usize::MAX;
+    writer.flush().expect("retried");
+    assert_eq!(writer.durable_lines(), 2);
+    let text = String::from_utf8(writer.sink().data.clone()).expect("utf-8");
+    assert_eq!(text.lines().count(), 2);
+    assert_eq!(text.matches(r#""text":"one""#).count(), 1);
+    let resumed = rollout::resume_reader(text.as_bytes(), DEFAULT_TRUNCATION).expect("in memory");
+    assert_eq!(resumed.history.len(), 1);
+    assert!(resumed.skipped.is_empty());
+}
+
+#[test]
+fn compaction_keeps_recent_user_messages_within_budget_and_resumes_exactly() {
+    let dir = temp_dir("compact");
+    let path = dir.join("rollout.jsonl");
+    let mut session = Session::create(
+        &path,
+        SessionMeta::new("thread-c"),
+        DEFAULT_TRUNCATION,
+        Durability::Flush,
+    )
+    .expect("created");
+    // Three user messages: 48,000 + 40,000 + 4 bytes = 12,000 + 10,000 + 1 tokens.
+    session.record_json(&user(&"a".repeat(48_000))).expect("recorded");
+    session.record_json(&assistant("ok")).expect("recorded");
+    session.record_json(&user(&"b".repeat(40_000))).expect("recorded");
+    session
+        .record_json(&user("<environment_context>\n<cwd>/</cwd>\n</environment_context>"))
+        .expect("recorded");
+    session.record_json(&user("last")).expect("recorded");
+    let version = session.history().version();
+    let compacted = session.compact(&summary_text("we did things")).expect("compacted");
+    assert_eq!(session.history().version(), version + 1);
+    let texts: Vec<String> = compacted
+        .replacement_history
+        .iter()
+        .map(|e| {
+            let value: serde_json::Value = serde_json::from_str(e.json()).expect("JSON");
+            value["content"][0]["text"].as_str().expect("text").to_owned()
+        })
+        .collect();
+    assert_eq!(texts.len(), 4, "two kept whole, one truncated, the summary");
+    assert_eq!(texts[2], "last");
+    assert_eq!(texts[1], "b".repeat(40_000));
+    // 20,000 − 1 − 10,000 = 9,999 tokens remain for the 12,000-token message.
+    assert!(texts[0].contains("…2001 tokens truncated…"), "{}", &texts[0][..100]);
+    assert_eq!(texts[3], format!("{SUMMARY_PREFIX}\nwe did things"));
+    // The summary message is not a user turn.
+    assert_eq!(session.history().user_turn_count(), 3);
+
+    session.record_json(&user("after compaction")).expect("recorded");
+    let resumed = rollout::resume_file(&path, DEFAULT_TRUNCATION).expect("resumes");
+    assert_eq!(resumed.history.entries(), session.history().entries());
+
+    let mut empty = History::new();
+    empty.record_json(user("only")).expect("recorded");
+    let compacted = empty.compact("");
+    assert_eq!(compacted.message, "");
+    assert!(compacted.replacement_history[1].json().contains(EMPTY_SUMMARY));
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn fork_shares_structure_and_resumes_to_the_forked_history() {
+    let dir = temp_dir("fork");
+    let parent_path = dir.join("parent.jsonl");
+    let fork_path = dir.join("fork.jsonl");
+    let mut parent = Session::create(
+        &parent_path,
+        SessionMeta::new("thread-parent"),
+        DEFAULT_TRUNCATION,
+        Durability::Flush,
+    )
+    .expect("created");
+    for turn in 1..=4 {
+        parent.record_json(&user(&format!("question {turn}"))).expect("recorded");
+        parent.record_json(&call(&format!("c{turn}"))).expect("recorded");
+        parent
+            .record_json(&output(&format!("c{turn}"), "ok"))
+            .expect("recorded");
+        parent.record_json(&assistant(&format!("answer {turn}"))).expect("recorded");
+    }
+    let fork = parent
+        .fork(3, &fork_path, SessionMeta::new("thread-fork"), Durability::Flush)
+        .expect("forked");
+    assert_eq!(fork.history().user_turn_count(), 2);
+    assert_eq!(fork.history().len(), 8);
+    for (forked, original) in fork.history().iter().zip(parent.history().iter()) {
+        assert!(forked.shares_payload_with(original), "structure is shared");
+    }
+    assert_eq!(parent.history().len(), 16, "the parent is unchanged");
+
+    let text = std::fs::read_to_string(&fork_path).expect("fork file");
+    let first: serde_json::Value =
+        serde_json::from_str(text.lines().next().expect("a line")).expect("JSON");
+    assert_eq!(first["type"], "session_meta");
+    assert_eq!(first["payload"]["id"], "thread-fork");
+    assert_eq!(first["payload"]["forked_from_id"], "thread-parent");
+    let resumed = rollout::resume_file(&fork_path, DEFAULT_TRUNCATION).expect("resumes");
+    assert_eq!(resumed.thread_id.as_deref(), Some("thread-fork"));
+    assert_eq!(resumed.history.entries(), fork.history().entries());
+
+    // Forking past the last turn forks everything.
+    let all = parent
+        .fork(99, dir.join("all.jsonl"), SessionMeta::new("thread-all"), Durability::Flush)
+        .expect("forked");
+    assert_eq!(all.history().entries(), parent.history().entries());
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn resume_continues_appending_after_a_torn_tail() {
+    let dir = temp_dir("continue");
+    let path = dir.join("rollout.jsonl");
+    let mut session = Session::create(
+        &path,
+        SessionMeta::new("thread-cont"),
+        DEFAULT_TRUNCATION,
+        Durability::SyncData,
+    )
+    .expect("created");
+    session.record_json(&user("one")).expect("recorded");
+    drop(session);
+    // A crash tore a line.
+    let mut bytes = std::fs::read(&path).expect("file");
+    bytes.extend_from_slice(br#"{"timestamp":"2026-01-01T00:00:00.000Z","type":"response_item","payload":{"type":"mess"#);
+    std::fs::write(&path, &bytes).expect("write");
+    let (mut session, report) =
+        Session::resume(&path, DEFAULT_TRUNCATION, Durability::SyncData).expect("resumes");
+    assert!(report.torn_tail);
+    session.record_json(&user("two")).expect("recorded");
+    let resumed = rollout::resume_file(&path, DEFAULT_TRUNCATION).expect("resumes");
+    assert_eq!(resumed.history.entries(), session.history().entries());
+    assert_eq!(resumed.history.len(), 2);
+    assert!(!resumed.torn_tail, "the torn line was ended; it is now a malformed middle line");
+    assert_eq!(resumed.malformed().count(), 1);
+    std::fs::remove_dir_all(&dir).ok();
+}
