@@ -38,9 +38,7 @@ mod request;
 pub mod rollout;
 mod session;
 
-pub use error::{
-    Error, ItemError, ProjectionError, RequestError, RolloutError, RolloutWriteError,
-};
+pub use error::{Error, ItemError, ProjectionError, RequestError, RolloutError, RolloutWriteError};
 pub use history::truncate::{self, TruncationPolicy};
 pub use history::{
     COMPACT_USER_MESSAGE_TOKENS, Compacted, DEFAULT_TRUNCATION, EMPTY_SUMMARY, FilterReason,
@@ -53,9 +51,9 @@ pub use projection::{
     Projection, ProjectionOptions, Repair, RepairKind, RepairMode, RepairReport, UnknownItems,
     Violation, ViolationKind,
 };
-pub use rollout::{Durability, FileSink, RolloutSink, RolloutWriter, SessionMeta};
-pub use session::Session;
 pub use request::{
     ModelRequest, OUTPUT_SCHEMA_NAME, Prompt, PromptCompiler, ReasoningConfig, RequestSettings,
     StepContext, Verbosity,
 };
+pub use rollout::{Durability, FileSink, RolloutSink, RolloutWriter, SessionMeta};
+pub use session::Session;

@@ -73,9 +73,13 @@ fn write_read_resume_is_exact_and_leaves_the_file_untouched() {
     let dir = temp_dir("roundtrip");
     let path = dir.join("rollout.jsonl");
     let policy = TruncationPolicy::Tokens(1_000);
-    let mut session =
-        Session::create(&path, SessionMeta::new("thread-rt"), policy, Durability::Flush)
-            .expect("created");
+    let mut session = Session::create(
+        &path,
+        SessionMeta::new("thread-rt"),
+        policy,
+        Durability::Flush,
+    )
+    .expect("created");
     for item in script() {
         session.record_json(&item).expect("recorded");
     }
@@ -83,13 +87,20 @@ fn write_read_resume_is_exact_and_leaves_the_file_untouched() {
         .append_raw("turn_context", r#"{"model":"m","cwd":"/"}"#)
         .expect("raw line");
     assert!(
-        session.history().iter().any(|e| e.json().contains("tokens truncated")),
+        session
+            .history()
+            .iter()
+            .any(|e| e.json().contains("tokens truncated")),
         "the script exercises truncation"
     );
     let before = std::fs::read(&path).expect("file");
     let first = rollout::resume_file(&path, policy).expect("resumes");
     let second = rollout::resume_file(&path, policy).expect("resumes");
-    assert_eq!(std::fs::read(&path).expect("file"), before, "resume never writes");
+    assert_eq!(
+        std::fs::read(&path).expect("file"),
+        before,
+        "resume never writes"
+    );
     assert_eq!(first.thread_id.as_deref(), Some("thread-rt"));
     let live: Vec<&str> = session.history().iter().map(|e| e.json()).collect();
     let resumed: Vec<&str> = first.history.iter().map(|e| e.json()).collect();
@@ -108,11 +119,22 @@ fn write_read_resume_is_exact_and_leaves_the_file_untouched() {
     for line in text.lines() {
         assert!(line.starts_with(r#"{"timestamp":""#), "{line}");
         let value: serde_json::Value = serde_json::from_str(line).expect("JSON line");
-        let keys: Vec<&str> = value.as_object().expect("object").keys().map(String::as_str).collect();
+        let keys: Vec<&str> = value
+            .as_object()
+            .expect("object")
+            .keys()
+            .map(String::as_str)
+            .collect();
         assert_eq!(keys, ["timestamp", "type", "payload"]);
     }
-    assert!(!text.contains("\"role\":\"system\""), "filtered items are not written");
-    assert!(!text.contains("\"output\":\"aborted\""), "repairs are not written");
+    assert!(
+        !text.contains("\"role\":\"system\""),
+        "filtered items are not written"
+    );
+    assert!(
+        !text.contains("\"output\":\"aborted\""),
+        "repairs are not written"
+    );
     std::fs::remove_dir_all(&dir).ok();
 }
 
@@ -195,8 +217,11 @@ fn a_sink_failing_after_n_writes_loses_nothing_durable() {
             let durable = session.writer().durable_lines();
             let bytes = session.writer().sink().data.clone();
             let recovered = rollout::resume_reader(bytes.as_slice(), policy).expect("in memory");
-            let recovered_json: Vec<String> =
-                recovered.history.iter().map(|e| e.json().to_owned()).collect();
+            let recovered_json: Vec<String> = recovered
+                .history
+                .iter()
+                .map(|e| e.json().to_owned())
+                .collect();
             assert!(
                 full_json.starts_with(&recovered_json),
                 "budget {budget} ({durability:?}): not a prefix"
@@ -226,8 +251,14 @@ fn a_failed_batch_is_written_once_on_the_next_attempt() {
     let error = writer
         .append_response_items([line.as_str()])
         .expect_err("fails");
-    assert!(error.to_string().contains("response_item line 2"), "{error}");
-    assert!(error.to_string().contains("failing"), "names the file: {error}");
+    assert!(
+        error.to_string().contains("response_item line 2"),
+        "{error}"
+    );
+    assert!(
+        error.to_string().contains("failing"),
+        "names the file: {error}"
+    );
     assert_eq!(writer.durable_lines(), 1);
     assert_eq!(writer.lines_appended(), 2);
     let torn = rollout::resume_reader(writer.sink().data.as_slice(), DEFAULT_TRUNCATION)
@@ -259,34 +290,51 @@ fn compaction_keeps_recent_user_messages_within_budget_and_resumes_exactly() {
     )
     .expect("created");
     // Three user messages: 48,000 + 40,000 + 4 bytes = 12,000 + 10,000 + 1 tokens.
-    session.record_json(&user(&"a".repeat(48_000))).expect("recorded");
-    session.record_json(&assistant("ok")).expect("recorded");
-    session.record_json(&user(&"b".repeat(40_000))).expect("recorded");
     session
-        .record_json(&user("<environment_context>\n<cwd>/</cwd>\n</environment_context>"))
+        .record_json(&user(&"a".repeat(48_000)))
+        .expect("recorded");
+    session.record_json(&assistant("ok")).expect("recorded");
+    session
+        .record_json(&user(&"b".repeat(40_000)))
+        .expect("recorded");
+    session
+        .record_json(&user(
+            "<environment_context>\n<cwd>/</cwd>\n</environment_context>",
+        ))
         .expect("recorded");
     session.record_json(&user("last")).expect("recorded");
     let version = session.history().version();
-    let compacted = session.compact(&summary_text("we did things")).expect("compacted");
+    let compacted = session
+        .compact(&summary_text("we did things"))
+        .expect("compacted");
     assert_eq!(session.history().version(), version + 1);
     let texts: Vec<String> = compacted
         .replacement_history
         .iter()
         .map(|e| {
             let value: serde_json::Value = serde_json::from_str(e.json()).expect("JSON");
-            value["content"][0]["text"].as_str().expect("text").to_owned()
+            value["content"][0]["text"]
+                .as_str()
+                .expect("text")
+                .to_owned()
         })
         .collect();
     assert_eq!(texts.len(), 4, "two kept whole, one truncated, the summary");
     assert_eq!(texts[2], "last");
     assert_eq!(texts[1], "b".repeat(40_000));
     // 20,000 − 1 − 10,000 = 9,999 tokens remain for the 12,000-token message.
-    assert!(texts[0].contains("…2001 tokens truncated…"), "{}", &texts[0][..100]);
+    assert!(
+        texts[0].contains("…2001 tokens truncated…"),
+        "{}",
+        &texts[0][..100]
+    );
     assert_eq!(texts[3], format!("{SUMMARY_PREFIX}\nwe did things"));
     // The summary message is not a user turn.
     assert_eq!(session.history().user_turn_count(), 3);
 
-    session.record_json(&user("after compaction")).expect("recorded");
+    session
+        .record_json(&user("after compaction"))
+        .expect("recorded");
     let resumed = rollout::resume_file(&path, DEFAULT_TRUNCATION).expect("resumes");
     assert_eq!(resumed.history.entries(), session.history().entries());
 
@@ -294,7 +342,11 @@ fn compaction_keeps_recent_user_messages_within_budget_and_resumes_exactly() {
     empty.record_json(user("only")).expect("recorded");
     let compacted = empty.compact("");
     assert_eq!(compacted.message, "");
-    assert!(compacted.replacement_history[1].json().contains(EMPTY_SUMMARY));
+    assert!(
+        compacted.replacement_history[1]
+            .json()
+            .contains(EMPTY_SUMMARY)
+    );
     std::fs::remove_dir_all(&dir).ok();
 }
 
@@ -311,15 +363,26 @@ fn fork_shares_structure_and_resumes_to_the_forked_history() {
     )
     .expect("created");
     for turn in 1..=4 {
-        parent.record_json(&user(&format!("question {turn}"))).expect("recorded");
-        parent.record_json(&call(&format!("c{turn}"))).expect("recorded");
+        parent
+            .record_json(&user(&format!("question {turn}")))
+            .expect("recorded");
+        parent
+            .record_json(&call(&format!("c{turn}")))
+            .expect("recorded");
         parent
             .record_json(&output(&format!("c{turn}"), "ok"))
             .expect("recorded");
-        parent.record_json(&assistant(&format!("answer {turn}"))).expect("recorded");
+        parent
+            .record_json(&assistant(&format!("answer {turn}")))
+            .expect("recorded");
     }
     let fork = parent
-        .fork(3, &fork_path, SessionMeta::new("thread-fork"), Durability::Flush)
+        .fork(
+            3,
+            &fork_path,
+            SessionMeta::new("thread-fork"),
+            Durability::Flush,
+        )
         .expect("forked");
     assert_eq!(fork.history().user_turn_count(), 2);
     assert_eq!(fork.history().len(), 8);
@@ -340,7 +403,12 @@ fn fork_shares_structure_and_resumes_to_the_forked_history() {
 
     // Forking past the last turn forks everything.
     let all = parent
-        .fork(99, dir.join("all.jsonl"), SessionMeta::new("thread-all"), Durability::Flush)
+        .fork(
+            99,
+            dir.join("all.jsonl"),
+            SessionMeta::new("thread-all"),
+            Durability::Flush,
+        )
         .expect("forked");
     assert_eq!(all.history().entries(), parent.history().entries());
     std::fs::remove_dir_all(&dir).ok();
@@ -370,7 +438,10 @@ fn resume_continues_appending_after_a_torn_tail() {
     let resumed = rollout::resume_file(&path, DEFAULT_TRUNCATION).expect("resumes");
     assert_eq!(resumed.history.entries(), session.history().entries());
     assert_eq!(resumed.history.len(), 2);
-    assert!(!resumed.torn_tail, "the torn line was ended; it is now a malformed middle line");
+    assert!(
+        !resumed.torn_tail,
+        "the torn line was ended; it is now a malformed middle line"
+    );
     assert_eq!(resumed.malformed().count(), 1);
     std::fs::remove_dir_all(&dir).ok();
 }

@@ -303,7 +303,8 @@ impl<S: RolloutSink> RolloutWriter<S> {
     ///
     /// See [`RolloutWriter::append_raw`].
     pub fn append_session_meta(&mut self, meta: &SessionMeta) -> Result<(), RolloutWriteError> {
-        let payload = serde_json::to_string(meta).map_err(|error| self.invalid("session_meta", error))?;
+        let payload =
+            serde_json::to_string(meta).map_err(|error| self.invalid("session_meta", error))?;
         self.push_line("session_meta", &payload);
         self.commit("session_meta")
     }
@@ -398,7 +399,10 @@ impl<S: RolloutSink> RolloutWriter<S> {
         if newlines != 1 || line.last() != Some(&b'\n') {
             return Err(self.error(
                 "a copied line",
-                io::Error::new(io::ErrorKind::InvalidInput, "not one newline-terminated line"),
+                io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    "not one newline-terminated line",
+                ),
             ));
         }
         self.pending.extend_from_slice(line);
@@ -417,7 +421,9 @@ impl<S: RolloutSink> RolloutWriter<S> {
     /// The sink's error.
     pub fn flush(&mut self) -> Result<(), RolloutWriteError> {
         self.write_pending("pending lines")?;
-        self.sink.flush().map_err(|source| self.error("flush", source))?;
+        self.sink
+            .flush()
+            .map_err(|source| self.error("flush", source))?;
         if self.durability == Durability::SyncData {
             self.sink
                 .sync_data()
@@ -472,7 +478,10 @@ impl<S: RolloutSink> RolloutWriter<S> {
                 }
                 Ok(written) => {
                     let written = written.min(self.pending.len());
-                    let lines = self.pending[..written].iter().filter(|&&b| b == b'\n').count();
+                    let lines = self.pending[..written]
+                        .iter()
+                        .filter(|&&b| b == b'\n')
+                        .count();
                     self.lines_written += lines as u64;
                     self.pending.drain(..written);
                 }
@@ -572,7 +581,9 @@ mod tests {
             text,
             "{\"timestamp\":\"2025-11-03T14:00:01.137Z\",\"type\":\"turn_context\",\"payload\":{\"model\":\"m\"}}\n"
         );
-        let error = writer.append_raw("turn_context", "{not json").expect_err("refused");
+        let error = writer
+            .append_raw("turn_context", "{not json")
+            .expect_err("refused");
         assert_eq!(error.source.kind(), io::ErrorKind::InvalidInput);
         let error = writer.append_raw("Bad Type", "{}").expect_err("refused");
         assert_eq!(error.source.kind(), io::ErrorKind::InvalidInput);
