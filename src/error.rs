@@ -83,6 +83,25 @@ pub enum RolloutError {
         /// How many lines it has.
         lines: u64,
     },
+    /// Strict reading ([`ReadMode::Strict`](crate::rollout::ReadMode::Strict)) found a line it
+    /// cannot use (lenient reading skips and reports it instead).
+    #[error(
+        "{}: line {line} (byte {offset}): {reason}{}",
+        path.display(),
+        if *torn_tail { " (torn last line)" } else { "" }
+    )]
+    BadLine {
+        /// The file.
+        path: PathBuf,
+        /// 1-based line number.
+        line: u64,
+        /// Byte offset of the line's start.
+        offset: u64,
+        /// What is wrong with it.
+        reason: crate::rollout::SkipReason,
+        /// It is the last line, without `\n`: a write cut short.
+        torn_tail: bool,
+    },
 }
 
 /// Appending to a rollout failed. The writer stays usable: the lines of the failed batch stay

@@ -13,7 +13,10 @@ use crate::rollout::{self, Durability, FileSink, RolloutSink, RolloutWriter, Ses
 /// A history whose every change is appended to a rollout: recorded items as `response_item`
 /// lines (as given, before truncation; never filtered items, never projection repairs),
 /// compactions as `compacted` lines, rollbacks as `thread_rolled_back` events. Resuming the file
-/// gives a history equal to this one, entry for entry.
+/// gives a history equal to this one, entry for entry — with one exception that follows Codex:
+/// a rollback (or a fork) that reaches back across a compaction. Live, it cuts the compacted
+/// history; resume (reference §2.6) discards the compaction with the rolled-back turns and
+/// restores the items from before it.
 ///
 /// The history changes first, then the line is written. If the write fails, the error is
 /// returned, the history keeps the change, and the line stays pending in the writer: it is written
@@ -35,7 +38,7 @@ use crate::rollout::{self, Durability, FileSink, RolloutSink, RolloutWriter, Ses
 /// let (resumed, _report) = Session::resume(&path, DEFAULT_TRUNCATION, Durability::SyncData)?;
 /// assert_eq!(resumed.history().entries(), session.history().entries());
 /// # std::fs::remove_dir_all(&dir).ok();
-/// # Ok::<(), agent_history::Error>(())
+/// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Debug)]
 pub struct Session<S: RolloutSink = FileSink> {

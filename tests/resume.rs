@@ -1,0 +1,645 @@
+//! Resume (reference §2.6): the behaviours of §7.5 and §7.6 that concern the history, plus the
+//! reverse scan's compaction base, rollbacks across turn segments and compactions, legacy
+//! compaction, and determinism.
+
+use std::path::{Path, PathBuf};
+
+use agent_history::rollout::{self, ReadMode, Resumed, Rollout};
+use agent_history::{
+    DEFAULT_TRUNCATION, Entry, History, ProjectionOptions, TruncationPolicy, summary_text,
+};
+use serde_json::Value;
+
+fn line(kind: &str, payload: &str) -> String {
+    format!(r#"{{"timestamp":"2026-11-03T14:00:01.137Z","type":"{kind}","payload":{payload}}}"#)
+}
+
+fn meta() -> String {
+    line(
+        "session_meta",
+        r#"{"id":"0f1e7c52-3d8a-4b7e-9c11-6a2b5d4e8f90","timestamp":"2026-11-03T14:00:00.000Z","cwd":"/w","originator":"test","cli_version":"0.0.0","source":"cli"}"#,
+    )
+}
+
+fn item(json: &str) -> String {
+    line("response_item", json)
+}
+
+fn event(json: &str) -> String {
+    line("event_msg", json)
+}
+
+fn message(role: &str, text: &str) -> String {
+    let part = if role == "assistant" {
+        "output_text"
+    } else {
+        "input_text"
+    };
+    serde_json::json!({"type": "message", "role": role, "content": [{"type": part, "text": text}]})
+        .to_string()
+}
+
+fn user(text: &str) -> String {
+    message("user", text)
+}
+
+fn assistant(text: &str) -> String {
+    message("assistant", text)
+}
+
+fn turn_context(turn_id: Option<&str>, model: &str) -> String {
+    match turn_id {
+        Some(id) => format!(
+            r#"{{"turn_id":"{id}","cwd":"/w","approval_policy":"never","sandbox_policy":{{"type":"read-only"}},"model":"{model}"}}"#
+        ),
+        None => format!(
+            r#"{{"cwd":"/w","approval_policy":"never","sandbox_policy":{{"type":"read-only"}},"model":"{model}"}}"#
+        ),
+    }
+}
+
+fn compacted(message: &str, replacement: Option<&[String]>) -> String {
+    let message = serde_json::to_string(message).expect("string");
+    match replacement {
+        Some(items) => line(
+            "compacted",
+            &format!(
+                r#"{{"message":{message},"replacement_history":[{}]}}"#,
+                items.join(",")
+            ),
+        ),
+        None => line("compacted", &format!(r#"{{"message":{message}}}"#)),
+    }
+}
+
+fn rollback(num_turns: u64) -> String {
+    event(&format!(
+        r#"{{"type":"thread_rolled_back","num_turns":{num_turns}}}"#
+    ))
+}
+
+/// A complete user turn with lifecycle events: `turn_started`, `user_message`, `turn_context`
+/// (model `m<n>`), the user item, an assistant reply, `turn_complete`.
+fn user_turn(n: u32) -> Vec<String> {
+    let id = format!("turn-{n}");
+    vec![
+        event(&format!(r#"{{"type":"turn_started","turn_id":"{id}"}}"#)),
+        event(&format!(
+            r#"{{"type":"user_message","message":"question {n}"}}"#
+        )),
+        line("turn_context", &turn_context(Some(&id), &format!("m{n}"))),
+        item(&user(&format!("question {n}"))),
+        item(&assistant(&format!("answer {n}"))),
+        event(&format!(r#"{{"type":"turn_complete","turn_id":"{id}"}}"#)),
+    ]
+}
+
+fn turn_items(n: u32) -> Vec<String> {
+    vec![
+        user(&format!("question {n}")),
+        assistant(&format!("answer {n}")),
+    ]
+}
+
+fn rollout(lines: &[String]) -> String {
+    lines.iter().map(|line| format!("{line}\n")).collect()
+}
+
+fn resume(lines: &[String]) -> Resumed {
+    rollout::resume_reader(rollout(lines).as_bytes(), DEFAULT_TRUNCATION).expect("resumes")
+}
+
+fn jsons(history: &History) -> Vec<String> {
+    history
+        .iter()
+        .map(|entry| entry.json().to_owned())
+        .collect()
+}
+
+fn model_of(settings: Option<&serde_json::value::RawValue>) -> Option<String> {
+    let value: Value = serde_json::from_str(settings?.get()).expect("JSON");
+    value["model"].as_str().map(str::to_owned)
+}
+
+fn reference_model(resumed: &Resumed) -> Option<String> {
+    let reference = resumed.reference_context_item.as_ref()?;
+    assert_eq!(
+        resumed.history.reference_context_item(),
+        Some(reference),
+        "the history carries the same reference context item"
+    );
+    reference["model"].as_str().map(str::to_owned)
+}
+
+fn example(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("examples/rollouts")
+        .join(name)
+}
+
+fn projected(resumed: &Resumed) -> Vec<Value> {
+    let projection = resumed
+        .history
+        .project(&ProjectionOptions::default())
+        .expect("lenient");
+    serde_json::from_str(&projection.to_json_array()).expect("array")
+}
+
+// ---------------------------------------------------------------------------------------------
+// §7.5
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn response_item_ids_persist_across_resume_and_preserve_server_ids() {
+    let user_id = "msg_0199f3a2-7c41-7e3e-9f00-3c5b1e2a4d10"; // msg_ + a UUIDv7
+    let lines = [
+        meta(),
+        item(&format!(
+            r#"{{"type":"message","id":"{user_id}","role":"user","content":[{{"type":"input_text","text":"hi"}}]}}"#
+        )),
+        item(
+            r#"{"type":"message","id":"msg_server","role":"assistant","content":[{"type":"output_text","text":"hello"}]}"#,
+        ),
+    ];
+    for _ in 0..2 {
+        let items = projected(&resume(&lines));
+        let ids: Vec<&str> = items.iter().filter_map(|i| i["id"].as_str()).collect();
+        assert_eq!(ids, [user_id, "msg_server"]);
+    }
+}
+
+#[test]
+fn synthetic_call_output_id_is_stable_across_resumes_and_the_file_is_unchanged() {
+    let path = example("interrupted.jsonl");
+    let before = std::fs::read(&path).expect("example exists");
+    let mut ids = Vec::new();
+    for _ in 0..2 {
+        let resumed = rollout::resume_file(&path, DEFAULT_TRUNCATION).expect("resumes");
+        assert_eq!(resumed.history.len(), 1, "only the call is in the history");
+        let items = projected(&resumed);
+        assert_eq!(items.len(), 2);
+        assert_eq!(items[1]["type"], "function_call_output");
+        assert_eq!(items[1]["call_id"], "missing-output-call");
+        ids.push(items[1]["id"].as_str().expect("id").to_owned());
+    }
+    assert_eq!(ids, ["fco_742749b0-3645-5d32-a172-676827826a07"; 2]);
+    let after = std::fs::read(&path).expect("still there");
+    assert_eq!(after, before, "resuming never writes the file");
+    assert!(!String::from_utf8_lossy(&after).contains("function_call_output"));
+}
+
+#[test]
+fn resume_includes_initial_messages_and_sends_prior_items() {
+    let prior = [
+        message("developer", "<permissions instructions>\nread-only\n</permissions instructions>"),
+        user("<environment_context>\n<cwd>/w</cwd>\n</environment_context>"),
+        user("list the files"),
+        r#"{"type":"function_call","id":"fc_1","name":"shell","arguments":"{\"command\":[\"ls\"]}","call_id":"call_1"}"#.to_owned(),
+        r#"{"type":"function_call_output","call_id":"call_1","output":"a.txt\nb.txt"}"#.to_owned(),
+        assistant("two files"),
+    ];
+    let mut lines = vec![meta()];
+    lines.extend(prior.iter().map(|json| item(json)));
+    let resumed = resume(&lines);
+    let projection = resumed
+        .history
+        .project(&ProjectionOptions::default())
+        .expect("lenient");
+    assert!(projection.report().is_empty());
+    let sent: Vec<&str> = projection.iter().collect();
+    assert_eq!(sent, prior.iter().map(String::as_str).collect::<Vec<_>>());
+}
+
+// ---------------------------------------------------------------------------------------------
+// §7.6
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn bare_turn_context_does_not_hydrate_previous_turn_settings_or_reference_context() {
+    let resumed = resume(&[meta(), line("turn_context", &turn_context(None, "m1"))]);
+    assert!(resumed.previous_turn_settings.is_none());
+    assert!(resumed.reference_context_item.is_none());
+    assert!(resumed.history.reference_context_item().is_none());
+    assert!(resumed.history.is_empty());
+
+    // With turn events but no user input in the turn, neither.
+    let resumed = resume(&[
+        meta(),
+        event(r#"{"type":"turn_started","turn_id":"t1"}"#),
+        line("turn_context", &turn_context(Some("t1"), "m1")),
+        item(&assistant("nothing asked")),
+        event(r#"{"type":"turn_complete","turn_id":"t1"}"#),
+    ]);
+    assert!(resumed.previous_turn_settings.is_none());
+    assert!(resumed.reference_context_item.is_none());
+}
+
+#[test]
+fn hydrates_previous_turn_settings_from_lifecycle_turn_with_missing_turn_context_id() {
+    let context = turn_context(None, "gpt-x");
+    let resumed = resume(&[
+        meta(),
+        event(r#"{"type":"turn_started","turn_id":"t1"}"#),
+        event(r#"{"type":"user_message","message":"hi"}"#),
+        item(&user("hi")),
+        line("turn_context", &context),
+        item(&assistant("hello")),
+        event(r#"{"type":"turn_complete","turn_id":"t1"}"#),
+    ]);
+    assert_eq!(
+        resumed
+            .previous_turn_settings
+            .as_deref()
+            .map(|raw| raw.get()),
+        Some(context.as_str()),
+        "the raw payload, byte for byte"
+    );
+    assert_eq!(reference_model(&resumed).as_deref(), Some("gpt-x"));
+}
+
+#[test]
+fn a_turn_context_of_another_turn_is_not_used() {
+    // The segment's turn id is t2 (from turn_complete); a turn_context naming t1 inside it does
+    // not count, so the settings come from the turn_context of t1's own segment.
+    let resumed = resume(&[
+        meta(),
+        event(r#"{"type":"turn_started","turn_id":"t1"}"#),
+        item(&user("one")),
+        line("turn_context", &turn_context(Some("t1"), "m1")),
+        event(r#"{"type":"turn_complete","turn_id":"t1"}"#),
+        event(r#"{"type":"turn_started","turn_id":"t2"}"#),
+        item(&user("two")),
+        line("turn_context", &turn_context(Some("t1"), "stale")),
+        event(r#"{"type":"turn_complete","turn_id":"t2"}"#),
+    ]);
+    assert_eq!(
+        model_of(resumed.previous_turn_settings.as_deref()).as_deref(),
+        Some("m1")
+    );
+}
+
+#[test]
+fn rollback_keeps_history_and_metadata_in_sync_for_completed_turns() {
+    let mut lines = vec![meta()];
+    for n in 1..=3 {
+        lines.extend(user_turn(n));
+    }
+    lines.push(rollback(1));
+    let resumed = resume(&lines);
+    assert_eq!(
+        jsons(&resumed.history),
+        [turn_items(1), turn_items(2)].concat()
+    );
+    assert_eq!(
+        model_of(resumed.previous_turn_settings.as_deref()).as_deref(),
+        Some("m2")
+    );
+    assert_eq!(reference_model(&resumed).as_deref(), Some("m2"));
+
+    lines.pop();
+    lines.push(rollback(2));
+    let resumed = resume(&lines);
+    assert_eq!(jsons(&resumed.history), turn_items(1));
+    assert_eq!(
+        model_of(resumed.previous_turn_settings.as_deref()).as_deref(),
+        Some("m1")
+    );
+    assert_eq!(reference_model(&resumed).as_deref(), Some("m1"));
+}
+
+#[test]
+fn rollback_keeps_history_and_metadata_in_sync_for_incomplete_turn() {
+    let mut lines = vec![meta()];
+    lines.extend(user_turn(1));
+    // Turn 2 never completed (the process died), then the thread was rolled back.
+    lines.extend(user_turn(2).into_iter().take(4));
+    lines.push(item(
+        r#"{"type":"function_call","name":"shell","arguments":"{}","call_id":"c2"}"#,
+    ));
+    lines.push(rollback(1));
+    let resumed = resume(&lines);
+    assert_eq!(jsons(&resumed.history), turn_items(1));
+    assert_eq!(
+        model_of(resumed.previous_turn_settings.as_deref()).as_deref(),
+        Some("m1")
+    );
+    assert_eq!(reference_model(&resumed).as_deref(), Some("m1"));
+}
+
+#[test]
+fn rollback_skips_non_user_turns_for_history_and_metadata() {
+    let mut lines = vec![meta()];
+    lines.extend(user_turn(1));
+    lines.extend(user_turn(2));
+    // A turn without user input (a background turn): its own settings and an assistant item.
+    lines.extend([
+        event(r#"{"type":"turn_started","turn_id":"turn-3"}"#),
+        line("turn_context", &turn_context(Some("turn-3"), "m3")),
+        item(&assistant("background note")),
+        event(r#"{"type":"turn_complete","turn_id":"turn-3"}"#),
+        rollback(1),
+    ]);
+    let resumed = resume(&lines);
+    // One user turn rolled back: turn 2, and with it the non-user turn 3 after it.
+    assert_eq!(jsons(&resumed.history), turn_items(1));
+    assert_eq!(
+        model_of(resumed.previous_turn_settings.as_deref()).as_deref(),
+        Some("m1")
+    );
+    assert_eq!(reference_model(&resumed).as_deref(), Some("m1"));
+}
+
+// ---------------------------------------------------------------------------------------------
+// The reverse scan and the forward replay.
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn the_compaction_base_is_found_by_the_reverse_scan_and_earlier_items_are_ignored() {
+    let summary = summary_text("we listed the files");
+    let old_summary = summary_text("older");
+    let mut lines = vec![meta()];
+    lines.extend(user_turn(1));
+    lines.push(compacted(
+        &old_summary,
+        Some(&[user("question 1"), user(&old_summary)]),
+    ));
+    lines.extend(user_turn(2));
+    // A call whose output never came, before the base: not in the rebuilt history.
+    lines.push(item(
+        r#"{"type":"function_call","name":"shell","arguments":"{}","call_id":"lost"}"#,
+    ));
+    let base_line = lines.len() as u64 + 1;
+    let replacement = [user("question 1"), user("question 2"), user(&summary)];
+    lines.push(compacted(&summary, Some(&replacement)));
+    lines.extend(user_turn(3));
+    let resumed = resume(&lines);
+    assert_eq!(resumed.base, Some(base_line));
+    assert_eq!(resumed.compacted_lines, 2);
+    assert!(!resumed.legacy_compaction);
+    assert_eq!(
+        jsons(&resumed.history),
+        [replacement.to_vec(), turn_items(3)].concat()
+    );
+    assert_eq!(
+        resumed.history.version(),
+        1,
+        "one replace, by the base only"
+    );
+    assert_eq!(reference_model(&resumed).as_deref(), Some("m3"));
+}
+
+#[test]
+fn rollback_across_turn_segments() {
+    let mut lines = vec![meta()];
+    for n in 1..=3 {
+        lines.extend(user_turn(n));
+    }
+    lines.push(rollback(2));
+    lines.extend(user_turn(4));
+    let resumed = resume(&lines);
+    assert_eq!(
+        jsons(&resumed.history),
+        [turn_items(1), turn_items(4)].concat()
+    );
+    assert_eq!(
+        model_of(resumed.previous_turn_settings.as_deref()).as_deref(),
+        Some("m4")
+    );
+
+    // A second rollback reaches back past the first one's discarded turns.
+    lines.push(rollback(1));
+    let resumed = resume(&lines);
+    assert_eq!(jsons(&resumed.history), turn_items(1));
+    assert_eq!(
+        model_of(resumed.previous_turn_settings.as_deref()).as_deref(),
+        Some("m1")
+    );
+    assert_eq!(reference_model(&resumed).as_deref(), Some("m1"));
+}
+
+#[test]
+fn a_rollback_that_discards_a_segment_with_a_compaction_does_not_use_it_as_base() {
+    let summary = summary_text("summary of 1 and 2");
+    let mut lines = vec![meta()];
+    lines.extend(user_turn(1));
+    let mut turn2 = user_turn(2);
+    let complete = turn2.pop().expect("turn_complete");
+    // A mid-turn compaction, then the turn's context is established again.
+    turn2.push(compacted(
+        &summary,
+        Some(&[user("question 1"), user("question 2"), user(&summary)]),
+    ));
+    turn2.push(line("turn_context", &turn_context(Some("turn-2"), "m2b")));
+    turn2.push(item(&assistant("after compaction")));
+    turn2.push(complete);
+    lines.extend(turn2);
+    lines.push(rollback(1));
+    let resumed = resume(&lines);
+    assert_eq!(resumed.base, None, "the compaction was rolled back");
+    assert_eq!(resumed.compacted_lines, 1);
+    // The items before the compaction are back, as in Codex; turn 2 is gone.
+    assert_eq!(jsons(&resumed.history), turn_items(1));
+    assert_eq!(
+        model_of(resumed.previous_turn_settings.as_deref()).as_deref(),
+        Some("m1")
+    );
+    assert_eq!(reference_model(&resumed).as_deref(), Some("m1"));
+
+    // Without the rollback the compaction is the base and its turn_context the reference.
+    lines.pop();
+    let resumed = resume(&lines);
+    assert!(resumed.base.is_some());
+    assert_eq!(reference_model(&resumed).as_deref(), Some("m2b"));
+    assert_eq!(
+        model_of(resumed.previous_turn_settings.as_deref()).as_deref(),
+        Some("m2b")
+    );
+}
+
+#[test]
+fn a_compaction_clears_the_reference_context_unless_a_newer_turn_context_sets_it() {
+    let summary = summary_text("s");
+    let mut lines = vec![meta()];
+    lines.extend(user_turn(1));
+    // A manual compaction: a turn of its own, no user input, no turn_context after it.
+    lines.extend([
+        event(r#"{"type":"turn_started","turn_id":"compact"}"#),
+        compacted(&summary, Some(&[user("question 1"), user(&summary)])),
+        event(r#"{"type":"turn_complete","turn_id":"compact"}"#),
+    ]);
+    let resumed = resume(&lines);
+    assert!(resumed.reference_context_item.is_none(), "cleared");
+    assert!(resumed.history.reference_context_item().is_none());
+    assert_eq!(
+        model_of(resumed.previous_turn_settings.as_deref()).as_deref(),
+        Some("m1"),
+        "previous settings survive a compaction"
+    );
+    assert_eq!(
+        jsons(&resumed.history),
+        [user("question 1"), user(&summary)]
+    );
+
+    // The next user turn sets it again.
+    lines.extend(user_turn(2));
+    let resumed = resume(&lines);
+    assert_eq!(reference_model(&resumed).as_deref(), Some("m2"));
+}
+
+#[test]
+fn a_legacy_compaction_is_rebuilt_and_forces_the_reference_context_to_none() {
+    let summary = summary_text("what happened so far");
+    let mut lines = vec![meta()];
+    lines.extend(user_turn(1));
+    lines.push(compacted(&summary, None));
+    lines.extend(user_turn(2));
+    let resumed = resume(&lines);
+    assert!(resumed.legacy_compaction);
+    assert_eq!(resumed.base, None);
+    assert_eq!(resumed.compacted_lines, 1);
+
+    // The same as compacting a live history.
+    let mut live = History::new();
+    for json in turn_items(1) {
+        live.record_json(json).expect("item");
+    }
+    live.compact(&summary);
+    for json in turn_items(2) {
+        live.record_json(json).expect("item");
+    }
+    assert_eq!(resumed.history.entries(), live.entries());
+    assert_eq!(
+        jsons(&resumed.history),
+        [
+            user("question 1"),
+            user(&summary),
+            user("question 2"),
+            assistant("answer 2")
+        ]
+    );
+    // Turn 2 has a turn_context, but after a legacy compaction the next turn re-injects all.
+    assert!(resumed.reference_context_item.is_none());
+    assert!(resumed.history.reference_context_item().is_none());
+    assert_eq!(
+        model_of(resumed.previous_turn_settings.as_deref()).as_deref(),
+        Some("m2")
+    );
+}
+
+#[test]
+fn a_file_without_turn_events_resumes_like_the_live_history() {
+    // The operations of a live history, and the lines a writer would append for them.
+    let mut live = History::new();
+    let mut lines = vec![meta()];
+    let record = |live: &mut History, lines: &mut Vec<String>, json: String| {
+        live.record_json(json.as_str()).expect("item");
+        lines.push(item(&json));
+    };
+    record(
+        &mut live,
+        &mut lines,
+        message("developer", "<permissions instructions>x"),
+    );
+    record(&mut live, &mut lines, user("A"));
+    record(&mut live, &mut lines, assistant("a"));
+    let compaction = live.compact(&summary_text("about A"));
+    let replacement: Vec<String> = compaction
+        .replacement_history
+        .iter()
+        .map(|entry| entry.json().to_owned())
+        .collect();
+    lines.push(compacted(&compaction.message, Some(&replacement)));
+    record(&mut live, &mut lines, user("B"));
+    record(&mut live, &mut lines, assistant("b"));
+    record(&mut live, &mut lines, user("C"));
+    record(&mut live, &mut lines, assistant("c"));
+    live.drop_last_n_user_turns(1);
+    lines.push(rollback(1));
+    record(&mut live, &mut lines, user("D"));
+
+    let resumed = resume(&lines);
+    assert_eq!(resumed.history.entries(), live.entries());
+    assert!(resumed.base.is_some());
+
+    // Rolling back across the compaction brings back what it summarised, as in Codex.
+    lines.push(rollback(3));
+    let resumed = resume(&lines);
+    assert_eq!(resumed.base, None);
+    assert_eq!(
+        jsons(&resumed.history),
+        [message("developer", "<permissions instructions>x")]
+    );
+}
+
+#[test]
+fn without_turn_events_a_user_message_event_and_its_item_are_one_turn() {
+    let mut lines = vec![meta()];
+    for n in 1..=2 {
+        lines.extend([
+            event(&format!(
+                r#"{{"type":"user_message","message":"question {n}"}}"#
+            )),
+            line("turn_context", &turn_context(None, &format!("m{n}"))),
+            item(&user(&format!("question {n}"))),
+            item(&assistant(&format!("answer {n}"))),
+        ]);
+    }
+    lines.push(rollback(1));
+    let resumed = resume(&lines);
+    assert_eq!(jsons(&resumed.history), turn_items(1));
+    assert_eq!(
+        model_of(resumed.previous_turn_settings.as_deref()).as_deref(),
+        Some("m1"),
+        "one turn discarded, not two"
+    );
+}
+
+#[test]
+fn record_time_truncation_is_applied_on_resume() {
+    let policy = TruncationPolicy::Bytes(100);
+    let call = r#"{"type":"function_call","name":"shell","arguments":"{}","call_id":"c1"}"#;
+    let output = format!(
+        r#"{{"type":"function_call_output","call_id":"c1","output":"{}"}}"#,
+        "0123456789".repeat(50)
+    );
+    let lines = [meta(), item(call), item(&output)];
+    let resumed = rollout::resume_reader(rollout(&lines).as_bytes(), policy).expect("resumes");
+    let mut live = History::with_truncation(policy);
+    live.record_json(call).expect("item");
+    live.record_json(output.as_str()).expect("item");
+    assert_eq!(resumed.history.entries(), live.entries());
+    assert!(resumed.history.get(1).expect("output").byte_len() < output.len());
+}
+
+#[test]
+fn two_resumes_give_identical_projection_bytes() {
+    for name in ["session.jsonl", "interrupted.jsonl"] {
+        let path = example(name);
+        let render = || {
+            let resumed = rollout::resume_file(&path, DEFAULT_TRUNCATION).expect("resumes");
+            resumed
+                .history
+                .project(&ProjectionOptions::default())
+                .expect("lenient")
+                .to_json_array()
+        };
+        assert_eq!(render(), render(), "{name}");
+    }
+}
+
+#[test]
+fn the_bundled_session_resumes_its_rolled_back_turn_away() {
+    let path = example("session.jsonl");
+    let rollout = Rollout::read_file(&path, ReadMode::Lenient).expect("reads");
+    assert_eq!(rollout.thread_id(), "0f1e7c52-3d8a-4b7e-9c11-6a2b5d4e8f90");
+    assert!(rollout.report.torn_tail);
+    let resumed = rollout.resume(DEFAULT_TRUNCATION);
+    assert_eq!(
+        resumed.thread_id.as_deref(),
+        Some("0f1e7c52-3d8a-4b7e-9c11-6a2b5d4e8f90")
+    );
+    let texts: String = jsons(&resumed.history).concat();
+    assert!(texts.contains("Show me the page instead."));
+    assert!(!texts.contains("try a different fix"), "turn 3 rolled back");
+    assert!(Entry::from_json(resumed.history.get(0).expect("first").json()).is_ok());
+}
