@@ -1,15 +1,18 @@
 //! The `agent-history` command.
 
-use std::io::{self, BufWriter, Write};
-use std::path::PathBuf;
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::io::{self, BufWriter, IsTerminal, Read, Write};
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use agent_history::rollout::{self, Resumed};
+use agent_history::rollout::{ReadMode, Resumed, Rollout};
 use agent_history::{
-    Modalities, ProjectionOptions, PromptCompiler, RequestSettings, StepContext, TruncationPolicy,
-    UnknownItems,
+    Modalities, ProjectionOptions, PromptCompiler, RepairKind, RequestSettings, StepContext,
+    TruncationPolicy, UnknownItems,
 };
 use clap::{Parser, Subcommand};
+use indicatif::{ProgressBar, ProgressStyle};
 
 #[derive(Parser)]
 #[command(
@@ -52,6 +55,20 @@ enum Command {
         /// Base instructions of the request body.
         #[arg(long, default_value = "")]
         instructions: String,
+    },
+    /// Lint a rollout: unpaired calls, orphan outputs, media a text-only model would lose,
+    /// unknown item types, skipped and torn lines, each with its line number.
+    Check {
+        /// The rollout JSONL file.
+        rollout: PathBuf,
+        /// Exit with status 1 when anything was found.
+        #[arg(long)]
+        strict: bool,
+    },
+    /// Summarize a rollout: items by kind, bytes, token estimate, user turns, compactions.
+    Stats {
+        /// The rollout JSONL file.
+        rollout: PathBuf,
     },
 }
 
@@ -98,7 +115,7 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
             model,
             instructions,
         } => {
-            let resumed = rollout::resume_file(&rollout, truncation).map_err(|e| e.to_string())?;
+            let resumed = resume(&rollout, truncation)?;
             report_load(&resumed);
             let mut options = ProjectionOptions::for_modalities(modalities);
             if strict {
@@ -145,6 +162,88 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
             }
             Ok(ExitCode::SUCCESS)
         }
+        Command::Check { rollout, strict } => {
+            let resumed = resume(&rollout, agent_history::DEFAULT_TRUNCATION)?;
+            let findings = check(&resumed);
+            let mut out = io::stdout().lock();
+            let write = |out: &mut io::StdoutLock<'_>, text: &str| {
+                writeln!(out, "{text}").map_err(|e| format!("cannot write to stdout: {e}"))
+            };
+            write(
+                &mut out,
+                &format!(
+                    "{}: {} line(s), {} item(s), {} user turn(s)",
+                    rollout.display(),
+                    resumed.lines,
+                    resumed.history.len(),
+                    resumed.history.user_turn_count()
+                ),
+            )?;
+            for finding in &findings {
+                write(&mut out, &format!("  {finding}"))?;
+            }
+            write(
+                &mut out,
+                &match findings.len() {
+                    0 => "no findings".to_owned(),
+                    n => format!("{n} finding(s)"),
+                },
+            )?;
+            Ok(if strict && !findings.is_empty() {
+                ExitCode::from(1)
+            } else {
+                ExitCode::SUCCESS
+            })
+        }
+        Command::Stats { rollout } => {
+            let resumed = resume(&rollout, agent_history::DEFAULT_TRUNCATION)?;
+            print!("{}", stats(&rollout, &resumed));
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+/// Rollouts larger than this get a progress bar when stderr is a terminal.
+const PROGRESS_THRESHOLD: u64 = 50 * 1024 * 1024;
+
+/// Reads and resumes a rollout, with a progress bar for large files on a terminal.
+fn resume(path: &Path, truncation: TruncationPolicy) -> Result<Resumed, String> {
+    let file = File::open(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let size = file.metadata().map(|m| m.len()).unwrap_or(0);
+    let bar = (size > PROGRESS_THRESHOLD && io::stderr().is_terminal()).then(|| {
+        let bar = ProgressBar::new(size);
+        bar.set_style(
+            ProgressStyle::with_template("{msg} [{bar:40}] {bytes}/{total_bytes} ({eta})")
+                .unwrap_or_else(|_| ProgressStyle::default_bar())
+                .progress_chars("=> "),
+        );
+        bar.set_message("reading");
+        bar
+    });
+    let reader = Progress {
+        inner: file,
+        bar: bar.clone(),
+    };
+    let rollout = Rollout::read(reader, path, ReadMode::Lenient).map_err(|e| e.to_string());
+    if let Some(bar) = &bar {
+        bar.finish_and_clear();
+    }
+    Ok(rollout?.resume(truncation))
+}
+
+/// A reader that advances a progress bar.
+struct Progress<R> {
+    inner: R,
+    bar: Option<ProgressBar>,
+}
+
+impl<R: Read> Read for Progress<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let read = self.inner.read(buf)?;
+        if let Some(bar) = &self.bar {
+            bar.inc(read as u64);
+        }
+        Ok(read)
     }
 }
 
@@ -167,4 +266,112 @@ fn report_load(resumed: &Resumed) {
     for line in malformed {
         eprintln!("  skipped {line}");
     }
+}
+
+/// The lint of `check`, one finding per line, in line order.
+fn check(resumed: &Resumed) -> Vec<String> {
+    let mut findings: Vec<(u64, String)> = Vec::new();
+    let line_of = |position: usize| resumed.entry_lines.get(position).copied().unwrap_or(0);
+    // A text-only, lenient projection reports every repair a request would need.
+    let options = ProjectionOptions::for_modalities(Modalities::TEXT);
+    if let Ok(projection) = resumed.history.project(&options) {
+        for repair in projection.report().repairs() {
+            let line = line_of(repair.position);
+            let call = repair
+                .call_id
+                .as_ref()
+                .map(|id| format!(" (call_id {:?})", id.as_str()))
+                .unwrap_or_default();
+            let what = match &repair.kind {
+                RepairKind::SynthesizedOutput { .. } => format!(
+                    "{}{call} has no output; requests get a synthetic \"aborted\" output",
+                    repair.item_kind
+                ),
+                RepairKind::DroppedOrphanOutput => format!(
+                    "{}{call} has no matching call; requests leave it out",
+                    repair.item_kind
+                ),
+                RepairKind::StrippedImages { parts } => format!(
+                    "{} carries {parts} image part(s) a text-only model would lose",
+                    repair.item_kind
+                ),
+                RepairKind::StrippedAudio { parts } => format!(
+                    "{} carries {parts} audio part(s) a text-only model would lose",
+                    repair.item_kind
+                ),
+                RepairKind::ClearedImageGenerationResult => format!(
+                    "{} carries a generated image a text-only model would lose",
+                    repair.item_kind
+                ),
+                RepairKind::HeldBackUnknownItem => {
+                    let name = resumed
+                        .history
+                        .get(repair.position)
+                        .and_then(|entry| {
+                            serde_json::from_str::<serde_json::Value>(entry.json()).ok()
+                        })
+                        .and_then(|value| value["type"].as_str().map(str::to_owned))
+                        .unwrap_or_else(|| "?".into());
+                    format!("unknown item type `{name}`; requests leave it out")
+                }
+                other => format!("{}: {other:?}", repair.item_kind),
+            };
+            findings.push((line, format!("line {line}: {what}")));
+        }
+    }
+    for skipped in resumed.malformed() {
+        let torn = if resumed.torn_tail && skipped.line == resumed.lines {
+            "torn last line (an interrupted write), "
+        } else {
+            ""
+        };
+        findings.push((
+            skipped.line,
+            format!(
+                "line {} (byte {}): {torn}skipped: {}",
+                skipped.line, skipped.offset, skipped.reason
+            ),
+        ));
+    }
+    findings.sort_by_key(|(line, _)| *line);
+    findings.into_iter().map(|(_, text)| text).collect()
+}
+
+/// The summary of `stats`.
+fn stats(path: &Path, resumed: &Resumed) -> String {
+    let mut by_kind: BTreeMap<&'static str, (u64, u64, u64)> = BTreeMap::new();
+    for entry in resumed.history.iter() {
+        let row = by_kind.entry(entry.kind().as_str()).or_default();
+        row.0 += 1;
+        row.1 += entry.byte_len() as u64;
+        row.2 += entry.tokens();
+    }
+    let history = &resumed.history;
+    let mut out = String::new();
+    let total_bytes: u64 = by_kind.values().map(|row| row.1).sum();
+    out.push_str(&format!("rollout        {}\n", path.display()));
+    out.push_str(&format!(
+        "thread         {}\n",
+        resumed.thread_id.as_deref().unwrap_or("?")
+    ));
+    out.push_str(&format!(
+        "lines          {} ({} skipped{})\n",
+        resumed.lines,
+        resumed.skipped.len(),
+        if resumed.torn_tail {
+            ", torn last line"
+        } else {
+            ""
+        }
+    ));
+    out.push_str(&format!("items          {}\n", history.len()));
+    out.push_str(&format!("bytes          {total_bytes}\n"));
+    out.push_str(&format!("tokens (est.)  {}\n", history.estimated_tokens()));
+    out.push_str(&format!("user turns     {}\n", history.user_turn_count()));
+    out.push_str(&format!("compactions    {}\n", resumed.compacted_lines));
+    out.push_str("\nkind                        items        bytes   tokens (est.)\n");
+    for (kind, (count, bytes, tokens)) in by_kind {
+        out.push_str(&format!("{kind:<24} {count:>8} {bytes:>12} {tokens:>15}\n"));
+    }
+    out
 }

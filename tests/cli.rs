@@ -176,3 +176,78 @@ fn file_that_is_not_a_rollout_gets_one_clear_line() {
     }
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn check_lists_findings_with_line_numbers_and_strict_fails() {
+    let path = example("session.jsonl");
+    let lenient = run(&["check", path.to_str().expect("utf-8 path")]);
+    assert!(lenient.status.success(), "stderr: {}", text(&lenient.stderr));
+    let strict = run(&["check", path.to_str().expect("utf-8 path"), "--strict"]);
+    assert_eq!(strict.status.code(), Some(1));
+    assert_eq!(lenient.stdout, strict.stdout);
+    let stdout = text(&lenient.stdout);
+    for expected in [
+        "28 line(s), 13 item(s), 2 user turn(s)",
+        r#"line 11: custom_tool_call (call_id "call_2") has no output"#,
+        "line 17: function_call_output carries 1 image part(s) a text-only model would lose",
+        r#"line 18: function_call_output (call_id "call_from_a_lost_turn") has no matching call"#,
+        "line 19: unknown item type `future_tool_event`",
+        "line 28 (byte 6308): torn last line",
+        "5 finding(s)",
+    ] {
+        assert!(stdout.contains(expected), "missing {expected:?} in:\n{stdout}");
+    }
+}
+
+#[test]
+fn check_of_a_clean_rollout_finds_nothing_even_in_strict_mode() {
+    let dir = std::env::temp_dir().join(format!("agent-history-clean-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let path = dir.join("clean.jsonl");
+    std::fs::write(
+        &path,
+        concat!(
+            r#"{"timestamp":"2026-11-03T14:00:00.000Z","type":"session_meta","payload":{"id":"t","timestamp":"2026-11-03T14:00:00.000Z"}}"#,
+            "\n",
+            r#"{"timestamp":"2026-11-03T14:00:01.000Z","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"hi"}]}}"#,
+            "\n",
+            r#"{"timestamp":"2026-11-03T14:00:02.000Z","type":"response_item","payload":{"type":"function_call","name":"f","arguments":"{}","call_id":"c"}}"#,
+            "\n",
+            r#"{"timestamp":"2026-11-03T14:00:03.000Z","type":"response_item","payload":{"type":"function_call_output","call_id":"c","output":"ok"}}"#,
+            "\n"
+        ),
+    )
+    .expect("write");
+    let output = run(&["check", path.to_str().expect("utf-8 path"), "--strict"]);
+    assert!(output.status.success(), "stdout: {}", text(&output.stdout));
+    assert!(text(&output.stdout).contains("no findings"));
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn stats_summarizes_the_session() {
+    let path = example("session.jsonl");
+    let output = run(&["stats", path.to_str().expect("utf-8 path")]);
+    assert!(output.status.success(), "stderr: {}", text(&output.stderr));
+    let stdout = text(&output.stdout);
+    let field = |name: &str| {
+        stdout
+            .lines()
+            .find(|line| line.starts_with(name))
+            .map(|line| line[name.len()..].trim().to_owned())
+            .unwrap_or_else(|| panic!("no {name} in:\n{stdout}"))
+    };
+    assert_eq!(field("items"), "13");
+    assert_eq!(field("user turns"), "2");
+    assert_eq!(field("compactions"), "0");
+    assert_eq!(field("lines"), "28 (2 skipped, torn last line)");
+    let kinds: Vec<&str> = stdout
+        .lines()
+        .skip_while(|line| !line.starts_with("kind"))
+        .skip(1)
+        .collect();
+    assert!(kinds.iter().any(|line| line.starts_with("function_call_output")
+        && line.split_whitespace().nth(1) == Some("3")));
+    assert!(kinds.iter().any(|line| line.starts_with("unknown")
+        && line.split_whitespace().nth(1) == Some("1")));
+}

@@ -15,7 +15,7 @@ use super::reader::{
 };
 use crate::error::RolloutError;
 use crate::history::truncate::TruncationPolicy;
-use crate::history::{DEFAULT_TRUNCATION, History};
+use crate::history::{DEFAULT_TRUNCATION, History, Recorded};
 
 /// The outcome of resuming a rollout.
 ///
@@ -41,6 +41,9 @@ pub struct Resumed {
     pub compacted_lines: u64,
     /// A `compacted` line without replacement history was rebuilt by local compaction.
     pub legacy_compaction: bool,
+    /// For each entry of [`history`](Resumed::history), the 1-based number of the line it comes
+    /// from (the `compacted` line for the items of a replacement history).
+    pub entry_lines: Vec<u64>,
 }
 
 impl Deref for Resumed {
@@ -190,9 +193,11 @@ impl Rollout {
         let scan = reverse_scan(&self.lines);
         let mut history = History::with_truncation(truncation);
         let mut replay_from = 0;
+        let mut entry_lines = Vec::new();
         if let Some(base) = scan.base {
             if let Ok(compacted) = parse_compacted(self.lines[base].payload_json()) {
                 history.replace(compacted.replacement_history.unwrap_or_default());
+                entry_lines = vec![self.lines[base].number; history.len()];
             }
             replay_from = base + 1;
         }
@@ -202,7 +207,9 @@ impl Rollout {
                 LineKind::ResponseItem => {
                     // The reader checked the item, ghost snapshots are gone; a failure here
                     // would be a bug, and the item is then left out.
-                    history.record_json(line.payload_json()).ok();
+                    if let Ok(Recorded::Stored { .. }) = history.record_json(line.payload_json()) {
+                        entry_lines.push(line.number);
+                    }
                 }
                 LineKind::Compacted => {
                     // One with a replacement history is not the base here: it lies in a
@@ -211,6 +218,7 @@ impl Rollout {
                         && let Ok(compacted) = parse_compacted(line.payload_json())
                     {
                         history.compact(&compacted.message);
+                        entry_lines = vec![line.number; history.len()];
                         legacy_compaction = true;
                     }
                 }
@@ -219,6 +227,7 @@ impl Rollout {
                         history.drop_last_n_user_turns(
                             usize::try_from(num_turns).unwrap_or(usize::MAX),
                         );
+                        entry_lines.truncate(history.len());
                     }
                 }
                 // Out of scope: not converted to model input (see above).
@@ -247,6 +256,7 @@ impl Rollout {
                 .filter(|line| line.kind == LineKind::Compacted)
                 .count() as u64,
             legacy_compaction,
+            entry_lines,
         }
     }
 }
