@@ -643,3 +643,49 @@ fn the_bundled_session_resumes_its_rolled_back_turn_away() {
     assert!(!texts.contains("try a different fix"), "turn 3 rolled back");
     assert!(Entry::from_json(resumed.history.get(0).expect("first").json()).is_ok());
 }
+
+/// `Resumed::entry_lines` maps each entry to the line it came from, through a compaction base
+/// and a rollback.
+#[test]
+fn entry_lines_follow_compaction_and_rollback() {
+    let meta = r#"{"timestamp":"2026-11-03T14:00:00.000Z","type":"session_meta","payload":{"id":"t","timestamp":"2026-11-03T14:00:00.000Z"}}"#;
+    let item = |json: &str| {
+        format!(
+            r#"{{"timestamp":"2026-11-03T14:00:01.000Z","type":"response_item","payload":{json}}}"#
+        )
+    };
+    let user = |text: &str| {
+        item(&format!(
+            r#"{{"type":"message","role":"user","content":[{{"type":"input_text","text":"{text}"}}]}}"#
+        ))
+    };
+    let compacted = r#"{"timestamp":"2026-11-03T14:00:02.000Z","type":"compacted","payload":{"message":"s","replacement_history":[{"type":"message","role":"user","content":[{"type":"input_text","text":"a"}]},{"type":"message","role":"user","content":[{"type":"input_text","text":"summary"}]}]}}"#;
+    let assistant = item(
+        r#"{"type":"message","role":"assistant","content":[{"type":"output_text","text":"ok"}]}"#,
+    );
+    let lines = [
+        meta.to_owned(),
+        user("a"),
+        user("b"),
+        compacted.to_owned(),
+        user("c"),
+        assistant,
+    ];
+    let text = lines.join("\n") + "\n";
+    let resumed =
+        agent_history::rollout::resume_reader(text.as_bytes(), agent_history::DEFAULT_TRUNCATION)
+            .expect("resumes");
+    assert_eq!(resumed.history.len(), 4);
+    assert_eq!(resumed.entry_lines, [4, 4, 5, 6]);
+
+    let rolled_back = text
+        + r#"{"timestamp":"2026-11-03T14:00:03.000Z","type":"event_msg","payload":{"type":"thread_rolled_back","num_turns":1}}"#
+        + "\n";
+    let resumed = agent_history::rollout::resume_reader(
+        rolled_back.as_bytes(),
+        agent_history::DEFAULT_TRUNCATION,
+    )
+    .expect("resumes");
+    assert_eq!(resumed.history.len(), 2);
+    assert_eq!(resumed.entry_lines, [4, 4]);
+}
