@@ -181,7 +181,11 @@ fn file_that_is_not_a_rollout_gets_one_clear_line() {
 fn check_lists_findings_with_line_numbers_and_strict_fails() {
     let path = example("session.jsonl");
     let lenient = run(&["check", path.to_str().expect("utf-8 path")]);
-    assert!(lenient.status.success(), "stderr: {}", text(&lenient.stderr));
+    assert!(
+        lenient.status.success(),
+        "stderr: {}",
+        text(&lenient.stderr)
+    );
     let strict = run(&["check", path.to_str().expect("utf-8 path"), "--strict"]);
     assert_eq!(strict.status.code(), Some(1));
     assert_eq!(lenient.stdout, strict.stdout);
@@ -195,7 +199,10 @@ fn check_lists_findings_with_line_numbers_and_strict_fails() {
         "line 28 (byte 6308): torn last line",
         "5 finding(s)",
     ] {
-        assert!(stdout.contains(expected), "missing {expected:?} in:\n{stdout}");
+        assert!(
+            stdout.contains(expected),
+            "missing {expected:?} in:\n{stdout}"
+        );
     }
 }
 
@@ -246,8 +253,15 @@ fn stats_summarizes_the_session() {
         .skip_while(|line| !line.starts_with("kind"))
         .skip(1)
         .collect();
-    assert!(kinds.iter().any(|line| line.starts_with("function_call_output")
-        && line.split_whitespace().nth(1) == Some("3")));
-    assert!(kinds.iter().any(|line| line.starts_with("unknown")
-        && line.split_whitespace().nth(1) == Some("1")));
+    assert!(
+        kinds
+            .iter()
+            .any(|line| line.starts_with("function_call_output")
+                && line.split_whitespace().nth(1) == Some("3"))
+    );
+    assert!(
+        kinds
+            .iter()
+            .any(|line| line.starts_with("unknown") && line.split_whitespace().nth(1) == Some("1"))
+    );
 }

@@ -618,3 +618,32 @@ fn temp_dir(name: &str) -> std::path::PathBuf {
     std::fs::create_dir_all(&dir).expect("temp dir");
     dir
 }
+
+/// `Rollout::stream` visits the same lines as `Rollout::read` and returns the same report.
+#[test]
+fn streaming_visits_the_lines_read_would_keep() {
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/rollouts/session.jsonl");
+    let read = agent_history::rollout::Rollout::read_file(
+        &path,
+        agent_history::rollout::ReadMode::Lenient,
+    )
+    .expect("reads");
+    let mut visited = Vec::new();
+    let report = agent_history::rollout::Rollout::stream(
+        std::fs::File::open(&path).expect("opens"),
+        &path,
+        agent_history::rollout::ReadMode::Lenient,
+        |line| visited.push((line.number, line.offset, line.payload_json().to_owned())),
+    )
+    .expect("streams");
+    let kept: Vec<(u64, u64, String)> = read
+        .lines
+        .iter()
+        .map(|line| (line.number, line.offset, line.payload_json().to_owned()))
+        .collect();
+    assert_eq!(visited, kept);
+    assert_eq!(report.lines, read.report.lines);
+    assert_eq!(report.skipped, read.report.skipped);
+    assert_eq!(report.torn_tail, read.report.torn_tail);
+}

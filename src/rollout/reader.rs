@@ -317,14 +317,31 @@ impl Rollout {
         label: impl AsRef<Path>,
         mode: ReadMode,
     ) -> Result<Rollout, RolloutError> {
+        let mut lines = Vec::new();
+        let report = Rollout::stream(reader, label, mode, |line| lines.push(line))?;
+        Ok(Rollout { lines, report })
+    }
+
+    /// Streams a rollout from `reader`: calls `visit` with each usable line, in file order, as
+    /// soon as it is read, and returns the load report. Memory is bounded by the longest line,
+    /// not the file (resume needs all lines for its reverse scan and uses [`Rollout::read`];
+    /// a lint or a statistic can stream).
+    ///
+    /// # Errors
+    ///
+    /// As [`Rollout::read_file`]; `visit` has seen the lines before the error.
+    pub fn stream(
+        reader: impl Read,
+        label: impl AsRef<Path>,
+        mode: ReadMode,
+        mut visit: impl FnMut(RolloutLine),
+    ) -> Result<LoadReport, RolloutError> {
         let mut state = ReadState {
             path: label.as_ref().to_owned(),
             mode,
             format: None,
-            rollout: Rollout {
-                lines: Vec::new(),
-                report: LoadReport::default(),
-            },
+            report: LoadReport::default(),
+            visit: &mut visit,
             non_blank: false,
         };
         let mut reader = BufReader::new(reader);
@@ -342,8 +359,8 @@ impl Rollout {
             if read == 0 {
                 break;
             }
-            state.rollout.report.lines += 1;
-            let number = state.rollout.report.lines;
+            state.report.lines += 1;
+            let number = state.report.lines;
             let terminated = buffer.last() == Some(&b'\n');
             let content = if terminated {
                 &buffer[..buffer.len() - 1]
@@ -371,12 +388,13 @@ enum Format {
     Legacy,
 }
 
-struct ReadState {
+struct ReadState<'v> {
     path: PathBuf,
     mode: ReadMode,
     /// Decided by the first line that is a JSON object.
     format: Option<Format>,
-    rollout: Rollout,
+    report: LoadReport,
+    visit: &'v mut dyn FnMut(RolloutLine),
     non_blank: bool,
 }
 
@@ -397,7 +415,7 @@ enum Ignored {
     StateLine,
 }
 
-impl ReadState {
+impl ReadState<'_> {
     fn line(
         &mut self,
         content: &[u8],
@@ -412,12 +430,12 @@ impl ReadState {
                 facts,
                 ghost_snapshots,
             }) => {
-                let report = &mut self.rollout.report;
+                let report = &mut self.report;
                 report.ghost_snapshots += ghost_snapshots;
                 if kind == LineKind::SessionMeta && report.thread_id.is_none() {
                     report.thread_id = Some(session_id(payload.get()).unwrap_or_default());
                 }
-                self.rollout.lines.push(RolloutLine {
+                (self.visit)(RolloutLine {
                     number,
                     offset,
                     kind,
@@ -427,11 +445,11 @@ impl ReadState {
                 return Ok(());
             }
             Ok(Parsed::Ignored(Ignored::GhostSnapshot)) => {
-                self.rollout.report.ghost_snapshots += 1;
+                self.report.ghost_snapshots += 1;
                 return Ok(());
             }
             Ok(Parsed::Ignored(Ignored::StateLine)) => {
-                self.rollout.report.state_lines += 1;
+                self.report.state_lines += 1;
                 return Ok(());
             }
             Err(reason) => reason,
@@ -446,7 +464,7 @@ impl ReadState {
                 torn_tail: torn,
             });
         }
-        let report = &mut self.rollout.report;
+        let report = &mut self.report;
         report.torn_tail = torn;
         report.skipped.push(SkippedLine {
             line: number,
@@ -475,7 +493,7 @@ impl ReadState {
                     .map_err(|error| SkipReason::NotAnEnvelope(error.to_string()))?;
                 if head.is_legacy_meta() {
                     self.format = Some(Format::Legacy);
-                    self.rollout.report.legacy = true;
+                    self.report.legacy = true;
                     session_id(value.get()).map_err(SkipReason::InvalidPayload)?;
                     Ok(Parsed::Line {
                         kind: LineKind::SessionMeta,
@@ -491,17 +509,17 @@ impl ReadState {
         }
     }
 
-    fn finish(self) -> Result<Rollout, RolloutError> {
+    fn finish(self) -> Result<LoadReport, RolloutError> {
         if !self.non_blank {
             return Err(RolloutError::Empty { path: self.path });
         }
-        if self.rollout.report.thread_id.is_none() {
+        if self.report.thread_id.is_none() {
             return Err(RolloutError::NoSessionMeta {
                 path: self.path,
-                lines: self.rollout.report.lines,
+                lines: self.report.lines,
             });
         }
-        Ok(self.rollout)
+        Ok(self.report)
     }
 }
 
