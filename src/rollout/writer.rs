@@ -513,6 +513,17 @@ impl<S: RolloutSink> RolloutWriter<S> {
     }
 }
 
+impl<S: RolloutSink> Drop for RolloutWriter<S> {
+    /// Writes what is still pending and flushes, best effort: a [`Durability::Buffered`] writer
+    /// that goes out of scope does not lose its buffer. Errors cannot be reported here; call
+    /// [`RolloutWriter::flush`] to see them.
+    fn drop(&mut self) {
+        if self.write_pending("pending lines").is_ok() {
+            let _ = self.sink.flush();
+        }
+    }
+}
+
 /// The JSON text on one line: verbatim when it already is (after trimming), else compacted.
 fn one_line(json: &str) -> Result<std::borrow::Cow<'_, str>, serde_json::Error> {
     let trimmed = json.trim();
@@ -588,6 +599,23 @@ mod tests {
         let error = writer.append_raw("Bad Type", "{}").expect_err("refused");
         assert_eq!(error.source.kind(), io::ErrorKind::InvalidInput);
         assert_eq!(writer.lines_appended(), 1);
+    }
+
+    #[test]
+    fn dropping_a_buffered_writer_writes_its_buffer() {
+        let path =
+            std::env::temp_dir().join(format!("agent-history-drop-{}.jsonl", std::process::id()));
+        let _ = std::fs::remove_file(&path);
+        {
+            let mut writer =
+                RolloutWriter::create(&path, &SessionMeta::new("t"), Durability::Buffered)
+                    .expect("created");
+            writer.append_rollback(1).expect("buffered");
+            assert_eq!(std::fs::read(&path).map(|b| b.len()).unwrap_or(0), 0);
+        }
+        let text = std::fs::read_to_string(&path).expect("written on drop");
+        assert_eq!(text.lines().count(), 2);
+        std::fs::remove_file(&path).ok();
     }
 
     #[test]
