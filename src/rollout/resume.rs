@@ -404,12 +404,19 @@ fn reverse_scan(lines: &[RolloutLine]) -> Scan {
 }
 
 /// Marks the lines outside any turn that start a segment of their own: user-turn lines, where
-/// a `user_message` event and the next user-turn item count as one start.
+/// a `user_message` event and the next user-turn item count as one start, and the line after a
+/// rollback (what follows a rollback happened after it and must not be discarded by it).
 fn free_segment_starts(lines: &[RolloutLine]) -> Vec<bool> {
     let mut starts = vec![false; lines.len()];
     let mut in_turn = false;
     let mut event_awaits_item = false;
     for (position, line) in lines.iter().enumerate() {
+        if !in_turn
+            && matches!(line.facts, LineFacts::Event(Event::ThreadRolledBack { .. }))
+            && let Some(next) = starts.get_mut(position + 1)
+        {
+            *next = true;
+        }
         let user_item = match &line.facts {
             LineFacts::Event(Event::TurnStarted { .. }) => {
                 in_turn = true;
