@@ -179,6 +179,12 @@ pub struct RolloutWriter<S: RolloutSink = FileSink> {
     durability: Durability,
     /// Bytes built but not yet accepted by the sink.
     pending: Vec<u8>,
+    /// The type of each line that is (partly) in `pending`, oldest first, for error messages.
+    pending_kinds: std::collections::VecDeque<String>,
+    /// A flush or sync failed: what was written may not be on disk, and a later sync that
+    /// succeeds cannot tell (after a failed `fsync`, Linux may drop the pages). From then on no
+    /// line is reported durable; resume the file to go on safely.
+    durability_lost: bool,
     /// Lines built (1-based number of the last line built).
     lines_built: u64,
     /// Complete lines the sink accepted.
@@ -252,6 +258,8 @@ impl<S: RolloutSink> RolloutWriter<S> {
             path: label.into(),
             durability,
             pending: Vec::new(),
+            pending_kinds: std::collections::VecDeque::new(),
+            durability_lost: false,
             lines_built: 0,
             lines_written: 0,
             durable_lines: 0,
@@ -292,7 +300,9 @@ impl<S: RolloutSink> RolloutWriter<S> {
 
     /// Lines that are durable under the setting: completely written and flushed (and synced for
     /// [`Durability::SyncData`]). The first `durable_lines()` lines this writer appended survive
-    /// a crash of the kind the setting protects against.
+    /// a crash of the kind the setting protects against. After a failed `sync_data` this number
+    /// stops moving: the kernel may have dropped the unsynced pages, and no later sync can tell;
+    /// resume the file to go on with a known state.
     pub fn durable_lines(&self) -> u64 {
         self.durable_lines
     }
@@ -319,9 +329,14 @@ impl<S: RolloutSink> RolloutWriter<S> {
         &mut self,
         items: impl IntoIterator<Item = &'a str>,
     ) -> Result<(), RolloutWriteError> {
-        for item in items {
-            let payload = one_line(item).map_err(|error| self.invalid("response_item", error))?;
-            self.push_line("response_item", &payload);
+        // Check every item before building any line: a refused batch leaves nothing pending.
+        let payloads = items
+            .into_iter()
+            .map(one_line)
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|error| self.invalid("response_item", error))?;
+        for payload in &payloads {
+            self.push_line("response_item", payload);
         }
         self.commit("response_item")
     }
@@ -406,10 +421,11 @@ impl<S: RolloutSink> RolloutWriter<S> {
             ));
         }
         self.pending.extend_from_slice(line);
+        self.pending_kinds.push_back("copied".to_owned());
         self.lines_built += 1;
         match self.durability {
             Durability::Buffered if self.pending.len() < BUFFER_LIMIT => Ok(()),
-            _ => self.write_pending("copied"),
+            _ => self.write_pending(),
         }
     }
 
@@ -420,17 +436,7 @@ impl<S: RolloutSink> RolloutWriter<S> {
     ///
     /// The sink's error.
     pub fn flush(&mut self) -> Result<(), RolloutWriteError> {
-        self.write_pending("pending lines")?;
-        self.sink
-            .flush()
-            .map_err(|source| self.error("flush", source))?;
-        if self.durability == Durability::SyncData {
-            self.sink
-                .sync_data()
-                .map_err(|source| self.error("sync_data", source))?;
-        }
-        self.durable_lines = self.lines_written;
-        Ok(())
+        self.make_durable("pending lines")
     }
 
     fn push_line(&mut self, kind: &str, payload: &str) {
@@ -442,39 +448,45 @@ impl<S: RolloutSink> RolloutWriter<S> {
         self.pending.extend_from_slice(b"\",\"payload\":");
         self.pending.extend_from_slice(payload.as_bytes());
         self.pending.extend_from_slice(b"}\n");
+        self.pending_kinds.push_back(kind.to_owned());
         self.lines_built += 1;
     }
 
     fn commit(&mut self, kind: &str) -> Result<(), RolloutWriteError> {
         match self.durability {
             Durability::Buffered if self.pending.len() < BUFFER_LIMIT => Ok(()),
-            Durability::Buffered => self.write_pending(kind),
-            Durability::Flush | Durability::SyncData => self.flush_for(kind),
+            Durability::Buffered => self.write_pending(),
+            Durability::Flush | Durability::SyncData => self.make_durable(kind),
         }
     }
 
-    fn flush_for(&mut self, kind: &str) -> Result<(), RolloutWriteError> {
-        self.write_pending(kind)?;
+    /// Writes what is pending, flushes, syncs under [`Durability::SyncData`], and then counts the
+    /// written lines as durable — unless a sync has ever failed (see `durability_lost`).
+    fn make_durable(&mut self, what: &str) -> Result<(), RolloutWriteError> {
+        self.write_pending()?;
         self.sink
             .flush()
-            .map_err(|source| self.error(&format!("{kind} (flush)"), source))?;
-        if self.durability == Durability::SyncData {
-            self.sink
-                .sync_data()
-                .map_err(|source| self.error(&format!("{kind} (sync_data)"), source))?;
+            .map_err(|source| self.error(&format!("{what} (flush)"), source))?;
+        if self.durability == Durability::SyncData
+            && let Err(source) = self.sink.sync_data()
+        {
+            self.durability_lost = true;
+            return Err(self.error(&format!("{what} (sync_data)"), source));
         }
-        self.durable_lines = self.lines_written;
+        if !self.durability_lost {
+            self.durable_lines = self.lines_written;
+        }
         Ok(())
     }
 
     /// Writes pending bytes. On error, what the sink accepted is dropped from `pending` and the
     /// rest stays for the next attempt: no byte is written twice, so no line is duplicated.
-    fn write_pending(&mut self, kind: &str) -> Result<(), RolloutWriteError> {
+    fn write_pending(&mut self) -> Result<(), RolloutWriteError> {
         while !self.pending.is_empty() {
             match self.sink.write(&self.pending) {
                 Ok(0) => {
                     let source = io::Error::new(io::ErrorKind::WriteZero, "the sink took no bytes");
-                    return Err(self.error(&self.describe(kind), source));
+                    return Err(self.error(&self.describe(), source));
                 }
                 Ok(written) => {
                     let written = written.min(self.pending.len());
@@ -483,17 +495,21 @@ impl<S: RolloutSink> RolloutWriter<S> {
                         .filter(|&&b| b == b'\n')
                         .count();
                     self.lines_written += lines as u64;
+                    for _ in 0..lines {
+                        self.pending_kinds.pop_front();
+                    }
                     self.pending.drain(..written);
                 }
                 Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
-                Err(source) => return Err(self.error(&self.describe(kind), source)),
+                Err(source) => return Err(self.error(&self.describe(), source)),
             }
         }
         Ok(())
     }
 
     /// `response_item line 12`: the first line not yet completely written.
-    fn describe(&self, kind: &str) -> String {
+    fn describe(&self) -> String {
+        let kind = self.pending_kinds.front().map_or("a", String::as_str);
         format!("{kind} line {}", self.lines_written + 1)
     }
 
@@ -518,7 +534,7 @@ impl<S: RolloutSink> Drop for RolloutWriter<S> {
     /// that goes out of scope does not lose its buffer. Errors cannot be reported here; call
     /// [`RolloutWriter::flush`] to see them.
     fn drop(&mut self) {
-        if self.write_pending("pending lines").is_ok() {
+        if self.write_pending().is_ok() {
             let _ = self.sink.flush();
         }
     }
@@ -599,6 +615,91 @@ mod tests {
         let error = writer.append_raw("Bad Type", "{}").expect_err("refused");
         assert_eq!(error.source.kind(), io::ErrorKind::InvalidInput);
         assert_eq!(writer.lines_appended(), 1);
+    }
+
+    /// A sink whose writes or syncs fail while the flags say so.
+    #[derive(Default)]
+    struct Faulty {
+        data: Vec<u8>,
+        fail_writes: bool,
+        fail_syncs: bool,
+    }
+
+    impl RolloutSink for Faulty {
+        fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+            if self.fail_writes {
+                return Err(io::Error::other("injected write failure"));
+            }
+            self.data.extend_from_slice(bytes);
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+        fn sync_data(&mut self) -> io::Result<()> {
+            if self.fail_syncs {
+                Err(io::Error::other("injected sync failure"))
+            } else {
+                Ok(())
+            }
+        }
+    }
+
+    #[test]
+    fn a_refused_batch_leaves_nothing_pending() {
+        let mut writer = RolloutWriter::with_sink(Faulty::default(), "mem", Durability::Flush);
+        let good = r#"{"type":"message","role":"user","content":[]}"#;
+        let error = writer
+            .append_response_items([good, "{bad"])
+            .expect_err("refused");
+        assert_eq!(error.source.kind(), io::ErrorKind::InvalidInput);
+        assert_eq!(writer.lines_appended(), 0);
+        writer.append_response_items([good]).expect("written");
+        assert_eq!(
+            String::from_utf8_lossy(&writer.sink().data)
+                .matches(good)
+                .count(),
+            1
+        );
+    }
+
+    #[test]
+    fn errors_name_the_type_of_the_line_that_failed() {
+        let sink = Faulty {
+            fail_writes: true,
+            ..Faulty::default()
+        };
+        let mut writer = RolloutWriter::with_sink(sink, "mem", Durability::Flush);
+        let error = writer
+            .append_response_items([r#"{"type":"message","role":"user","content":[]}"#])
+            .expect_err("fails");
+        assert_eq!(error.what, "response_item line 1");
+        // The next batch fails on the same, still pending, first line.
+        let error = writer.append_rollback(1).expect_err("fails");
+        assert_eq!(error.what, "response_item line 1");
+        writer.sink_mut().fail_writes = false;
+        writer.flush().expect("written");
+        assert_eq!(writer.durable_lines(), 2);
+    }
+
+    #[test]
+    fn after_a_failed_sync_no_line_is_reported_durable() {
+        let sink = Faulty {
+            fail_syncs: true,
+            ..Faulty::default()
+        };
+        let mut writer = RolloutWriter::with_sink(sink, "mem", Durability::SyncData);
+        let error = writer.append_rollback(1).expect_err("sync fails");
+        assert!(error.what.contains("sync_data"), "{}", error.what);
+        assert_eq!(writer.durable_lines(), 0);
+        writer.sink_mut().fail_syncs = false;
+        writer.append_rollback(1).expect("sync works again");
+        assert_eq!(
+            writer.durable_lines(),
+            0,
+            "a later sync cannot vouch for the lost pages"
+        );
+        assert_eq!(writer.lines_appended(), 2);
     }
 
     #[test]
