@@ -45,6 +45,7 @@ pub struct Session<S: RolloutSink = FileSink> {
     history: History,
     writer: RolloutWriter<S>,
     thread_id: String,
+    assign_ids: bool,
 }
 
 impl Session<FileSink> {
@@ -65,6 +66,7 @@ impl Session<FileSink> {
             history: History::with_truncation(truncation),
             writer,
             thread_id: meta.id,
+            assign_ids: true,
         })
     }
 
@@ -87,6 +89,7 @@ impl Session<FileSink> {
             history: resumed.history.clone(),
             writer,
             thread_id: resumed.thread_id.clone().unwrap_or_default(),
+            assign_ids: true,
         };
         Ok((session, resumed))
     }
@@ -125,6 +128,7 @@ impl Session<FileSink> {
             history,
             writer,
             thread_id: meta.id,
+            assign_ids: self.assign_ids,
         })
     }
 }
@@ -161,7 +165,16 @@ impl<S: RolloutSink> Session<S> {
             history,
             writer,
             thread_id,
+            assign_ids: true,
         }
+    }
+
+    /// Whether items recorded without an id get one (`<prefix>_<UUIDv7>`, as Codex assigns at
+    /// the persistence boundary, §2.4). On by default: an id makes the item, and the synthetic
+    /// output of a call, stable across resumes. Server ids and any id already present are kept.
+    pub fn with_id_assignment(mut self, assign: bool) -> Self {
+        self.assign_ids = assign;
+        self
     }
 
     /// The history.
@@ -193,7 +206,7 @@ impl<S: RolloutSink> Session<S> {
     /// [`Error::Item`] when the text is not an item (nothing changes);
     /// [`Error::RolloutWrite`] when the line could not be written (the history has the item).
     pub fn record_json(&mut self, json: &str) -> Result<Recorded, Error> {
-        let text = canonical(json)?;
+        let text = self.prepare(json)?;
         let recorded = self.history.record_json(text.as_str())?;
         if matches!(recorded, Recorded::Stored { .. }) {
             self.writer.append_response_items([text.as_str()])?;
@@ -215,7 +228,7 @@ impl<S: RolloutSink> Session<S> {
         let mut lines: Vec<String> = Vec::new();
         let mut failure = None;
         for json in items {
-            let text = match canonical(json) {
+            let text = match self.prepare(json) {
                 Ok(text) => text,
                 Err(error) => {
                     failure = Some(Error::from(error));
@@ -300,16 +313,44 @@ impl<S: RolloutSink> Session<S> {
     }
 }
 
-/// The text a session stores and writes for an item: trimmed, and compact when it spans lines.
-fn canonical(json: &str) -> Result<String, crate::ItemError> {
-    let trimmed = json.trim();
-    if !trimmed.contains(['\n', '\r']) {
-        return Ok(trimmed.to_owned());
+impl<S: RolloutSink> Session<S> {
+    /// The text a session stores and writes for an item: trimmed, compact when it spans lines,
+    /// and with an id when it has none and id assignment is on.
+    fn prepare(&self, json: &str) -> Result<String, crate::ItemError> {
+        let trimmed = json.trim();
+        let needs_id = self.assign_ids && missing_id_prefix(trimmed).is_some();
+        if !needs_id && !trimmed.contains(['\n', '\r']) {
+            return Ok(trimmed.to_owned());
+        }
+        let mut value: serde_json::Value =
+            serde_json::from_str(trimmed).map_err(|source| crate::ItemError::InvalidJson {
+                item_type: None,
+                source,
+            })?;
+        if let (true, Some(prefix), Some(object)) =
+            (needs_id, missing_id_prefix(trimmed), value.as_object_mut())
+        {
+            let id = format!("{prefix}_{}", uuid::Uuid::now_v7());
+            // Right after `type`, where Codex's serialization puts it.
+            let at = usize::from(object.contains_key("type"));
+            object.shift_insert(at, "id".into(), serde_json::Value::String(id));
+        }
+        serde_json::to_string(&value).map_err(crate::ItemError::Serialize)
     }
-    let value: serde_json::Value =
-        serde_json::from_str(trimmed).map_err(|source| crate::ItemError::InvalidJson {
-            item_type: None,
-            source,
-        })?;
-    serde_json::to_string(&value).map_err(crate::ItemError::Serialize)
+}
+
+/// The id prefix of an item that has no (or an empty) id and whose kind takes one.
+fn missing_id_prefix(json: &str) -> Option<&'static str> {
+    #[derive(serde::Deserialize)]
+    struct Probe<'a> {
+        #[serde(rename = "type", borrow)]
+        item_type: std::borrow::Cow<'a, str>,
+        #[serde(default, borrow)]
+        id: Option<std::borrow::Cow<'a, str>>,
+    }
+    let probe: Probe<'_> = serde_json::from_str(json).ok()?;
+    if probe.id.is_some_and(|id| !id.is_empty()) {
+        return None;
+    }
+    crate::item::ItemKind::from_type_name(&probe.item_type).id_prefix()
 }

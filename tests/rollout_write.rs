@@ -189,7 +189,9 @@ fn a_sink_failing_after_n_writes_loses_nothing_durable() {
             Durability::Flush,
         ),
         "thread-full".into(),
-    );
+    )
+    // Fresh UUIDv7 ids would differ between the two runs; this test is about the writer.
+    .with_id_assignment(false);
     for item in &items {
         full.record_json(item).expect("recorded");
     }
@@ -203,7 +205,8 @@ fn a_sink_failing_after_n_writes_loses_nothing_durable() {
             let mut writer = RolloutWriter::with_sink(sink, "failing", durability);
             let meta = SessionMeta::new("thread-crash");
             let mut session = match writer.append_session_meta(&meta) {
-                Ok(()) => Session::from_parts(History::with_truncation(policy), writer, meta.id),
+                Ok(()) => Session::from_parts(History::with_truncation(policy), writer, meta.id)
+                    .with_id_assignment(false),
                 Err(_) => {
                     assert_eq!(writer.durable_lines(), 0);
                     continue;
@@ -579,4 +582,60 @@ mod round_trip_property {
             prop_assert_eq!(projection_bytes(&resumed.history), projection_bytes(session.history()));
         }
     }
+}
+
+/// Items recorded without an id get `<prefix>_<UUIDv7>` (§2.4); ids survive resume; server ids
+/// are kept; every item of a request then carries an id, synthetic outputs included (§7.5).
+#[test]
+fn sessions_assign_missing_ids_that_survive_resume() {
+    let dir = temp_dir("ids");
+    let path = dir.join("rollout.jsonl");
+    let mut session = Session::create(
+        &path,
+        SessionMeta::new("thread-ids"),
+        DEFAULT_TRUNCATION,
+        Durability::Flush,
+    )
+    .expect("created");
+    session.record_json(&user("hi")).expect("recorded");
+    session
+        .record_json(r#"{"type":"message","id":"msg_server","role":"assistant","content":[{"type":"output_text","text":"hello"}]}"#)
+        .expect("recorded");
+    session
+        .record_json(r#"{"type":"function_call","name":"shell","arguments":"{}","call_id":"c1"}"#)
+        .expect("recorded");
+    let ids: Vec<String> = session
+        .history()
+        .iter()
+        .map(|e| e.item_id().expect("has an id").as_str().to_owned())
+        .collect();
+    assert!(ids[0].starts_with("msg_"), "{}", ids[0]);
+    let uuid = uuid::Uuid::parse_str(&ids[0]["msg_".len()..]).expect("a UUID");
+    assert_eq!(uuid.get_version_num(), 7);
+    assert_eq!(ids[1], "msg_server");
+    assert!(ids[2].starts_with("fc_"));
+    assert!(
+        session
+            .history()
+            .get(0)
+            .expect("entry")
+            .json()
+            .starts_with(r#"{"type":"message","id":"msg_"#),
+        "the id follows the type"
+    );
+    let resumed = rollout::resume_file(&path, DEFAULT_TRUNCATION).expect("resumes");
+    assert_eq!(resumed.history.entries(), session.history().entries());
+    let projection = resumed
+        .history
+        .project(&ProjectionOptions::default())
+        .expect("lenient");
+    assert_eq!(projection.len(), 4);
+    for item in projection.iter() {
+        let value: serde_json::Value = serde_json::from_str(item).expect("JSON");
+        assert!(
+            value["id"].as_str().is_some_and(|id| !id.is_empty()),
+            "{item}"
+        );
+    }
+    std::fs::remove_dir_all(&dir).ok();
 }

@@ -66,6 +66,51 @@ impl ItemKind {
         }
     }
 
+    /// The kind named by an item's `type` ([`ItemKind::Unknown`] for a name this library does not
+    /// store, `compaction_trigger` included).
+    pub fn from_type_name(name: &str) -> ItemKind {
+        match name {
+            "message" => ItemKind::Message,
+            "agent_message" => ItemKind::AgentMessage,
+            "reasoning" => ItemKind::Reasoning,
+            "local_shell_call" => ItemKind::LocalShellCall,
+            "function_call" => ItemKind::FunctionCall,
+            "function_call_output" => ItemKind::FunctionCallOutput,
+            "custom_tool_call" => ItemKind::CustomToolCall,
+            "custom_tool_call_output" => ItemKind::CustomToolCallOutput,
+            "tool_search_call" => ItemKind::ToolSearchCall,
+            "tool_search_output" => ItemKind::ToolSearchOutput,
+            "web_search_call" => ItemKind::WebSearchCall,
+            "image_generation_call" => ItemKind::ImageGenerationCall,
+            "compaction" | "compaction_summary" => ItemKind::Compaction,
+            "context_compaction" => ItemKind::ContextCompaction,
+            "additional_tools" => ItemKind::AdditionalTools,
+            _ => ItemKind::Unknown,
+        }
+    }
+
+    /// The prefix of new ids for this kind (`msg` in `msg_<UUIDv7>`, reference §1.1); `None` for
+    /// unknown items, which get no id.
+    pub fn id_prefix(self) -> Option<&'static str> {
+        Some(match self {
+            ItemKind::AdditionalTools => "at",
+            ItemKind::Message => "msg",
+            ItemKind::AgentMessage => "amsg",
+            ItemKind::Reasoning => "rs",
+            ItemKind::LocalShellCall => "lsh",
+            ItemKind::FunctionCall => "fc",
+            ItemKind::ToolSearchCall => "tsc",
+            ItemKind::FunctionCallOutput => "fco",
+            ItemKind::CustomToolCall => "ctc",
+            ItemKind::CustomToolCallOutput => "ctco",
+            ItemKind::ToolSearchOutput => "tso",
+            ItemKind::WebSearchCall => "ws",
+            ItemKind::ImageGenerationCall => "ig",
+            ItemKind::Compaction | ItemKind::ContextCompaction => "cmp",
+            ItemKind::Unknown => return None,
+        })
+    }
+
     /// The kind of a typed item; `None` for the two variants that are never stored
     /// (`compaction_trigger`) or cannot be stored without their JSON (`Other`).
     pub(crate) fn of(item: &ResponseItem) -> Option<ItemKind> {
@@ -205,4 +250,43 @@ pub enum Pairing {
     },
     /// Not part of any pair.
     Unpaired,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn type_names_round_trip() {
+        let kinds = [
+            ItemKind::Message,
+            ItemKind::AgentMessage,
+            ItemKind::Reasoning,
+            ItemKind::LocalShellCall,
+            ItemKind::FunctionCall,
+            ItemKind::FunctionCallOutput,
+            ItemKind::CustomToolCall,
+            ItemKind::CustomToolCallOutput,
+            ItemKind::ToolSearchCall,
+            ItemKind::ToolSearchOutput,
+            ItemKind::WebSearchCall,
+            ItemKind::ImageGenerationCall,
+            ItemKind::Compaction,
+            ItemKind::ContextCompaction,
+            ItemKind::AdditionalTools,
+        ];
+        for kind in kinds {
+            assert_eq!(ItemKind::from_type_name(kind.as_str()), kind);
+            assert!(kind.id_prefix().is_some());
+        }
+        assert_eq!(
+            ItemKind::from_type_name("compaction_summary"),
+            ItemKind::Compaction
+        );
+        assert_eq!(
+            ItemKind::from_type_name("compaction_trigger"),
+            ItemKind::Unknown
+        );
+        assert_eq!(ItemKind::Unknown.id_prefix(), None);
+    }
 }
