@@ -492,23 +492,6 @@ mod round_trip_property {
     use super::*;
     use proptest::prelude::*;
 
-    /// An in-memory sink that never fails.
-    #[derive(Default)]
-    struct Memory(Vec<u8>);
-
-    impl RolloutSink for Memory {
-        fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
-            self.0.extend_from_slice(bytes);
-            Ok(bytes.len())
-        }
-        fn flush(&mut self) -> io::Result<()> {
-            Ok(())
-        }
-        fn sync_data(&mut self) -> io::Result<()> {
-            Ok(())
-        }
-    }
-
     #[derive(Debug, Clone)]
     enum Action {
         User(u8),
@@ -536,7 +519,7 @@ mod round_trip_property {
         /// there), which the generator leaves out.
         #[test]
         fn sessions_resume_to_the_live_history(actions in proptest::collection::vec(action(), 0..40)) {
-            let writer = RolloutWriter::with_sink(Memory::default(), "memory", Durability::Flush);
+            let writer = RolloutWriter::with_sink(Vec::new(), "memory", Durability::Flush);
             let mut session = Session::from_parts(History::new(), writer, "t".into());
             session
                 .append_raw("session_meta", r#"{"id":"t","timestamp":"2026-11-03T14:00:00.000Z"}"#)
@@ -576,7 +559,7 @@ mod round_trip_property {
                 }
                 session.history().assert_invariants();
             }
-            let bytes = session.writer().sink().0.clone();
+            let bytes = session.writer().sink().clone();
             let resumed = rollout::resume_reader(bytes.as_slice(), DEFAULT_TRUNCATION).expect("resumes");
             prop_assert_eq!(resumed.history.entries(), session.history().entries(), "actions: {:?}", actions);
             prop_assert_eq!(projection_bytes(&resumed.history), projection_bytes(session.history()));

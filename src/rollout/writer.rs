@@ -37,6 +37,23 @@ pub trait RolloutSink {
     fn sync_data(&mut self) -> io::Result<()>;
 }
 
+/// An in-memory rollout: the bytes are appended to the vector (for tests, and for building a
+/// rollout to send elsewhere). Never fails.
+impl RolloutSink for Vec<u8> {
+    fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+        self.extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+
+    fn sync_data(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
 /// A rollout file opened for appending.
 #[derive(Debug)]
 pub struct FileSink {
@@ -556,22 +573,6 @@ fn one_line(json: &str) -> Result<std::borrow::Cow<'_, str>, serde_json::Error> 
 mod tests {
     use super::*;
 
-    #[derive(Default)]
-    struct Memory(Vec<u8>);
-
-    impl RolloutSink for Memory {
-        fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
-            self.0.extend_from_slice(bytes);
-            Ok(bytes.len())
-        }
-        fn flush(&mut self) -> io::Result<()> {
-            Ok(())
-        }
-        fn sync_data(&mut self) -> io::Result<()> {
-            Ok(())
-        }
-    }
-
     fn epoch() -> SystemTime {
         SystemTime::UNIX_EPOCH + std::time::Duration::from_millis(1_762_178_401_137)
     }
@@ -579,13 +580,13 @@ mod tests {
     #[test]
     fn lines_have_the_codex_envelope() {
         let mut writer =
-            RolloutWriter::with_sink(Memory::default(), "mem", Durability::Flush).with_clock(epoch);
+            RolloutWriter::with_sink(Vec::new(), "mem", Durability::Flush).with_clock(epoch);
         writer
             .append_response_items([r#"{"type":"message","role":"user","content":[]}"#])
             .expect("written");
         writer.append_rollback(2).expect("written");
         assert_eq!(
-            String::from_utf8(writer.sink().0.clone()).expect("utf-8"),
+            String::from_utf8(writer.sink().clone()).expect("utf-8"),
             concat!(
                 r#"{"timestamp":"2025-11-03T14:00:01.137Z","type":"response_item","payload":{"type":"message","role":"user","content":[]}}"#,
                 "\n",
@@ -599,11 +600,11 @@ mod tests {
     #[test]
     fn multi_line_payloads_are_compacted_and_bad_ones_refused() {
         let mut writer =
-            RolloutWriter::with_sink(Memory::default(), "mem", Durability::Flush).with_clock(epoch);
+            RolloutWriter::with_sink(Vec::new(), "mem", Durability::Flush).with_clock(epoch);
         writer
             .append_raw("turn_context", "{\n  \"model\": \"m\"\n}")
             .expect("written");
-        let text = String::from_utf8(writer.sink().0.clone()).expect("utf-8");
+        let text = String::from_utf8(writer.sink().clone()).expect("utf-8");
         assert_eq!(
             text,
             "{\"timestamp\":\"2025-11-03T14:00:01.137Z\",\"type\":\"turn_context\",\"payload\":{\"model\":\"m\"}}\n"
@@ -721,12 +722,12 @@ mod tests {
 
     #[test]
     fn buffered_lines_become_durable_on_flush() {
-        let mut writer = RolloutWriter::with_sink(Memory::default(), "mem", Durability::Buffered);
+        let mut writer = RolloutWriter::with_sink(Vec::new(), "mem", Durability::Buffered);
         writer.append_rollback(1).expect("buffered");
-        assert!(writer.sink().0.is_empty());
+        assert!(writer.sink().is_empty());
         assert_eq!(writer.durable_lines(), 0);
         writer.flush().expect("flushed");
         assert_eq!(writer.durable_lines(), 1);
-        assert_eq!(writer.sink().0.iter().filter(|&&b| b == b'\n').count(), 1);
+        assert_eq!(writer.sink().iter().filter(|&&b| b == b'\n').count(), 1);
     }
 }
