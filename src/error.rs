@@ -118,6 +118,98 @@ pub struct RolloutWriteError {
     pub source: std::io::Error,
 }
 
+/// A snapshot could not be written, opened or verified (docs/snapshot-format.md, "Errors").
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SnapshotError {
+    /// Reading, mapping or writing the file failed.
+    #[error("snapshot {}: {what}: {source}", path.display())]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// What was being done.
+        what: &'static str,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The file does not start with the snapshot magic.
+    #[error("{} is not an agent-history snapshot (it starts with {found:?})", path.display())]
+    BadMagic {
+        /// The file.
+        path: PathBuf,
+        /// Its first bytes.
+        found: [u8; 8],
+    },
+    /// The format version is not one this build reads.
+    #[error("snapshot {} has format version {found}; this build reads version {supported}", path.display())]
+    UnsupportedVersion {
+        /// The file.
+        path: PathBuf,
+        /// The version in the file.
+        found: u32,
+        /// The version this build reads.
+        supported: u32,
+    },
+    /// The rkyv format features recorded in the header are not the ones this build uses.
+    #[error(
+        "snapshot {} uses another archive format (endianness {endianness}, pointer width {pointer_width}, alignment {alignment})",
+        path.display()
+    )]
+    UnsupportedFormat {
+        /// The file.
+        path: PathBuf,
+        /// Endianness byte found.
+        endianness: u8,
+        /// Pointer-width byte found.
+        pointer_width: u8,
+        /// Alignment byte found.
+        alignment: u8,
+    },
+    /// The file is shorter than its header says.
+    #[error("snapshot {} is truncated: {found} of {expected} bytes", path.display())]
+    Truncated {
+        /// The file.
+        path: PathBuf,
+        /// Bytes expected.
+        expected: u64,
+        /// Bytes found.
+        found: u64,
+    },
+    /// The file is longer than its header says.
+    #[error("snapshot {} has {found} bytes; its header says {expected}", path.display())]
+    TrailingBytes {
+        /// The file.
+        path: PathBuf,
+        /// Bytes expected.
+        expected: u64,
+        /// Bytes found.
+        found: u64,
+    },
+    /// The header digest does not match the header (or its padding is not zero).
+    #[error("snapshot {} has a damaged header: {detail}", path.display())]
+    BadHeader {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        detail: String,
+    },
+    /// The payload digest does not match the payload.
+    #[error("snapshot {} payload digest mismatch: the archive is damaged", path.display())]
+    PayloadDigestMismatch {
+        /// The file.
+        path: PathBuf,
+    },
+    /// The archive failed validation.
+    #[error("snapshot {} holds an invalid archive: {detail}", path.display())]
+    InvalidArchive {
+        /// The file.
+        path: PathBuf,
+        /// What validation found.
+        detail: String,
+    },
+}
+
 /// Writing a request body failed.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -155,4 +247,7 @@ pub enum Error {
     /// See [`RolloutWriteError`].
     #[error(transparent)]
     RolloutWrite(#[from] RolloutWriteError),
+    /// See [`SnapshotError`].
+    #[error(transparent)]
+    Snapshot(#[from] SnapshotError),
 }

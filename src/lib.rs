@@ -37,8 +37,11 @@ mod projection;
 mod request;
 pub mod rollout;
 mod session;
+pub mod snapshot;
 
-pub use error::{Error, ItemError, ProjectionError, RequestError, RolloutError, RolloutWriteError};
+pub use error::{
+    Error, ItemError, ProjectionError, RequestError, RolloutError, RolloutWriteError, SnapshotError,
+};
 pub use history::truncate::{self, TruncationPolicy};
 pub use history::{
     COMPACT_USER_MESSAGE_TOKENS, Compacted, DEFAULT_TRUNCATION, EMPTY_SUMMARY, FilterReason,

@@ -127,6 +127,21 @@ impl History {
         }
     }
 
+    /// A history rebuilt from stored entries (the snapshot reader): the index is rebuilt from the
+    /// headers, no item JSON is parsed.
+    pub(crate) fn from_stored(
+        entries: Vector<Entry>,
+        version: u64,
+        truncation: TruncationPolicy,
+        reference_context_item: Option<Value>,
+    ) -> History {
+        let mut history = History::with_truncation(truncation);
+        history.set_entries(entries);
+        history.version = version;
+        history.reference_context_item = reference_context_item.map(Arc::new);
+        history
+    }
+
     /// The model's truncation policy this history records with.
     pub fn truncation(&self) -> TruncationPolicy {
         self.truncation
@@ -430,7 +445,7 @@ impl History {
         assert_eq!(self.tokens, tokens, "token total differs from a recount");
         for entry in &self.entries {
             assert!(
-                matches!(&*entry.payload, crate::item::Payload::Item(_)),
+                entry.payload.stored_json().is_some(),
                 "a projection-only payload leaked into the live history"
             );
         }

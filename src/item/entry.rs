@@ -15,10 +15,12 @@ use crate::history::turns::{TurnRole, turn_role_of};
 /// Live-history entries always hold [`Payload::Item`]. The other variants exist only in a
 /// [`Projection`](crate::Projection): a repaired slot renders as more or fewer items than the one
 /// it replaces, without an insert or a remove in the middle of the persistent vector.
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Debug)]
 pub(crate) enum Payload {
     /// The item's JSON text, exactly as it goes on the wire.
     Item(Box<str>),
+    /// The item's JSON text where it lies in a memory-mapped snapshot (no copy).
+    Mapped(crate::snapshot::MappedText),
     /// A call followed by the synthetic output that repairs it.
     CallWithSyntheticOutput {
         call: Arc<Payload>,
@@ -28,11 +30,45 @@ pub(crate) enum Payload {
     Omitted { original: Arc<Payload> },
 }
 
+impl PartialEq for Payload {
+    /// Stored text compares by content, wherever it lives (owned or mapped).
+    fn eq(&self, other: &Self) -> bool {
+        match (self, other) {
+            (Payload::Item(_) | Payload::Mapped(_), Payload::Item(_) | Payload::Mapped(_)) => {
+                self.original_json() == other.original_json()
+            }
+            (
+                Payload::CallWithSyntheticOutput { call, output },
+                Payload::CallWithSyntheticOutput {
+                    call: other_call,
+                    output: other_output,
+                },
+            ) => call == other_call && output == other_output,
+            (Payload::Omitted { original }, Payload::Omitted { original: other }) => {
+                original == other
+            }
+            _ => false,
+        }
+    }
+}
+
+impl Eq for Payload {}
+
 impl Payload {
+    /// The JSON text of a stored item (`None` for the projection-only variants).
+    pub(crate) fn stored_json(&self) -> Option<&str> {
+        match self {
+            Payload::Item(json) => Some(json),
+            Payload::Mapped(text) => Some(text.as_str()),
+            Payload::CallWithSyntheticOutput { .. } | Payload::Omitted { .. } => None,
+        }
+    }
+
     /// The JSON text of the original item this payload stands for.
     pub(crate) fn original_json(&self) -> &str {
         match self {
             Payload::Item(json) => json,
+            Payload::Mapped(text) => text.as_str(),
             Payload::CallWithSyntheticOutput { call, .. } => call.original_json(),
             Payload::Omitted { original } => original.original_json(),
         }
@@ -68,6 +104,17 @@ impl EntryFlags {
     /// The item starts a user turn (§5.4): real user input, not injected context or a summary.
     pub fn is_user_turn_boundary(self) -> bool {
         self.0 & Self::USER_TURN != 0
+    }
+
+    /// The raw bits (the snapshot format stores them).
+    pub(crate) fn bits(self) -> u8 {
+        self.0
+    }
+
+    /// Flags from raw bits; `None` when an unknown bit is set.
+    pub(crate) fn from_bits(bits: u8) -> Option<Self> {
+        let known = Self::IMAGE | Self::AUDIO | Self::SERVER_EXECUTION | Self::USER_TURN;
+        (bits & !known == 0).then_some(Self(bits))
     }
 
     fn with(self, bit: u8, on: bool) -> Self {
@@ -147,6 +194,30 @@ impl Entry {
         })
     }
 
+    /// An entry rebuilt from stored header fields and a payload (the snapshot reader).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn from_stored_parts(
+        payload: Payload,
+        call_id: Option<CallId>,
+        item_id: Option<ItemId>,
+        tokens: u64,
+        byte_len: u32,
+        kind: ItemKind,
+        role: Option<Role>,
+        flags: EntryFlags,
+    ) -> Entry {
+        Entry {
+            payload: Arc::new(payload),
+            call_id,
+            item_id,
+            tokens,
+            byte_len,
+            kind,
+            role,
+            flags,
+        }
+    }
+
     /// A copy of this entry that renders differently in a projection (same header).
     pub(crate) fn with_payload(&self, payload: Payload) -> Entry {
         Entry {
@@ -203,6 +274,11 @@ impl Entry {
     /// the `Result` is kept so that the call stays total.
     pub fn to_item(&self) -> Result<ResponseItem, ItemError> {
         parse_item(self.json())
+    }
+
+    /// Whether the entry's JSON text lies in a memory-mapped snapshot (it was not copied).
+    pub fn is_mapped(&self) -> bool {
+        matches!(&*self.payload, Payload::Mapped(_))
     }
 
     /// Whether two entries share the same payload allocation (structure sharing).

@@ -64,7 +64,9 @@ impl Projection {
             loop {
                 let slot = slots.next()?;
                 match &*slot.payload {
-                    Payload::Item(json) => return Some(&**json),
+                    Payload::Item(_) | Payload::Mapped(_) => {
+                        return Some(slot.payload.original_json());
+                    }
                     Payload::CallWithSyntheticOutput { call, output } => {
                         pending = Some(output);
                         return Some(call.original_json());
@@ -215,7 +217,7 @@ impl History {
                 let Some(slot) = slots.get(position) else {
                     continue;
                 };
-                let Payload::Item(json) = &*slot.payload else {
+                let Some(json) = slot.payload.stored_json() else {
                     continue; // dropped as an orphan: nothing is sent, nothing to strip
                 };
                 let Some(stripped) = strip(json, media) else {

@@ -1,0 +1,320 @@
+//! Snapshots: a history archived with rkyv and memory-mapped on open, so that resuming a long
+//! session copies no item JSON (format: `docs/snapshot-format.md`).
+//!
+//! This is the one module of the crate allowed `unsafe`, in `mapped.rs` only: mapping the file,
+//! and reading text that was checked to be UTF-8 when the snapshot was opened. Every block has a
+//! `// SAFETY:` comment naming the checked twin it relies on.
+#![allow(unsafe_code)]
+
+mod archive;
+mod header;
+mod mapped;
+
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use imbl::Vector;
+
+use crate::error::SnapshotError;
+use crate::history::History;
+use crate::history::truncate::TruncationPolicy;
+use crate::item::{CallId, Entry, ItemId, Payload};
+
+use archive::{
+    ArchivedSnapshotV1, EntryV1, SnapshotV1, flags_from_bits, kind_code, kind_from_code, role_code,
+    role_from_code,
+};
+use header::HeaderProblem;
+pub use header::{FORMAT_VERSION, Header, MAGIC, PAYLOAD_OFFSET, RolloutPosition};
+pub(crate) use mapped::MappedText;
+use mapped::SnapshotMap;
+
+/// What a snapshot holds besides the history: the resume state of the rollout prefix it covers.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct SnapshotExtras {
+    /// Previous-turn settings (a `turn_context` payload) as JSON text.
+    pub previous_turn_settings: Option<String>,
+}
+
+/// An opened snapshot.
+#[derive(Debug, Clone)]
+pub struct Snapshot {
+    /// The history; its entries' JSON lies in the mapped file.
+    pub history: History,
+    /// The decoded header (rollout position, digests, counts).
+    pub header: Header,
+    /// Previous-turn settings recorded with the history.
+    pub previous_turn_settings: Option<String>,
+    /// Whether the payload digest was checked.
+    pub verified: bool,
+}
+
+/// How to open a snapshot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SnapshotOptions {
+    /// Check the BLAKE3 digest of the payload (default: yes). Without it, validation still keeps
+    /// memory safe and the history well-formed, but a changed byte inside an item's text would go
+    /// unnoticed.
+    pub verify_digest: bool,
+}
+
+impl Default for SnapshotOptions {
+    fn default() -> Self {
+        SnapshotOptions {
+            verify_digest: true,
+        }
+    }
+}
+
+fn io_error(path: &Path, what: &'static str) -> impl FnOnce(std::io::Error) -> SnapshotError {
+    let path = path.to_owned();
+    move |source| SnapshotError::Io { path, what, source }
+}
+
+/// Writes a snapshot of `history`, covering `position` of its rollout, to `path`, replacing any
+/// file there atomically: a temporary file in the same directory, `sync_data`, `rename`, and a
+/// sync of the directory. A file that is mapped elsewhere is never modified.
+///
+/// # Errors
+///
+/// [`SnapshotError::Io`] naming the step that failed; [`SnapshotError::InvalidArchive`] if the
+/// archive cannot be built (an item over 4 GiB).
+pub fn write_snapshot(
+    path: impl AsRef<Path>,
+    history: &History,
+    position: RolloutPosition,
+    extras: &SnapshotExtras,
+) -> Result<Header, SnapshotError> {
+    let path = path.as_ref();
+    let (truncation_mode, truncation_limit) = match history.truncation() {
+        TruncationPolicy::Bytes(limit) => (0u8, limit as u64),
+        TruncationPolicy::Tokens(limit) => (1u8, limit as u64),
+    };
+    let data = SnapshotV1 {
+        truncation_mode,
+        truncation_limit,
+        reference_context_item: history.reference_context_item().map(ToString::to_string),
+        previous_turn_settings: extras.previous_turn_settings.clone(),
+        entries: history
+            .iter()
+            .map(|entry| EntryV1 {
+                kind: kind_code(entry.kind()),
+                role: role_code(entry.role()),
+                flags: entry.flags().bits(),
+                tokens: entry.tokens(),
+                call_id: entry.call_id().map(|id| id.as_str().to_owned()),
+                item_id: entry.item_id().map(|id| id.as_str().to_owned()),
+                json: entry.json().to_owned(),
+            })
+            .collect(),
+    };
+    let payload = rkyv::to_bytes::<rkyv::rancor::Error>(&data).map_err(|error| {
+        SnapshotError::InvalidArchive {
+            path: path.to_owned(),
+            detail: error.to_string(),
+        }
+    })?;
+    let header = Header {
+        entry_count: history.len() as u64,
+        payload_len: payload.len() as u64,
+        payload_digest: *blake3::hash(&payload).as_bytes(),
+        rollout: position,
+        history_version: history.version(),
+    };
+    write_atomically(path, &header.encode(), &payload)?;
+    Ok(header)
+}
+
+/// A name for the temporary file that no other writer in this process uses.
+fn temporary_path(path: &Path) -> PathBuf {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    let name = path
+        .file_name()
+        .map(|name| name.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "snapshot".into());
+    path.with_file_name(format!(".{name}.tmp-{}-{n}", std::process::id()))
+}
+
+fn write_atomically(path: &Path, header: &[u8], payload: &[u8]) -> Result<(), SnapshotError> {
+    let temporary = temporary_path(path);
+    let result = (|| {
+        let mut file = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&temporary)
+            .map_err(io_error(&temporary, "create the temporary file"))?;
+        file.write_all(header)
+            .and_then(|()| file.write_all(payload))
+            .map_err(io_error(&temporary, "write the temporary file"))?;
+        file.sync_data()
+            .map_err(io_error(&temporary, "sync the temporary file"))?;
+        std::fs::rename(&temporary, path).map_err(io_error(path, "rename over the target"))?;
+        sync_directory(path)
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&temporary);
+    }
+    result
+}
+
+/// Makes a rename durable: sync the directory that holds `path` (a no-op where directories
+/// cannot be opened, as on Windows).
+fn sync_directory(path: &Path) -> Result<(), SnapshotError> {
+    let directory = match path.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => parent.to_owned(),
+        _ => PathBuf::from("."),
+    };
+    if cfg!(unix) {
+        File::open(&directory)
+            .and_then(|dir| dir.sync_all())
+            .map_err(io_error(&directory, "sync the directory"))?;
+    }
+    Ok(())
+}
+
+/// Opens a snapshot: maps the file, checks the header, verifies the payload digest (unless told
+/// not to), validates the archive once, and builds a history whose entries' JSON stays in the map.
+///
+/// The map lives as long as any entry refers to it. The file must not be modified in place while
+/// it is open (this library never does: writers replace files by rename).
+///
+/// # Errors
+///
+/// Every [`SnapshotError`] variant; see `docs/snapshot-format.md`.
+pub fn open_snapshot(
+    path: impl AsRef<Path>,
+    options: SnapshotOptions,
+) -> Result<Snapshot, SnapshotError> {
+    let path = path.as_ref();
+    let file = File::open(path).map_err(io_error(path, "open"))?;
+    let map = Arc::new(SnapshotMap::map(&file).map_err(io_error(path, "map"))?);
+    let bytes = map.bytes();
+    let header = Header::decode(bytes).map_err(|problem| header_error(path, problem))?;
+    let payload = &bytes[PAYLOAD_OFFSET as usize..];
+    if options.verify_digest && *blake3::hash(payload).as_bytes() != header.payload_digest {
+        return Err(SnapshotError::PayloadDigestMismatch {
+            path: path.to_owned(),
+        });
+    }
+    let invalid = |detail: String| SnapshotError::InvalidArchive {
+        path: path.to_owned(),
+        detail,
+    };
+    let archived = rkyv::access::<ArchivedSnapshotV1, rkyv::rancor::Error>(payload)
+        .map_err(|error| invalid(error.to_string()))?;
+    if archived.entries.len() as u64 != header.entry_count {
+        return Err(invalid(format!(
+            "{} entries in the archive, {} in the header",
+            archived.entries.len(),
+            header.entry_count
+        )));
+    }
+    let base = bytes.as_ptr() as usize;
+    let mut entries = Vector::new();
+    for (index, stored) in archived.entries.iter().enumerate() {
+        let field = |name: &str| invalid(format!("entry {index}: invalid {name}"));
+        let kind = kind_from_code(stored.kind).ok_or_else(|| field("kind"))?;
+        let role = role_from_code(stored.role).ok_or_else(|| field("role"))?;
+        let flags = flags_from_bits(stored.flags).ok_or_else(|| field("flags"))?;
+        let json = stored.json.as_str();
+        let start = (json.as_ptr() as usize).wrapping_sub(base);
+        let text = MappedText::new(&map, start, json.len()).ok_or_else(|| field("json"))?;
+        let byte_len = u32::try_from(json.len()).map_err(|_| field("json length"))?;
+        entries.push_back(Entry::from_stored_parts(
+            Payload::Mapped(text),
+            stored.call_id.as_ref().map(|id| CallId::new(id.as_str())),
+            stored.item_id.as_ref().map(|id| ItemId::new(id.as_str())),
+            stored.tokens.to_native(),
+            byte_len,
+            kind,
+            role,
+            flags,
+        ));
+    }
+    let limit = usize::try_from(archived.truncation_limit.to_native())
+        .map_err(|_| invalid("truncation limit out of range".into()))?;
+    let truncation = match archived.truncation_mode {
+        0 => TruncationPolicy::Bytes(limit),
+        1 => TruncationPolicy::Tokens(limit),
+        _ => return Err(invalid("invalid truncation mode".into())),
+    };
+    let reference_context_item = match archived.reference_context_item.as_ref() {
+        Some(text) => Some(
+            serde_json::from_str(text.as_str())
+                .map_err(|error| invalid(format!("reference context item: {error}")))?,
+        ),
+        None => None,
+    };
+    let previous_turn_settings = archived
+        .previous_turn_settings
+        .as_ref()
+        .map(|text| text.as_str().to_owned());
+    Ok(Snapshot {
+        history: History::from_stored(
+            entries,
+            header.history_version,
+            truncation,
+            reference_context_item,
+        ),
+        header,
+        previous_turn_settings,
+        verified: options.verify_digest,
+    })
+}
+
+fn header_error(path: &Path, problem: HeaderProblem) -> SnapshotError {
+    let path = path.to_owned();
+    match problem {
+        HeaderProblem::Truncated { expected, found } => SnapshotError::Truncated {
+            path,
+            expected,
+            found,
+        },
+        HeaderProblem::TrailingBytes { expected, found } => SnapshotError::TrailingBytes {
+            path,
+            expected,
+            found,
+        },
+        HeaderProblem::BadMagic(found) => SnapshotError::BadMagic { path, found },
+        HeaderProblem::UnsupportedVersion(found) => SnapshotError::UnsupportedVersion {
+            path,
+            found,
+            supported: FORMAT_VERSION,
+        },
+        HeaderProblem::UnsupportedFormat {
+            endianness,
+            pointer_width,
+            alignment,
+        } => SnapshotError::UnsupportedFormat {
+            path,
+            endianness,
+            pointer_width,
+            alignment,
+        },
+        HeaderProblem::DigestMismatch => SnapshotError::BadHeader {
+            path,
+            detail: "header digest mismatch".into(),
+        },
+        HeaderProblem::NonZeroPadding { offset } => SnapshotError::BadHeader {
+            path,
+            detail: format!("padding byte {offset} is not zero"),
+        },
+        HeaderProblem::BadPayloadOffset(offset) => SnapshotError::BadHeader {
+            path,
+            detail: format!("payload offset {offset} (expected {PAYLOAD_OFFSET})"),
+        },
+    }
+}
+
+/// Whether a file starts with the snapshot magic (to tell snapshots from rollouts).
+pub fn is_snapshot(path: impl AsRef<Path>) -> bool {
+    let mut magic = [0u8; 8];
+    File::open(path)
+        .and_then(|mut file| std::io::Read::read_exact(&mut file, &mut magic))
+        .is_ok()
+        && magic == MAGIC
+}

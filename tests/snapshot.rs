@@ -1,0 +1,273 @@
+//! Snapshots: write, open (zero copy), use, and survive every damaged byte.
+
+use std::path::{Path, PathBuf};
+
+use agent_history::rollout::Rollout;
+use agent_history::snapshot::{
+    self, RolloutPosition, SnapshotExtras, SnapshotOptions, open_snapshot, write_snapshot,
+};
+use agent_history::{
+    DEFAULT_TRUNCATION, History, ProjectionOptions, PromptCompiler, RequestSettings, SnapshotError,
+    StepContext,
+};
+
+fn temp_dir(name: &str) -> PathBuf {
+    let dir =
+        std::env::temp_dir().join(format!("agent-history-snap-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    dir
+}
+
+fn example(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("examples/rollouts")
+        .join(name)
+}
+
+/// A small history with every interesting shape: context, a call without output, an image, an
+/// orphan, an unknown item, a reference context item.
+fn small_history() -> History {
+    let mut history = History::new();
+    for json in [
+        r#"{"type":"message","role":"developer","content":[{"type":"input_text","text":"<permissions instructions>x"}]}"#,
+        r#"{"type":"message","id":"msg_1","role":"user","content":[{"type":"input_text","text":"héllo"}]}"#,
+        r#"{"type":"function_call","id":"fc_1","name":"shell","arguments":"{}","call_id":"c1"}"#,
+        r#"{"type":"function_call_output","call_id":"gone","output":[{"type":"input_image","image_url":"data:image/png;base64,AAAA"}]}"#,
+        r#"{"type":"future_thing","x":1}"#,
+    ] {
+        history.record_json(json).expect("recorded");
+    }
+    history.set_reference_context_item(Some(serde_json::json!({"model":"m"})));
+    history
+}
+
+fn texts(history: &History) -> Vec<String> {
+    history.iter().map(|e| e.json().to_owned()).collect()
+}
+
+#[test]
+fn a_snapshot_opens_to_the_same_history_without_copying_item_text() {
+    let dir = temp_dir("open");
+    let path = dir.join("history.snap");
+    let history = small_history();
+    let position = RolloutPosition::of_prefix(b"line\n", 1);
+    let extras = SnapshotExtras {
+        previous_turn_settings: Some(r#"{"model":"m"}"#.into()),
+    };
+    let header = write_snapshot(&path, &history, position, &extras).expect("written");
+    assert!(snapshot::is_snapshot(&path));
+    let opened = open_snapshot(&path, SnapshotOptions::default()).expect("opens");
+    assert_eq!(opened.header, header);
+    assert_eq!(opened.header.rollout, position);
+    assert_eq!(opened.previous_turn_settings, extras.previous_turn_settings);
+    assert_eq!(
+        opened.history, history,
+        "entries, version, policy and reference equal"
+    );
+    assert!(
+        opened.history.iter().all(|e| e.is_mapped()),
+        "no item text was copied"
+    );
+    opened.history.assert_invariants();
+    // Same projection and request bytes as the original.
+    let options = ProjectionOptions::default();
+    assert_eq!(
+        opened
+            .history
+            .project(&options)
+            .expect("lenient")
+            .to_json_array(),
+        history.project(&options).expect("lenient").to_json_array()
+    );
+    let compiler = PromptCompiler::new(RequestSettings::default());
+    assert_eq!(
+        compiler
+            .compile(&opened.history, StepContext::default())
+            .expect("ok")
+            .body()
+            .expect("body"),
+        compiler
+            .compile(&history, StepContext::default())
+            .expect("ok")
+            .body()
+            .expect("body"),
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn a_resumed_history_is_fully_usable_after_the_file_is_replaced() {
+    let dir = temp_dir("usable");
+    let path = dir.join("history.snap");
+    let history = small_history();
+    write_snapshot(
+        &path,
+        &history,
+        RolloutPosition::default(),
+        &SnapshotExtras::default(),
+    )
+    .expect("written");
+    let mut opened = open_snapshot(&path, SnapshotOptions::default())
+        .expect("opens")
+        .history;
+    // Replacing the file (a new snapshot) does not disturb the mapped history.
+    write_snapshot(
+        &path,
+        &History::new(),
+        RolloutPosition::default(),
+        &SnapshotExtras::default(),
+    )
+    .expect("rewritten");
+    let fork = opened.clone();
+    opened
+        .record_json(r#"{"type":"function_call_output","call_id":"c1","output":"ok"}"#)
+        .expect("recorded");
+    opened
+        .record_json(
+            r#"{"type":"message","role":"user","content":[{"type":"input_text","text":"again"}]}"#,
+        )
+        .expect("recorded");
+    opened.drop_last_n_user_turns(1);
+    opened.assert_invariants();
+    assert_eq!(opened.len(), history.len() + 1);
+    assert_eq!(texts(&fork), texts(&history), "the fork is untouched");
+    let projection = opened
+        .project(&ProjectionOptions::default())
+        .expect("lenient");
+    assert!(projection.to_json_array().contains("héllo"));
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn every_truncation_and_every_changed_byte_is_an_error() {
+    let dir = temp_dir("damage");
+    let path = dir.join("history.snap");
+    let history = small_history();
+    write_snapshot(
+        &path,
+        &history,
+        RolloutPosition::of_prefix(b"x\n", 1),
+        &SnapshotExtras::default(),
+    )
+    .expect("written");
+    let original = std::fs::read(&path).expect("file");
+    let damaged = dir.join("damaged.snap");
+    for len in 0..original.len() {
+        std::fs::write(&damaged, &original[..len]).expect("write");
+        let error = open_snapshot(&damaged, SnapshotOptions::default())
+            .expect_err("a truncated snapshot opens");
+        assert!(
+            matches!(
+                error,
+                SnapshotError::Truncated { .. } | SnapshotError::BadMagic { .. }
+            ),
+            "cut at {len}: {error}"
+        );
+    }
+    for at in 0..original.len() {
+        let mut bytes = original.clone();
+        bytes[at] ^= 0x01;
+        std::fs::write(&damaged, &bytes).expect("write");
+        match open_snapshot(&damaged, SnapshotOptions::default()) {
+            Err(_) => {}
+            Ok(opened) => assert_eq!(opened.history, history, "byte {at}: silently different"),
+        }
+        // Without digest verification: never a panic; any history it yields is well-formed.
+        if let Ok(opened) = open_snapshot(
+            &damaged,
+            SnapshotOptions {
+                verify_digest: false,
+            },
+        ) {
+            opened.history.assert_invariants();
+            let _ = opened.history.project(&ProjectionOptions::default());
+        }
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn version_and_format_errors_say_what_was_found() {
+    let dir = temp_dir("version");
+    let path = dir.join("history.snap");
+    write_snapshot(
+        &path,
+        &small_history(),
+        RolloutPosition::default(),
+        &SnapshotExtras::default(),
+    )
+    .expect("written");
+    let original = std::fs::read(&path).expect("file");
+    let mut bytes = original.clone();
+    bytes[8..12].copy_from_slice(&7u32.to_le_bytes());
+    std::fs::write(&path, &bytes).expect("write");
+    let error = open_snapshot(&path, SnapshotOptions::default()).expect_err("refused");
+    assert!(
+        matches!(
+            error,
+            SnapshotError::UnsupportedVersion {
+                found: 7,
+                supported: 1,
+                ..
+            }
+        ),
+        "{error}"
+    );
+    let mut bytes = original;
+    bytes[12] = 2;
+    std::fs::write(&path, &bytes).expect("write");
+    let error = open_snapshot(&path, SnapshotOptions::default()).expect_err("refused");
+    assert!(
+        matches!(
+            error,
+            SnapshotError::UnsupportedFormat { endianness: 2, .. }
+        ),
+        "{error}"
+    );
+    let rollout = example("interrupted.jsonl");
+    let error = open_snapshot(&rollout, SnapshotOptions::default()).expect_err("not a snapshot");
+    assert!(matches!(error, SnapshotError::BadMagic { .. }), "{error}");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// The golden snapshot of format version 1: read by every build, and rewritten byte for byte from
+/// the same history, so the format cannot change unnoticed. Regenerate (only with a new format
+/// version) with `AGENT_HISTORY_WRITE_GOLDEN=1 cargo test --test snapshot golden`.
+#[test]
+fn golden_snapshot_v1_reads_and_rewrites_identically() {
+    let golden = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/snapshot-v1.snap");
+    let rollout_text = std::fs::read(example("session.jsonl")).expect("example");
+    let rollout =
+        Rollout::read(rollout_text.as_slice(), "session.jsonl", Default::default()).expect("reads");
+    let resumed = rollout.resume(DEFAULT_TRUNCATION);
+    let position = RolloutPosition::of_prefix(&rollout_text, resumed.report.lines);
+    if std::env::var_os("AGENT_HISTORY_WRITE_GOLDEN").is_some() {
+        write_snapshot(
+            &golden,
+            &resumed.history,
+            position,
+            &SnapshotExtras::default(),
+        )
+        .expect("golden written");
+    }
+    let opened = open_snapshot(&golden, SnapshotOptions::default()).expect("golden opens");
+    assert_eq!(opened.header.rollout, position);
+    assert_eq!(texts(&opened.history), texts(&resumed.history));
+    assert_eq!(opened.history.entries(), resumed.history.entries());
+    let dir = temp_dir("golden");
+    let again = dir.join("again.snap");
+    write_snapshot(
+        &again,
+        &resumed.history,
+        position,
+        &SnapshotExtras::default(),
+    )
+    .expect("written");
+    assert_eq!(
+        std::fs::read(&again).expect("file"),
+        std::fs::read(&golden).expect("golden"),
+        "the writer no longer produces format version 1 byte for byte"
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}
