@@ -336,47 +336,87 @@ impl Rollout {
         mode: ReadMode,
         mut visit: impl FnMut(RolloutLine),
     ) -> Result<LoadReport, RolloutError> {
-        let mut state = ReadState {
-            path: label.as_ref().to_owned(),
-            mode,
-            format: None,
-            report: LoadReport::default(),
-            visit: &mut visit,
-            non_blank: false,
-        };
-        let mut reader = BufReader::new(reader);
-        let mut buffer = Vec::new();
-        let mut offset = 0u64;
-        loop {
-            buffer.clear();
-            let read =
-                reader
-                    .read_until(b'\n', &mut buffer)
-                    .map_err(|source| RolloutError::Io {
-                        path: state.path.clone(),
-                        source,
-                    })?;
-            if read == 0 {
-                break;
-            }
-            state.report.lines += 1;
-            let number = state.report.lines;
-            let terminated = buffer.last() == Some(&b'\n');
-            let content = if terminated {
-                &buffer[..buffer.len() - 1]
-            } else {
-                &buffer[..]
-            };
-            state.line(content, number, offset, terminated)?;
-            offset += read as u64;
-        }
+        let state = run(reader, label.as_ref(), mode, None, 0, 0, &mut visit)?;
         state.finish()
+    }
+
+    /// Reads the lines of an envelope-format rollout that follow a prefix already accounted for
+    /// (a snapshot's): numbering starts after `lines_before` lines and `bytes_before` bytes, and
+    /// the checks that concern the whole file (empty, no `session_meta`) are not made.
+    pub(crate) fn read_continuation(
+        reader: impl Read,
+        label: &Path,
+        lines_before: u64,
+        bytes_before: u64,
+    ) -> Result<Rollout, RolloutError> {
+        let mut lines = Vec::new();
+        let mut collect = |line| lines.push(line);
+        let report = run(
+            reader,
+            label,
+            ReadMode::Lenient,
+            Some(Format::Envelope),
+            lines_before,
+            bytes_before,
+            &mut collect,
+        )?
+        .report;
+        Ok(Rollout { lines, report })
     }
 
     /// The thread id: the `id` of the first `session_meta` line.
     pub fn thread_id(&self) -> &str {
         self.report.thread_id.as_deref().unwrap_or_default()
     }
+}
+
+/// The line loop shared by [`Rollout::stream`] and [`Rollout::read_continuation`].
+fn run<'v>(
+    reader: impl Read,
+    label: &Path,
+    mode: ReadMode,
+    format: Option<Format>,
+    lines_before: u64,
+    bytes_before: u64,
+    visit: &'v mut dyn FnMut(RolloutLine),
+) -> Result<ReadState<'v>, RolloutError> {
+    let mut state = ReadState {
+        path: label.to_owned(),
+        mode,
+        format,
+        report: LoadReport {
+            lines: lines_before,
+            ..LoadReport::default()
+        },
+        visit,
+        non_blank: false,
+    };
+    let mut reader = BufReader::new(reader);
+    let mut buffer = Vec::new();
+    let mut offset = bytes_before;
+    loop {
+        buffer.clear();
+        let read = reader
+            .read_until(b'\n', &mut buffer)
+            .map_err(|source| RolloutError::Io {
+                path: state.path.clone(),
+                source,
+            })?;
+        if read == 0 {
+            break;
+        }
+        state.report.lines += 1;
+        let number = state.report.lines;
+        let terminated = buffer.last() == Some(&b'\n');
+        let content = if terminated {
+            &buffer[..buffer.len() - 1]
+        } else {
+            &buffer[..]
+        };
+        state.line(content, number, offset, terminated)?;
+        offset += read as u64;
+    }
+    Ok(state)
 }
 
 /// The two line formats.

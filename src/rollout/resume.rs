@@ -447,3 +447,55 @@ fn free_segment_starts(lines: &[RolloutLine]) -> Vec<bool> {
     }
     starts
 }
+
+impl Rollout {
+    /// Whether the file ends inside a turn: a `turn_started` without its `turn_complete` or
+    /// `turn_aborted`. (A snapshot records it: lines appended later may then belong to that turn.)
+    pub fn ends_inside_turn(&self) -> bool {
+        let mut in_turn = false;
+        for line in &self.lines {
+            match line.facts {
+                LineFacts::Event(Event::TurnStarted { .. }) => in_turn = true,
+                LineFacts::Event(Event::TurnEnded { .. }) => in_turn = false,
+                _ => {}
+            }
+        }
+        in_turn
+    }
+
+    /// Why these lines, appended after a prefix that a snapshot stands for, cannot simply be
+    /// replayed onto the snapshot's history (`None` when they can). Replaying is exact when the
+    /// reverse scan (phase 1) over the whole file would settle the same base, reference context
+    /// and turn settings as over the prefix alone: no rollback (it can discard covered turns), no
+    /// compaction, turn event, `turn_context` or inter-agent line (they move the scan's results),
+    /// and, when the prefix ends inside a turn, no user-turn item or `user_message` event (they
+    /// would change that turn).
+    pub(crate) fn continuation_blocker(&self, prefix_ends_inside_turn: bool) -> Option<String> {
+        for line in &self.lines {
+            let blocker = match &line.facts {
+                LineFacts::Event(Event::ThreadRolledBack { .. }) => Some("a rollback"),
+                LineFacts::Event(Event::TurnStarted { .. } | Event::TurnEnded { .. }) => {
+                    Some("a turn event")
+                }
+                LineFacts::Event(Event::UserMessage) if prefix_ends_inside_turn => {
+                    Some("a user_message event inside the turn the snapshot ends in")
+                }
+                LineFacts::TurnContext { .. } => Some("a turn_context line"),
+                LineFacts::Compacted { .. } => Some("a compaction"),
+                LineFacts::Item { user_turn: true } if prefix_ends_inside_turn => {
+                    Some("a user turn inside the turn the snapshot ends in")
+                }
+                LineFacts::None if line.kind == LineKind::InterAgentCommunication => {
+                    Some("an inter-agent line")
+                }
+                LineFacts::Event(Event::Other | Event::UserMessage)
+                | LineFacts::Item { .. }
+                | LineFacts::None => None,
+            };
+            if let Some(what) = blocker {
+                return Some(format!("line {} after the snapshot is {what}", line.number));
+            }
+        }
+        None
+    }
+}

@@ -7,6 +7,8 @@ use crate::item::{EntryFlags, ItemKind, Role};
 /// The root of a version-1 payload.
 #[derive(Archive, Serialize, Deserialize, Debug)]
 pub(crate) struct SnapshotV1 {
+    pub(crate) thread_id: Option<String>,
+    pub(crate) resume_flags: u8,
     pub(crate) truncation_mode: u8,
     pub(crate) truncation_limit: u64,
     pub(crate) reference_context_item: Option<String>,

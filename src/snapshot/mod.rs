@@ -22,6 +22,7 @@ use crate::error::SnapshotError;
 use crate::history::History;
 use crate::history::truncate::TruncationPolicy;
 use crate::item::{CallId, Entry, ItemId, Payload};
+use crate::rollout::{Resumed, Rollout};
 
 use archive::{
     ArchivedSnapshotV1, EntryV1, SnapshotV1, flags_from_bits, kind_code, kind_from_code, role_code,
@@ -33,10 +34,35 @@ pub(crate) use mapped::MappedText;
 use mapped::SnapshotMap;
 
 /// What a snapshot holds besides the history: the resume state of the rollout prefix it covers.
-#[derive(Debug, Clone, PartialEq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct SnapshotExtras {
+    /// The rollout's thread id.
+    pub thread_id: Option<String>,
     /// Previous-turn settings (a `turn_context` payload) as JSON text.
     pub previous_turn_settings: Option<String>,
+    /// The covered prefix ends inside a turn (lines appended later may belong to it).
+    pub ends_inside_turn: bool,
+    /// The rollout is in the legacy pre-envelope format.
+    pub legacy: bool,
+}
+
+impl SnapshotExtras {
+    /// The resume state of a rollout prefix, from the prefix read and resumed.
+    pub fn of(rollout: &Rollout, resumed: &Resumed) -> SnapshotExtras {
+        SnapshotExtras {
+            thread_id: resumed.report.thread_id.clone(),
+            previous_turn_settings: resumed
+                .previous_turn_settings
+                .as_ref()
+                .map(|raw| raw.get().to_owned()),
+            ends_inside_turn: rollout.ends_inside_turn(),
+            legacy: resumed.report.legacy,
+        }
+    }
+
+    fn flags(&self) -> u8 {
+        u8::from(self.ends_inside_turn) | (u8::from(self.legacy) << 1)
+    }
 }
 
 /// An opened snapshot.
@@ -46,8 +72,8 @@ pub struct Snapshot {
     pub history: History,
     /// The decoded header (rollout position, digests, counts).
     pub header: Header,
-    /// Previous-turn settings recorded with the history.
-    pub previous_turn_settings: Option<String>,
+    /// The resume state recorded with the history.
+    pub extras: SnapshotExtras,
     /// Whether the payload digest was checked.
     pub verified: bool,
 }
@@ -94,6 +120,8 @@ pub fn write_snapshot(
         TruncationPolicy::Tokens(limit) => (1u8, limit as u64),
     };
     let data = SnapshotV1 {
+        thread_id: extras.thread_id.clone(),
+        resume_flags: extras.flags(),
         truncation_mode,
         truncation_limit,
         reference_context_item: history.reference_context_item().map(ToString::to_string),
@@ -249,10 +277,21 @@ pub fn open_snapshot(
         ),
         None => None,
     };
-    let previous_turn_settings = archived
-        .previous_turn_settings
-        .as_ref()
-        .map(|text| text.as_str().to_owned());
+    if archived.resume_flags & !0b11 != 0 {
+        return Err(invalid("invalid resume flags".into()));
+    }
+    let extras = SnapshotExtras {
+        thread_id: archived
+            .thread_id
+            .as_ref()
+            .map(|text| text.as_str().to_owned()),
+        previous_turn_settings: archived
+            .previous_turn_settings
+            .as_ref()
+            .map(|text| text.as_str().to_owned()),
+        ends_inside_turn: archived.resume_flags & 1 != 0,
+        legacy: archived.resume_flags & 2 != 0,
+    };
     Ok(Snapshot {
         history: History::from_stored(
             entries,
@@ -261,7 +300,7 @@ pub fn open_snapshot(
             reference_context_item,
         ),
         header,
-        previous_turn_settings,
+        extras,
         verified: options.verify_digest,
     })
 }
@@ -317,4 +356,125 @@ pub fn is_snapshot(path: impl AsRef<Path>) -> bool {
         .and_then(|mut file| std::io::Read::read_exact(&mut file, &mut magic))
         .is_ok()
         && magic == MAGIC
+}
+
+/// The outcome of [`resume_with_snapshot`].
+#[derive(Debug, Clone)]
+pub struct SnapshotResume {
+    /// The resumed history: equal to a full JSONL resume of the rollout.
+    pub history: History,
+    /// The thread id.
+    pub thread_id: Option<String>,
+    /// Previous-turn settings (a `turn_context` payload) as JSON text.
+    pub previous_turn_settings: Option<String>,
+    /// Why the snapshot was not used, if it was not (then the rollout was resumed in full).
+    pub fallback_reason: Option<String>,
+    /// The load report: of the lines after the snapshot, or of the whole file after a fallback.
+    pub report: crate::rollout::LoadReport,
+}
+
+impl SnapshotResume {
+    /// Whether the snapshot was used.
+    pub fn used_snapshot(&self) -> bool {
+        self.fallback_reason.is_none()
+    }
+}
+
+/// Resumes the session in the rollout at `rollout` from the snapshot at `snapshot` plus the
+/// rollout lines after the prefix it covers. When the snapshot cannot stand for that prefix —
+/// it cannot be opened, it was written with another truncation policy, the rollout no longer
+/// starts with the covered prefix, or the later lines could change what the prefix means (a
+/// rollback, a compaction, turn events; see `docs/snapshot-format.md`) — the rollout is resumed
+/// in full and [`SnapshotResume::fallback_reason`] says why. Either way the history equals a full
+/// JSONL resume.
+///
+/// # Errors
+///
+/// [`crate::Error::Rollout`] when the rollout itself cannot be read.
+pub fn resume_with_snapshot(
+    rollout: impl AsRef<Path>,
+    snapshot: impl AsRef<Path>,
+    truncation: TruncationPolicy,
+) -> Result<SnapshotResume, crate::Error> {
+    let rollout = rollout.as_ref();
+    match try_snapshot(rollout, snapshot.as_ref(), truncation)? {
+        Ok(resumed) => Ok(resumed),
+        Err(reason) => {
+            let full = crate::rollout::resume_file(rollout, truncation)?;
+            Ok(SnapshotResume {
+                history: full.history,
+                thread_id: full.report.thread_id.clone(),
+                previous_turn_settings: full
+                    .previous_turn_settings
+                    .as_ref()
+                    .map(|raw| raw.get().to_owned()),
+                fallback_reason: Some(reason),
+                report: full.report,
+            })
+        }
+    }
+}
+
+/// The snapshot path of [`resume_with_snapshot`]: `Ok(Err(reason))` when it must fall back.
+fn try_snapshot(
+    rollout: &Path,
+    snapshot: &Path,
+    truncation: TruncationPolicy,
+) -> Result<Result<SnapshotResume, String>, crate::Error> {
+    let opened = match open_snapshot(snapshot, SnapshotOptions::default()) {
+        Ok(opened) => opened,
+        Err(error) => return Ok(Err(format!("the snapshot cannot be used: {error}"))),
+    };
+    if opened.history.truncation() != truncation {
+        return Ok(Err(format!(
+            "the snapshot was written with truncation {:?}, not {truncation:?}",
+            opened.history.truncation()
+        )));
+    }
+    if opened.extras.legacy {
+        return Ok(Err("the rollout is in the legacy format".into()));
+    }
+    let read_error = |source| crate::error::RolloutError::Io {
+        path: rollout.to_owned(),
+        source,
+    };
+    let mut file = File::open(rollout).map_err(read_error)?;
+    let covered = opened.header.rollout;
+    let mut hasher = blake3::Hasher::new();
+    let hashed = std::io::copy(
+        &mut std::io::Read::take(std::io::Read::by_ref(&mut file), covered.bytes),
+        &mut hasher,
+    )
+    .map_err(read_error)?;
+    if hashed < covered.bytes {
+        return Ok(Err(format!(
+            "the rollout has {hashed} bytes; the snapshot covers {}",
+            covered.bytes
+        )));
+    }
+    if *hasher.finalize().as_bytes() != covered.digest {
+        return Ok(Err(
+            "the rollout no longer starts with the prefix the snapshot covers".into(),
+        ));
+    }
+    let tail = Rollout::read_continuation(file, rollout, covered.lines, covered.bytes)?;
+    if let Some(reason) = tail.continuation_blocker(opened.extras.ends_inside_turn) {
+        return Ok(Err(reason));
+    }
+    let mut history = opened.history;
+    for line in &tail.lines {
+        if line.kind == crate::rollout::LineKind::ResponseItem {
+            // The reader checked the item; a failure would be a bug, and resume skips it too.
+            history.record_json(line.payload_json()).ok();
+        }
+    }
+    let mut report = tail.report;
+    report.thread_id = opened.extras.thread_id.clone();
+    Ok(Ok(SnapshotResume {
+        history,
+        thread_id: opened.extras.thread_id,
+        previous_turn_settings: opened.extras.previous_turn_settings,
+        fallback_reason: None,
+        report,
+    }))
 }
