@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use agent_history::rollout::{ReadMode, Resumed, Rollout};
+use agent_history::snapshot::{self, RolloutPosition, SnapshotExtras, SnapshotOptions};
 use agent_history::{
     Modalities, ProjectionOptions, PromptCompiler, RepairKind, RequestSettings, StepContext,
     TruncationPolicy, UnknownItems,
@@ -70,6 +71,22 @@ enum Command {
         /// The rollout JSONL file.
         rollout: PathBuf,
     },
+    /// Write a snapshot of a rollout's history (memory-mapped on resume, no JSON parse).
+    Snapshot {
+        /// The rollout JSONL file.
+        rollout: PathBuf,
+        /// The snapshot file to write (replaced atomically).
+        #[arg(short, long)]
+        output: PathBuf,
+        /// Record-time truncation of tool outputs, as `tokens:N` or `bytes:N`.
+        #[arg(long, default_value = "tokens:10000", value_parser = parse_truncation)]
+        truncation: TruncationPolicy,
+    },
+    /// Check a snapshot: header, payload digest and archive validation.
+    Verify {
+        /// The snapshot file.
+        snapshot: PathBuf,
+    },
 }
 
 fn parse_modalities(text: &str) -> Result<Modalities, String> {
@@ -115,8 +132,20 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
             model,
             instructions,
         } => {
-            let resumed = resume(&rollout, truncation)?;
-            report_load(&resumed);
+            let (history, thread_id) = if snapshot::is_snapshot(&rollout) {
+                let opened = snapshot::open_snapshot(&rollout, SnapshotOptions::default())
+                    .map_err(|e| e.to_string())?;
+                eprintln!(
+                    "opened snapshot: {} item(s), covering {} rollout line(s)",
+                    opened.history.len(),
+                    opened.header.rollout.lines
+                );
+                (opened.history, opened.extras.thread_id)
+            } else {
+                let resumed = resume(&rollout, truncation)?;
+                report_load(&resumed);
+                (resumed.history.clone(), resumed.thread_id.clone())
+            };
             let mut options = ProjectionOptions::for_modalities(modalities);
             if strict {
                 options = options.strict();
@@ -129,21 +158,18 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
             let repairs = if request {
                 let settings = RequestSettings {
                     model: model.unwrap_or_default(),
-                    prompt_cache_key: resumed.thread_id.clone().filter(|id| !id.is_empty()),
+                    prompt_cache_key: thread_id.filter(|id| !id.is_empty()),
                     ..RequestSettings::default()
                 };
                 let compiled = PromptCompiler::new(settings)
                     .with_projection(options)
                     .with_base_instructions(instructions)
-                    .compile(&resumed.history, StepContext::default())
+                    .compile(&history, StepContext::default())
                     .map_err(|e| e.to_string())?;
                 compiled.write_body(&mut out).map_err(|e| e.to_string())?;
                 compiled.prompt.input.report().clone()
             } else {
-                let projection = resumed
-                    .history
-                    .project(&options)
-                    .map_err(|e| e.to_string())?;
+                let projection = history.project(&options).map_err(|e| e.to_string())?;
                 projection
                     .write_json_array(&mut out)
                     .map_err(|e| format!("cannot write to stdout: {e}"))?;
@@ -195,6 +221,63 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
                 ExitCode::SUCCESS
             })
         }
+        Command::Snapshot {
+            rollout,
+            output,
+            truncation,
+        } => {
+            // The snapshot covers the complete lines: a last line without its newline (torn, or
+            // still being written) is left to the resume that replays what follows.
+            let covered = covered_prefix(&rollout)?;
+            let read = read_with_progress(
+                covered.bytes.as_slice(),
+                covered.bytes.len() as u64,
+                &rollout,
+            )?;
+            let resumed = read.resume(truncation);
+            let position = RolloutPosition::of_prefix(&covered.bytes, covered.lines);
+            let header = snapshot::write_snapshot(
+                &output,
+                &resumed.history,
+                position,
+                &SnapshotExtras::of(&read, &resumed),
+            )
+            .map_err(|e| e.to_string())?;
+            println!(
+                "wrote {}: {} item(s), {} payload bytes, covering {} line(s) ({} bytes) of {}",
+                output.display(),
+                header.entry_count,
+                header.payload_len,
+                position.lines,
+                position.bytes,
+                rollout.display()
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Verify { snapshot: path } => {
+            let opened = snapshot::open_snapshot(&path, SnapshotOptions::default())
+                .map_err(|e| e.to_string())?;
+            let header = &opened.header;
+            println!("{}: ok", path.display());
+            println!("  format          version {}", snapshot::FORMAT_VERSION);
+            println!("  items           {}", header.entry_count);
+            println!(
+                "  payload         {} bytes, digest verified",
+                header.payload_len
+            );
+            println!("  history version {}", header.history_version);
+            println!(
+                "  rollout         {} line(s), {} bytes, prefix digest {}",
+                header.rollout.lines,
+                header.rollout.bytes,
+                hex(&header.rollout.digest)
+            );
+            println!(
+                "  thread          {}",
+                opened.extras.thread_id.as_deref().unwrap_or("?")
+            );
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Stats { rollout } => {
             let resumed = resume(&rollout, agent_history::DEFAULT_TRUNCATION)?;
             print!("{}", stats(&rollout, &resumed));
@@ -208,8 +291,42 @@ const PROGRESS_THRESHOLD: u64 = 50 * 1024 * 1024;
 
 /// Reads and resumes a rollout, with a progress bar for large files on a terminal.
 fn resume(path: &Path, truncation: TruncationPolicy) -> Result<Resumed, String> {
+    read_and_resume(path, truncation).map(|(_, resumed)| resumed)
+}
+
+/// The complete lines of a rollout (a torn last line left out) and how many there are.
+struct Covered {
+    bytes: Vec<u8>,
+    lines: u64,
+}
+
+fn covered_prefix(path: &Path) -> Result<Covered, String> {
+    let mut bytes =
+        std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let end = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+    bytes.truncate(end);
+    let lines = bytes.iter().filter(|&&b| b == b'\n').count() as u64;
+    Ok(Covered { bytes, lines })
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Reads and resumes a rollout, keeping the read lines (for a snapshot's resume state).
+fn read_and_resume(
+    path: &Path,
+    truncation: TruncationPolicy,
+) -> Result<(Rollout, Resumed), String> {
     let file = File::open(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
     let size = file.metadata().map(|m| m.len()).unwrap_or(0);
+    let rollout = read_with_progress(file, size, path)?;
+    let resumed = rollout.resume(truncation);
+    Ok((rollout, resumed))
+}
+
+/// Reads rollout lines, with a progress bar for inputs over 50 MB when stderr is a terminal.
+fn read_with_progress(reader: impl Read, size: u64, label: &Path) -> Result<Rollout, String> {
     let bar = (size > PROGRESS_THRESHOLD && io::stderr().is_terminal()).then(|| {
         let bar = ProgressBar::new(size);
         bar.set_style(
@@ -221,14 +338,14 @@ fn resume(path: &Path, truncation: TruncationPolicy) -> Result<Resumed, String> 
         bar
     });
     let reader = Progress {
-        inner: file,
+        inner: reader,
         bar: bar.clone(),
     };
-    let rollout = Rollout::read(reader, path, ReadMode::Lenient).map_err(|e| e.to_string());
+    let rollout = Rollout::read(reader, label, ReadMode::Lenient).map_err(|e| e.to_string());
     if let Some(bar) = &bar {
         bar.finish_and_clear();
     }
-    Ok(rollout?.resume(truncation))
+    rollout
 }
 
 /// A reader that advances a progress bar.

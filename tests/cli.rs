@@ -265,3 +265,58 @@ fn stats_summarizes_the_session() {
             .any(|line| line.starts_with("unknown") && line.split_whitespace().nth(1) == Some("1"))
     );
 }
+
+#[test]
+fn snapshot_verify_and_project_from_a_snapshot() {
+    let dir = std::env::temp_dir().join(format!("agent-history-cli-snap-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let snapshot = dir.join("session.snap");
+    let _ = std::fs::remove_file(&snapshot);
+    let rollout = example("session.jsonl");
+    let rollout = rollout.to_str().expect("utf-8 path");
+    let snapshot_arg = snapshot.to_str().expect("utf-8 path");
+    let written = run(&["snapshot", rollout, "-o", snapshot_arg]);
+    assert!(
+        written.status.success(),
+        "stderr: {}",
+        text(&written.stderr)
+    );
+    assert!(
+        text(&written.stdout).contains("13 item(s)"),
+        "{}",
+        text(&written.stdout)
+    );
+    assert!(text(&written.stdout).contains("covering 27 line(s)"));
+
+    let verified = run(&["verify", snapshot_arg]);
+    assert!(
+        verified.status.success(),
+        "stderr: {}",
+        text(&verified.stderr)
+    );
+    let report = text(&verified.stdout);
+    assert!(report.contains(": ok"), "{report}");
+    assert!(report.contains("digest verified"), "{report}");
+
+    // The snapshot projects exactly as the rollout does.
+    let from_rollout = run(&["project", rollout, "--modalities", "text"]);
+    let from_snapshot = run(&["project", snapshot_arg, "--modalities", "text"]);
+    assert!(
+        from_snapshot.status.success(),
+        "stderr: {}",
+        text(&from_snapshot.stderr)
+    );
+    assert_eq!(from_snapshot.stdout, from_rollout.stdout);
+
+    // A damaged snapshot: one clear line, non-zero exit.
+    let mut bytes = std::fs::read(&snapshot).expect("snapshot");
+    let last = bytes.len() - 10;
+    bytes[last] ^= 0x40;
+    std::fs::write(&snapshot, &bytes).expect("write");
+    let damaged = run(&["verify", snapshot_arg]);
+    assert!(!damaged.status.success());
+    let stderr = text(&damaged.stderr);
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("digest mismatch"), "{stderr}");
+    std::fs::remove_dir_all(&dir).ok();
+}
