@@ -101,7 +101,7 @@ fn digest_at(bytes: &[u8], at: usize) -> [u8; 32] {
 
 impl Header {
     /// The 4096 header bytes (fields, digest, zero padding).
-    pub(crate) fn encode(&self) -> Vec<u8> {
+    pub fn encode(&self) -> Vec<u8> {
         let mut bytes = vec![0u8; PAYLOAD_OFFSET as usize];
         bytes[0..8].copy_from_slice(&MAGIC);
         bytes[8..12].copy_from_slice(&FORMAT_VERSION.to_le_bytes());
