@@ -475,3 +475,32 @@ fn a_rewritten_rollout_falls_back_to_a_full_resume() {
     );
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn a_prefix_that_does_not_end_at_a_line_boundary_falls_back() {
+    let dir = temp_dir("mid-line");
+    let rollout_path = dir.join("rollout.jsonl");
+    let text = std::fs::read(example("interrupted.jsonl")).expect("example");
+    std::fs::write(&rollout_path, &text).expect("write");
+    let first_line = text.iter().position(|&b| b == b'\n').expect("a line") + 1;
+    let prefix = &text[..first_line + 10];
+    let rollout = Rollout::read(&text[..first_line], "x", Default::default()).expect("reads");
+    let resumed = rollout.resume(DEFAULT_TRUNCATION);
+    let snapshot_path = dir.join("s.snap");
+    write_snapshot(
+        &snapshot_path,
+        &resumed.history,
+        RolloutPosition::of_prefix(prefix, 1),
+        &SnapshotExtras::of(&rollout, &resumed),
+    )
+    .expect("written");
+    let result = snapshot::resume_with_snapshot(&rollout_path, &snapshot_path, DEFAULT_TRUNCATION)
+        .expect("resumes");
+    assert_eq!(
+        result.fallback_reason.as_deref(),
+        Some("the prefix the snapshot covers does not end at a line boundary")
+    );
+    let full = agent_history::rollout::resume_file(&rollout_path, DEFAULT_TRUNCATION).expect("ok");
+    assert_eq!(result.history, full.history);
+    std::fs::remove_dir_all(&dir).ok();
+}

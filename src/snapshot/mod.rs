@@ -101,8 +101,12 @@ fn io_error(path: &Path, what: &'static str) -> impl FnOnce(std::io::Error) -> S
 }
 
 /// Writes a snapshot of `history`, covering `position` of its rollout, to `path`, replacing any
-/// file there atomically: a temporary file in the same directory, `sync_data`, `rename`, and a
-/// sync of the directory. A file that is mapped elsewhere is never modified.
+/// file there atomically. `position` should cover whole lines (end after a `\n`), and `history`
+/// should be what resuming exactly that prefix gives; [`resume_with_snapshot`] falls back to a
+/// full resume otherwise (it can check the first, not the second).
+///
+/// Replacement is a temporary file in the same directory, `sync_data`, `rename`, and a sync of
+/// the directory. A file that is mapped elsewhere is never modified.
 ///
 /// # Errors
 ///
@@ -441,11 +445,21 @@ fn try_snapshot(
     let mut file = File::open(rollout).map_err(read_error)?;
     let covered = opened.header.rollout;
     let mut hasher = blake3::Hasher::new();
-    let hashed = std::io::copy(
-        &mut std::io::Read::take(std::io::Read::by_ref(&mut file), covered.bytes),
-        &mut hasher,
-    )
-    .map_err(read_error)?;
+    let mut hashed = 0u64;
+    let mut last = None;
+    let mut buffer = vec![0u8; 64 * 1024];
+    let mut prefix = std::io::Read::take(std::io::Read::by_ref(&mut file), covered.bytes);
+    loop {
+        let read = match std::io::Read::read(&mut prefix, &mut buffer) {
+            Ok(0) => break,
+            Ok(read) => read,
+            Err(error) if error.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(error) => return Err(read_error(error).into()),
+        };
+        hasher.update(&buffer[..read]);
+        last = buffer[..read].last().copied();
+        hashed += read as u64;
+    }
     if hashed < covered.bytes {
         return Ok(Err(format!(
             "the rollout has {hashed} bytes; the snapshot covers {}",
@@ -455,6 +469,11 @@ fn try_snapshot(
     if *hasher.finalize().as_bytes() != covered.digest {
         return Ok(Err(
             "the rollout no longer starts with the prefix the snapshot covers".into(),
+        ));
+    }
+    if covered.bytes > 0 && last != Some(b'\n') {
+        return Ok(Err(
+            "the prefix the snapshot covers does not end at a line boundary".into(),
         ));
     }
     let tail = Rollout::read_continuation(file, rollout, covered.lines, covered.bytes)?;
