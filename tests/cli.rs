@@ -320,3 +320,26 @@ fn snapshot_verify_and_project_from_a_snapshot() {
     assert!(stderr.contains("digest mismatch"), "{stderr}");
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn project_reads_a_rollout_from_a_pipe() {
+    use std::io::Write as _;
+    use std::process::Stdio;
+    let rollout = std::fs::read(example("interrupted.jsonl")).expect("example");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_agent-history"))
+        .args(["project", "/dev/stdin"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawns");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(&rollout)
+        .expect("writes");
+    let output = child.wait_with_output().expect("runs");
+    assert!(output.status.success(), "stderr: {}", text(&output.stderr));
+    assert!(text(&output.stdout).contains("fco_742749b0-3645-5d32-a172-676827826a07"));
+}

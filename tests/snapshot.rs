@@ -168,9 +168,9 @@ fn every_truncation_and_every_changed_byte_is_an_error() {
             "cut at {len}: {error}"
         );
     }
-    for at in 0..original.len() {
+    for (at, flip) in (0..original.len()).flat_map(|at| [(at, 0x01u8), (at, 0xff)]) {
         let mut bytes = original.clone();
-        bytes[at] ^= 0x01;
+        bytes[at] ^= flip;
         std::fs::write(&damaged, &bytes).expect("write");
         match open_snapshot(&damaged, SnapshotOptions::default()) {
             Err(_) => {}
@@ -502,5 +502,63 @@ fn a_prefix_that_does_not_end_at_a_line_boundary_falls_back() {
     );
     let full = agent_history::rollout::resume_file(&rollout_path, DEFAULT_TRUNCATION).expect("ok");
     assert_eq!(result.history, full.history);
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn a_snapshot_that_covers_no_session_meta_falls_back() {
+    let dir = temp_dir("empty-cover");
+    let rollout_path = dir.join("rollout.jsonl");
+    let text = std::fs::read(example("interrupted.jsonl")).expect("example");
+    std::fs::write(&rollout_path, &text).expect("write");
+    let snapshot_path = dir.join("s.snap");
+    write_snapshot(
+        &snapshot_path,
+        &History::new(),
+        RolloutPosition::of_prefix(b"", 0),
+        &SnapshotExtras::default(),
+    )
+    .expect("written");
+    let result = snapshot::resume_with_snapshot(&rollout_path, &snapshot_path, DEFAULT_TRUNCATION)
+        .expect("resumes");
+    assert_eq!(
+        result.fallback_reason.as_deref(),
+        Some("the snapshot covers no session_meta line of the rollout")
+    );
+    let full = agent_history::rollout::resume_file(&rollout_path, DEFAULT_TRUNCATION).expect("ok");
+    assert_eq!(result.history, full.history);
+    assert_eq!(result.thread_id, full.report.thread_id);
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn a_stray_temporary_file_does_not_block_the_next_writer() {
+    let dir = temp_dir("stray");
+    let path = dir.join("history.snap");
+    // What a crashed writer leaves (any name of that form).
+    std::fs::write(dir.join(".history.snap.tmp-123"), b"partial").expect("write");
+    write_snapshot(
+        &path,
+        &small_history(),
+        RolloutPosition::default(),
+        &SnapshotExtras::default(),
+    )
+    .expect("written");
+    write_snapshot(
+        &path,
+        &small_history(),
+        RolloutPosition::default(),
+        &SnapshotExtras::default(),
+    )
+    .expect("written again");
+    let names: Vec<String> = std::fs::read_dir(&dir)
+        .expect("dir")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(
+        names.len(),
+        2,
+        "{names:?}: the target and the stray file, no new strays"
+    );
     std::fs::remove_dir_all(&dir).ok();
 }

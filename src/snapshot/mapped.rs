@@ -18,13 +18,13 @@ impl SnapshotMap {
     ///
     /// The I/O error of `mmap`.
     pub(crate) fn map(file: &std::fs::File) -> std::io::Result<SnapshotMap> {
-        // SAFETY: `Mmap::map` is unsafe because another process could change the file while it is
-        // mapped, which would change bytes behind a `&[u8]`. This library never modifies a
-        // snapshot in place: writers create a new file and rename it over the old one (see
-        // `docs/snapshot-format.md`), so the inode mapped here keeps its bytes. A process that
-        // writes into a snapshot file by hand breaks that contract; it is documented on
-        // `open_snapshot`. The checked twin would be reading the file into memory
-        // (`std::fs::read`), which costs the copy a snapshot exists to avoid.
+        // SAFETY: `Mmap::map` is unsafe because another process could change or truncate the file
+        // while it is mapped, changing bytes behind a `&[u8]` (or making a read fault with
+        // SIGBUS). This library never modifies a snapshot in place: writers create a new file and
+        // rename it over the old one (see `docs/snapshot-format.md`), so the inode mapped here
+        // keeps its bytes. A program that writes into or truncates an open snapshot breaks that
+        // contract; `open_snapshot` documents it. The checked twin would be reading the file into
+        // memory (`std::fs::read`), which costs the copy a snapshot exists to avoid.
         let map = unsafe { Mmap::map(file)? };
         Ok(SnapshotMap { map })
     }
@@ -61,10 +61,10 @@ impl MappedText {
     pub(crate) fn as_str(&self) -> &str {
         let bytes = &self.map.bytes()[self.start..self.start + self.len];
         // SAFETY: `MappedText::new` checked with `std::str::from_utf8` (the checked twin) that
-        // exactly these bytes are valid UTF-8, and the map is read-only and never modified in
-        // place (see `SnapshotMap::map`), so they still are. The range was checked to be inside
-        // the map, and the map cannot shrink while this `Arc` holds it, so the slice above cannot
-        // panic either.
+        // exactly these bytes are valid UTF-8, and the mapped file is never modified in place
+        // (the contract of `SnapshotMap::map`), so they still are. The range was checked to be
+        // inside the mapping, whose length is fixed while this `Arc` holds it, so the slice above
+        // cannot panic either.
         unsafe { std::str::from_utf8_unchecked(bytes) }
     }
 }

@@ -14,7 +14,6 @@ use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use imbl::Vector;
 
@@ -160,15 +159,15 @@ pub fn write_snapshot(
     Ok(header)
 }
 
-/// A name for the temporary file that no other writer in this process uses.
+/// A name for the temporary file that no other writer uses: a random part, so that a stray file
+/// left by a crashed writer (whose process id may come back, as in containers) never blocks a
+/// later one.
 fn temporary_path(path: &Path) -> PathBuf {
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
     let name = path
         .file_name()
         .map(|name| name.to_string_lossy().into_owned())
         .unwrap_or_else(|| "snapshot".into());
-    path.with_file_name(format!(".{name}.tmp-{}-{n}", std::process::id()))
+    path.with_file_name(format!(".{name}.tmp-{}", uuid::Uuid::new_v4().simple()))
 }
 
 fn write_atomically(path: &Path, header: &[u8], payload: &[u8]) -> Result<(), SnapshotError> {
@@ -211,8 +210,14 @@ fn sync_directory(path: &Path) -> Result<(), SnapshotError> {
 /// Opens a snapshot: maps the file, checks the header, verifies the payload digest (unless told
 /// not to), validates the archive once, and builds a history whose entries' JSON stays in the map.
 ///
-/// The map lives as long as any entry refers to it. The file must not be modified in place while
-/// it is open (this library never does: writers replace files by rename).
+/// The map lives as long as any entry refers to it. The file must not be modified or truncated in
+/// place while any entry refers to it: this library never does (writers replace files by rename),
+/// but another program that writes into the file breaks the guarantees a memory map rests on — the
+/// text read from it may no longer be what was checked, and reading a truncated map kills the
+/// process with `SIGBUS`. This is the contract of every memory-mapped reader.
+///
+/// The digests detect damage, not forgery: a snapshot is trusted to be one this library wrote. A
+/// file crafted with valid digests can hold entries whose header fields disagree with their JSON.
 ///
 /// # Errors
 ///
@@ -353,8 +358,14 @@ fn header_error(path: &Path, problem: HeaderProblem) -> SnapshotError {
     }
 }
 
-/// Whether a file starts with the snapshot magic (to tell snapshots from rollouts).
+/// Whether a path is a regular file that starts with the snapshot magic (to tell snapshots from
+/// rollouts). Anything else — a pipe, a FIFO, a missing file — is not read at all, so that a
+/// stream is left whole for the rollout reader.
 pub fn is_snapshot(path: impl AsRef<Path>) -> bool {
+    let path = path.as_ref();
+    if !std::fs::metadata(path).is_ok_and(|meta| meta.is_file()) {
+        return false;
+    }
     let mut magic = [0u8; 8];
     File::open(path)
         .and_then(|mut file| std::io::Read::read_exact(&mut file, &mut magic))
@@ -437,6 +448,13 @@ fn try_snapshot(
     }
     if opened.extras.legacy {
         return Ok(Err("the rollout is in the legacy format".into()));
+    }
+    // A full resume needs the first `session_meta`, and decides the format from the first line:
+    // the covered prefix must hold them.
+    if opened.header.rollout.lines == 0 || opened.extras.thread_id.is_none() {
+        return Ok(Err(
+            "the snapshot covers no session_meta line of the rollout".into(),
+        ));
     }
     let read_error = |source| crate::error::RolloutError::Io {
         path: rollout.to_owned(),
