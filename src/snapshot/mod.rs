@@ -1,8 +1,9 @@
 //! Snapshots: a history archived with rkyv and memory-mapped on open, so that resuming a long
 //! session copies no item JSON (format: `docs/snapshot-format.md`).
 //!
-//! This is the one module of the crate allowed `unsafe`, in `mapped.rs` only: mapping the file,
-//! and reading text that was checked to be UTF-8 when the snapshot was opened. Every block has a
+//! This is the one module of the crate allowed `unsafe` (the rkyv derives in `archive.rs` expand
+//! to unsafe trait impls). The hand-written `unsafe` blocks are in `mapped.rs` only: mapping the
+//! file, and reading text that was checked to be UTF-8 when the snapshot was opened. Each has a
 //! `// SAFETY:` comment naming the checked twin it relies on.
 #![allow(unsafe_code)]
 
