@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use crate::error::{Error, RolloutWriteError};
 use crate::history::truncate::TruncationPolicy;
 use crate::history::{Compacted, History, Recorded};
-use crate::item::ResponseItem;
+use crate::item::{ItemKind, ResponseItem, parse_item};
 use crate::rollout::{self, Durability, FileSink, RolloutSink, RolloutWriter, SessionMeta};
 
 /// A history whose every change is appended to a rollout: recorded items as `response_item`
@@ -206,8 +206,8 @@ impl<S: RolloutSink> Session<S> {
     /// [`Error::Item`] when the text is not an item (nothing changes);
     /// [`Error::RolloutWrite`] when the line could not be written (the history has the item).
     pub fn record_json(&mut self, json: &str) -> Result<Recorded, Error> {
-        let text = self.prepare(json)?;
-        let recorded = self.history.record_json(text.as_str())?;
+        let (text, item) = self.prepare(json)?;
+        let recorded = self.history.record_parsed(text.clone().into(), &item)?;
         if matches!(recorded, Recorded::Stored { .. }) {
             self.writer.append_response_items([text.as_str()])?;
         }
@@ -228,14 +228,14 @@ impl<S: RolloutSink> Session<S> {
         let mut lines: Vec<String> = Vec::new();
         let mut failure = None;
         for json in items {
-            let text = match self.prepare(json) {
-                Ok(text) => text,
+            let (text, item) = match self.prepare(json) {
+                Ok(prepared) => prepared,
                 Err(error) => {
                     failure = Some(Error::from(error));
                     break;
                 }
             };
-            match self.history.record_json(text.as_str()) {
+            match self.history.record_parsed(text.clone().into(), &item) {
                 Ok(recorded) => {
                     if matches!(recorded, Recorded::Stored { .. }) {
                         lines.push(text);
@@ -314,43 +314,41 @@ impl<S: RolloutSink> Session<S> {
 }
 
 impl<S: RolloutSink> Session<S> {
-    /// The text a session stores and writes for an item: trimmed, compact when it spans lines,
-    /// and with an id when it has none and id assignment is on.
-    fn prepare(&self, json: &str) -> Result<String, crate::ItemError> {
+    /// The text a session stores and writes for an item — trimmed, compact when it spans lines,
+    /// and with an id when it has none and id assignment is on — and the item it parses into.
+    /// The common case (one line, an id or no assignment) parses the text once.
+    fn prepare(&self, json: &str) -> Result<(String, ResponseItem), crate::ItemError> {
         let trimmed = json.trim();
-        let needs_id = self.assign_ids && missing_id_prefix(trimmed).is_some();
-        if !needs_id && !trimmed.contains(['\n', '\r']) {
-            return Ok(trimmed.to_owned());
+        let item = parse_item(trimmed)?;
+        let prefix = if self.assign_ids {
+            missing_id_prefix(&item)
+        } else {
+            None
+        };
+        if prefix.is_none() && !trimmed.contains(['\n', '\r']) {
+            return Ok((trimmed.to_owned(), item));
         }
         let mut value: serde_json::Value =
             serde_json::from_str(trimmed).map_err(|source| crate::ItemError::InvalidJson {
                 item_type: None,
                 source,
             })?;
-        if let (true, Some(prefix), Some(object)) =
-            (needs_id, missing_id_prefix(trimmed), value.as_object_mut())
-        {
+        if let (Some(prefix), Some(object)) = (prefix, value.as_object_mut()) {
             let id = format!("{prefix}_{}", uuid::Uuid::now_v7());
             // Right after `type`, where Codex's serialization puts it.
             let at = usize::from(object.contains_key("type"));
             object.shift_insert(at, "id".into(), serde_json::Value::String(id));
         }
-        serde_json::to_string(&value).map_err(crate::ItemError::Serialize)
+        let text = serde_json::to_string(&value).map_err(crate::ItemError::Serialize)?;
+        let item = parse_item(&text)?;
+        Ok((text, item))
     }
 }
 
 /// The id prefix of an item that has no (or an empty) id and whose kind takes one.
-fn missing_id_prefix(json: &str) -> Option<&'static str> {
-    #[derive(serde::Deserialize)]
-    struct Probe<'a> {
-        #[serde(rename = "type", borrow)]
-        item_type: std::borrow::Cow<'a, str>,
-        #[serde(default, borrow)]
-        id: Option<std::borrow::Cow<'a, str>>,
-    }
-    let probe: Probe<'_> = serde_json::from_str(json).ok()?;
-    if probe.id.is_some_and(|id| !id.is_empty()) {
+fn missing_id_prefix(item: &ResponseItem) -> Option<&'static str> {
+    if item.id().is_some_and(|id| !id.is_empty()) {
         return None;
     }
-    crate::item::ItemKind::from_type_name(&probe.item_type).id_prefix()
+    ItemKind::of(item).and_then(ItemKind::id_prefix)
 }

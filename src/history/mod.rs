@@ -230,10 +230,20 @@ impl History {
     pub fn record_json(&mut self, json: impl Into<Box<str>>) -> Result<Recorded, ItemError> {
         let json = json.into();
         let item = parse_item(&json)?;
-        if let Some(reason) = filter(&item) {
+        self.record_parsed(json, &item)
+    }
+
+    /// Records JSON text together with the typed item it parses into (for callers that parsed it
+    /// already): the record filter, truncation, storing.
+    pub(crate) fn record_parsed(
+        &mut self,
+        json: Box<str>,
+        item: &ResponseItem,
+    ) -> Result<Recorded, ItemError> {
+        if let Some(reason) = filter(item) {
             return Ok(Recorded::Filtered(reason));
         }
-        self.store(json, &item)
+        self.store(json, item)
     }
 
     /// Records every item of an iterator of JSON texts, stopping at the first error.

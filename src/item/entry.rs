@@ -314,66 +314,47 @@ impl Header {
         let mut header = Header {
             role: None,
             call_id: None,
-            item_id: None,
+            item_id: item.id().cloned(),
             flags: EntryFlags::default(),
         };
         match item {
             ResponseItem::Message(message) => {
                 header.role = Some(message.role);
-                header.item_id = message.id.clone();
                 header.flags = content_flags(&message.content);
             }
-            ResponseItem::AgentMessage(message) => header.item_id = message.id.clone(),
-            ResponseItem::Reasoning(reasoning) => header.item_id = reasoning.id.clone(),
-            ResponseItem::LocalShellCall(call) => {
-                header.item_id = call.id.clone();
-                header.call_id = call.call_id.clone();
-            }
-            ResponseItem::FunctionCall(call) => {
-                header.item_id = call.id.clone();
-                header.call_id = Some(call.call_id.clone());
-            }
+            ResponseItem::LocalShellCall(call) => header.call_id = call.call_id.clone(),
+            ResponseItem::FunctionCall(call) => header.call_id = Some(call.call_id.clone()),
             ResponseItem::FunctionCallOutput(output) => {
-                header.item_id = output.id.clone();
                 header.call_id = output.call_id.clone();
                 header.flags = output_flags(&output.output);
             }
-            ResponseItem::CustomToolCall(call) => {
-                header.item_id = call.id.clone();
-                header.call_id = Some(call.call_id.clone());
-            }
+            ResponseItem::CustomToolCall(call) => header.call_id = Some(call.call_id.clone()),
             ResponseItem::CustomToolCallOutput(output) => {
-                header.item_id = output.id.clone();
                 header.call_id = Some(output.call_id.clone());
                 header.flags = output_flags(&output.output);
             }
             ResponseItem::ToolSearchCall(call) => {
-                header.item_id = call.id.clone();
                 header.call_id = call.call_id.clone();
                 header.flags = EntryFlags::default()
                     .with(EntryFlags::SERVER_EXECUTION, call.execution == "server");
             }
             ResponseItem::ToolSearchOutput(output) => {
-                header.item_id = output.id.clone();
                 header.call_id = output.call_id.clone();
                 header.flags = EntryFlags::default()
                     .with(EntryFlags::SERVER_EXECUTION, output.execution == "server");
             }
-            ResponseItem::WebSearchCall(call) => header.item_id = call.id.clone(),
             ResponseItem::ImageGenerationCall(call) => {
-                header.item_id = call.id.clone();
                 header.flags =
                     EntryFlags::default().with(EntryFlags::IMAGE, !call.result.is_empty());
             }
-            ResponseItem::Compaction(compaction) => header.item_id = compaction.id.clone(),
-            ResponseItem::ContextCompaction(compaction) => {
-                header.item_id = compaction.id.clone();
-            }
-            ResponseItem::AdditionalTools(tools) => {
-                header.role = Some(tools.role);
-                header.item_id = tools.id.clone();
-            }
-            ResponseItem::CompactionTrigger | ResponseItem::Other => {}
+            ResponseItem::AdditionalTools(tools) => header.role = Some(tools.role),
+            ResponseItem::AgentMessage(_)
+            | ResponseItem::Reasoning(_)
+            | ResponseItem::WebSearchCall(_)
+            | ResponseItem::Compaction(_)
+            | ResponseItem::ContextCompaction(_)
+            | ResponseItem::CompactionTrigger
+            | ResponseItem::Other => {}
         }
         let boundary = turn_role_of(item) == TurnRole::Boundary;
         header.flags = header.flags.with(EntryFlags::USER_TURN, boundary);

@@ -66,6 +66,30 @@ pub enum ResponseItem {
     Other,
 }
 
+impl ResponseItem {
+    /// The item's `id`, when it has one (`None` for the variants without an id field).
+    pub fn id(&self) -> Option<&ItemId> {
+        match self {
+            ResponseItem::Message(item) => item.id.as_ref(),
+            ResponseItem::AgentMessage(item) => item.id.as_ref(),
+            ResponseItem::Reasoning(item) => item.id.as_ref(),
+            ResponseItem::LocalShellCall(item) => item.id.as_ref(),
+            ResponseItem::FunctionCall(item) => item.id.as_ref(),
+            ResponseItem::FunctionCallOutput(item) => item.id.as_ref(),
+            ResponseItem::CustomToolCall(item) => item.id.as_ref(),
+            ResponseItem::CustomToolCallOutput(item) => item.id.as_ref(),
+            ResponseItem::ToolSearchCall(item) => item.id.as_ref(),
+            ResponseItem::ToolSearchOutput(item) => item.id.as_ref(),
+            ResponseItem::WebSearchCall(item) => item.id.as_ref(),
+            ResponseItem::ImageGenerationCall(item) => item.id.as_ref(),
+            ResponseItem::Compaction(item) => item.id.as_ref(),
+            ResponseItem::ContextCompaction(item) => item.id.as_ref(),
+            ResponseItem::AdditionalTools(item) => item.id.as_ref(),
+            ResponseItem::CompactionTrigger | ResponseItem::Other => None,
+        }
+    }
+}
+
 /// A message role.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
