@@ -5,24 +5,13 @@
 //! histories.
 
 use std::hint::black_box;
-use std::time::{Duration, Instant};
+
+mod common;
+use common::{median, ratio};
 
 use std::collections::HashSet;
 
 use agent_history::{CallId, Entry, History, ItemKind, ProjectionOptions, ResponseItem};
-
-/// Median time of `runs` calls of `f`.
-fn median(runs: usize, mut f: impl FnMut()) -> Duration {
-    let mut times: Vec<Duration> = (0..runs)
-        .map(|_| {
-            let start = Instant::now();
-            f();
-            start.elapsed()
-        })
-        .collect();
-    times.sort();
-    times[times.len() / 2]
-}
 
 /// A small deterministic generator (xorshift), so the data is the same on every run.
 struct Rng(u64);
@@ -66,11 +55,6 @@ fn history(n: usize, missing: usize) -> History {
         i += 1;
     }
     history
-}
-
-fn ratio(name: &str, measured: Duration, baseline_name: &str, baseline: Duration) {
-    let ratio = measured.as_secs_f64() / baseline.as_secs_f64().max(1e-12);
-    println!("{name:<58} {ratio:>10.4}× {baseline_name} ({measured:?} vs {baseline:?})");
 }
 
 fn main() {

@@ -3,30 +3,15 @@
 //! `cargo bench --bench snapshot`.
 
 use std::hint::black_box;
-use std::time::{Duration, Instant};
+
+mod common;
+use common::{median, ratio};
 
 use agent_history::rollout::{self, Rollout};
 use agent_history::snapshot::{
     RolloutPosition, SnapshotExtras, SnapshotOptions, open_snapshot, write_snapshot,
 };
 use agent_history::{DEFAULT_TRUNCATION, Durability, History, RolloutWriter, Session};
-
-fn median(runs: usize, mut f: impl FnMut()) -> Duration {
-    let mut times: Vec<Duration> = (0..runs)
-        .map(|_| {
-            let start = Instant::now();
-            f();
-            start.elapsed()
-        })
-        .collect();
-    times.sort();
-    times[times.len() / 2]
-}
-
-fn ratio(name: &str, measured: Duration, baseline_name: &str, baseline: Duration) {
-    let ratio = measured.as_secs_f64() / baseline.as_secs_f64().max(1e-12);
-    println!("{name:<52} {ratio:>10.4}× {baseline_name} ({measured:?} vs {baseline:?})");
-}
 
 fn main() {
     // A 30,000-item session (~ 20 MB): turns of a user message, a call, a 500-byte output and
