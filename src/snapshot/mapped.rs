@@ -35,7 +35,7 @@ impl SnapshotMap {
     }
 }
 
-/// A range of a [`SnapshotMap`] that holds valid UTF-8 (checked when the snapshot was opened).
+/// A range of a [`SnapshotMap`] that holds valid UTF-8 (known when the snapshot was opened).
 #[derive(Clone)]
 pub(crate) struct MappedText {
     map: Arc<SnapshotMap>,
@@ -44,25 +44,33 @@ pub(crate) struct MappedText {
 }
 
 impl MappedText {
-    /// A text range of `map`. Returns `None` unless `start..start + len` lies inside the map and
-    /// holds valid UTF-8; this check is what [`MappedText::as_str`] relies on.
-    pub(crate) fn new(map: &Arc<SnapshotMap>, start: usize, len: usize) -> Option<MappedText> {
-        let end = start.checked_add(len)?;
-        let bytes = map.bytes().get(start..end)?;
-        std::str::from_utf8(bytes).ok()?;
+    /// The range of `map` that `text` occupies, when `text` lies inside the map (as the strings
+    /// of the validated archive do). `text` being a `&str`, those bytes are valid UTF-8: this is
+    /// the check [`MappedText::as_str`] relies on, made by the type (rkyv's checked access produced
+    /// the `&str` after validating its bytes), so no second UTF-8 scan is needed.
+    pub(crate) fn of(map: &Arc<SnapshotMap>, text: &str) -> Option<MappedText> {
+        let bytes = map.bytes();
+        let start = (text.as_ptr() as usize).checked_sub(bytes.as_ptr() as usize)?;
+        let end = start.checked_add(text.len())?;
+        let range = bytes.get(start..end)?;
+        // Same address and length: the range is exactly `text`'s bytes.
+        if range.as_ptr() != text.as_ptr() {
+            return None;
+        }
         Some(MappedText {
             map: Arc::clone(map),
             start,
-            len,
+            len: text.len(),
         })
     }
 
     /// The text.
     pub(crate) fn as_str(&self) -> &str {
         let bytes = &self.map.bytes()[self.start..self.start + self.len];
-        // SAFETY: `MappedText::new` checked with `std::str::from_utf8` (the checked twin) that
-        // exactly these bytes are valid UTF-8, and the mapped file is never modified in place
-        // (the contract of `SnapshotMap::map`), so they still are. The range was checked to be
+        // SAFETY: `MappedText::of` took this range from a `&str` lying exactly there, so the
+        // bytes were valid UTF-8 (the checked twin is `std::str::from_utf8`; here the `&str`
+        // came from rkyv's checked access, which validated them), and the mapped file is never
+        // modified in place (the contract of `SnapshotMap::map`), so they still are. The range was checked to be
         // inside the mapping, whose length is fixed while this `Arc` holds it, so the slice above
         // cannot panic either.
         unsafe { std::str::from_utf8_unchecked(bytes) }

@@ -251,7 +251,6 @@ pub fn open_snapshot(
             header.entry_count
         )));
     }
-    let base = bytes.as_ptr() as usize;
     let mut entries = Vector::new();
     for (index, stored) in archived.entries.iter().enumerate() {
         let field = |name: &str| invalid(format!("entry {index}: invalid {name}"));
@@ -259,8 +258,7 @@ pub fn open_snapshot(
         let role = role_from_code(stored.role).ok_or_else(|| field("role"))?;
         let flags = flags_from_bits(stored.flags).ok_or_else(|| field("flags"))?;
         let json = stored.json.as_str();
-        let start = (json.as_ptr() as usize).wrapping_sub(base);
-        let text = MappedText::new(&map, start, json.len()).ok_or_else(|| field("json"))?;
+        let text = MappedText::of(&map, json).ok_or_else(|| field("json"))?;
         let byte_len = u32::try_from(json.len()).map_err(|_| field("json length"))?;
         entries.push_back(Entry::from_stored_parts(
             Payload::Mapped(text),
