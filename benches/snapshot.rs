@@ -7,22 +7,22 @@ use std::hint::black_box;
 mod common;
 use common::{median, ratio};
 
-use agent_history::rollout::{self, Rollout};
-use agent_history::snapshot::{
-    RolloutPosition, SnapshotExtras, SnapshotOptions, open_snapshot, write_snapshot,
+use agent_history::{
+    DEFAULT_TRUNCATION, Durability, History, ProjectionOptions, ResumeOptions, RolloutWriter,
+    Session, SnapshotOptions, ThreadId, open_snapshot, resume_file,
 };
-use agent_history::{DEFAULT_TRUNCATION, Durability, History, RolloutWriter, Session};
 
 fn main() {
     // A 30,000-item session (~ 20 MB): turns of a user message, a call, a 500-byte output and
     // an answer.
     let writer = RolloutWriter::with_sink(Vec::new(), "memory", Durability::Buffered);
+    let thread_id = ThreadId::random();
     let mut session =
-        Session::from_parts(History::new(), writer, "bench".into()).with_id_assignment(false);
+        Session::from_parts(History::new(), writer, thread_id).with_id_assignment(false);
     session
         .append_raw(
             "session_meta",
-            r#"{"id":"bench","timestamp":"2026-11-03T14:00:00.000Z"}"#,
+            &format!(r#"{{"id":"{thread_id}","timestamp":"2026-11-03T14:00:00.000Z"}}"#),
         )
         .expect("meta");
     let body = "lorem ipsum dolor sit amet ".repeat(20);
@@ -49,24 +49,21 @@ fn main() {
     let rollout_path = dir.join("rollout.jsonl");
     let snapshot_path = dir.join("rollout.snap");
     std::fs::write(&rollout_path, &text).expect("write");
-    let read = Rollout::read(text.as_slice(), "bench", Default::default()).expect("reads");
-    let resumed = read.resume(DEFAULT_TRUNCATION);
-    let lines = text.iter().filter(|&&b| b == b'\n').count() as u64;
-    write_snapshot(
-        &snapshot_path,
-        &resumed.history,
-        RolloutPosition::of_prefix(&text, lines),
-        &SnapshotExtras::of(&read, &resumed),
+    let resumed = resume_file(
+        &rollout_path,
+        &ResumeOptions::new(DEFAULT_TRUNCATION).snapshot_ready(),
     )
-    .expect("snapshot");
+    .expect("resumes");
+    resumed.write_snapshot(&snapshot_path).expect("snapshot");
     println!(
         "session: {} items, rollout {} MB",
         resumed.history.len(),
         text.len() / 1_000_000
     );
 
+    let full_options = ResumeOptions::new(DEFAULT_TRUNCATION);
     let full = median(5, || {
-        black_box(rollout::resume_file(&rollout_path, DEFAULT_TRUNCATION).expect("resumes"));
+        black_box(resume_file(&rollout_path, &full_options).expect("resumes"));
     });
     let verified = median(9, || {
         black_box(open_snapshot(&snapshot_path, SnapshotOptions::default()).expect("opens"));
@@ -82,15 +79,11 @@ fn main() {
             .expect("opens"),
         );
     });
+    let with_snapshot = ResumeOptions::new(DEFAULT_TRUNCATION).with_snapshot(&snapshot_path);
     let with_tail = median(5, || {
-        black_box(
-            agent_history::snapshot::resume_with_snapshot(
-                &rollout_path,
-                &snapshot_path,
-                DEFAULT_TRUNCATION,
-            )
-            .expect("resumes"),
-        );
+        let resumed = resume_file(&rollout_path, &with_snapshot).expect("resumes");
+        assert!(resumed.used_snapshot());
+        black_box(resumed);
     });
     ratio(
         "open snapshot (digest verified) vs JSONL resume",
@@ -112,7 +105,7 @@ fn main() {
     );
 
     let mapped = open_snapshot(&snapshot_path, SnapshotOptions::default()).expect("opens");
-    let options = agent_history::ProjectionOptions::default();
+    let options = ProjectionOptions::default();
     let projection_mapped = mapped.history.project(&options).expect("lenient");
     let projection_owned = resumed.history.project(&options).expect("lenient");
     let mut buffer = Vec::with_capacity(text.len());

@@ -1,62 +1,70 @@
-//! A persistent, immutable conversation-history engine for LLM agents.
+#![doc = include_str!("../README.md")]
 //!
-//! A [`History`] keeps an agent's items (messages, reasoning, tool calls and outputs, images) in
-//! a structurally shared persistent vector: a clone is O(1), old versions stay valid, fork and
-//! rewind are cheap. [`History::project`] turns it into a model's input and repairs the protocol
-//! shape **in the projection only** — a call without output gets a synthetic `"aborted"` output
-//! with a stable UUIDv5 id, an output without call is dropped, media the model cannot take
-//! becomes a placeholder — and reports every repair. The durable history records only what really
-//! happened. The behaviour matches OpenAI Codex's (`codex-rs`), including its rollout files.
+//! # Layers
 //!
-//! # Examples
-//!
-//! ```
-//! use agent_history::{History, ProjectionOptions, RepairKind};
-//!
-//! let mut history = History::new();
-//! history.record_json(r#"{"type":"message","role":"user","content":[{"type":"input_text","text":"list files"}]}"#)?;
-//! // The process died after the model called a tool, before the output was recorded.
-//! history.record_json(r#"{"type":"function_call","id":"fc_1","name":"shell","arguments":"{\"command\":[\"ls\"]}","call_id":"call_1"}"#)?;
-//!
-//! let projection = history.project(&ProjectionOptions::default())?;
-//! assert_eq!(projection.len(), 3); // message, call, synthetic output
-//! assert!(matches!(projection.report().repairs()[0].kind, RepairKind::SynthesizedOutput { .. }));
-//! assert_eq!(history.len(), 2); // the history itself is unchanged
-//! # Ok::<(), agent_history::Error>(())
-//! ```
-
-/// The README's examples are compiled and run as doctests.
-#[cfg(doctest)]
-#[doc = include_str!("../README.md")]
-struct ReadmeDoctests;
+//! The modules are private; everything public is re-exported below, grouped by the layer that
+//! defines it. Data flows item → history → projection → request; snapshot, rollout and session
+//! sit beside and above (`docs/architecture.md` draws the layers, and a test keeps the imports
+//! going down them).
 
 mod error;
 mod history;
 mod item;
 mod projection;
 mod request;
-pub mod rollout;
+mod rollout;
 mod session;
-pub mod snapshot;
+mod snapshot;
 
-pub use error::{
-    Error, ItemError, ProjectionError, RequestError, RolloutError, RolloutWriteError, SnapshotError,
+// The item layer: the wire model, stored entries, ids, kinds and pairing, turns, tokens.
+pub use item::{
+    AdditionalTools, AgentContentItem, AgentMessage, BYTES_PER_TOKEN, CallId, Compaction,
+    ContentItem, ContextCompaction, CustomToolCall, CustomToolCallOutput, Entry, EntryFlags,
+    Execution, Family, FunctionCall, FunctionCallOutput, IMAGE_ESTIMATE_BYTES, ImageDetail,
+    ImageGenerationCall, ImagePart, ItemError, ItemId, ItemKind, LocalShellAction, LocalShellCall,
+    LocalShellStatus, Message, MessagePhase, Metadata, MissingOutput,
+    ORIGINAL_FILE_IMAGE_ESTIMATE_BYTES, OutputContentItem, OutputPayload, Pairing, Reasoning,
+    ReasoningContent, ReasoningSummary, ResponseItem, Role, SUMMARY_PREFIX, SYNTHETIC_ID_NAMESPACE,
+    ThreadId, ToolSearchCall, ToolSearchOutput, TurnId, WebSearchAction, WebSearchCall,
+    approx_token_count, is_contextual_developer_text, is_contextual_user_text, is_summary_text,
+    synthetic_output_id,
 };
-pub use history::truncate::{self, TruncationPolicy};
+
+// The history layer: the persistent history, recording, truncation, compaction.
 pub use history::{
     COMPACT_USER_MESSAGE_TOKENS, Compacted, DEFAULT_TRUNCATION, EMPTY_SUMMARY, FilterReason,
-    History, Recorded, SUMMARY_PREFIX, is_contextual_developer_text, is_contextual_user_text,
-    is_summary_text, summary_text,
+    History, Recorded, TruncationPolicy, summary_text, truncate_text,
 };
-pub use item::*;
+
+// The projection layer: a history turned into a model's input, repaired and reported.
 pub use projection::{
-    ABORTED_OUTPUT, AUDIO_PLACEHOLDER, IMAGE_PLACEHOLDER, Modalities, ParseModalitiesError,
-    Projection, ProjectionOptions, Repair, RepairKind, RepairMode, RepairReport, UnknownItems,
-    Violation, ViolationKind,
+    ABORTED_OUTPUT, AUDIO_PLACEHOLDER, IMAGE_PLACEHOLDER, Location, Modalities,
+    ParseModalitiesError, Projection, ProjectionError, ProjectionOptions, Repair, RepairKind,
+    RepairMode, RepairReport, UnknownItems, Violation, ViolationKind,
 };
+
+// The request layer: prompts, model requests, the Responses API body.
 pub use request::{
-    ModelRequest, OUTPUT_SCHEMA_NAME, Prompt, PromptCompiler, ReasoningConfig, RequestSettings,
-    StepContext, Verbosity,
+    ModelRequest, OUTPUT_SCHEMA_NAME, Prompt, PromptCompiler, ReasoningConfig, RequestError,
+    RequestSettings, StepContext, Verbosity,
 };
-pub use rollout::{Durability, FileSink, RolloutSink, RolloutWriter, SessionMeta};
-pub use session::Session;
+
+// The snapshot layer: memory-mapped archives of a history.
+pub use snapshot::{
+    PrefixState, RolloutPosition, SNAPSHOT_FORMAT_VERSION, Snapshot, SnapshotError, SnapshotHeader,
+    SnapshotOptions, SnapshotStep, is_snapshot, open_snapshot,
+};
+
+// The rollout layer: reading, resuming and writing Codex rollout files.
+pub use rollout::{
+    Durability, FallbackReason, FileSink, LaterLine, LineKind, LoadReport, READER_LABEL, ReadMode,
+    ResumeOptions, ResumeSource, Resumed, Rollout, RolloutError, RolloutLine, RolloutSink,
+    RolloutWriteError, RolloutWriter, SessionMeta, SkipReason, SkippedLine, WriteStep, resume_file,
+    resume_reader,
+};
+
+// The session layer: a history and its rollout kept in step.
+pub use session::{ResumedSession, Session};
+
+// Any error of the crate.
+pub use error::Error;

@@ -6,11 +6,10 @@ use std::io::{self, BufWriter, IsTerminal, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use agent_history::rollout::{ReadMode, Resumed, Rollout};
-use agent_history::snapshot::{self, RolloutPosition, SnapshotExtras, SnapshotOptions};
 use agent_history::{
-    Modalities, ProjectionOptions, PromptCompiler, RepairKind, RequestSettings, StepContext,
-    TruncationPolicy, UnknownItems,
+    Modalities, ProjectionOptions, PromptCompiler, RepairKind, RequestSettings, ResumeOptions,
+    Resumed, SNAPSHOT_FORMAT_VERSION, SnapshotOptions, StepContext, TruncationPolicy, UnknownItems,
+    is_snapshot, open_snapshot, resume_reader,
 };
 use clap::{Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
@@ -120,6 +119,19 @@ fn main() -> ExitCode {
     }
 }
 
+/// An error's message followed by those of its sources: the library's errors leave the cause to
+/// `source()`, so one line shows both what failed and why.
+fn describe(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
 fn run(cli: Cli) -> Result<ExitCode, String> {
     match cli.command {
         Command::Project {
@@ -132,19 +144,20 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
             model,
             instructions,
         } => {
-            let (history, thread_id) = if snapshot::is_snapshot(&rollout) {
-                let opened = snapshot::open_snapshot(&rollout, SnapshotOptions::default())
-                    .map_err(|e| e.to_string())?;
+            let (history, thread_id) = if is_snapshot(&rollout) {
+                let opened = open_snapshot(&rollout, SnapshotOptions::default())
+                    .map_err(|e| describe(&e))?;
                 eprintln!(
                     "opened snapshot: {} item(s), covering {} rollout line(s)",
                     opened.history.len(),
                     opened.header.rollout.lines
                 );
-                (opened.history, opened.extras.thread_id)
+                (opened.history, opened.state.thread_id)
             } else {
-                let resumed = resume(&rollout, truncation)?;
+                let resumed = resume(&rollout, &ResumeOptions::new(truncation))?;
                 report_load(&resumed);
-                (resumed.history.clone(), resumed.thread_id.clone())
+                let thread_id = resumed.thread_id();
+                (resumed.history, Some(thread_id))
             };
             let mut options = ProjectionOptions::for_modalities(modalities);
             if strict {
@@ -158,18 +171,18 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
             let repairs = if request {
                 let settings = RequestSettings {
                     model: model.unwrap_or_default(),
-                    prompt_cache_key: thread_id.filter(|id| !id.is_empty()),
+                    prompt_cache_key: thread_id.map(|id| id.to_string()),
                     ..RequestSettings::default()
                 };
                 let compiled = PromptCompiler::new(settings)
                     .with_projection(options)
                     .with_base_instructions(instructions)
                     .compile(&history, StepContext::default())
-                    .map_err(|e| e.to_string())?;
-                compiled.write_body(&mut out).map_err(|e| e.to_string())?;
+                    .map_err(|e| describe(&e))?;
+                compiled.write_body(&mut out).map_err(|e| describe(&e))?;
                 compiled.prompt.input.report().clone()
             } else {
-                let projection = history.project(&options).map_err(|e| e.to_string())?;
+                let projection = history.project(&options).map_err(|e| describe(&e))?;
                 projection
                     .write_json_array(&mut out)
                     .map_err(|e| format!("cannot write to stdout: {e}"))?;
@@ -189,7 +202,7 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Check { rollout, strict } => {
-            let resumed = resume(&rollout, agent_history::DEFAULT_TRUNCATION)?;
+            let resumed = resume(&rollout, &ResumeOptions::default())?;
             let findings = check(&resumed);
             let mut out = io::stdout().lock();
             let write = |out: &mut io::StdoutLock<'_>, text: &str| {
@@ -200,7 +213,7 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
                 &format!(
                     "{}: {} line(s), {} item(s), {} user turn(s)",
                     rollout.display(),
-                    resumed.lines,
+                    resumed.report.lines,
                     resumed.history.len(),
                     resumed.history.user_turn_count()
                 ),
@@ -228,38 +241,25 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
         } => {
             // The snapshot covers the complete lines: a last line without its newline (torn, or
             // still being written) is left to the resume that replays what follows.
-            let covered = covered_prefix(&rollout)?;
-            let read = read_with_progress(
-                covered.bytes.as_slice(),
-                covered.bytes.len() as u64,
-                &rollout,
-            )?;
-            let resumed = read.resume(truncation);
-            let position = RolloutPosition::of_prefix(&covered.bytes, covered.lines);
-            let header = snapshot::write_snapshot(
-                &output,
-                &resumed.history,
-                position,
-                &SnapshotExtras::of(&read, &resumed),
-            )
-            .map_err(|e| e.to_string())?;
+            let resumed = resume(&rollout, &ResumeOptions::new(truncation).snapshot_ready())?;
+            let header = resumed.write_snapshot(&output).map_err(|e| describe(&e))?;
             println!(
                 "wrote {}: {} item(s), {} payload bytes, covering {} line(s) ({} bytes) of {}",
                 output.display(),
                 header.entry_count,
                 header.payload_len,
-                position.lines,
-                position.bytes,
+                header.rollout.lines,
+                header.rollout.bytes,
                 rollout.display()
             );
             Ok(ExitCode::SUCCESS)
         }
         Command::Verify { snapshot: path } => {
-            let opened = snapshot::open_snapshot(&path, SnapshotOptions::default())
-                .map_err(|e| e.to_string())?;
+            let opened =
+                open_snapshot(&path, SnapshotOptions::default()).map_err(|e| describe(&e))?;
             let header = &opened.header;
             println!("{}: ok", path.display());
-            println!("  format          version {}", snapshot::FORMAT_VERSION);
+            println!("  format          version {SNAPSHOT_FORMAT_VERSION}");
             println!("  items           {}", header.entry_count);
             println!(
                 "  payload         {} bytes, digest verified",
@@ -270,16 +270,16 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
                 "  rollout         {} line(s), {} bytes, prefix digest {}",
                 header.rollout.lines,
                 header.rollout.bytes,
-                hex(&header.rollout.digest)
+                header.rollout.digest.to_hex()
             );
-            println!(
-                "  thread          {}",
-                opened.extras.thread_id.as_deref().unwrap_or("?")
-            );
+            match opened.state.thread_id {
+                Some(id) => println!("  thread          {id}"),
+                None => println!("  thread          (none: the snapshot covers no session_meta)"),
+            }
             Ok(ExitCode::SUCCESS)
         }
         Command::Stats { rollout } => {
-            let resumed = resume(&rollout, agent_history::DEFAULT_TRUNCATION)?;
+            let resumed = resume(&rollout, &ResumeOptions::default())?;
             print!("{}", stats(&rollout, &resumed));
             Ok(ExitCode::SUCCESS)
         }
@@ -289,44 +289,10 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
 /// Rollouts larger than this get a progress bar when stderr is a terminal.
 const PROGRESS_THRESHOLD: u64 = 50 * 1024 * 1024;
 
-/// Reads and resumes a rollout, with a progress bar for large files on a terminal.
-fn resume(path: &Path, truncation: TruncationPolicy) -> Result<Resumed, String> {
-    read_and_resume(path, truncation).map(|(_, resumed)| resumed)
-}
-
-/// The complete lines of a rollout (a torn last line left out) and how many there are.
-struct Covered {
-    bytes: Vec<u8>,
-    lines: u64,
-}
-
-fn covered_prefix(path: &Path) -> Result<Covered, String> {
-    let mut bytes =
-        std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    let end = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
-    bytes.truncate(end);
-    let lines = bytes.iter().filter(|&&b| b == b'\n').count() as u64;
-    Ok(Covered { bytes, lines })
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-/// Reads and resumes a rollout, keeping the read lines (for a snapshot's resume state).
-fn read_and_resume(
-    path: &Path,
-    truncation: TruncationPolicy,
-) -> Result<(Rollout, Resumed), String> {
+/// Resumes a rollout, with a progress bar for files over 50 MB when stderr is a terminal.
+fn resume(path: &Path, options: &ResumeOptions) -> Result<Resumed, String> {
     let file = File::open(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    let size = file.metadata().map(|m| m.len()).unwrap_or(0);
-    let rollout = read_with_progress(file, size, path)?;
-    let resumed = rollout.resume(truncation);
-    Ok((rollout, resumed))
-}
-
-/// Reads rollout lines, with a progress bar for inputs over 50 MB when stderr is a terminal.
-fn read_with_progress(reader: impl Read, size: u64, label: &Path) -> Result<Rollout, String> {
+    let size = file.metadata().map_or(0, |meta| meta.len());
     let bar = (size > PROGRESS_THRESHOLD && io::stderr().is_terminal()).then(|| {
         let bar = ProgressBar::new(size);
         bar.set_style(
@@ -338,14 +304,14 @@ fn read_with_progress(reader: impl Read, size: u64, label: &Path) -> Result<Roll
         bar
     });
     let reader = Progress {
-        inner: reader,
+        inner: file,
         bar: bar.clone(),
     };
-    let rollout = Rollout::read(reader, label, ReadMode::Lenient).map_err(|e| e.to_string());
+    let resumed = resume_reader(reader, path, options).map_err(|e| describe(&e));
     if let Some(bar) = &bar {
         bar.finish_and_clear();
     }
-    rollout
+    resumed
 }
 
 /// A reader that advances a progress bar.
@@ -365,16 +331,17 @@ impl<R: Read> Read for Progress<R> {
 }
 
 fn report_load(resumed: &Resumed) {
-    let malformed: Vec<_> = resumed.malformed().collect();
-    let blank = resumed.skipped.len() - malformed.len();
+    let report = &resumed.report;
+    let malformed: Vec<_> = report.malformed().collect();
+    let blank = report.skipped.len() - malformed.len();
     eprintln!(
         "read {} line(s): {} item(s) in history, {} skipped ({} blank, {} malformed{})",
-        resumed.lines,
+        report.lines,
         resumed.history.len(),
-        resumed.skipped.len(),
+        report.skipped.len(),
         blank,
         malformed.len(),
-        if resumed.torn_tail {
+        if report.torn_tail {
             ", torn last line"
         } else {
             ""
@@ -388,13 +355,15 @@ fn report_load(resumed: &Resumed) {
 /// The lint of `check`, one finding per line, in line order.
 fn check(resumed: &Resumed) -> Vec<String> {
     let mut findings: Vec<(u64, String)> = Vec::new();
-    let line_of = |position: usize| resumed.entry_lines.get(position).copied().unwrap_or(0);
+    let line_of = |position: usize| resumed.entry_line(position).unwrap_or(0);
     // A text-only, lenient projection reports every repair a request would need.
     let options = ProjectionOptions::for_modalities(Modalities::TEXT);
     if let Ok(projection) = resumed.history.project(&options) {
         for repair in projection.report().repairs() {
-            let line = line_of(repair.position);
+            let line = line_of(repair.at.position);
+            let item_kind = repair.at.item_kind;
             let call = repair
+                .at
                 .call_id
                 .as_ref()
                 .map(|id| format!(" (call_id {:?})", id.as_str()))
@@ -402,28 +371,28 @@ fn check(resumed: &Resumed) -> Vec<String> {
             let what = match &repair.kind {
                 RepairKind::SynthesizedOutput { .. } => format!(
                     "{}{call} has no output; requests get a synthetic \"aborted\" output",
-                    repair.item_kind
+                    item_kind
                 ),
                 RepairKind::DroppedOrphanOutput => format!(
                     "{}{call} has no matching call; requests leave it out",
-                    repair.item_kind
+                    item_kind
                 ),
                 RepairKind::StrippedImages { parts } => format!(
                     "{} carries {parts} image part(s) a text-only model would lose",
-                    repair.item_kind
+                    item_kind
                 ),
                 RepairKind::StrippedAudio { parts } => format!(
                     "{} carries {parts} audio part(s) a text-only model would lose",
-                    repair.item_kind
+                    item_kind
                 ),
                 RepairKind::ClearedImageGenerationResult => format!(
                     "{} carries a generated image a text-only model would lose",
-                    repair.item_kind
+                    item_kind
                 ),
                 RepairKind::HeldBackUnknownItem => {
                     let name = resumed
                         .history
-                        .get(repair.position)
+                        .get(repair.at.position)
                         .and_then(|entry| {
                             serde_json::from_str::<serde_json::Value>(entry.json()).ok()
                         })
@@ -431,13 +400,13 @@ fn check(resumed: &Resumed) -> Vec<String> {
                         .unwrap_or_else(|| "?".into());
                     format!("unknown item type `{name}`; requests leave it out")
                 }
-                other => format!("{}: {other:?}", repair.item_kind),
+                other => format!("{}: {other:?}", item_kind),
             };
             findings.push((line, format!("line {line}: {what}")));
         }
     }
-    for skipped in resumed.malformed() {
-        let torn = if resumed.torn_tail && skipped.line == resumed.lines {
+    for skipped in resumed.report.malformed() {
+        let torn = if resumed.report.torn_tail && skipped.line == resumed.report.lines {
             "torn last line (an interrupted write), "
         } else {
             ""
@@ -467,15 +436,12 @@ fn stats(path: &Path, resumed: &Resumed) -> String {
     let mut out = String::new();
     let total_bytes: u64 = by_kind.values().map(|row| row.1).sum();
     out.push_str(&format!("rollout        {}\n", path.display()));
-    out.push_str(&format!(
-        "thread         {}\n",
-        resumed.thread_id.as_deref().unwrap_or("?")
-    ));
+    out.push_str(&format!("thread         {}\n", resumed.thread_id()));
     out.push_str(&format!(
         "lines          {} ({} skipped{})\n",
-        resumed.lines,
-        resumed.skipped.len(),
-        if resumed.torn_tail {
+        resumed.report.lines,
+        resumed.report.skipped.len(),
+        if resumed.report.torn_tail {
             ", torn last line"
         } else {
             ""

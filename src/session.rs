@@ -1,22 +1,27 @@
-//! [`Session`]: a history and its rollout file kept in step.
+//! The session layer, the top floor: [`Session`], a history and its rollout file kept in step.
 
 use std::fs::File;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 
-use crate::error::{Error, RolloutWriteError};
-use crate::history::truncate::TruncationPolicy;
-use crate::history::{Compacted, History, Recorded};
-use crate::item::{ItemKind, ResponseItem, parse_item};
-use crate::rollout::{self, Durability, FileSink, RolloutSink, RolloutWriter, SessionMeta};
+use serde_json::value::RawValue;
+
+use crate::error::Error;
+use crate::history::{Compacted, History, Recorded, TruncationPolicy};
+use crate::item::{Entry, ItemError, ItemKind, ResponseItem, ThreadId, parse_item};
+use crate::rollout::{
+    Durability, FileSink, LoadReport, ResumeOptions, ResumeSource, RolloutError, RolloutSink,
+    RolloutWriteError, RolloutWriter, SessionMeta, resume_file,
+};
+use crate::snapshot::SnapshotHeader;
 
 /// A history whose every change is appended to a rollout: recorded items as `response_item`
 /// lines (as given, before truncation; never filtered items, never projection repairs),
 /// compactions as `compacted` lines, rollbacks as `thread_rolled_back` events. Resuming the file
 /// gives a history equal to this one, entry for entry — with one exception that follows Codex:
 /// a rollback (or a fork) that reaches back across a compaction. Live, it cuts the compacted
-/// history; resume (reference §2.6) discards the compaction with the rolled-back turns and
-/// restores the items from before it.
+/// history; resume discards the compaction with the rolled-back turns and restores the items from
+/// before it (`docs/codex-compatibility.md`).
 ///
 /// The history changes first, then the line is written. If the write fails, the error is
 /// returned, the history keeps the change, and the line stays pending in the writer: it is written
@@ -25,18 +30,19 @@ use crate::rollout::{self, Durability, FileSink, RolloutSink, RolloutWriter, Ses
 /// # Examples
 ///
 /// ```
-/// use agent_history::{Durability, ProjectionOptions, Session, SessionMeta, DEFAULT_TRUNCATION};
+/// use agent_history::{Durability, ResumeOptions, Session, SessionMeta, ThreadId, DEFAULT_TRUNCATION};
 ///
 /// let dir = std::env::temp_dir().join(format!("agent-history-doc-{}", std::process::id()));
 /// std::fs::create_dir_all(&dir)?;
 /// let path = dir.join("rollout.jsonl");
 /// # std::fs::remove_file(&path).ok();
-/// let mut session = Session::create(&path, SessionMeta::new("thread-1"), DEFAULT_TRUNCATION, Durability::SyncData)?;
+/// let meta = SessionMeta::new(ThreadId::random());
+/// let mut session = Session::create(&path, meta, DEFAULT_TRUNCATION, Durability::SyncData)?;
 /// session.record_json(r#"{"type":"message","role":"user","content":[{"type":"input_text","text":"hi"}]}"#)?;
 /// session.record_json(r#"{"type":"function_call","name":"ls","arguments":"{}","call_id":"c1"}"#)?;
 ///
-/// let (resumed, _report) = Session::resume(&path, DEFAULT_TRUNCATION, Durability::SyncData)?;
-/// assert_eq!(resumed.history().entries(), session.history().entries());
+/// let resumed = Session::resume(&path, &ResumeOptions::default(), Durability::SyncData)?;
+/// assert_eq!(resumed.session.history().entries(), session.history().entries());
 /// # std::fs::remove_dir_all(&dir).ok();
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
@@ -44,8 +50,24 @@ use crate::rollout::{self, Durability, FileSink, RolloutSink, RolloutWriter, Ses
 pub struct Session<S: RolloutSink = FileSink> {
     history: History,
     writer: RolloutWriter<S>,
-    thread_id: String,
+    thread_id: ThreadId,
     assign_ids: bool,
+}
+
+/// A session resumed from its rollout ([`Session::resume`]), and what resuming found.
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct ResumedSession {
+    /// The session, appending to the rollout it was resumed from.
+    pub session: Session,
+    /// What the reader found in the lines it read.
+    pub report: LoadReport,
+    /// How the history was resumed: from every line, or from a snapshot plus the later lines
+    /// (or why the snapshot could not be used).
+    pub source: ResumeSource,
+    /// The previous turn's settings (the `turn_context` payload resume settled on), for the next
+    /// turn's settings diff.
+    pub previous_turn_settings: Option<Box<RawValue>>,
 }
 
 impl Session<FileSink> {
@@ -71,7 +93,10 @@ impl Session<FileSink> {
     }
 
     /// Resumes the session in the rollout at `path` and continues appending to it. The file is
-    /// read first; a torn last line is ended with a newline before anything is appended.
+    /// read first — through the snapshot [`ResumeOptions::snapshot`] names, when it stands for a
+    /// prefix of the file — and a torn last line is ended with a newline before anything is
+    /// appended. [`ResumeOptions::snapshot_ready`] does not apply: a session resumes every line,
+    /// since it appends after them.
     ///
     /// # Errors
     ///
@@ -79,19 +104,50 @@ impl Session<FileSink> {
     /// it cannot be opened for appending.
     pub fn resume(
         path: impl AsRef<Path>,
-        truncation: TruncationPolicy,
+        options: &ResumeOptions,
         durability: Durability,
-    ) -> Result<(Self, rollout::Resumed), Error> {
+    ) -> Result<ResumedSession, Error> {
         let path = path.as_ref();
-        let resumed = rollout::resume_file(path, truncation)?;
-        let writer = RolloutWriter::append_to(path, durability)?;
-        let session = Session {
-            history: resumed.history.clone(),
-            writer,
-            thread_id: resumed.thread_id.clone().unwrap_or_default(),
-            assign_ids: true,
+        let options = ResumeOptions {
+            snapshot_ready: false,
+            ..options.clone()
         };
-        Ok((session, resumed))
+        let resumed = resume_file(path, &options)?;
+        let writer = RolloutWriter::append_to(path, durability)?;
+        Ok(ResumedSession {
+            session: Session {
+                history: resumed.history,
+                writer,
+                thread_id: resumed.report.thread_id,
+                assign_ids: true,
+            },
+            report: resumed.report,
+            source: resumed.source,
+            previous_turn_settings: resumed.previous_turn_settings,
+        })
+    }
+
+    /// Writes a snapshot of the session's rollout to `path` (replaced atomically), so that a later
+    /// [`Session::resume`] with [`ResumeOptions::with_snapshot`] reads only the lines appended
+    /// after it. Pending lines are flushed first.
+    ///
+    /// The snapshot stands for what resuming the rollout gives, which is this session's history
+    /// except after a rollback across a compaction (see [`Session`]). To get it without reading
+    /// the whole file, the snapshot already at `path` is tried as a base: refreshing a snapshot
+    /// reads only the lines appended since it was written.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::RolloutWrite`] when pending lines cannot be flushed, [`Error::Rollout`] when the
+    /// rollout cannot be read, [`Error::Snapshot`] when the snapshot cannot be written.
+    pub fn write_snapshot(&mut self, path: impl AsRef<Path>) -> Result<SnapshotHeader, Error> {
+        let path = path.as_ref();
+        self.writer.flush()?;
+        let options = ResumeOptions::new(self.history.truncation())
+            .with_snapshot(path)
+            .snapshot_ready();
+        let resumed = resume_file(self.writer.path(), &options)?;
+        Ok(resumed.write_snapshot(path)?)
     }
 
     /// Forks the session at user turn `turn` (1-based): a new session whose history is this
@@ -106,7 +162,9 @@ impl Session<FileSink> {
     /// # Errors
     ///
     /// [`Error::RolloutWrite`] when this session's pending lines cannot be flushed or the new
-    /// file cannot be written; [`Error::Rollout`] when this session's file cannot be read.
+    /// file cannot be written; [`Error::Rollout`] when this session's file cannot be read;
+    /// [`Error::Item`] when a message above the cut cannot be read (see
+    /// [`History::drop_last_n_user_turns`]).
     pub fn fork(
         &mut self,
         turn: usize,
@@ -115,9 +173,9 @@ impl Session<FileSink> {
         durability: Durability,
     ) -> Result<Session<FileSink>, Error> {
         self.writer.flush()?;
-        let history = self.history.before_user_turn(turn);
+        let history = self.history.before_user_turn(turn)?;
         let dropped_turns = self.history.user_turn_count() - history.user_turn_count();
-        meta.forked_from_id = Some(self.thread_id.clone());
+        meta.forked_from_id = Some(self.thread_id);
         let mut writer = RolloutWriter::create(path.as_ref(), &meta, durability)?;
         let parent = self.writer.path().to_owned();
         copy_complete_lines(&parent, &mut writer)?;
@@ -139,7 +197,7 @@ fn copy_complete_lines<S: RolloutSink>(
     from: &Path,
     writer: &mut RolloutWriter<S>,
 ) -> Result<(), Error> {
-    let read_error = |source| crate::error::RolloutError::Io {
+    let read_error = |source| RolloutError::Io {
         path: from.to_owned(),
         source,
     };
@@ -160,7 +218,7 @@ fn copy_complete_lines<S: RolloutSink>(
 impl<S: RolloutSink> Session<S> {
     /// A session over an existing history and a writer whose rollout already holds that history
     /// (for custom sinks).
-    pub fn from_parts(history: History, writer: RolloutWriter<S>, thread_id: String) -> Self {
+    pub fn from_parts(history: History, writer: RolloutWriter<S>, thread_id: ThreadId) -> Self {
         Session {
             history,
             writer,
@@ -170,7 +228,7 @@ impl<S: RolloutSink> Session<S> {
     }
 
     /// Whether items recorded without an id get one (`<prefix>_<UUIDv7>`, as Codex assigns at
-    /// the persistence boundary, §2.4). On by default: an id makes the item, and the synthetic
+    /// the persistence boundary). On by default: an id makes the item, and the synthetic
     /// output of a call, stable across resumes. Server ids and any id already present are kept.
     pub fn with_id_assignment(mut self, assign: bool) -> Self {
         self.assign_ids = assign;
@@ -188,8 +246,8 @@ impl<S: RolloutSink> Session<S> {
     }
 
     /// The thread id of the session.
-    pub fn thread_id(&self) -> &str {
-        &self.thread_id
+    pub fn thread_id(&self) -> ThreadId {
+        self.thread_id
     }
 
     /// The rollout's path (or the sink's label).
@@ -206,10 +264,9 @@ impl<S: RolloutSink> Session<S> {
     /// [`Error::Item`] when the text is not an item (nothing changes);
     /// [`Error::RolloutWrite`] when the line could not be written (the history has the item).
     pub fn record_json(&mut self, json: &str) -> Result<Recorded, Error> {
-        let (text, item) = self.prepare(json)?;
-        let recorded = self.history.record_parsed(text.clone().into(), &item)?;
-        if matches!(recorded, Recorded::Stored { .. }) {
-            self.writer.append_response_items([text.as_str()])?;
+        let (recorded, line) = self.record_prepared(json)?;
+        if let Some(entry) = line {
+            self.writer.append_response_items([entry.json()])?;
         }
         Ok(recorded)
     }
@@ -225,32 +282,23 @@ impl<S: RolloutSink> Session<S> {
         items: impl IntoIterator<Item = &'a str>,
     ) -> Result<Vec<Recorded>, Error> {
         let mut outcomes = Vec::new();
-        let mut lines: Vec<String> = Vec::new();
+        let mut lines: Vec<Entry> = Vec::new();
         let mut failure = None;
         for json in items {
-            let (text, item) = match self.prepare(json) {
-                Ok(prepared) => prepared,
-                Err(error) => {
-                    failure = Some(Error::from(error));
-                    break;
-                }
-            };
-            match self.history.record_parsed(text.clone().into(), &item) {
-                Ok(recorded) => {
-                    if matches!(recorded, Recorded::Stored { .. }) {
-                        lines.push(text);
-                    }
+            match self.record_prepared(json) {
+                Ok((recorded, line)) => {
+                    lines.extend(line);
                     outcomes.push(recorded);
                 }
                 Err(error) => {
-                    failure = Some(error.into());
+                    failure = Some(Error::from(error));
                     break;
                 }
             }
         }
         if !lines.is_empty() {
             self.writer
-                .append_response_items(lines.iter().map(String::as_str))?;
+                .append_response_items(lines.iter().map(Entry::json))?;
         }
         match failure {
             Some(error) => Err(error),
@@ -264,7 +312,7 @@ impl<S: RolloutSink> Session<S> {
     ///
     /// As [`Session::record_json`].
     pub fn record(&mut self, item: &ResponseItem) -> Result<Recorded, Error> {
-        let json = serde_json::to_string(item).map_err(crate::ItemError::Serialize)?;
+        let json = serde_json::to_string(item).map_err(ItemError::Serialize)?;
         self.record_json(&json)
     }
 
@@ -272,9 +320,10 @@ impl<S: RolloutSink> Session<S> {
     ///
     /// # Errors
     ///
+    /// [`Error::Item`] when the history cannot be compacted (nothing changes);
     /// [`Error::RolloutWrite`] when the line could not be written (the history is compacted).
     pub fn compact(&mut self, summary_text: &str) -> Result<Compacted, Error> {
-        let compacted = self.history.compact(summary_text);
+        let compacted = self.history.compact(summary_text)?;
         self.writer.append_compacted(&compacted)?;
         Ok(compacted)
     }
@@ -283,12 +332,13 @@ impl<S: RolloutSink> Session<S> {
     ///
     /// # Errors
     ///
+    /// [`Error::Item`] when a message above the cut cannot be read (nothing changes);
     /// [`Error::RolloutWrite`] when the line could not be written (the history is rolled back).
     pub fn rollback(&mut self, n: usize) -> Result<(), Error> {
         if n == 0 {
             return Ok(());
         }
-        self.history.drop_last_n_user_turns(n);
+        self.history.drop_last_n_user_turns(n)?;
         self.writer.append_rollback(n as u64)?;
         Ok(())
     }
@@ -311,13 +361,23 @@ impl<S: RolloutSink> Session<S> {
     pub fn flush(&mut self) -> Result<(), RolloutWriteError> {
         self.writer.flush()
     }
-}
 
-impl<S: RolloutSink> Session<S> {
+    /// Records an item into the history; returns the outcome and, when it was stored, the entry
+    /// whose text the `response_item` line holds (as given, before truncation).
+    fn record_prepared(&mut self, json: &str) -> Result<(Recorded, Option<Entry>), ItemError> {
+        let (text, item) = self.prepare(json)?;
+        if let Some(reason) = History::record_filter(&item) {
+            return Ok((Recorded::Filtered(reason), None));
+        }
+        let entry = Entry::from_parts(text.into_boxed_str(), &item)?;
+        let recorded = self.history.record_item_entry(entry.clone(), &item)?;
+        Ok((recorded, Some(entry)))
+    }
+
     /// The text a session stores and writes for an item — trimmed, compact when it spans lines,
     /// and with an id when it has none and id assignment is on — and the item it parses into.
     /// The common case (one line, an id or no assignment) parses the text once.
-    fn prepare(&self, json: &str) -> Result<(String, ResponseItem), crate::ItemError> {
+    fn prepare(&self, json: &str) -> Result<(String, ResponseItem), ItemError> {
         let trimmed = json.trim();
         let item = parse_item(trimmed)?;
         let prefix = if self.assign_ids {
@@ -329,7 +389,7 @@ impl<S: RolloutSink> Session<S> {
             return Ok((trimmed.to_owned(), item));
         }
         let mut value: serde_json::Value =
-            serde_json::from_str(trimmed).map_err(|source| crate::ItemError::InvalidJson {
+            serde_json::from_str(trimmed).map_err(|source| ItemError::InvalidJson {
                 item_type: None,
                 source,
             })?;
@@ -339,7 +399,7 @@ impl<S: RolloutSink> Session<S> {
             let at = usize::from(object.contains_key("type"));
             object.shift_insert(at, "id".into(), serde_json::Value::String(id));
         }
-        let text = serde_json::to_string(&value).map_err(crate::ItemError::Serialize)?;
+        let text = value.to_string();
         let item = parse_item(&text)?;
         Ok((text, item))
     }

@@ -1,13 +1,10 @@
 //! End-to-end tests of the `agent-history` command on the bundled example sessions.
 
-use std::path::{Path, PathBuf};
+mod common;
+
 use std::process::{Command, Output};
 
-fn example(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("examples/rollouts")
-        .join(name)
-}
+use common::{example, item_line, meta_line, temp_dir, user};
 
 fn run(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_agent-history"))
@@ -158,11 +155,10 @@ fn missing_file_gets_one_clear_line() {
 
 #[test]
 fn file_that_is_not_a_rollout_gets_one_clear_line() {
-    let dir = std::env::temp_dir().join(format!("agent-history-cli-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    let not_rollout = dir.join("notes.jsonl");
+    let dir = temp_dir();
+    let not_rollout = dir.path().join("notes.jsonl");
     std::fs::write(&not_rollout, "{\"hello\":\"world\"}\nplain text\n").expect("write");
-    let empty = dir.join("empty.jsonl");
+    let empty = dir.path().join("empty.jsonl");
     std::fs::write(&empty, "\n  \n").expect("write");
     for (path, expected) in [
         (&not_rollout, "is not a Codex rollout"),
@@ -174,7 +170,6 @@ fn file_that_is_not_a_rollout_gets_one_clear_line() {
         assert_eq!(stderr.lines().count(), 1, "{stderr}");
         assert!(stderr.contains(expected), "{stderr}");
     }
-    std::fs::remove_dir_all(&dir).ok();
 }
 
 #[test]
@@ -208,27 +203,18 @@ fn check_lists_findings_with_line_numbers_and_strict_fails() {
 
 #[test]
 fn check_of_a_clean_rollout_finds_nothing_even_in_strict_mode() {
-    let dir = std::env::temp_dir().join(format!("agent-history-clean-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    let path = dir.join("clean.jsonl");
-    std::fs::write(
-        &path,
-        concat!(
-            r#"{"timestamp":"2026-11-03T14:00:00.000Z","type":"session_meta","payload":{"id":"t","timestamp":"2026-11-03T14:00:00.000Z"}}"#,
-            "\n",
-            r#"{"timestamp":"2026-11-03T14:00:01.000Z","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"hi"}]}}"#,
-            "\n",
-            r#"{"timestamp":"2026-11-03T14:00:02.000Z","type":"response_item","payload":{"type":"function_call","name":"f","arguments":"{}","call_id":"c"}}"#,
-            "\n",
-            r#"{"timestamp":"2026-11-03T14:00:03.000Z","type":"response_item","payload":{"type":"function_call_output","call_id":"c","output":"ok"}}"#,
-            "\n"
-        ),
-    )
-    .expect("write");
+    let dir = temp_dir();
+    let path = dir.path().join("clean.jsonl");
+    let lines = [
+        meta_line(),
+        item_line(&user("hi")),
+        item_line(r#"{"type":"function_call","name":"f","arguments":"{}","call_id":"c"}"#),
+        item_line(r#"{"type":"function_call_output","call_id":"c","output":"ok"}"#),
+    ];
+    std::fs::write(&path, lines.join("\n") + "\n").expect("write");
     let output = run(&["check", path.to_str().expect("utf-8 path"), "--strict"]);
     assert!(output.status.success(), "stdout: {}", text(&output.stdout));
     assert!(text(&output.stdout).contains("no findings"));
-    std::fs::remove_dir_all(&dir).ok();
 }
 
 #[test]
@@ -268,9 +254,8 @@ fn stats_summarizes_the_session() {
 
 #[test]
 fn snapshot_verify_and_project_from_a_snapshot() {
-    let dir = std::env::temp_dir().join(format!("agent-history-cli-snap-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    let snapshot = dir.join("session.snap");
+    let dir = temp_dir();
+    let snapshot = dir.path().join("session.snap");
     let _ = std::fs::remove_file(&snapshot);
     let rollout = example("session.jsonl");
     let rollout = rollout.to_str().expect("utf-8 path");
@@ -318,7 +303,6 @@ fn snapshot_verify_and_project_from_a_snapshot() {
     let stderr = text(&damaged.stderr);
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
     assert!(stderr.contains("digest mismatch"), "{stderr}");
-    std::fs::remove_dir_all(&dir).ok();
 }
 
 #[test]

@@ -1,7 +1,7 @@
 //! The wire model (reference §1), entries, token estimates (§3.3) and history versions (§5.6).
 
 use agent_history::{
-    CallId, Entry, FunctionCall, FunctionCallOutput, History, ItemError, ItemKind,
+    CallId, Entry, Execution, FunctionCall, FunctionCallOutput, History, ItemError, ItemKind,
     LocalShellAction, LocalShellCall, LocalShellStatus, Message, ModelRequest, OutputContentItem,
     OutputPayload, ProjectionOptions, PromptCompiler, Reasoning, ReasoningContent,
     ReasoningSummary, RequestSettings, ResponseItem, Role, StepContext, ToolSearchCall,
@@ -73,7 +73,7 @@ fn nullable_call_ids_are_always_written() {
         id: None,
         call_id: None,
         status: None,
-        execution: "client".into(),
+        execution: Execution::Client,
         arguments: json!({"query":"calendar"}),
         encrypted_content: None,
         meta: None,
@@ -296,13 +296,13 @@ fn history_version_moves_only_on_rewrites() {
     let entries: Vec<Entry> = history.iter().cloned().collect();
     history.replace(entries);
     assert_eq!(history.version(), 1);
-    history.drop_last_n_user_turns(1);
+    history.drop_last_n_user_turns(1).expect("rolled back");
     assert_eq!(
         history.version(),
         2,
         "rollback without user turns still bumps"
     );
-    history.drop_last_n_user_turns(0);
+    history.drop_last_n_user_turns(0).expect("rolled back");
     assert_eq!(history.version(), 2, "rolling back 0 turns is a no-op");
     history.assert_invariants();
 }

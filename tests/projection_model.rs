@@ -284,9 +284,9 @@ fn observed_repair(repair: &Repair) -> ExpectedRepair {
     };
     ExpectedRepair {
         what,
-        position: repair.position,
-        item_kind: repair.item_kind,
-        call_id: repair.call_id.as_ref().map(|id| id.as_str().to_owned()),
+        position: repair.at.position,
+        item_kind: repair.at.item_kind,
+        call_id: repair.at.call_id.as_ref().map(|id| id.as_str().to_owned()),
     }
 }
 
@@ -298,9 +298,13 @@ fn observed_violation(violation: &Violation) -> ExpectedViolation {
     };
     ExpectedViolation {
         what,
-        position: violation.position,
-        item_kind: violation.item_kind,
-        call_id: violation.call_id.as_ref().map(|id| id.as_str().to_owned()),
+        position: violation.at.position,
+        item_kind: violation.at.item_kind,
+        call_id: violation
+            .at
+            .call_id
+            .as_ref()
+            .map(|id| id.as_str().to_owned()),
     }
 }
 
@@ -461,6 +465,8 @@ fn reference_project(
         });
     }
 
+    // The report lists repairs in position order; one item's repairs keep the passes' order.
+    report.sort_by_key(|repair| repair.position);
     Ok(ReferenceProjection {
         verbatim: slots
             .iter()
@@ -1712,7 +1718,7 @@ fn reproducer(actions: &[Action]) -> String {
                 format!("forks[{target} % forks.len()].remove_first_item();")
             }
             Action::DropLastNTurns { target, n } => {
-                format!("forks[{target} % forks.len()].drop_last_n_user_turns({n});")
+                format!("forks[{target} % forks.len()].drop_last_n_user_turns({n})?;")
             }
             Action::Fork { from } => format!(
                 "fork(&mut forks, {from}); // clone forks[{from} % len], push (or overwrite the next when {MAX_FORKS})"
@@ -1783,7 +1789,9 @@ fn apply(forks: &mut Vec<(History, ModelHistory)>, action: &Action) -> Result<()
         }
         Action::DropLastNTurns { target, n } => {
             let (history, model) = &mut forks[target % len];
-            history.drop_last_n_user_turns(*n);
+            history
+                .drop_last_n_user_turns(*n)
+                .map_err(|error| format!("drop_last_n_user_turns failed: {error}"))?;
             model.drop_last_n_user_turns(*n);
         }
         Action::Fork { from } => {
@@ -2017,7 +2025,7 @@ fn two_calls_with_one_call_id_and_no_output_get_two_synthetic_outputs() {
         .report()
         .repairs()
         .iter()
-        .map(|r| r.position)
+        .map(|r| r.at.position)
         .collect();
     assert_eq!(positions, [0, 2]);
     agrees_everywhere(&history);
@@ -2035,7 +2043,7 @@ fn empty_call_id_is_a_call_id_but_an_absent_one_is_not() {
     let (items, projection) = project_values(&history, &ProjectionOptions::default().strict());
     assert_eq!(items.len(), 5);
     assert_eq!(projection.report().len(), 1);
-    assert_eq!(projection.report().repairs()[0].position, 2);
+    assert_eq!(projection.report().repairs()[0].at.position, 2);
     agrees_everywhere(&history);
 }
 
@@ -2105,7 +2113,7 @@ fn strict_mode_repairs_function_calls_but_refuses_custom_calls_and_orphans() {
     ]);
     match loud.project(&ProjectionOptions::default().strict()) {
         Err(ProjectionError::Violations(violations)) => {
-            let positions: Vec<usize> = violations.iter().map(|v| v.position).collect();
+            let positions: Vec<usize> = violations.iter().map(|v| v.at.position).collect();
             assert_eq!(positions, [0, 1, 2]);
         }
         other => panic!("expected violations, got {other:?}"),
@@ -2199,13 +2207,15 @@ fn media_stripping_covers_messages_outputs_and_generated_images() {
         .iter()
         .map(|r| observed_repair(r).what)
         .collect();
+    // In position order: the message's images, then its audio (the passes' order within one
+    // item), the tool output's audio, the generated image.
     assert_eq!(
         kinds,
         [
             RepairWhat::StrippedImages(2),
+            RepairWhat::StrippedAudio(1),
+            RepairWhat::StrippedAudio(1),
             RepairWhat::ClearedImageGeneration,
-            RepairWhat::StrippedAudio(1),
-            RepairWhat::StrippedAudio(1),
         ]
     );
     agrees_everywhere(&history);
@@ -2263,7 +2273,7 @@ fn rollback_keeps_the_session_prefix_and_trims_context_above_the_cut() {
     history.set_reference_context_item(Some(json!({})));
     model.has_reference_context = true;
 
-    history.drop_last_n_user_turns(1);
+    history.drop_last_n_user_turns(1).expect("rolled back");
     model.drop_last_n_user_turns(1);
     compare_history(&history, &model).expect("agrees");
     assert_eq!(history.len(), 3);
@@ -2271,17 +2281,17 @@ fn rollback_keeps_the_session_prefix_and_trims_context_above_the_cut() {
     // The trimmed developer bundle also held plain text: full context is re-injected next turn.
     assert!(history.reference_context_item().is_none());
 
-    history.drop_last_n_user_turns(5);
+    history.drop_last_n_user_turns(5).expect("rolled back");
     model.drop_last_n_user_turns(5);
     compare_history(&history, &model).expect("agrees");
     assert_eq!(history.len(), 1);
     assert_eq!(history.version(), 2);
 
     // No boundary left: the items stay, the version still moves.
-    history.drop_last_n_user_turns(1);
+    history.drop_last_n_user_turns(1).expect("rolled back");
     assert_eq!(history.len(), 1);
     assert_eq!(history.version(), 3);
-    history.drop_last_n_user_turns(0);
+    history.drop_last_n_user_turns(0).expect("rolled back");
     assert_eq!(history.version(), 3);
 }
 

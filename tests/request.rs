@@ -2,7 +2,7 @@
 
 use agent_history::{
     History, Modalities, ProjectionOptions, PromptCompiler, ReasoningConfig, RequestSettings,
-    StepContext, Verbosity,
+    StepContext, TurnId, Verbosity,
 };
 use serde_json::{Value, json};
 
@@ -97,13 +97,13 @@ fn full_body_has_reasoning_cache_key_text_format_and_tier() {
     .compile(
         &history,
         StepContext {
-            turn_id: "turn-7".into(),
+            turn_id: Some(TurnId::new("turn-7")),
             step_id: 3,
             tool_plan_generation: 2,
         },
     )
     .expect("lenient");
-    assert_eq!(request.step.turn_id, "turn-7");
+    assert_eq!(request.step.turn_id, Some(TurnId::new("turn-7")));
     assert_eq!(request.step.step_id, 3);
     assert_eq!(request.step.tool_plan_generation, 2);
     let body: Value = serde_json::from_slice(&request.body().expect("body")).expect("JSON");

@@ -1,51 +1,18 @@
-//! Resume (reference §2.6): the behaviours of §7.5 and §7.6 that concern the history, plus the
-//! reverse scan's compaction base, rollbacks across turn segments and compactions, legacy
-//! compaction, and determinism.
+//! Resume: the behaviours of Codex's resume tests that concern the history, plus the reverse
+//! scan's compaction base, rollbacks across turn segments and compactions, legacy compaction, and
+//! determinism.
 
-use std::path::{Path, PathBuf};
+mod common;
 
-use agent_history::rollout::{self, ReadMode, Resumed, Rollout};
 use agent_history::{
-    DEFAULT_TRUNCATION, Entry, History, ProjectionOptions, TruncationPolicy, summary_text,
+    DEFAULT_TRUNCATION, Entry, History, ProjectionOptions, ReadMode, Resumed, Rollout,
+    TruncationPolicy, summary_text,
+};
+use common::{
+    THREAD_ID, assistant, event_line as event, example, item_line as item, jsons, line, message,
+    meta_line as meta, resume_bytes, resume_path, user,
 };
 use serde_json::Value;
-
-fn line(kind: &str, payload: &str) -> String {
-    format!(r#"{{"timestamp":"2026-11-03T14:00:01.137Z","type":"{kind}","payload":{payload}}}"#)
-}
-
-fn meta() -> String {
-    line(
-        "session_meta",
-        r#"{"id":"0f1e7c52-3d8a-4b7e-9c11-6a2b5d4e8f90","timestamp":"2026-11-03T14:00:00.000Z","cwd":"/w","originator":"test","cli_version":"0.0.0","source":"cli"}"#,
-    )
-}
-
-fn item(json: &str) -> String {
-    line("response_item", json)
-}
-
-fn event(json: &str) -> String {
-    line("event_msg", json)
-}
-
-fn message(role: &str, text: &str) -> String {
-    let part = if role == "assistant" {
-        "output_text"
-    } else {
-        "input_text"
-    };
-    serde_json::json!({"type": "message", "role": role, "content": [{"type": part, "text": text}]})
-        .to_string()
-}
-
-fn user(text: &str) -> String {
-    message("user", text)
-}
-
-fn assistant(text: &str) -> String {
-    message("assistant", text)
-}
 
 fn turn_context(turn_id: Option<&str>, model: &str) -> String {
     match turn_id {
@@ -106,14 +73,7 @@ fn rollout(lines: &[String]) -> String {
 }
 
 fn resume(lines: &[String]) -> Resumed {
-    rollout::resume_reader(rollout(lines).as_bytes(), DEFAULT_TRUNCATION).expect("resumes")
-}
-
-fn jsons(history: &History) -> Vec<String> {
-    history
-        .iter()
-        .map(|entry| entry.json().to_owned())
-        .collect()
+    resume_bytes(rollout(lines).as_bytes(), DEFAULT_TRUNCATION)
 }
 
 fn model_of(settings: Option<&serde_json::value::RawValue>) -> Option<String> {
@@ -122,19 +82,8 @@ fn model_of(settings: Option<&serde_json::value::RawValue>) -> Option<String> {
 }
 
 fn reference_model(resumed: &Resumed) -> Option<String> {
-    let reference = resumed.reference_context_item.as_ref()?;
-    assert_eq!(
-        resumed.history.reference_context_item(),
-        Some(reference),
-        "the history carries the same reference context item"
-    );
+    let reference = resumed.history.reference_context_item()?;
     reference["model"].as_str().map(str::to_owned)
-}
-
-fn example(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("examples/rollouts")
-        .join(name)
 }
 
 fn projected(resumed: &Resumed) -> Vec<Value> {
@@ -174,7 +123,7 @@ fn synthetic_call_output_id_is_stable_across_resumes_and_the_file_is_unchanged()
     let before = std::fs::read(&path).expect("example exists");
     let mut ids = Vec::new();
     for _ in 0..2 {
-        let resumed = rollout::resume_file(&path, DEFAULT_TRUNCATION).expect("resumes");
+        let resumed = resume_path(&path, DEFAULT_TRUNCATION);
         assert_eq!(resumed.history.len(), 1, "only the call is in the history");
         let items = projected(&resumed);
         assert_eq!(items.len(), 2);
@@ -218,7 +167,7 @@ fn resume_includes_initial_messages_and_sends_prior_items() {
 fn bare_turn_context_does_not_hydrate_previous_turn_settings_or_reference_context() {
     let resumed = resume(&[meta(), line("turn_context", &turn_context(None, "m1"))]);
     assert!(resumed.previous_turn_settings.is_none());
-    assert!(resumed.reference_context_item.is_none());
+    assert!(resumed.history.reference_context_item().is_none());
     assert!(resumed.history.reference_context_item().is_none());
     assert!(resumed.history.is_empty());
 
@@ -231,7 +180,7 @@ fn bare_turn_context_does_not_hydrate_previous_turn_settings_or_reference_contex
         event(r#"{"type":"turn_complete","turn_id":"t1"}"#),
     ]);
     assert!(resumed.previous_turn_settings.is_none());
-    assert!(resumed.reference_context_item.is_none());
+    assert!(resumed.history.reference_context_item().is_none());
 }
 
 #[test]
@@ -468,7 +417,10 @@ fn a_compaction_clears_the_reference_context_unless_a_newer_turn_context_sets_it
         event(r#"{"type":"turn_complete","turn_id":"compact"}"#),
     ]);
     let resumed = resume(&lines);
-    assert!(resumed.reference_context_item.is_none(), "cleared");
+    assert!(
+        resumed.history.reference_context_item().is_none(),
+        "cleared"
+    );
     assert!(resumed.history.reference_context_item().is_none());
     assert_eq!(
         model_of(resumed.previous_turn_settings.as_deref()).as_deref(),
@@ -503,7 +455,7 @@ fn a_legacy_compaction_is_rebuilt_and_forces_the_reference_context_to_none() {
     for json in turn_items(1) {
         live.record_json(json).expect("item");
     }
-    live.compact(&summary);
+    live.compact(&summary).expect("compacted");
     for json in turn_items(2) {
         live.record_json(json).expect("item");
     }
@@ -518,7 +470,7 @@ fn a_legacy_compaction_is_rebuilt_and_forces_the_reference_context_to_none() {
         ]
     );
     // Turn 2 has a turn_context, but after a legacy compaction the next turn re-injects all.
-    assert!(resumed.reference_context_item.is_none());
+    assert!(resumed.history.reference_context_item().is_none());
     assert!(resumed.history.reference_context_item().is_none());
     assert_eq!(
         model_of(resumed.previous_turn_settings.as_deref()).as_deref(),
@@ -542,7 +494,7 @@ fn a_file_without_turn_events_resumes_like_the_live_history() {
     );
     record(&mut live, &mut lines, user("A"));
     record(&mut live, &mut lines, assistant("a"));
-    let compaction = live.compact(&summary_text("about A"));
+    let compaction = live.compact(&summary_text("about A")).expect("compacted");
     let replacement: Vec<String> = compaction
         .replacement_history
         .iter()
@@ -553,7 +505,7 @@ fn a_file_without_turn_events_resumes_like_the_live_history() {
     record(&mut live, &mut lines, assistant("b"));
     record(&mut live, &mut lines, user("C"));
     record(&mut live, &mut lines, assistant("c"));
-    live.drop_last_n_user_turns(1);
+    live.drop_last_n_user_turns(1).expect("rolled back");
     lines.push(rollback(1));
     record(&mut live, &mut lines, user("D"));
 
@@ -603,7 +555,7 @@ fn record_time_truncation_is_applied_on_resume() {
         "0123456789".repeat(50)
     );
     let lines = [meta(), item(call), item(&output)];
-    let resumed = rollout::resume_reader(rollout(&lines).as_bytes(), policy).expect("resumes");
+    let resumed = resume_bytes(rollout(&lines).as_bytes(), policy);
     let mut live = History::with_truncation(policy);
     live.record_json(call).expect("item");
     live.record_json(output.as_str()).expect("item");
@@ -616,7 +568,7 @@ fn two_resumes_give_identical_projection_bytes() {
     for name in ["session.jsonl", "interrupted.jsonl"] {
         let path = example(name);
         let render = || {
-            let resumed = rollout::resume_file(&path, DEFAULT_TRUNCATION).expect("resumes");
+            let resumed = resume_path(&path, DEFAULT_TRUNCATION);
             resumed
                 .history
                 .project(&ProjectionOptions::default())
@@ -631,13 +583,10 @@ fn two_resumes_give_identical_projection_bytes() {
 fn the_bundled_session_resumes_its_rolled_back_turn_away() {
     let path = example("session.jsonl");
     let rollout = Rollout::read_file(&path, ReadMode::Lenient).expect("reads");
-    assert_eq!(rollout.thread_id(), "0f1e7c52-3d8a-4b7e-9c11-6a2b5d4e8f90");
+    assert_eq!(rollout.thread_id().to_string(), THREAD_ID);
     assert!(rollout.report.torn_tail);
-    let resumed = rollout.resume(DEFAULT_TRUNCATION);
-    assert_eq!(
-        resumed.thread_id.as_deref(),
-        Some("0f1e7c52-3d8a-4b7e-9c11-6a2b5d4e8f90")
-    );
+    let resumed = rollout.resume(DEFAULT_TRUNCATION).expect("replays");
+    assert_eq!(resumed.thread_id().to_string(), THREAD_ID);
     let texts: String = jsons(&resumed.history).concat();
     assert!(texts.contains("Show me the page instead."));
     assert!(!texts.contains("try a different fix"), "turn 3 rolled back");
@@ -648,7 +597,7 @@ fn the_bundled_session_resumes_its_rolled_back_turn_away() {
 /// and a rollback.
 #[test]
 fn entry_lines_follow_compaction_and_rollback() {
-    let meta = r#"{"timestamp":"2026-11-03T14:00:00.000Z","type":"session_meta","payload":{"id":"t","timestamp":"2026-11-03T14:00:00.000Z"}}"#;
+    let meta = meta();
     let item = |json: &str| {
         format!(
             r#"{{"timestamp":"2026-11-03T14:00:01.000Z","type":"response_item","payload":{json}}}"#
@@ -664,7 +613,7 @@ fn entry_lines_follow_compaction_and_rollback() {
         r#"{"type":"message","role":"assistant","content":[{"type":"output_text","text":"ok"}]}"#,
     );
     let lines = [
-        meta.to_owned(),
+        meta,
         user("a"),
         user("b"),
         compacted.to_owned(),
@@ -672,20 +621,16 @@ fn entry_lines_follow_compaction_and_rollback() {
         assistant,
     ];
     let text = lines.join("\n") + "\n";
-    let resumed =
-        agent_history::rollout::resume_reader(text.as_bytes(), agent_history::DEFAULT_TRUNCATION)
-            .expect("resumes");
+    let resumed = resume_bytes(text.as_bytes(), DEFAULT_TRUNCATION);
     assert_eq!(resumed.history.len(), 4);
-    assert_eq!(resumed.entry_lines, [4, 4, 5, 6]);
+    let entry_lines: Vec<Option<u64>> = (0..5).map(|at| resumed.entry_line(at)).collect();
+    assert_eq!(entry_lines, [Some(4), Some(4), Some(5), Some(6), None]);
 
     let rolled_back = text
         + r#"{"timestamp":"2026-11-03T14:00:03.000Z","type":"event_msg","payload":{"type":"thread_rolled_back","num_turns":1}}"#
         + "\n";
-    let resumed = agent_history::rollout::resume_reader(
-        rolled_back.as_bytes(),
-        agent_history::DEFAULT_TRUNCATION,
-    )
-    .expect("resumes");
+    let resumed = resume_bytes(rolled_back.as_bytes(), DEFAULT_TRUNCATION);
     assert_eq!(resumed.history.len(), 2);
-    assert_eq!(resumed.entry_lines, [4, 4]);
+    let entry_lines: Vec<Option<u64>> = (0..3).map(|at| resumed.entry_line(at)).collect();
+    assert_eq!(entry_lines, [Some(4), Some(4), None]);
 }

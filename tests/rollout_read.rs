@@ -1,33 +1,20 @@
-//! The rollout reader (reference §2.5, `docs/rollout-format.md`): what is used, what is skipped
+//! The rollout reader (`docs/rollout-format.md`): what is used, what is skipped
 //! and reported (with line number and byte offset), torn tails, strict mode, the legacy format,
 //! and a rollout cut at every byte offset.
 
-use agent_history::rollout::{
-    self, LineKind, READER_LABEL, ReadMode, Rollout, SkipReason, SkippedLine,
+mod common;
+
+use agent_history::{
+    DEFAULT_TRUNCATION, History, LineKind, READER_LABEL, ReadMode, ResumeOptions, Rollout,
+    RolloutError, SkipReason, SkippedLine, TruncationPolicy,
 };
-use agent_history::{DEFAULT_TRUNCATION, History, RolloutError, TruncationPolicy};
+use common::{THREAD_ID, assistant, example, jsons, line, meta_line, resume_path, temp_dir, user};
 
-const META: &str = r#"{"id":"thread-1","timestamp":"2026-11-03T14:00:00.000Z","cwd":"/w","originator":"test","cli_version":"0.0.0","source":"cli"}"#;
-
-fn line(kind: &str, payload: &str) -> String {
-    format!(r#"{{"timestamp":"2026-11-03T14:00:01.137Z","type":"{kind}","payload":{payload}}}"#)
-}
-
-fn meta_line() -> String {
-    line("session_meta", META)
-}
-
-fn user(text: &str) -> String {
-    format!(
-        r#"{{"type":"message","role":"user","content":[{{"type":"input_text","text":"{text}"}}]}}"#
-    )
-}
-
-fn assistant(text: &str) -> String {
-    format!(
-        r#"{{"type":"message","role":"assistant","content":[{{"type":"output_text","text":"{text}"}}]}}"#
-    )
-}
+/// Thread ids for the tests of which `session_meta` counts.
+const CHILD: &str = "00000000-0000-4000-8000-00000000000c";
+const PARENT: &str = "00000000-0000-4000-8000-00000000000b";
+const SECOND: &str = "00000000-0000-4000-8000-000000000002";
+const LEGACY: &str = "00000000-0000-4000-8000-00000000000e";
 
 fn read(text: &str) -> Result<Rollout, RolloutError> {
     Rollout::read(text.as_bytes(), READER_LABEL, ReadMode::Lenient)
@@ -47,13 +34,6 @@ fn join(lines: &[String]) -> (String, Vec<u64>) {
         text.push('\n');
     }
     (text, offsets)
-}
-
-fn jsons(history: &History) -> Vec<String> {
-    history
-        .iter()
-        .map(|entry| entry.json().to_owned())
-        .collect()
 }
 
 #[test]
@@ -92,7 +72,7 @@ fn every_skip_reason_is_reported_with_line_and_offset() {
 
     assert_eq!(rollout.report.lines, 15);
     assert!(!rollout.report.torn_tail);
-    assert_eq!(rollout.report.thread_id.as_deref(), Some("thread-1"));
+    assert_eq!(rollout.report.thread_id.to_string(), THREAD_ID);
     let used: Vec<u64> = rollout.lines.iter().map(|line| line.number).collect();
     assert_eq!(used, [1, 3, 14]);
     let skipped: Vec<(u64, u64, &SkipReason)> = rollout
@@ -221,14 +201,15 @@ fn lines_expose_number_offset_kind_and_the_payload_byte_for_byte() {
             (6, offsets[5], "compacted"),
         ]
     );
-    assert_eq!(rollout.lines[0].payload_json(), META);
+    assert_eq!(rollout.lines[0].payload_json(), common::meta_payload());
     assert_eq!(rollout.lines[1].payload_json(), odd);
     // Resume records the payload verbatim.
-    let resumed = rollout.resume(DEFAULT_TRUNCATION);
+    let resumed = rollout.resume(DEFAULT_TRUNCATION).expect("replays");
     assert_eq!(resumed.history.len(), 0, "the compaction replaced it");
     let resumed = read(&join(&[meta_line(), line("response_item", odd)]).0)
         .expect("reads")
-        .resume(DEFAULT_TRUNCATION);
+        .resume(DEFAULT_TRUNCATION)
+        .expect("replays");
     assert_eq!(jsons(&resumed.history), [odd]);
 }
 
@@ -249,7 +230,7 @@ fn a_torn_last_line_is_skipped_and_reported() {
     assert_eq!(last.line, 4);
     assert_eq!(last.offset, complete.len() as u64);
     assert!(matches!(last.reason, SkipReason::InvalidJson(_)));
-    let resumed = rollout.resume(DEFAULT_TRUNCATION);
+    let resumed = rollout.resume(DEFAULT_TRUNCATION).expect("replays");
     assert_eq!(jsons(&resumed.history), [user("one"), user("two")]);
 
     // A last line without `\n` that parses is complete.
@@ -285,7 +266,14 @@ fn a_torn_last_line_inside_a_multibyte_character_is_invalid_utf8_and_torn() {
         assert_eq!(skipped.reason, SkipReason::InvalidUtf8);
         assert_eq!(skipped.line, 3);
         assert_eq!(skipped.offset, complete.len() as u64);
-        assert_eq!(rollout.resume(DEFAULT_TRUNCATION).history.len(), 1);
+        assert_eq!(
+            rollout
+                .resume(DEFAULT_TRUNCATION)
+                .expect("replays")
+                .history
+                .len(),
+            1
+        );
     }
 }
 
@@ -342,30 +330,24 @@ fn strict_mode_fails_on_the_first_bad_line_with_its_position() {
     assert!(error.to_string().ends_with("(torn last line)"), "{error}");
 
     // Through a file and the resume options.
-    let dir = temp_dir("strict");
-    let path = dir.join("rollout.jsonl");
+    let dir = temp_dir();
+    let path = dir.path().join("rollout.jsonl");
     std::fs::write(&path, &text).expect("write");
-    let error = rollout::resume_file_with(
-        &path,
-        rollout::ResumeOptions::new(DEFAULT_TRUNCATION).strict(),
-    )
-    .expect_err("strict");
+    let strict = ResumeOptions::new(DEFAULT_TRUNCATION).strict();
+    let error = agent_history::resume_file(&path, &strict).expect_err("strict");
     assert!(
         error.to_string().contains("rollout.jsonl: line 4"),
         "{error}"
     );
-    assert!(
-        rollout::resume_file(&path, DEFAULT_TRUNCATION).is_ok(),
+    assert_eq!(
+        resume_path(&path, DEFAULT_TRUNCATION).history.len(),
+        1,
         "lenient reads it"
     );
     let good = join(&[meta_line(), line("response_item", &user("fine"))]).0;
-    let resumed = rollout::resume_reader_with(
-        good.as_bytes(),
-        rollout::ResumeOptions::new(DEFAULT_TRUNCATION).strict(),
-    )
-    .expect("a clean file reads strictly");
+    let resumed = agent_history::resume_reader(good.as_bytes(), READER_LABEL, &strict)
+        .expect("a clean file reads strictly");
     assert_eq!(resumed.history.len(), 1);
-    std::fs::remove_dir_all(&dir).ok();
 }
 
 #[test]
@@ -402,7 +384,7 @@ fn a_file_without_session_meta_is_an_error() {
     assert!(
         error
             .to_string()
-            .contains("no `session_meta` line among its 3 line(s)")
+            .contains("no usable `session_meta` line among its 3 line(s)")
     );
 }
 
@@ -411,31 +393,48 @@ fn the_first_session_meta_gives_the_thread_id() {
     let (text, _) = join(&[
         line(
             "session_meta",
-            r#"{"id":"child","timestamp":"t","forked_from_id":"parent"}"#,
+            &format!(r#"{{"id":"{CHILD}","timestamp":"t","forked_from_id":"{PARENT}"}}"#),
         ),
-        line("session_meta", r#"{"id":"parent","timestamp":"t"}"#),
+        line(
+            "session_meta",
+            &format!(r#"{{"id":"{PARENT}","timestamp":"t"}}"#),
+        ),
         line("response_item", &user("hi")),
     ]);
     let rollout = read(&text).expect("reads");
-    assert_eq!(rollout.thread_id(), "child");
+    assert_eq!(rollout.thread_id().to_string(), CHILD);
     assert_eq!(rollout.lines.len(), 3, "the later meta is kept as a line");
-    let resumed = rollout.resume(DEFAULT_TRUNCATION);
-    assert_eq!(resumed.thread_id.as_deref(), Some("child"));
+    let resumed = rollout.resume(DEFAULT_TRUNCATION).expect("replays");
+    assert_eq!(resumed.thread_id().to_string(), CHILD);
 
     // A bad first meta does not count; the next good one does.
     let (text, _) = join(&[
         line("session_meta", r#"{"id":7}"#),
-        line("session_meta", r#"{"id":"second"}"#),
+        line("session_meta", r#"{"id":"not-a-uuid"}"#),
+        line("session_meta", &format!(r#"{{"id":"{SECOND}"}}"#)),
     ]);
-    assert_eq!(read(&text).expect("reads").thread_id(), "second");
+    let rollout = read(&text).expect("reads");
+    assert_eq!(rollout.thread_id().to_string(), SECOND);
+    let reasons: Vec<String> = rollout
+        .report
+        .skipped
+        .iter()
+        .map(|skipped| skipped.reason.to_string())
+        .collect();
+    assert_eq!(reasons.len(), 2, "{reasons:?}");
+    assert!(
+        reasons[1].contains(r#"thread id "not-a-uuid" is not a UUID"#),
+        "{reasons:?}"
+    );
 }
 
 #[test]
 fn legacy_files_read_bare_meta_and_items_and_skip_state_lines() {
     let ghost = r#"{"type":"ghost_snapshot","ghost_commit":{"id":"abc"}}"#;
     let (text, _) = join(&[
-        r#"{"id":"legacy-thread","timestamp":"2025-05-07T17:24:21.123Z","instructions":null}"#
-            .to_owned(),
+        format!(
+            r#"{{"id":"{LEGACY}","timestamp":"2025-05-07T17:24:21.123Z","instructions":null}}"#
+        ),
         r#"{"record_type":"state"}"#.to_owned(),
         user("hello"),
         ghost.to_owned(),
@@ -446,7 +445,7 @@ fn legacy_files_read_bare_meta_and_items_and_skip_state_lines() {
     let rollout = read(&text).expect("reads");
     let report = &rollout.report;
     assert!(report.legacy);
-    assert_eq!(report.thread_id.as_deref(), Some("legacy-thread"));
+    assert_eq!(report.thread_id.to_string(), LEGACY);
     assert_eq!(report.state_lines, 2);
     assert_eq!(report.ghost_snapshots, 1);
     assert_eq!(
@@ -469,7 +468,7 @@ fn legacy_files_read_bare_meta_and_items_and_skip_state_lines() {
             &LineKind::ResponseItem
         ]
     );
-    let resumed = rollout.resume(DEFAULT_TRUNCATION);
+    let resumed = rollout.resume(DEFAULT_TRUNCATION).expect("replays");
     assert_eq!(
         jsons(&resumed.history),
         [user("hello"), assistant("hi there")]
@@ -497,7 +496,7 @@ fn ghost_snapshots_are_dropped_from_lines_and_replacement_histories() {
     assert!(!rollout.report.legacy);
     assert_eq!(rollout.report.ghost_snapshots, 3);
     assert!(rollout.report.skipped.is_empty());
-    let resumed = rollout.resume(DEFAULT_TRUNCATION);
+    let resumed = rollout.resume(DEFAULT_TRUNCATION).expect("replays");
     assert_eq!(jsons(&resumed.history), [user("a"), user("b"), user("c")]);
 }
 
@@ -518,7 +517,7 @@ fn crlf_line_endings_parse_because_cr_is_json_white_space() {
         rollout.lines[2].offset,
         (lines[0].len() + lines[1].len() + 6) as u64
     );
-    let resumed = rollout.resume(DEFAULT_TRUNCATION);
+    let resumed = rollout.resume(DEFAULT_TRUNCATION).expect("replays");
     assert_eq!(jsons(&resumed.history), [user("one"), assistant("two")]);
     assert!(read_strict(&text).is_ok());
 }
@@ -577,7 +576,8 @@ fn a_rollout_cut_at_every_byte_offset_resumes_the_complete_lines() {
         expected.push(next);
     }
     for cut in 0..=bytes.len() {
-        let result = rollout::resume_reader(&bytes[..cut], policy);
+        let options = ResumeOptions::new(policy);
+        let result = agent_history::resume_reader(&bytes[..cut], READER_LABEL, &options);
         // Lines whose content (without `\n`) lies entirely before the cut are complete.
         let complete = offsets
             .iter()
@@ -602,38 +602,24 @@ fn a_rollout_cut_at_every_byte_offset_resumes_the_complete_lines() {
             "cut at byte {cut}"
         );
         let mid_line = complete < lines.len() && cut as u64 > offsets[complete];
-        assert_eq!(resumed.torn_tail, mid_line, "cut at byte {cut}");
-        assert_eq!(resumed.malformed().count(), usize::from(mid_line));
+        assert_eq!(resumed.report.torn_tail, mid_line, "cut at byte {cut}");
+        assert_eq!(resumed.report.malformed().count(), usize::from(mid_line));
         if !mid_line {
             resumed.history.assert_invariants();
         }
     }
 }
 
-fn temp_dir(name: &str) -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!(
-        "agent-history-rollout-read-{name}-{}",
-        std::process::id()
-    ));
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    dir
-}
-
 /// `Rollout::stream` visits the same lines as `Rollout::read` and returns the same report.
 #[test]
 fn streaming_visits_the_lines_read_would_keep() {
-    let path =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/rollouts/session.jsonl");
-    let read = agent_history::rollout::Rollout::read_file(
-        &path,
-        agent_history::rollout::ReadMode::Lenient,
-    )
-    .expect("reads");
+    let path = example("session.jsonl");
+    let read = Rollout::read_file(&path, ReadMode::Lenient).expect("reads");
     let mut visited = Vec::new();
-    let report = agent_history::rollout::Rollout::stream(
+    let report = Rollout::stream(
         std::fs::File::open(&path).expect("opens"),
         &path,
-        agent_history::rollout::ReadMode::Lenient,
+        ReadMode::Lenient,
         |line| visited.push((line.number, line.offset, line.payload_json().to_owned())),
     )
     .expect("streams");

@@ -1,31 +1,15 @@
 //! Writing rollouts: exact round trips, crash safety by fault injection, compaction and fork.
 
+mod common;
+
 use std::io;
-use std::path::PathBuf;
 
-use agent_history::rollout::{self, Durability, RolloutSink, RolloutWriter, SessionMeta};
 use agent_history::{
-    DEFAULT_TRUNCATION, EMPTY_SUMMARY, History, ProjectionOptions, SUMMARY_PREFIX, Session,
-    TruncationPolicy, summary_text,
+    DEFAULT_TRUNCATION, Durability, EMPTY_SUMMARY, History, ProjectionOptions, ResumeOptions,
+    RolloutSink, RolloutWriter, SUMMARY_PREFIX, Session, SessionMeta, TruncationPolicy,
+    summary_text,
 };
-
-/// A fresh directory for one test.
-fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("agent-history-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    dir
-}
-
-fn user(text: &str) -> String {
-    serde_json::json!({"type":"message","role":"user","content":[{"type":"input_text","text":text}]})
-        .to_string()
-}
-
-fn assistant(text: &str) -> String {
-    serde_json::json!({"type":"message","role":"assistant","content":[{"type":"output_text","text":text}]})
-        .to_string()
-}
+use common::{assistant, resume_bytes, resume_path, temp_dir, thread, user};
 
 fn call(call_id: &str) -> String {
     format!(
@@ -70,12 +54,12 @@ fn projection_bytes(history: &History) -> String {
 
 #[test]
 fn write_read_resume_is_exact_and_leaves_the_file_untouched() {
-    let dir = temp_dir("roundtrip");
-    let path = dir.join("rollout.jsonl");
+    let dir = temp_dir();
+    let path = dir.path().join("rollout.jsonl");
     let policy = TruncationPolicy::Tokens(1_000);
     let mut session = Session::create(
         &path,
-        SessionMeta::new("thread-rt"),
+        SessionMeta::new(thread("thread-rt")),
         policy,
         Durability::Flush,
     )
@@ -94,14 +78,14 @@ fn write_read_resume_is_exact_and_leaves_the_file_untouched() {
         "the script exercises truncation"
     );
     let before = std::fs::read(&path).expect("file");
-    let first = rollout::resume_file(&path, policy).expect("resumes");
-    let second = rollout::resume_file(&path, policy).expect("resumes");
+    let first = resume_path(&path, policy);
+    let second = resume_path(&path, policy);
     assert_eq!(
         std::fs::read(&path).expect("file"),
         before,
         "resume never writes"
     );
-    assert_eq!(first.thread_id.as_deref(), Some("thread-rt"));
+    assert_eq!(first.thread_id(), thread("thread-rt"));
     let live: Vec<&str> = session.history().iter().map(|e| e.json()).collect();
     let resumed: Vec<&str> = first.history.iter().map(|e| e.json()).collect();
     assert_eq!(resumed, live, "entries equal byte for byte");
@@ -135,7 +119,6 @@ fn write_read_resume_is_exact_and_leaves_the_file_untouched() {
         !text.contains("\"output\":\"aborted\""),
         "repairs are not written"
     );
-    std::fs::remove_dir_all(&dir).ok();
 }
 
 /// A sink that accepts `budget` write calls, the last of them only half, then fails.
@@ -188,7 +171,7 @@ fn a_sink_failing_after_n_writes_loses_nothing_durable() {
             "working",
             Durability::Flush,
         ),
-        "thread-full".into(),
+        thread("thread-full"),
     )
     // Fresh UUIDv7 ids would differ between the two runs; this test is about the writer.
     .with_id_assignment(false);
@@ -203,7 +186,7 @@ fn a_sink_failing_after_n_writes_loses_nothing_durable() {
                 budget,
             };
             let mut writer = RolloutWriter::with_sink(sink, "failing", durability);
-            let meta = SessionMeta::new("thread-crash");
+            let meta = SessionMeta::new(thread("thread-crash"));
             let mut session = match writer.append_session_meta(&meta) {
                 Ok(()) => Session::from_parts(History::with_truncation(policy), writer, meta.id)
                     .with_id_assignment(false),
@@ -219,7 +202,7 @@ fn a_sink_failing_after_n_writes_loses_nothing_durable() {
             }
             let durable = session.writer().durable_lines();
             let bytes = session.writer().sink().data.clone();
-            let recovered = rollout::resume_reader(bytes.as_slice(), policy).expect("in memory");
+            let recovered = resume_bytes(bytes.as_slice(), policy);
             let recovered_json: Vec<String> = recovered
                 .history
                 .iter()
@@ -248,7 +231,7 @@ fn a_failed_batch_is_written_once_on_the_next_attempt() {
     };
     let mut writer = RolloutWriter::with_sink(sink, "failing", Durability::Flush);
     writer
-        .append_session_meta(&SessionMeta::new("t"))
+        .append_session_meta(&SessionMeta::new(thread("t")))
         .expect("first write");
     let line = user("one");
     let error = writer
@@ -264,9 +247,8 @@ fn a_failed_batch_is_written_once_on_the_next_attempt() {
     );
     assert_eq!(writer.durable_lines(), 1);
     assert_eq!(writer.lines_appended(), 2);
-    let torn = rollout::resume_reader(writer.sink().data.as_slice(), DEFAULT_TRUNCATION)
-        .expect("in memory");
-    assert!(torn.torn_tail, "half a line reached the sink");
+    let torn = resume_bytes(writer.sink().data.as_slice(), DEFAULT_TRUNCATION);
+    assert!(torn.report.torn_tail, "half a line reached the sink");
     assert!(torn.history.is_empty());
 
     // The sink recovers; the writer stays usable and finishes the line, once.
@@ -276,18 +258,18 @@ fn a_failed_batch_is_written_once_on_the_next_attempt() {
     let text = String::from_utf8(writer.sink().data.clone()).expect("utf-8");
     assert_eq!(text.lines().count(), 2);
     assert_eq!(text.matches(r#""text":"one""#).count(), 1);
-    let resumed = rollout::resume_reader(text.as_bytes(), DEFAULT_TRUNCATION).expect("in memory");
+    let resumed = resume_bytes(text.as_bytes(), DEFAULT_TRUNCATION);
     assert_eq!(resumed.history.len(), 1);
-    assert!(resumed.skipped.is_empty());
+    assert!(resumed.report.skipped.is_empty());
 }
 
 #[test]
 fn compaction_keeps_recent_user_messages_within_budget_and_resumes_exactly() {
-    let dir = temp_dir("compact");
-    let path = dir.join("rollout.jsonl");
+    let dir = temp_dir();
+    let path = dir.path().join("rollout.jsonl");
     let mut session = Session::create(
         &path,
-        SessionMeta::new("thread-c"),
+        SessionMeta::new(thread("thread-c")),
         DEFAULT_TRUNCATION,
         Durability::Flush,
     )
@@ -338,29 +320,28 @@ fn compaction_keeps_recent_user_messages_within_budget_and_resumes_exactly() {
     session
         .record_json(&user("after compaction"))
         .expect("recorded");
-    let resumed = rollout::resume_file(&path, DEFAULT_TRUNCATION).expect("resumes");
+    let resumed = resume_path(&path, DEFAULT_TRUNCATION);
     assert_eq!(resumed.history.entries(), session.history().entries());
 
     let mut empty = History::new();
     empty.record_json(user("only")).expect("recorded");
-    let compacted = empty.compact("");
+    let compacted = empty.compact("").expect("compacted");
     assert_eq!(compacted.message, "");
     assert!(
         compacted.replacement_history[1]
             .json()
             .contains(EMPTY_SUMMARY)
     );
-    std::fs::remove_dir_all(&dir).ok();
 }
 
 #[test]
 fn fork_shares_structure_and_resumes_to_the_forked_history() {
-    let dir = temp_dir("fork");
-    let parent_path = dir.join("parent.jsonl");
-    let fork_path = dir.join("fork.jsonl");
+    let dir = temp_dir();
+    let parent_path = dir.path().join("parent.jsonl");
+    let fork_path = dir.path().join("fork.jsonl");
     let mut parent = Session::create(
         &parent_path,
-        SessionMeta::new("thread-parent"),
+        SessionMeta::new(thread("thread-parent")),
         DEFAULT_TRUNCATION,
         Durability::Flush,
     )
@@ -383,7 +364,7 @@ fn fork_shares_structure_and_resumes_to_the_forked_history() {
         .fork(
             3,
             &fork_path,
-            SessionMeta::new("thread-fork"),
+            SessionMeta::new(thread("thread-fork")),
             Durability::Flush,
         )
         .expect("forked");
@@ -398,32 +379,34 @@ fn fork_shares_structure_and_resumes_to_the_forked_history() {
     let first: serde_json::Value =
         serde_json::from_str(text.lines().next().expect("a line")).expect("JSON");
     assert_eq!(first["type"], "session_meta");
-    assert_eq!(first["payload"]["id"], "thread-fork");
-    assert_eq!(first["payload"]["forked_from_id"], "thread-parent");
-    let resumed = rollout::resume_file(&fork_path, DEFAULT_TRUNCATION).expect("resumes");
-    assert_eq!(resumed.thread_id.as_deref(), Some("thread-fork"));
+    assert_eq!(first["payload"]["id"], thread("thread-fork").to_string());
+    assert_eq!(
+        first["payload"]["forked_from_id"],
+        thread("thread-parent").to_string()
+    );
+    let resumed = resume_path(&fork_path, DEFAULT_TRUNCATION);
+    assert_eq!(resumed.thread_id(), thread("thread-fork"));
     assert_eq!(resumed.history.entries(), fork.history().entries());
 
     // Forking past the last turn forks everything.
     let all = parent
         .fork(
             99,
-            dir.join("all.jsonl"),
-            SessionMeta::new("thread-all"),
+            dir.path().join("all.jsonl"),
+            SessionMeta::new(thread("thread-all")),
             Durability::Flush,
         )
         .expect("forked");
     assert_eq!(all.history().entries(), parent.history().entries());
-    std::fs::remove_dir_all(&dir).ok();
 }
 
 #[test]
 fn resume_continues_appending_after_a_torn_tail() {
-    let dir = temp_dir("continue");
-    let path = dir.join("rollout.jsonl");
+    let dir = temp_dir();
+    let path = dir.path().join("rollout.jsonl");
     let mut session = Session::create(
         &path,
-        SessionMeta::new("thread-cont"),
+        SessionMeta::new(thread("thread-cont")),
         DEFAULT_TRUNCATION,
         Durability::SyncData,
     )
@@ -434,30 +417,30 @@ fn resume_continues_appending_after_a_torn_tail() {
     let mut bytes = std::fs::read(&path).expect("file");
     bytes.extend_from_slice(br#"{"timestamp":"2026-01-01T00:00:00.000Z","type":"response_item","payload":{"type":"mess"#);
     std::fs::write(&path, &bytes).expect("write");
-    let (mut session, report) =
-        Session::resume(&path, DEFAULT_TRUNCATION, Durability::SyncData).expect("resumes");
-    assert!(report.torn_tail);
+    let resumed =
+        Session::resume(&path, &ResumeOptions::default(), Durability::SyncData).expect("resumes");
+    assert!(resumed.report.torn_tail);
+    let mut session = resumed.session;
     session.record_json(&user("two")).expect("recorded");
-    let resumed = rollout::resume_file(&path, DEFAULT_TRUNCATION).expect("resumes");
+    let resumed = resume_path(&path, DEFAULT_TRUNCATION);
     assert_eq!(resumed.history.entries(), session.history().entries());
     assert_eq!(resumed.history.len(), 2);
     assert!(
-        !resumed.torn_tail,
+        !resumed.report.torn_tail,
         "the torn line was ended; it is now a malformed middle line"
     );
-    assert_eq!(resumed.malformed().count(), 1);
-    std::fs::remove_dir_all(&dir).ok();
+    assert_eq!(resumed.report.malformed().count(), 1);
 }
 
 /// A compaction made after a rollback survives resume (the rollback does not discard what
 /// follows it).
 #[test]
 fn rollback_then_compaction_resumes_exactly() {
-    let dir = temp_dir("rollback-compact");
-    let path = dir.join("rollout.jsonl");
+    let dir = temp_dir();
+    let path = dir.path().join("rollout.jsonl");
     let mut session = Session::create(
         &path,
-        SessionMeta::new("thread-rc"),
+        SessionMeta::new(thread("thread-rc")),
         DEFAULT_TRUNCATION,
         Durability::Flush,
     )
@@ -471,7 +454,7 @@ fn rollback_then_compaction_resumes_exactly() {
     session.record_json(&user("three")).expect("recorded");
     session.rollback(1).expect("rolled back");
     session.record_json(&user("four")).expect("recorded");
-    let resumed = rollout::resume_file(&path, DEFAULT_TRUNCATION).expect("resumes");
+    let resumed = resume_path(&path, DEFAULT_TRUNCATION);
     assert_eq!(resumed.history.entries(), session.history().entries());
     let texts: Vec<String> = resumed
         .history
@@ -485,7 +468,6 @@ fn rollback_then_compaction_resumes_exactly() {
         })
         .collect();
     assert_eq!(texts, ["one", &summary_text("sum"), "four"]);
-    std::fs::remove_dir_all(&dir).ok();
 }
 
 mod round_trip_property {
@@ -520,9 +502,9 @@ mod round_trip_property {
         #[test]
         fn sessions_resume_to_the_live_history(actions in proptest::collection::vec(action(), 0..40)) {
             let writer = RolloutWriter::with_sink(Vec::new(), "memory", Durability::Flush);
-            let mut session = Session::from_parts(History::new(), writer, "t".into());
+            let mut session = Session::from_parts(History::new(), writer, thread("t"));
             session
-                .append_raw("session_meta", r#"{"id":"t","timestamp":"2026-11-03T14:00:00.000Z"}"#)
+                .append_raw("session_meta", &common::meta_payload())
                 .expect("meta");
             // User turns recorded since the last compaction: how far a rollback may reach.
             let mut turns_since_compaction = 0usize;
@@ -560,7 +542,7 @@ mod round_trip_property {
                 session.history().assert_invariants();
             }
             let bytes = session.writer().sink().clone();
-            let resumed = rollout::resume_reader(bytes.as_slice(), DEFAULT_TRUNCATION).expect("resumes");
+            let resumed = resume_bytes(bytes.as_slice(), DEFAULT_TRUNCATION);
             prop_assert_eq!(resumed.history.entries(), session.history().entries(), "actions: {:?}", actions);
             prop_assert_eq!(projection_bytes(&resumed.history), projection_bytes(session.history()));
         }
@@ -571,11 +553,11 @@ mod round_trip_property {
 /// are kept; every item of a request then carries an id, synthetic outputs included (§7.5).
 #[test]
 fn sessions_assign_missing_ids_that_survive_resume() {
-    let dir = temp_dir("ids");
-    let path = dir.join("rollout.jsonl");
+    let dir = temp_dir();
+    let path = dir.path().join("rollout.jsonl");
     let mut session = Session::create(
         &path,
-        SessionMeta::new("thread-ids"),
+        SessionMeta::new(thread("thread-ids")),
         DEFAULT_TRUNCATION,
         Durability::Flush,
     )
@@ -606,7 +588,7 @@ fn sessions_assign_missing_ids_that_survive_resume() {
             .starts_with(r#"{"type":"message","id":"msg_"#),
         "the id follows the type"
     );
-    let resumed = rollout::resume_file(&path, DEFAULT_TRUNCATION).expect("resumes");
+    let resumed = resume_path(&path, DEFAULT_TRUNCATION);
     assert_eq!(resumed.history.entries(), session.history().entries());
     let projection = resumed
         .history
@@ -620,5 +602,4 @@ fn sessions_assign_missing_ids_that_survive_resume() {
             "{item}"
         );
     }
-    std::fs::remove_dir_all(&dir).ok();
 }

@@ -1,72 +1,108 @@
-//! Snapshots: write, open (zero copy), use, and survive every damaged byte.
+//! Snapshots: written from a resume, opened with no copy, used by resume when they stand for the
+//! rollout's prefix (and a full resume with a reason when they do not), and every damaged byte
+//! detected.
+
+mod common;
 
 use std::path::{Path, PathBuf};
 
-use agent_history::rollout::Rollout;
-use agent_history::snapshot::{
-    self, RolloutPosition, SnapshotExtras, SnapshotOptions, open_snapshot, write_snapshot,
-};
 use agent_history::{
-    DEFAULT_TRUNCATION, History, ProjectionOptions, PromptCompiler, RequestSettings, SnapshotError,
-    StepContext,
+    DEFAULT_TRUNCATION, Durability, FallbackReason, History, LaterLine, ProjectionOptions,
+    PromptCompiler, READER_LABEL, RequestSettings, ResumeOptions, ResumeSource, Resumed,
+    RolloutWriter, Session, SessionMeta, SnapshotError, SnapshotOptions, StepContext,
+    TruncationPolicy, is_snapshot, open_snapshot, resume_file, resume_reader, summary_text,
+};
+use common::{
+    THREAD_ID, example, item_line, jsons, line, meta_line, meta_payload, temp_dir, thread, user,
 };
 
-fn temp_dir(name: &str) -> PathBuf {
-    let dir =
-        std::env::temp_dir().join(format!("agent-history-snap-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    dir
+/// A small rollout with every interesting shape: context, a call without output, an image in an
+/// orphan output, an unknown item, a turn context (the reference context item), and a turn that
+/// has started but not ended.
+fn small_rollout() -> String {
+    let lines = [
+        meta_line(),
+        item_line(
+            r#"{"type":"message","role":"developer","content":[{"type":"input_text","text":"<permissions instructions>x"}]}"#,
+        ),
+        item_line(
+            r#"{"type":"message","id":"msg_1","role":"user","content":[{"type":"input_text","text":"héllo"}]}"#,
+        ),
+        line("turn_context", r#"{"model":"m","cwd":"/w"}"#),
+        item_line(
+            r#"{"type":"function_call","id":"fc_1","name":"shell","arguments":"{}","call_id":"c1"}"#,
+        ),
+        item_line(
+            r#"{"type":"function_call_output","call_id":"gone","output":[{"type":"input_image","image_url":"data:image/png;base64,AAAA"}]}"#,
+        ),
+        item_line(r#"{"type":"future_thing","x":1}"#),
+        line("event_msg", r#"{"type":"turn_started","turn_id":"t9"}"#),
+    ];
+    lines.iter().map(|line| format!("{line}\n")).collect()
 }
 
-fn example(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("examples/rollouts")
-        .join(name)
+/// Writes `text` as `rollout.jsonl` in `dir`, resumes it ready for a snapshot and writes the
+/// snapshot `name`. Returns the two paths and the resume the snapshot stands for.
+fn snapshot_of(dir: &Path, text: &[u8], name: &str) -> (PathBuf, PathBuf, Resumed) {
+    let rollout = dir.join(format!("{name}.jsonl"));
+    std::fs::write(&rollout, text).expect("rollout written");
+    let resumed = resume_file(
+        &rollout,
+        &ResumeOptions::new(DEFAULT_TRUNCATION).snapshot_ready(),
+    )
+    .expect("resumes");
+    let snapshot = dir.join(format!("{name}.snap"));
+    resumed.write_snapshot(&snapshot).expect("snapshot written");
+    (rollout, snapshot, resumed)
 }
 
-/// A small history with every interesting shape: context, a call without output, an image, an
-/// orphan, an unknown item, a reference context item.
-fn small_history() -> History {
-    let mut history = History::new();
-    for json in [
-        r#"{"type":"message","role":"developer","content":[{"type":"input_text","text":"<permissions instructions>x"}]}"#,
-        r#"{"type":"message","id":"msg_1","role":"user","content":[{"type":"input_text","text":"héllo"}]}"#,
-        r#"{"type":"function_call","id":"fc_1","name":"shell","arguments":"{}","call_id":"c1"}"#,
-        r#"{"type":"function_call_output","call_id":"gone","output":[{"type":"input_image","image_url":"data:image/png;base64,AAAA"}]}"#,
-        r#"{"type":"future_thing","x":1}"#,
-    ] {
-        history.record_json(json).expect("recorded");
-    }
-    history.set_reference_context_item(Some(serde_json::json!({"model":"m"})));
-    history
+/// Resumes `rollout` trying `snapshot` first.
+fn resume_with(rollout: &Path, snapshot: &Path, truncation: TruncationPolicy) -> Resumed {
+    resume_file(
+        rollout,
+        &ResumeOptions::new(truncation).with_snapshot(snapshot),
+    )
+    .expect("resumes")
 }
 
-fn texts(history: &History) -> Vec<String> {
-    history.iter().map(|e| e.json().to_owned()).collect()
+/// Rewrites the covered rollout prefix in a snapshot's header (the offsets of
+/// `docs/snapshot-format.md`) and the header digest: a crafted file, for the fallback rules.
+fn set_covered_prefix(snapshot: &Path, lines: u64, prefix: &[u8]) {
+    let mut bytes = std::fs::read(snapshot).expect("snapshot");
+    bytes[72..80].copy_from_slice(&lines.to_le_bytes());
+    bytes[80..88].copy_from_slice(&(prefix.len() as u64).to_le_bytes());
+    bytes[88..120].copy_from_slice(blake3::hash(prefix).as_bytes());
+    let digest = blake3::hash(&bytes[..224]);
+    bytes[224..256].copy_from_slice(digest.as_bytes());
+    std::fs::write(snapshot, bytes).expect("rewritten");
 }
 
 #[test]
-fn a_snapshot_opens_to_the_same_history_without_copying_item_text() {
-    let dir = temp_dir("open");
-    let path = dir.join("history.snap");
-    let history = small_history();
-    let position = RolloutPosition::of_prefix(b"line\n", 1);
-    let extras = SnapshotExtras {
-        thread_id: Some("t-1".into()),
-        previous_turn_settings: Some(r#"{"model":"m"}"#.into()),
-        ends_inside_turn: true,
-        legacy: false,
-    };
-    let header = write_snapshot(&path, &history, position, &extras).expect("written");
-    assert!(snapshot::is_snapshot(&path));
+fn a_snapshot_opens_to_the_resumed_history_without_copying_item_text() {
+    let dir = temp_dir();
+    let (_, path, resumed) = snapshot_of(dir.path(), small_rollout().as_bytes(), "small");
+    assert!(is_snapshot(&path));
     let opened = open_snapshot(&path, SnapshotOptions::default()).expect("opens");
-    assert_eq!(opened.header, header);
-    assert_eq!(opened.header.rollout, position);
-    assert_eq!(opened.extras, extras);
+    assert_eq!(Some(opened.header.rollout), resumed.covered);
+    assert_eq!(opened.header.rollout.lines, 8);
+    let state = &opened.state;
     assert_eq!(
-        opened.history, history,
+        state.thread_id.map(|id| id.to_string()).as_deref(),
+        Some(THREAD_ID)
+    );
+    assert_eq!(
+        state.previous_turn_settings.as_ref().map(|raw| raw.get()),
+        Some(r#"{"model":"m","cwd":"/w"}"#)
+    );
+    assert!(state.ends_inside_turn);
+    assert!(!state.legacy);
+    assert_eq!(
+        opened.history, resumed.history,
         "entries, version, policy and reference equal"
+    );
+    assert_eq!(
+        opened.history.reference_context_item(),
+        Some(&serde_json::json!({"model":"m","cwd":"/w"}))
     );
     assert!(
         opened.history.iter().all(|e| e.is_mapped()),
@@ -81,7 +117,11 @@ fn a_snapshot_opens_to_the_same_history_without_copying_item_text() {
             .project(&options)
             .expect("lenient")
             .to_json_array(),
-        history.project(&options).expect("lenient").to_json_array()
+        resumed
+            .history
+            .project(&options)
+            .expect("lenient")
+            .to_json_array()
     );
     let compiler = PromptCompiler::new(RequestSettings::default());
     assert_eq!(
@@ -91,71 +131,52 @@ fn a_snapshot_opens_to_the_same_history_without_copying_item_text() {
             .body()
             .expect("body"),
         compiler
-            .compile(&history, StepContext::default())
+            .compile(&resumed.history, StepContext::default())
             .expect("ok")
             .body()
             .expect("body"),
     );
-    std::fs::remove_dir_all(&dir).ok();
 }
 
 #[test]
-fn a_resumed_history_is_fully_usable_after_the_file_is_replaced() {
-    let dir = temp_dir("usable");
-    let path = dir.join("history.snap");
-    let history = small_history();
-    write_snapshot(
-        &path,
-        &history,
-        RolloutPosition::default(),
-        &SnapshotExtras::default(),
-    )
-    .expect("written");
+fn a_mapped_history_is_fully_usable_after_the_file_is_replaced() {
+    let dir = temp_dir();
+    let (_, path, resumed) = snapshot_of(dir.path(), small_rollout().as_bytes(), "small");
     let mut opened = open_snapshot(&path, SnapshotOptions::default())
         .expect("opens")
         .history;
-    // Replacing the file (a new snapshot) does not disturb the mapped history.
-    write_snapshot(
-        &path,
-        &History::new(),
-        RolloutPosition::default(),
-        &SnapshotExtras::default(),
-    )
-    .expect("rewritten");
+    // Replacing the file (a snapshot of another rollout) does not disturb the mapped history.
+    let other = format!("{}\n{}\n", meta_line(), item_line(&user("other")));
+    let (_, other_path, _) = snapshot_of(dir.path(), other.as_bytes(), "other");
+    open_snapshot(&other_path, SnapshotOptions::default())
+        .expect("opens")
+        .write(&path)
+        .expect("replaced");
     let fork = opened.clone();
     opened
         .record_json(r#"{"type":"function_call_output","call_id":"c1","output":"ok"}"#)
         .expect("recorded");
-    opened
-        .record_json(
-            r#"{"type":"message","role":"user","content":[{"type":"input_text","text":"again"}]}"#,
-        )
-        .expect("recorded");
-    opened.drop_last_n_user_turns(1);
+    opened.record_json(user("again")).expect("recorded");
+    opened.drop_last_n_user_turns(1).expect("rolled back");
     opened.assert_invariants();
-    assert_eq!(opened.len(), history.len() + 1);
-    assert_eq!(texts(&fork), texts(&history), "the fork is untouched");
+    assert_eq!(opened.len(), resumed.history.len() + 1);
+    assert_eq!(
+        jsons(&fork),
+        jsons(&resumed.history),
+        "the fork is untouched"
+    );
     let projection = opened
         .project(&ProjectionOptions::default())
         .expect("lenient");
     assert!(projection.to_json_array().contains("héllo"));
-    std::fs::remove_dir_all(&dir).ok();
 }
 
 #[test]
 fn every_truncation_and_every_changed_byte_is_an_error() {
-    let dir = temp_dir("damage");
-    let path = dir.join("history.snap");
-    let history = small_history();
-    write_snapshot(
-        &path,
-        &history,
-        RolloutPosition::of_prefix(b"x\n", 1),
-        &SnapshotExtras::default(),
-    )
-    .expect("written");
+    let dir = temp_dir();
+    let (_, path, resumed) = snapshot_of(dir.path(), small_rollout().as_bytes(), "small");
     let original = std::fs::read(&path).expect("file");
-    let damaged = dir.join("damaged.snap");
+    let damaged = dir.path().join("damaged.snap");
     for len in 0..original.len() {
         std::fs::write(&damaged, &original[..len]).expect("write");
         let error = open_snapshot(&damaged, SnapshotOptions::default())
@@ -174,7 +195,10 @@ fn every_truncation_and_every_changed_byte_is_an_error() {
         std::fs::write(&damaged, &bytes).expect("write");
         match open_snapshot(&damaged, SnapshotOptions::default()) {
             Err(_) => {}
-            Ok(opened) => assert_eq!(opened.history, history, "byte {at}: silently different"),
+            Ok(opened) => assert_eq!(
+                opened.history, resumed.history,
+                "byte {at}: silently different"
+            ),
         }
         // Without digest verification: never a panic; any history it yields is well-formed.
         if let Ok(opened) = open_snapshot(
@@ -184,23 +208,16 @@ fn every_truncation_and_every_changed_byte_is_an_error() {
             },
         ) {
             opened.history.assert_invariants();
+            // A projection either succeeds or names the item it cannot read.
             let _ = opened.history.project(&ProjectionOptions::default());
         }
     }
-    std::fs::remove_dir_all(&dir).ok();
 }
 
 #[test]
 fn version_and_format_errors_say_what_was_found() {
-    let dir = temp_dir("version");
-    let path = dir.join("history.snap");
-    write_snapshot(
-        &path,
-        &small_history(),
-        RolloutPosition::default(),
-        &SnapshotExtras::default(),
-    )
-    .expect("written");
+    let dir = temp_dir();
+    let (_, path, _) = snapshot_of(dir.path(), small_rollout().as_bytes(), "small");
     let original = std::fs::read(&path).expect("file");
     let mut bytes = original.clone();
     bytes[8..12].copy_from_slice(&7u32.to_le_bytes());
@@ -231,53 +248,64 @@ fn version_and_format_errors_say_what_was_found() {
     let rollout = example("interrupted.jsonl");
     let error = open_snapshot(&rollout, SnapshotOptions::default()).expect_err("not a snapshot");
     assert!(matches!(error, SnapshotError::BadMagic { .. }), "{error}");
-    std::fs::remove_dir_all(&dir).ok();
 }
 
 /// The golden snapshot of format version 1: read by every build, and rewritten byte for byte from
-/// the same history, so the format cannot change unnoticed. Regenerate (only with a new format
+/// the same rollout, so the format cannot change unnoticed. Regenerate (only with a new format
 /// version) with `AGENT_HISTORY_WRITE_GOLDEN=1 cargo test --test snapshot golden`.
 #[test]
 fn golden_snapshot_v1_reads_and_rewrites_identically() {
     let golden = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/snapshot-v1.snap");
-    let rollout_text = std::fs::read(example("session.jsonl")).expect("example");
-    // The covered prefix: the complete lines (the example ends with a torn line).
-    let end = rollout_text
-        .iter()
-        .rposition(|&b| b == b'\n')
-        .map_or(0, |i| i + 1);
-    let prefix = &rollout_text[..end];
-    let rollout = Rollout::read(prefix, "session.jsonl", Default::default()).expect("reads");
-    let resumed = rollout.resume(DEFAULT_TRUNCATION);
-    let position = RolloutPosition::of_prefix(prefix, resumed.report.lines);
-    let extras = SnapshotExtras::of(&rollout, &resumed);
+    // The example ends with a torn line: the snapshot covers the complete lines before it.
+    let resumed = resume_file(
+        example("session.jsonl"),
+        &ResumeOptions::new(DEFAULT_TRUNCATION).snapshot_ready(),
+    )
+    .expect("resumes");
     if std::env::var_os("AGENT_HISTORY_WRITE_GOLDEN").is_some() {
-        write_snapshot(&golden, &resumed.history, position, &extras).expect("golden written");
+        resumed.write_snapshot(&golden).expect("golden written");
     }
     let opened = open_snapshot(&golden, SnapshotOptions::default()).expect("golden opens");
-    assert_eq!(opened.header.rollout, position);
-    assert_eq!(opened.extras, extras);
-    assert_eq!(texts(&opened.history), texts(&resumed.history));
+    assert_eq!(Some(opened.header.rollout), resumed.covered);
+    assert_eq!(opened.state.thread_id, Some(resumed.thread_id()));
+    assert_eq!(
+        opened
+            .state
+            .previous_turn_settings
+            .as_ref()
+            .map(|raw| raw.get()),
+        resumed.previous_turn_settings.as_ref().map(|raw| raw.get())
+    );
+    assert_eq!(opened.state.ends_inside_turn, resumed.ends_inside_turn);
     assert_eq!(opened.history.entries(), resumed.history.entries());
-    let dir = temp_dir("golden");
-    let again = dir.join("again.snap");
-    write_snapshot(&again, &resumed.history, position, &extras).expect("written");
+    let dir = temp_dir();
+    let again = dir.path().join("again.snap");
+    resumed.write_snapshot(&again).expect("written");
+    let golden_bytes = std::fs::read(&golden).expect("golden");
     assert_eq!(
         std::fs::read(&again).expect("file"),
-        std::fs::read(&golden).expect("golden"),
+        golden_bytes,
         "the writer no longer produces format version 1 byte for byte"
     );
-    std::fs::remove_dir_all(&dir).ok();
+    let copy = dir.path().join("copy.snap");
+    opened.write(&copy).expect("written");
+    assert_eq!(
+        std::fs::read(&copy).expect("file"),
+        golden_bytes,
+        "an opened snapshot writes itself back unchanged"
+    );
 }
 
 /// Resume = snapshot + later lines equals a full JSONL resume, for a snapshot taken after every
-/// line of `text`. Returns how many cut points used the snapshot.
+/// line of `text`; and a snapshot-ready resume through a snapshot covers what a full one covers.
+/// Returns how many cut points used the snapshot.
 fn check_resume_equivalence(name: &str, text: &[u8]) -> usize {
-    let dir = temp_dir(&format!("equiv-{name}"));
-    let rollout_path = dir.join("rollout.jsonl");
+    let dir = temp_dir();
+    let rollout_path = dir.path().join("rollout.jsonl");
     std::fs::write(&rollout_path, text).expect("write rollout");
-    let full = agent_history::rollout::resume_file(&rollout_path, DEFAULT_TRUNCATION)
-        .expect("full resume");
+    let full = common::resume_path(&rollout_path, DEFAULT_TRUNCATION);
+    let ready = ResumeOptions::new(DEFAULT_TRUNCATION).snapshot_ready();
+    let full_ready = resume_file(&rollout_path, &ready).expect("resumes");
     let mut used = 0;
     let line_ends: Vec<usize> = text
         .iter()
@@ -286,52 +314,57 @@ fn check_resume_equivalence(name: &str, text: &[u8]) -> usize {
         .map(|(i, _)| i + 1)
         .collect();
     for (k, &end) in line_ends.iter().enumerate() {
-        let prefix = &text[..end];
-        let Ok(rollout) = Rollout::read(prefix, "prefix", Default::default()) else {
+        let prefix_path = dir.path().join("prefix.jsonl");
+        std::fs::write(&prefix_path, &text[..end]).expect("prefix");
+        let Ok(prefix) = resume_file(&prefix_path, &ready) else {
             continue; // no session_meta yet: nothing to snapshot
         };
-        let resumed = rollout.resume(DEFAULT_TRUNCATION);
-        let snapshot_path = dir.join(format!("cut-{k}.snap"));
-        write_snapshot(
-            &snapshot_path,
-            &resumed.history,
-            RolloutPosition::of_prefix(prefix, (k + 1) as u64),
-            &SnapshotExtras::of(&rollout, &resumed),
-        )
-        .expect("snapshot written");
-        let from_snapshot =
-            snapshot::resume_with_snapshot(&rollout_path, &snapshot_path, DEFAULT_TRUNCATION)
-                .expect("resumes");
-        assert_eq!(
-            from_snapshot.history,
-            full.history,
+        let snapshot_path = dir.path().join(format!("cut-{k}.snap"));
+        prefix
+            .write_snapshot(&snapshot_path)
+            .expect("snapshot written");
+        let from_snapshot = resume_with(&rollout_path, &snapshot_path, DEFAULT_TRUNCATION);
+        let context = format!(
             "{name}, snapshot after line {}: {:?}",
             k + 1,
-            from_snapshot.fallback_reason
+            from_snapshot.fallback_reason().map(ToString::to_string)
         );
+        assert_eq!(from_snapshot.history, full.history, "{context}");
         assert_eq!(
             from_snapshot.history.reference_context_item(),
-            full.history.reference_context_item()
+            full.history.reference_context_item(),
+            "{context}"
         );
         assert_eq!(
-            from_snapshot.previous_turn_settings,
-            full.previous_turn_settings
+            from_snapshot
+                .previous_turn_settings
                 .as_ref()
-                .map(|raw| raw.get().to_owned())
+                .map(|raw| raw.get()),
+            full.previous_turn_settings.as_ref().map(|raw| raw.get()),
+            "{context}"
         );
-        assert_eq!(from_snapshot.thread_id, full.report.thread_id);
+        assert_eq!(from_snapshot.thread_id(), full.thread_id(), "{context}");
+        assert_eq!(
+            from_snapshot.ends_inside_turn, full.ends_inside_turn,
+            "{context}"
+        );
         if from_snapshot.used_snapshot() {
             used += 1;
             assert!(
                 from_snapshot
                     .history
                     .iter()
-                    .take(resumed.history.len())
-                    .all(|e| e.is_mapped())
+                    .take(prefix.history.len())
+                    .all(|e| e.is_mapped()),
+                "{context}"
             );
         }
+        let ready_from_snapshot =
+            resume_file(&rollout_path, &ready.clone().with_snapshot(&snapshot_path))
+                .expect("resumes");
+        assert_eq!(ready_from_snapshot.covered, full_ready.covered, "{context}");
+        assert_eq!(ready_from_snapshot.history, full_ready.history, "{context}");
     }
-    std::fs::remove_dir_all(&dir).ok();
     used
 }
 
@@ -361,16 +394,12 @@ fn snapshot_resume_equals_full_resume_on_every_example_and_fixture() {
 
 #[test]
 fn snapshot_resume_equals_full_resume_on_generated_sessions() {
-    use agent_history::{Durability, RolloutWriter, Session, summary_text};
     for seed in 0..6u64 {
         let writer = RolloutWriter::with_sink(Vec::new(), "memory", Durability::Flush);
         let mut session =
-            Session::from_parts(History::new(), writer, "t".into()).with_id_assignment(false);
+            Session::from_parts(History::new(), writer, thread("t")).with_id_assignment(false);
         session
-            .append_raw(
-                "session_meta",
-                r#"{"id":"t","timestamp":"2026-11-03T14:00:00.000Z"}"#,
-            )
+            .append_raw("session_meta", &meta_payload())
             .expect("meta");
         let mut state = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
         let mut next = move || {
@@ -389,9 +418,7 @@ fn snapshot_resume_equals_full_resume_on_generated_sessions() {
                 1 if seed % 3 == 0 => session.rollback(1).expect("rolled back"),
                 2..=4 => {
                     session
-                        .record_json(&format!(
-                            r#"{{"type":"message","role":"user","content":[{{"type":"input_text","text":"q{step}"}}]}}"#
-                        ))
+                        .record_json(&user(&format!("q{step}")))
                         .expect("recorded");
                 }
                 5 | 6 => {
@@ -411,7 +438,7 @@ fn snapshot_resume_equals_full_resume_on_generated_sessions() {
                 }
                 _ => {
                     session
-                        .record_json(r#"{"type":"message","role":"assistant","content":[{"type":"output_text","text":"a"}]}"#)
+                        .record_json(&common::assistant("a"))
                         .expect("recorded");
                 }
             }
@@ -430,24 +457,16 @@ fn snapshot_resume_equals_full_resume_on_generated_sessions() {
 }
 
 #[test]
-fn a_rewritten_rollout_falls_back_to_a_full_resume() {
-    let dir = temp_dir("fallback");
-    let rollout_path = dir.join("rollout.jsonl");
+fn a_rewritten_rollout_or_another_policy_falls_back_to_a_full_resume() {
+    let dir = temp_dir();
     let text = std::fs::read(example("interrupted.jsonl")).expect("example");
-    std::fs::write(&rollout_path, &text).expect("write");
-    let rollout = Rollout::read(text.as_slice(), "x", Default::default()).expect("reads");
-    let resumed = rollout.resume(DEFAULT_TRUNCATION);
-    let snapshot_path = dir.join("s.snap");
-    write_snapshot(
-        &snapshot_path,
-        &resumed.history,
-        RolloutPosition::of_prefix(&text, 2),
-        &SnapshotExtras::of(&rollout, &resumed),
-    )
-    .expect("written");
-    let used = snapshot::resume_with_snapshot(&rollout_path, &snapshot_path, DEFAULT_TRUNCATION)
-        .expect("resumes");
+    let (rollout_path, snapshot_path, _) = snapshot_of(dir.path(), &text, "interrupted");
+    let used = resume_with(&rollout_path, &snapshot_path, DEFAULT_TRUNCATION);
     assert!(used.used_snapshot());
+    assert!(matches!(
+        used.source,
+        ResumeSource::Snapshot { covered } if covered.lines == 2
+    ));
     // The rollout is replaced by another session's.
     let other = String::from_utf8(text.clone())
         .expect("utf-8")
@@ -455,110 +474,276 @@ fn a_rewritten_rollout_falls_back_to_a_full_resume() {
         .into_bytes();
     assert_ne!(other, text);
     std::fs::write(&rollout_path, &other).expect("write");
-    let fallback =
-        snapshot::resume_with_snapshot(&rollout_path, &snapshot_path, DEFAULT_TRUNCATION)
-            .expect("resumes");
-    assert_eq!(
-        fallback.fallback_reason.as_deref(),
-        Some("the rollout no longer starts with the prefix the snapshot covers")
+    let fallback = resume_with(&rollout_path, &snapshot_path, DEFAULT_TRUNCATION);
+    assert!(
+        matches!(
+            fallback.fallback_reason(),
+            Some(FallbackReason::PrefixChanged)
+        ),
+        "{:?}",
+        fallback.source
     );
+    assert_eq!(
+        fallback.fallback_reason().expect("falls back").to_string(),
+        "the rollout no longer starts with the prefix the snapshot covers"
+    );
+    // A shorter rollout: its first line only.
+    let first_line = text.iter().position(|&b| b == b'\n').expect("a line") + 1;
+    std::fs::write(&rollout_path, &text[..first_line]).expect("write");
+    let fallback = resume_with(&rollout_path, &snapshot_path, DEFAULT_TRUNCATION);
+    assert!(
+        matches!(
+            fallback.fallback_reason(),
+            Some(FallbackReason::RolloutShorter { rollout_bytes, covered_bytes })
+                if *rollout_bytes == first_line as u64 && *covered_bytes == text.len() as u64
+        ),
+        "{:?}",
+        fallback.source
+    );
+    assert!(fallback.history.is_empty());
     // Another truncation policy.
     std::fs::write(&rollout_path, &text).expect("write");
-    let policy = agent_history::TruncationPolicy::Bytes(100);
-    let fallback =
-        snapshot::resume_with_snapshot(&rollout_path, &snapshot_path, policy).expect("resumes");
+    let policy = TruncationPolicy::Bytes(100);
+    let fallback = resume_with(&rollout_path, &snapshot_path, policy);
     assert!(
-        fallback
-            .fallback_reason
-            .expect("falls back")
-            .contains("truncation")
+        matches!(
+            fallback.fallback_reason(),
+            Some(FallbackReason::TruncationMismatch { requested, .. }) if *requested == policy
+        ),
+        "{:?}",
+        fallback.source
     );
-    std::fs::remove_dir_all(&dir).ok();
+    assert_eq!(fallback.history.truncation(), policy);
+}
+
+#[test]
+fn a_later_line_that_could_change_the_prefix_falls_back() {
+    let dir = temp_dir();
+    let prefix = format!("{}\n{}\n", meta_line(), item_line(&user("one")));
+    let (rollout_path, snapshot_path, _) = snapshot_of(dir.path(), prefix.as_bytes(), "r");
+    let cases = [
+        (
+            line(
+                "event_msg",
+                r#"{"type":"thread_rolled_back","num_turns":1}"#,
+            ),
+            LaterLine::Rollback,
+        ),
+        (
+            line("event_msg", r#"{"type":"turn_started","turn_id":"t"}"#),
+            LaterLine::TurnEvent,
+        ),
+        (
+            line("turn_context", r#"{"model":"m"}"#),
+            LaterLine::TurnContext,
+        ),
+        (
+            line("compacted", r#"{"message":"s","replacement_history":[]}"#),
+            LaterLine::Compaction,
+        ),
+        (
+            line("inter_agent_communication", r#"{"author":"/root"}"#),
+            LaterLine::InterAgent,
+        ),
+    ];
+    for (later, what) in cases {
+        let text = format!("{prefix}{}\n{later}\n", item_line(&user("two")));
+        std::fs::write(&rollout_path, &text).expect("write");
+        let resumed = resume_with(&rollout_path, &snapshot_path, DEFAULT_TRUNCATION);
+        assert!(
+            matches!(
+                resumed.fallback_reason(),
+                Some(FallbackReason::LaterLine { line: 4, what: found }) if *found == what
+            ),
+            "{what:?}: {:?}",
+            resumed.source
+        );
+        assert_eq!(
+            resumed.history,
+            common::resume_path(&rollout_path, DEFAULT_TRUNCATION).history
+        );
+    }
+}
+
+#[test]
+fn strict_reading_and_streams_do_not_use_a_snapshot_and_say_why() {
+    let dir = temp_dir();
+    let text = std::fs::read(example("interrupted.jsonl")).expect("example");
+    let (rollout_path, snapshot_path, _) = snapshot_of(dir.path(), &text, "interrupted");
+    let strict = ResumeOptions::new(DEFAULT_TRUNCATION)
+        .strict()
+        .with_snapshot(&snapshot_path);
+    let resumed = resume_file(&rollout_path, &strict).expect("resumes");
+    assert!(matches!(
+        resumed.fallback_reason(),
+        Some(FallbackReason::StrictMode)
+    ));
+    let options = ResumeOptions::new(DEFAULT_TRUNCATION).with_snapshot(&snapshot_path);
+    let resumed = resume_reader(text.as_slice(), READER_LABEL, &options).expect("resumes");
+    assert!(matches!(
+        resumed.fallback_reason(),
+        Some(FallbackReason::NotAFile)
+    ));
+    assert_eq!(resumed.history.len(), 1);
+    // A snapshot that is not there: the full resume, with the open error as the reason.
+    let missing = ResumeOptions::new(DEFAULT_TRUNCATION).with_snapshot(dir.path().join("none"));
+    let resumed = resume_file(&rollout_path, &missing).expect("resumes");
+    let reason = resumed.fallback_reason().expect("falls back");
+    assert!(
+        matches!(reason, FallbackReason::Unreadable(SnapshotError::Io { .. })),
+        "{reason:?}"
+    );
+    assert!(
+        reason
+            .to_string()
+            .starts_with("the snapshot cannot be used: snapshot "),
+        "{reason}"
+    );
 }
 
 #[test]
 fn a_prefix_that_does_not_end_at_a_line_boundary_falls_back() {
-    let dir = temp_dir("mid-line");
-    let rollout_path = dir.join("rollout.jsonl");
+    let dir = temp_dir();
     let text = std::fs::read(example("interrupted.jsonl")).expect("example");
-    std::fs::write(&rollout_path, &text).expect("write");
     let first_line = text.iter().position(|&b| b == b'\n').expect("a line") + 1;
-    let prefix = &text[..first_line + 10];
-    let rollout = Rollout::read(&text[..first_line], "x", Default::default()).expect("reads");
-    let resumed = rollout.resume(DEFAULT_TRUNCATION);
-    let snapshot_path = dir.join("s.snap");
-    write_snapshot(
-        &snapshot_path,
-        &resumed.history,
-        RolloutPosition::of_prefix(prefix, 1),
-        &SnapshotExtras::of(&rollout, &resumed),
-    )
-    .expect("written");
-    let result = snapshot::resume_with_snapshot(&rollout_path, &snapshot_path, DEFAULT_TRUNCATION)
-        .expect("resumes");
-    assert_eq!(
-        result.fallback_reason.as_deref(),
-        Some("the prefix the snapshot covers does not end at a line boundary")
+    let (rollout_path, snapshot_path, _) = snapshot_of(dir.path(), &text[..first_line], "r");
+    std::fs::write(&rollout_path, &text).expect("the whole rollout");
+    set_covered_prefix(&snapshot_path, 1, &text[..first_line + 10]);
+    let result = resume_with(&rollout_path, &snapshot_path, DEFAULT_TRUNCATION);
+    assert!(
+        matches!(
+            result.fallback_reason(),
+            Some(FallbackReason::NotAtLineBoundary)
+        ),
+        "{:?}",
+        result.source
     );
-    let full = agent_history::rollout::resume_file(&rollout_path, DEFAULT_TRUNCATION).expect("ok");
+    let full = common::resume_path(&rollout_path, DEFAULT_TRUNCATION);
     assert_eq!(result.history, full.history);
-    std::fs::remove_dir_all(&dir).ok();
 }
 
 #[test]
 fn a_snapshot_that_covers_no_session_meta_falls_back() {
-    let dir = temp_dir("empty-cover");
-    let rollout_path = dir.join("rollout.jsonl");
+    let dir = temp_dir();
     let text = std::fs::read(example("interrupted.jsonl")).expect("example");
-    std::fs::write(&rollout_path, &text).expect("write");
-    let snapshot_path = dir.join("s.snap");
-    write_snapshot(
-        &snapshot_path,
-        &History::new(),
-        RolloutPosition::of_prefix(b"", 0),
-        &SnapshotExtras::default(),
-    )
-    .expect("written");
-    let result = snapshot::resume_with_snapshot(&rollout_path, &snapshot_path, DEFAULT_TRUNCATION)
-        .expect("resumes");
-    assert_eq!(
-        result.fallback_reason.as_deref(),
-        Some("the snapshot covers no session_meta line of the rollout")
+    let (rollout_path, snapshot_path, _) = snapshot_of(dir.path(), &text, "r");
+    set_covered_prefix(&snapshot_path, 0, b"");
+    let result = resume_with(&rollout_path, &snapshot_path, DEFAULT_TRUNCATION);
+    assert!(
+        matches!(
+            result.fallback_reason(),
+            Some(FallbackReason::NoSessionMeta)
+        ),
+        "{:?}",
+        result.source
     );
-    let full = agent_history::rollout::resume_file(&rollout_path, DEFAULT_TRUNCATION).expect("ok");
+    let full = common::resume_path(&rollout_path, DEFAULT_TRUNCATION);
     assert_eq!(result.history, full.history);
-    assert_eq!(result.thread_id, full.report.thread_id);
-    std::fs::remove_dir_all(&dir).ok();
+    assert_eq!(result.thread_id(), full.thread_id());
+}
+
+#[test]
+fn a_snapshot_needs_a_resume_that_recorded_its_prefix() {
+    let dir = temp_dir();
+    let resumed = common::resume_path(&example("interrupted.jsonl"), DEFAULT_TRUNCATION);
+    assert_eq!(resumed.covered, None);
+    let error = resumed
+        .write_snapshot(dir.path().join("s.snap"))
+        .expect_err("no covered prefix");
+    assert!(matches!(error, SnapshotError::NotCovered { .. }), "{error}");
+    assert!(!dir.path().join("s.snap").exists());
+}
+
+#[test]
+fn a_snapshot_ready_resume_leaves_a_line_still_being_written_for_later() {
+    let dir = temp_dir();
+    let complete = format!("{}\n{}\n", meta_line(), item_line(&user("one")));
+    // A last line that is valid JSON but has no newline yet: a full resume uses it, a snapshot
+    // must not cover it.
+    let text = format!("{complete}{}", item_line(&user("two")));
+    let path = dir.path().join("r.jsonl");
+    std::fs::write(&path, &text).expect("write");
+    let ready = resume_file(&path, &ResumeOptions::default().snapshot_ready()).expect("resumes");
+    let covered = ready.covered.expect("covered");
+    assert_eq!((covered.lines, covered.bytes), (2, complete.len() as u64));
+    assert_eq!(covered.digest, blake3::hash(complete.as_bytes()));
+    assert_eq!(ready.history.len(), 1);
+    assert_eq!(
+        common::resume_path(&path, DEFAULT_TRUNCATION).history.len(),
+        2
+    );
+    // The snapshot stands for the complete lines; the rest is replayed.
+    let snapshot = dir.path().join("r.snap");
+    ready.write_snapshot(&snapshot).expect("written");
+    std::fs::write(&path, format!("{text}\n")).expect("the line is finished");
+    let resumed = resume_with(&path, &snapshot, DEFAULT_TRUNCATION);
+    assert!(resumed.used_snapshot(), "{:?}", resumed.source);
+    assert_eq!(resumed.history.len(), 2);
+    assert_eq!(resumed.entry_line(0), None, "from the snapshot");
+    assert_eq!(resumed.entry_line(1), Some(3));
+}
+
+#[test]
+fn a_session_writes_its_snapshot_and_resumes_through_it() {
+    let dir = temp_dir();
+    let path = dir.path().join("rollout.jsonl");
+    let snapshot = dir.path().join("rollout.snap");
+    let mut session = Session::create(
+        &path,
+        SessionMeta::new(thread("s")),
+        DEFAULT_TRUNCATION,
+        Durability::Flush,
+    )
+    .expect("created");
+    session.record_json(&user("one")).expect("recorded");
+    session
+        .record_json(r#"{"type":"function_call","name":"ls","arguments":"{}","call_id":"c1"}"#)
+        .expect("recorded");
+    let header = session.write_snapshot(&snapshot).expect("written");
+    assert_eq!(header.rollout.lines, 3);
+    session.record_json(&user("two")).expect("recorded");
+    // The snapshot is refreshed from itself plus the lines appended since.
+    let header = session.write_snapshot(&snapshot).expect("refreshed");
+    assert_eq!(header.rollout.lines, 4);
+    session.record_json(&user("three")).expect("recorded");
+    drop(session);
+
+    let options = ResumeOptions::default().with_snapshot(&snapshot);
+    let resumed = Session::resume(&path, &options, Durability::Flush).expect("resumes");
+    assert!(
+        matches!(resumed.source, ResumeSource::Snapshot { covered } if covered.lines == 4),
+        "{:?}",
+        resumed.source
+    );
+    let full = common::resume_path(&path, DEFAULT_TRUNCATION);
+    assert_eq!(resumed.session.history(), &full.history);
+    assert_eq!(resumed.session.thread_id(), thread("s"));
+    let mut session = resumed.session;
+    session.record_json(&user("four")).expect("appends");
+    assert_eq!(
+        common::resume_path(&path, DEFAULT_TRUNCATION).history.len(),
+        session.history().len()
+    );
 }
 
 #[test]
 fn a_stray_temporary_file_does_not_block_the_next_writer() {
-    let dir = temp_dir("stray");
-    let path = dir.join("history.snap");
+    let dir = temp_dir();
+    let (_, path, _) = snapshot_of(dir.path(), small_rollout().as_bytes(), "small");
+    let opened = open_snapshot(&path, SnapshotOptions::default()).expect("opens");
+    let target = dir.path().join("history.snap");
     // What a crashed writer leaves (any name of that form).
-    std::fs::write(dir.join(".history.snap.tmp-123"), b"partial").expect("write");
-    write_snapshot(
-        &path,
-        &small_history(),
-        RolloutPosition::default(),
-        &SnapshotExtras::default(),
-    )
-    .expect("written");
-    write_snapshot(
-        &path,
-        &small_history(),
-        RolloutPosition::default(),
-        &SnapshotExtras::default(),
-    )
-    .expect("written again");
-    let names: Vec<String> = std::fs::read_dir(&dir)
+    std::fs::write(dir.path().join(".history.snap.tmp-123"), b"partial").expect("write");
+    opened.write(&target).expect("written");
+    opened.write(&target).expect("written again");
+    let strays: Vec<String> = std::fs::read_dir(dir.path())
         .expect("dir")
         .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .filter(|name| name.contains(".tmp-"))
         .collect();
     assert_eq!(
-        names.len(),
-        2,
-        "{names:?}: the target and the stray file, no new strays"
+        strays,
+        [".history.snap.tmp-123"],
+        "the old stray file, no new ones"
     );
-    std::fs::remove_dir_all(&dir).ok();
 }

@@ -11,9 +11,9 @@
 
 use agent_history::{
     CallId, CustomToolCallOutput, FilterReason, FunctionCall, History, ItemError, ItemId, ItemKind,
-    Message, Modalities, OutputPayload, Projection, ProjectionError, ProjectionOptions, Reasoning,
-    ReasoningSummary, Recorded, Repair, RepairKind, ResponseItem, Role, TruncationPolicy,
-    UnknownItems, Violation, ViolationKind,
+    Location, Message, Modalities, OutputPayload, Projection, ProjectionError, ProjectionOptions,
+    Reasoning, ReasoningSummary, Recorded, Repair, RepairKind, ResponseItem, Role,
+    TruncationPolicy, UnknownItems, Violation, ViolationKind,
 };
 use serde_json::{Value, json};
 use uuid::Uuid;
@@ -208,18 +208,22 @@ fn synthesized(
             output_kind,
             output_id: output_id.map(ItemId::new),
         },
-        position,
-        item_kind,
-        call_id: Some(CallId::new(call_id)),
+        at: Location {
+            position,
+            item_kind,
+            call_id: Some(CallId::new(call_id)),
+        },
     }
 }
 
 fn dropped_orphan(position: usize, item_kind: ItemKind, call_id: &str) -> Repair {
     Repair {
         kind: RepairKind::DroppedOrphanOutput,
-        position,
-        item_kind,
-        call_id: Some(CallId::new(call_id)),
+        at: Location {
+            position,
+            item_kind,
+            call_id: Some(CallId::new(call_id)),
+        },
     }
 }
 
@@ -231,9 +235,11 @@ fn violation(
 ) -> Violation {
     Violation {
         kind,
-        position,
-        item_kind,
-        call_id: Some(CallId::new(call_id)),
+        at: Location {
+            position,
+            item_kind,
+            call_id: Some(CallId::new(call_id)),
+        },
     }
 }
 
@@ -359,9 +365,11 @@ fn filters_non_api_messages() {
         projection.report().repairs(),
         [Repair {
             kind: RepairKind::HeldBackUnknownItem,
-            position: 3,
-            item_kind: ItemKind::Unknown,
-            call_id: None,
+            at: Location {
+                position: 3,
+                item_kind: ItemKind::Unknown,
+                call_id: None
+            },
         }]
     );
     // Only an explicit opt-in sends it.
@@ -486,9 +494,11 @@ fn stripped(position: usize, item_kind: ItemKind, kind: RepairKind) -> Repair {
     };
     Repair {
         kind,
-        position,
-        item_kind,
-        call_id,
+        at: Location {
+            position,
+            item_kind,
+            call_id,
+        },
     }
 }
 
@@ -552,7 +562,8 @@ fn for_prompt_strips_media_when_model_does_not_support_it() {
     let audio =
         |position, item_kind| stripped(position, item_kind, RepairKind::StrippedAudio { parts: 1 });
 
-    // Text only: both media replaced everywhere; images pass first, then audio.
+    // Text only: both media replaced everywhere; reported in position order, an item's images
+    // before its audio (the order of the passes).
     let text_only = project(
         &history,
         ProjectionOptions::for_modalities(Modalities::TEXT),
@@ -562,10 +573,10 @@ fn for_prompt_strips_media_when_model_does_not_support_it() {
         text_only.report().repairs(),
         [
             images(0, ItemKind::Message),
-            images(2, ItemKind::FunctionCallOutput),
-            images(4, ItemKind::CustomToolCallOutput),
             audio(0, ItemKind::Message),
+            images(2, ItemKind::FunctionCallOutput),
             audio(2, ItemKind::FunctionCallOutput),
+            images(4, ItemKind::CustomToolCallOutput),
             audio(4, ItemKind::CustomToolCallOutput),
         ]
     );
@@ -667,9 +678,11 @@ fn for_prompt_clears_image_generation_result_when_images_are_unsupported() {
             projection.report().repairs(),
             [Repair {
                 kind: RepairKind::ClearedImageGenerationResult,
-                position: 1,
-                item_kind: ItemKind::ImageGenerationCall,
-                call_id: None,
+                at: Location {
+                    position: 1,
+                    item_kind: ItemKind::ImageGenerationCall,
+                    call_id: None
+                },
             }],
             "{modalities}"
         );
@@ -850,19 +863,19 @@ fn drop_last_n_user_turns_preserves_prefix() {
     let history = history_of(&items);
 
     let mut one = history.clone();
-    one.drop_last_n_user_turns(1);
+    one.drop_last_n_user_turns(1).expect("rolled back");
     assert_eq!(stored(&one), items[..3].to_vec());
     assert_eq!(one.version(), 1);
     one.assert_invariants();
 
     let mut all = history.clone();
-    all.drop_last_n_user_turns(99);
+    all.drop_last_n_user_turns(99).expect("rolled back");
     assert_eq!(stored(&all), items[..1].to_vec());
     assert_eq!(all.version(), 1);
     all.assert_invariants();
 
     let mut none = history.clone();
-    none.drop_last_n_user_turns(0);
+    none.drop_last_n_user_turns(0).expect("rolled back");
     assert_eq!(stored(&none), items);
     assert_eq!(none.version(), 0);
 
@@ -894,7 +907,7 @@ fn drop_last_n_user_turns_ignores_session_prefix_user_messages() {
 
     let after = |n: usize| {
         let mut rolled_back = history.clone();
-        rolled_back.drop_last_n_user_turns(n);
+        rolled_back.drop_last_n_user_turns(n).expect("rolled back");
         rolled_back.assert_invariants();
         assert_eq!(rolled_back.version(), 1);
         stored(&rolled_back)
@@ -931,7 +944,7 @@ fn drop_last_n_user_turns_trims_context_updates_above_rolled_back_turn() {
             .collect();
         let mut history = history_of(&items);
         history.set_reference_context_item(Some(reference.clone()));
-        history.drop_last_n_user_turns(1);
+        history.drop_last_n_user_turns(1).expect("rolled back");
         history.assert_invariants();
         assert_eq!(history.version(), 1);
         history
@@ -1593,6 +1606,7 @@ fn normalize_mixed_inserts_and_removals() {
                 ItemKind::CustomToolCallOutput,
                 Some(CTCO_CTC_1)
             ),
+            dropped_orphan(3, ItemKind::FunctionCallOutput, "call_orphan"),
             synthesized(
                 4,
                 ItemKind::LocalShellCall,
@@ -1600,9 +1614,9 @@ fn normalize_mixed_inserts_and_removals() {
                 ItemKind::FunctionCallOutput,
                 Some(&fco_lsh_1)
             ),
-            dropped_orphan(3, ItemKind::FunctionCallOutput, "call_orphan"),
             dropped_orphan(5, ItemKind::CustomToolCallOutput, "call_orphan_c"),
-        ]
+        ],
+        "the report is in position order"
     );
     assert_eq!(stored(&history), items);
 }

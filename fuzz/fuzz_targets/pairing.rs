@@ -194,7 +194,9 @@ fuzz_target!(|actions: Vec<Action>| {
             Action::RemoveFirst => {
                 history.remove_first_item();
             }
-            Action::DropTurns(n) => history.drop_last_n_user_turns(usize::from(n % 4)),
+            Action::DropTurns(n) => history
+                .drop_last_n_user_turns(usize::from(n % 4))
+                .expect("generated messages parse"),
             Action::Fork => {
                 let fork = history.clone();
                 histories.push(fork);

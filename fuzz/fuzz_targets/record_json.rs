@@ -2,7 +2,9 @@
 //! whatever was stored projects, and projects the same way twice.
 #![no_main]
 
-use agent_history::{History, Modalities, ProjectionOptions, rollout};
+use agent_history::{
+    History, Modalities, ProjectionOptions, READER_LABEL, ResumeOptions, resume_reader,
+};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
@@ -19,7 +21,7 @@ fuzz_target!(|data: &[u8]| {
     assert_eq!(first.to_json_array(), second.to_json_array());
 
     // Bytes without a session_meta line are a typed error, not a panic.
-    if let Ok(resumed) = rollout::resume_reader(data, agent_history::DEFAULT_TRUNCATION) {
+    if let Ok(resumed) = resume_reader(data, READER_LABEL, &ResumeOptions::default()) {
         resumed.history.assert_invariants();
         let _ = resumed.history.project(&options.strict());
     }

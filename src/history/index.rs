@@ -15,7 +15,7 @@ use crate::item::{CallId, Entry, Family, ItemKind, Pairing};
 struct CallSlots {
     /// Positions of the calls.
     calls: OrdSet<usize>,
-    /// Outputs of any execution, for the global-presence rule (§4.2): a server tool-search output
+    /// Outputs of any execution, for Codex's global-presence rule: a server tool-search output
     /// answers a call just as a client one does.
     outputs: usize,
     /// Positions of outputs that are orphans when no call exists (client-executed ones).
@@ -36,7 +36,7 @@ pub(crate) struct PairingIndex {
     audio: OrdSet<usize>,
     /// Entries of a type this library does not know.
     unknown: OrdSet<usize>,
-    /// Entries that start a user turn (§5.4).
+    /// Entries that start a user turn.
     user_turns: OrdSet<usize>,
 }
 
@@ -161,6 +161,7 @@ impl PairingIndex {
     /// (two passes over the entries: collect every family's calls and outputs, then derive the
     /// sets), so that comparing the two checks the incremental updates. For
     /// `History::assert_invariants`. Time: O(n log n).
+    #[cfg(any(test, feature = "testing"))]
     pub(crate) fn recompute(entries: &[&Entry]) -> PairingIndex {
         use std::collections::BTreeMap;
 

@@ -1,31 +1,35 @@
-//! [`History`]: the persistent, structurally shared conversation history.
+//! The history layer: [`History`], the persistent, structurally shared conversation history.
+//!
+//! Every inherent method of `History` that changes or reads the history lives in this folder:
+//! recording, replacing, removing and rolling back here, compaction in `compact.rs`, the pairing
+//! index it maintains in `index.rs`, record-time truncation in `truncate.rs`. Projecting a history
+//! into a request is the projection layer's work (`History::project` is defined there).
 
 mod compact;
 mod index;
-pub mod truncate;
-pub(crate) mod turns;
+mod truncate;
 
 use std::sync::Arc;
 
 use imbl::Vector;
+use serde::Deserialize;
 use serde_json::Value;
+use serde_json::value::RawValue;
 
-use crate::error::ItemError;
-use crate::item::{Entry, ItemKind, OutputPayload, Pairing, ResponseItem, Role, parse_item};
+use crate::item::{
+    Entry, ItemError, ItemKind, OutputPayload, Pairing, ResponseItem, Role, TurnRole,
+    approx_token_count, parse_item, turn_role,
+};
 
 pub use compact::{COMPACT_USER_MESSAGE_TOKENS, Compacted, EMPTY_SUMMARY, summary_text};
 pub(crate) use index::PairingIndex;
-use truncate::{TruncationPolicy, truncate_output};
-pub use turns::{
-    SUMMARY_PREFIX, is_contextual_developer_text, is_contextual_user_text, is_summary_text,
-};
-use turns::{TurnRole, turn_role};
+pub use truncate::{TruncationPolicy, truncate_text};
 
 /// The truncation policy a history uses when none is given: 10,000 tokens, Codex's policy for
 /// its current models.
 pub const DEFAULT_TRUNCATION: TruncationPolicy = TruncationPolicy::Tokens(10_000);
 
-/// Why an item was not recorded (reference §3.1).
+/// Why an item was not recorded (Codex's record filter).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum FilterReason {
@@ -173,7 +177,7 @@ impl History {
     }
 
     /// The history version: 0 for a new history, bumped (saturating) by every [`replace`],
-    /// rollback and compaction; not bumped by recording or [`remove_first_item`] (§5.6).
+    /// rollback and compaction; not bumped by recording or [`remove_first_item`].
     ///
     /// [`replace`]: History::replace
     /// [`remove_first_item`]: History::remove_first_item
@@ -181,15 +185,15 @@ impl History {
         self.version
     }
 
-    /// Sum of the entries' token estimates (§3.3). Time: O(1).
+    /// Sum of the entries' token estimates. Time: O(1).
     pub fn estimated_tokens(&self) -> u64 {
         self.tokens
     }
 
-    /// The token estimate plus that of the base instructions (ceil(bytes / 4)).
+    /// The token estimate plus that of the base instructions ([`approx_token_count`]).
     pub fn estimated_tokens_with_base_instructions(&self, base_instructions: &str) -> u64 {
-        let instructions = (base_instructions.len() as u64).div_ceil(4);
-        self.tokens.saturating_add(instructions)
+        self.tokens
+            .saturating_add(approx_token_count(base_instructions) as u64)
     }
 
     /// The reference context item: the baseline a harness diffs turn settings against. `None`
@@ -203,7 +207,25 @@ impl History {
         self.reference_context_item = item.map(Arc::new);
     }
 
-    /// Records a typed item: applies the record filter (§3.1) and record-time truncation (§3.2),
+    /// Sets or clears the reference context item, sharing it (resume sets the one it read).
+    pub(crate) fn set_shared_reference_context_item(&mut self, item: Option<Arc<Value>>) {
+        self.reference_context_item = item;
+    }
+
+    /// Why the record filter keeps `item` out of a history, if it does: `system` messages and
+    /// `compaction_trigger` are not recorded.
+    pub(crate) fn record_filter(item: &ResponseItem) -> Option<FilterReason> {
+        match item {
+            ResponseItem::Message(message) if message.role == Role::System => {
+                Some(FilterReason::SystemMessage)
+            }
+            ResponseItem::CompactionTrigger => Some(FilterReason::CompactionTrigger),
+            _ => None,
+        }
+    }
+
+    /// Records a typed item: applies the record filter (`system` messages and
+    /// `compaction_trigger` are not recorded) and record-time truncation of tool outputs,
     /// serializes it once and appends it. Time: O(log n) plus the item's size.
     ///
     /// # Errors
@@ -211,14 +233,11 @@ impl History {
     /// [`ItemError::NotStorable`] for [`ResponseItem::Other`] (record its JSON instead),
     /// [`ItemError::Serialize`] if serialization fails.
     pub fn record(&mut self, item: &ResponseItem) -> Result<Recorded, ItemError> {
-        if let Some(reason) = filter(item) {
+        if let Some(reason) = History::record_filter(item) {
             return Ok(Recorded::Filtered(reason));
         }
-        if matches!(item, ResponseItem::Other) {
-            return Err(ItemError::NotStorable { item_type: "other" });
-        }
-        let json = serde_json::to_string(item).map_err(ItemError::Serialize)?;
-        self.store(json.into_boxed_str(), item)
+        let entry = Entry::from_item(item)?;
+        self.store(entry, Some(item))
     }
 
     /// Records an item given as JSON text, which is kept verbatim unless truncation rewrites the
@@ -230,20 +249,40 @@ impl History {
     pub fn record_json(&mut self, json: impl Into<Box<str>>) -> Result<Recorded, ItemError> {
         let json = json.into();
         let item = parse_item(&json)?;
-        self.record_parsed(json, &item)
-    }
-
-    /// Records JSON text together with the typed item it parses into (for callers that parsed it
-    /// already): the record filter, truncation, storing.
-    pub(crate) fn record_parsed(
-        &mut self,
-        json: Box<str>,
-        item: &ResponseItem,
-    ) -> Result<Recorded, ItemError> {
-        if let Some(reason) = filter(item) {
+        if let Some(reason) = History::record_filter(&item) {
             return Ok(Recorded::Filtered(reason));
         }
-        self.store(json, item)
+        let entry = Entry::from_parts(json, &item)?;
+        self.store(entry, Some(&item))
+    }
+
+    /// Records `entry`, built from `item` (for callers that have both): the record filter,
+    /// truncation, storing.
+    pub(crate) fn record_item_entry(
+        &mut self,
+        entry: Entry,
+        item: &ResponseItem,
+    ) -> Result<Recorded, ItemError> {
+        if let Some(reason) = History::record_filter(item) {
+            return Ok(Recorded::Filtered(reason));
+        }
+        self.store(entry, Some(item))
+    }
+
+    /// Records an entry that is already built (read from a rollout line, or made with
+    /// [`Entry::from_json`]): the same record filter and truncation as [`History::record_json`],
+    /// without parsing the text again — except a tool output whose text may exceed the truncation
+    /// budget, which is parsed to be truncated.
+    ///
+    /// # Errors
+    ///
+    /// [`ItemError::InvalidJson`] when an output that must be truncated does not parse (an entry
+    /// from a crafted snapshot, see [`Entry::to_item`]).
+    pub fn record_entry(&mut self, entry: Entry) -> Result<Recorded, ItemError> {
+        if entry.kind() == ItemKind::Message && entry.role() == Some(Role::System) {
+            return Ok(Recorded::Filtered(FilterReason::SystemMessage));
+        }
+        self.store(entry, None)
     }
 
     /// Records every item of an iterator of JSON texts, stopping at the first error.
@@ -262,20 +301,17 @@ impl History {
         Ok(())
     }
 
-    fn store(&mut self, json: Box<str>, item: &ResponseItem) -> Result<Recorded, ItemError> {
-        let (json, truncated) = self.truncate_output(json, item)?;
-        let entry = match &truncated {
-            Some(item) => Entry::from_parts(json, item)?,
-            None => Entry::from_parts(json, item)?,
-        };
+    /// Truncates and appends an entry that passed the record filter; `item` is its typed form
+    /// when the caller has it.
+    fn store(&mut self, entry: Entry, item: Option<&ResponseItem>) -> Result<Recorded, ItemError> {
+        let (entry, truncated) = self.truncate_output(entry, item)?;
         Ok(Recorded::Stored {
             position: self.push(entry),
-            truncated: truncated.is_some(),
+            truncated,
         })
     }
 
-    /// Appends an already-built entry, bypassing filter and truncation (used by resume, which
-    /// replays entries that were recorded once already, and by `replace`).
+    /// Appends an already-built entry, bypassing filter and truncation (used by `replace`).
     fn push(&mut self, entry: Entry) -> usize {
         let position = self.entries.len();
         self.index.push(position, &entry);
@@ -284,42 +320,45 @@ impl History {
         position
     }
 
-    /// Record-time truncation of tool outputs. Returns the (possibly rewritten) JSON and, when it
-    /// was rewritten, the re-parsed item.
+    /// Record-time truncation of tool outputs: only `function_call_output` and
+    /// `custom_tool_call_output` are cut, to the model's policy with Codex's ×1.2 allowance.
+    /// Returns the entry (rewritten when truncation changed it) and whether it was.
     fn truncate_output(
         &self,
-        json: Box<str>,
-        item: &ResponseItem,
-    ) -> Result<(Box<str>, Option<ResponseItem>), ItemError> {
-        let output = match item {
-            ResponseItem::FunctionCallOutput(output) => &output.output,
-            ResponseItem::CustomToolCallOutput(output) => &output.output,
-            _ => return Ok((json, None)),
-        };
+        entry: Entry,
+        item: Option<&ResponseItem>,
+    ) -> Result<(Entry, bool), ItemError> {
+        if !matches!(
+            entry.kind(),
+            ItemKind::FunctionCallOutput | ItemKind::CustomToolCallOutput
+        ) {
+            return Ok((entry, false));
+        }
         let policy = self.truncation.with_serialization_allowance();
+        let budget = policy.byte_budget();
         // Fast path: a string body within budget is left alone by `truncate_text`, so the common
-        // case needs no second parse.
-        if let OutputPayload::Text(text) = output
-            && text.len() <= policy.byte_budget()
-        {
-            return Ok((json, None));
+        // case needs no second parse. Without the typed item, the whole JSON within budget bounds
+        // the string's length.
+        let short_text = match item {
+            Some(ResponseItem::FunctionCallOutput(output)) => short_text(&output.output, budget),
+            Some(ResponseItem::CustomToolCallOutput(output)) => short_text(&output.output, budget),
+            _ => entry.byte_len() <= budget && output_is_text(entry.json()),
+        };
+        if short_text {
+            return Ok((entry, false));
         }
         let mut value: Value =
-            serde_json::from_str(&json).map_err(|source| ItemError::InvalidJson {
-                item_type: Some(item_type_name(item).to_owned()),
+            serde_json::from_str(entry.json()).map_err(|source| ItemError::InvalidJson {
+                item_type: Some(entry.kind().as_str().to_owned()),
                 source,
             })?;
         let changed = value
             .get_mut("output")
-            .is_some_and(|output| truncate_output(output, policy));
+            .is_some_and(|output| truncate::truncate_output(output, policy));
         if !changed {
-            return Ok((json, None));
+            return Ok((entry, false));
         }
-        let json = serde_json::to_string(&value)
-            .map_err(ItemError::Serialize)?
-            .into_boxed_str();
-        let item = parse_item(&json)?;
-        Ok((json, Some(item)))
+        Ok((Entry::from_json(value.to_string())?, true))
     }
 
     /// Replaces all items with `entries` (used for compaction and rollback). Bumps the version
@@ -339,7 +378,7 @@ impl History {
         self.entries = entries;
     }
 
-    /// Removes the first item and then the first item that pairs with it (§5.2): a call takes
+    /// Removes the first item and then the first item that pairs with it: a call takes
     /// its first output along, an output its first call (a `function_call_output` looks for a
     /// `function_call` first, then a `local_shell_call`). Does not bump the version. Returns the
     /// removed entries (none on an empty history). Time: O(n).
@@ -356,24 +395,32 @@ impl History {
         removed
     }
 
-    /// Number of user turns (§5.4) in the history. Time: O(1).
+    /// Number of user turns in the history (entries flagged
+    /// [`EntryFlags::is_user_turn_boundary`](crate::item::EntryFlags::is_user_turn_boundary)).
+    /// Time: O(1).
     pub fn user_turn_count(&self) -> usize {
         self.index.user_turns().len()
     }
 
-    /// Rolls back the last `n` user turns (§5.3): cuts at the `n`-th last user-turn boundary (or
-    /// the first, if there are fewer), trims the context updates directly above the cut, and
-    /// replaces the history with what remains (bumping the version). Items before the first user
-    /// turn always survive. With no user turn at all the items are kept but the version is still
-    /// bumped, as Codex does. Time: O(k log n) for k removed items.
-    pub fn drop_last_n_user_turns(&mut self, n: usize) {
+    /// Rolls back the last `n` user turns: cuts at the `n`-th last user-turn boundary (or the
+    /// first, if there are fewer), trims the context updates directly above the cut (clearing the
+    /// reference context item when one of them also held other text), and replaces the history
+    /// with what remains (bumping the version). Items before the first user turn always survive.
+    /// With no user turn at all the items are kept but the version is still bumped, as Codex does.
+    /// Time: O(k log n) for k removed items.
+    ///
+    /// # Errors
+    ///
+    /// [`ItemError::InvalidJson`] when a message above the cut does not parse (an entry from a
+    /// crafted snapshot, see [`Entry::to_item`]); the history is then unchanged.
+    pub fn drop_last_n_user_turns(&mut self, n: usize) -> Result<(), ItemError> {
         if n == 0 {
-            return;
+            return Ok(());
         }
         let turns = self.index.user_turns();
         let Some(&first_boundary) = turns.get_min() else {
             self.version = self.version.saturating_add(1);
-            return;
+            return Ok(());
         };
         let mut cut = if n >= turns.len() {
             first_boundary
@@ -385,22 +432,25 @@ impl History {
                 .copied()
                 .unwrap_or(first_boundary)
         };
+        let mut clears_reference = false;
         while cut > first_boundary {
             let Some(above) = self.entries.get(cut - 1) else {
                 break;
             };
-            match turn_role(above) {
+            match turn_role(above)? {
                 TurnRole::ContextUpdate { mixed } => {
-                    if mixed {
-                        self.reference_context_item = None;
-                    }
+                    clears_reference |= mixed;
                     cut -= 1;
                 }
                 TurnRole::Boundary | TurnRole::Other => break,
             }
         }
+        if clears_reference {
+            self.reference_context_item = None;
+        }
         self.truncate(cut);
         self.version = self.version.saturating_add(1);
+        Ok(())
     }
 
     /// The history as it was before its user turn number `turn` (1-based) began: the first
@@ -408,13 +458,17 @@ impl History {
     /// turn `turn` trimmed as a rollback does. `turn` past the last turn gives a plain clone.
     /// The result shares structure with `self`. Time: O(1) for a clone, O(k log n) for k items
     /// cut off.
-    pub fn before_user_turn(&self, turn: usize) -> History {
+    ///
+    /// # Errors
+    ///
+    /// As [`History::drop_last_n_user_turns`].
+    pub fn before_user_turn(&self, turn: usize) -> Result<History, ItemError> {
         let mut fork = self.clone();
         let total = self.user_turn_count();
         if turn >= 1 && turn <= total {
-            fork.drop_last_n_user_turns(total - turn + 1);
+            fork.drop_last_n_user_turns(total - turn + 1)?;
         }
-        fork
+        Ok(fork)
     }
 
     /// Keeps the first `len` items, undoing their index entries one by one.
@@ -435,11 +489,13 @@ impl History {
     }
 
     /// Recomputes every derived field (pairing index, token total) from the entries, with an
-    /// algorithm independent of the incremental one, and panics if the maintained ones differ. For tests and fuzzers; Time: O(n log n).
+    /// algorithm independent of the incremental one, and panics if the maintained ones differ.
+    /// For tests and fuzzers (the `testing` feature). Time: O(n log n).
     ///
     /// # Panics
     ///
     /// When an invariant does not hold: that is a bug in this crate, not bad input.
+    #[cfg(any(test, feature = "testing"))]
     pub fn assert_invariants(&self) {
         let entries: Vec<&Entry> = self.entries.iter().collect();
         let recomputed = PairingIndex::recompute(&entries);
@@ -462,22 +518,23 @@ impl History {
     }
 }
 
-/// The record filter of §3.1.
-fn filter(item: &ResponseItem) -> Option<FilterReason> {
-    match item {
-        ResponseItem::Message(message) if message.role == Role::System => {
-            Some(FilterReason::SystemMessage)
-        }
-        ResponseItem::CompactionTrigger => Some(FilterReason::CompactionTrigger),
-        _ => None,
+/// Whether a tool output's body is a string within `budget` bytes (which truncation keeps).
+fn short_text(output: &OutputPayload, budget: usize) -> bool {
+    matches!(output, OutputPayload::Text(text) if text.len() <= budget)
+}
+
+/// Whether a tool output's `output` is a JSON string, read without building the item.
+fn output_is_text(json: &str) -> bool {
+    #[derive(Deserialize)]
+    struct Output<'a> {
+        #[serde(borrow)]
+        output: &'a RawValue,
     }
+    serde_json::from_str::<Output<'_>>(json).is_ok_and(|item| item.output.get().starts_with('"'))
 }
 
-fn item_type_name(item: &ResponseItem) -> &'static str {
-    ItemKind::of(item).map_or("compaction_trigger", ItemKind::as_str)
-}
-
-/// Where the first counterpart of `removed` sits in `entries` (§5.2).
+/// Where the first counterpart of `removed` sits in `entries` (a call's first output, an output's
+/// first call).
 fn counterpart_position(entries: &Vector<Entry>, removed: &Entry) -> Option<usize> {
     let call_id = removed.call_id()?;
     let find = |kind: ItemKind| {

@@ -1,11 +1,12 @@
-//! Record-time truncation of tool outputs (behavioural reference §3.2).
+//! Record-time truncation of tool outputs, as Codex truncates them.
 //!
 //! When a `function_call_output` or `custom_tool_call_output` is recorded, Codex cuts its
 //! `output` down to a per-model budget so that one noisy tool cannot flood the context window.
 //! A text body loses its middle (the head and tail of a tool's output are usually the useful
 //! parts) and gains a marker saying how much went missing. A body made of content parts is
 //! budgeted part by part: texts are kept while they fit, the first one that does not fit is
-//! middle-truncated, later ones are dropped and counted, and media is handled as §3.2 describes.
+//! middle-truncated, later ones are dropped and counted; images and encrypted parts are kept and
+//! not charged, audio is charged and dropped when it does not fit.
 //!
 //! Everything here works on untyped `serde_json::Value`s so that keys this crate does not know
 //! about survive a rewrite, and nothing here panics on any input.
@@ -14,8 +15,7 @@ use std::borrow::Cow;
 
 use serde_json::{Map, Value};
 
-/// Codex's heuristic: one token is about four bytes of UTF-8.
-const BYTES_PER_TOKEN: usize = 4;
+use crate::item::{BYTES_PER_TOKEN, approx_token_count, tokens_for_bytes};
 
 /// How much of a tool output is kept at record time.
 ///
@@ -100,19 +100,7 @@ fn add_twenty_percent_rounded_up(limit: usize) -> usize {
     limit.saturating_add(limit.div_ceil(5))
 }
 
-/// ceil(bytes / 4); unsigned `div_ceil` cannot overflow.
-fn tokens_for_bytes(bytes: usize) -> usize {
-    bytes.div_ceil(BYTES_PER_TOKEN)
-}
-
-/// Estimates the tokens in `text` as ceil(byte_length / 4).
-///
-/// This is Codex's bytes-per-token heuristic; it never looks at the characters themselves.
-pub fn approx_token_count(text: &str) -> usize {
-    tokens_for_bytes(text.len())
-}
-
-/// Middle-truncates `text` to the policy (§3.2 `truncate_text`).
+/// Middle-truncates `text` to the policy, as Codex's `truncate_text` does.
 ///
 /// Text within the byte budget (the byte limit, or four bytes per token) is returned borrowed
 /// and unchanged, as is empty text. Otherwise half of the budget (rounded down) goes to a
@@ -160,49 +148,41 @@ pub fn truncate_text(text: &str, policy: TruncationPolicy) -> Cow<'_, str> {
 /// only if it starts at or after `len − suffix_bytes`; a character that qualifies for both goes
 /// to the prefix, so the two never overlap. Returns the number of characters between them
 /// (removed), the prefix and the suffix.
-pub fn split_string(text: &str, prefix_bytes: usize, suffix_bytes: usize) -> (usize, &str, &str) {
-    let prefix_end = floor_char_boundary(text, prefix_bytes);
-    let suffix_start =
-        ceil_char_boundary(text, text.len().saturating_sub(suffix_bytes)).max(prefix_end);
-
-    // Both indices are character boundaries within `text` and ordered, so these `get`s always
-    // succeed; falling back to "" keeps the function total without an unwrap.
-    let prefix = text.get(..prefix_end).unwrap_or_default();
-    let removed = text.get(prefix_end..suffix_start).unwrap_or_default();
-    let suffix = text.get(suffix_start..).unwrap_or_default();
-    (removed.chars().count(), prefix, suffix)
-}
-
-/// The largest character boundary that is at most `index` (clamped to the text).
-fn floor_char_boundary(text: &str, index: usize) -> usize {
-    let mut index = index.min(text.len());
-    // Index 0 is always a boundary, so this stops within three steps.
-    while !text.is_char_boundary(index) {
-        index = index.saturating_sub(1);
+fn split_string(text: &str, prefix_bytes: usize, suffix_bytes: usize) -> (usize, &str, &str) {
+    let suffix_from = text.len().saturating_sub(suffix_bytes);
+    let mut prefix_end = 0;
+    let mut suffix_start = text.len();
+    let mut removed = 0;
+    // Characters come in order: first those that end within the prefix budget, then the removed
+    // ones, then those that start within the suffix budget, so the walk stops at the suffix.
+    for (start, character) in text.char_indices() {
+        let end = start + character.len_utf8();
+        if end <= prefix_bytes {
+            prefix_end = end;
+        } else if start >= suffix_from {
+            suffix_start = start;
+            break;
+        } else {
+            removed += 1;
+        }
     }
-    index
-}
-
-/// The smallest character boundary that is at least `index` (clamped to the text).
-fn ceil_char_boundary(text: &str, index: usize) -> usize {
-    let mut index = index.min(text.len());
-    // The text's length is always a boundary, so this stops within three steps.
-    while !text.is_char_boundary(index) {
-        index = index.saturating_add(1);
-    }
-    index
+    // Both cut points are starts or ends of characters the walk saw, and ordered: `split_at`
+    // cannot fail on them.
+    let (prefix, rest) = text.split_at(prefix_end);
+    let (_, suffix) = rest.split_at(suffix_start - prefix_end);
+    (removed, prefix, suffix)
 }
 
 /// Truncates the `output` value of a `function_call_output` / `custom_tool_call_output` in
 /// place.
 ///
 /// A JSON string is middle-truncated with `truncate_text`. A JSON array of content parts is
-/// budgeted part by part (the content-items rule of §3.2): empty texts are dropped, texts are
+/// budgeted part by part (Codex's content-items rule): empty texts are dropped, texts are
 /// kept while they fit, the first that does not fit is middle-truncated to what is left, later
 /// texts are omitted, audio that does not fit is omitted, images, encrypted and unknown parts
 /// are kept uncharged, and `[omitted N text items ...]` / `[omitted N audio items ...]` parts
 /// are appended. Anything else is left alone. Returns true if the value was changed.
-pub fn truncate_output(output: &mut Value, policy: TruncationPolicy) -> bool {
+pub(crate) fn truncate_output(output: &mut Value, policy: TruncationPolicy) -> bool {
     match output {
         Value::String(text) => {
             let truncated = match truncate_text(text, policy) {
@@ -222,7 +202,7 @@ pub fn truncate_output(output: &mut Value, policy: TruncationPolicy) -> bool {
     }
 }
 
-/// The content-items rule of §3.2, applied to an array of content parts.
+/// Codex's content-items rule, applied to an array of content parts.
 fn truncate_content_parts(parts: &mut Vec<Value>, policy: TruncationPolicy) -> bool {
     // The budget is spent in the policy's own unit: bytes for `Bytes`, tokens for `Tokens`.
     let mut remaining = policy.limit();
@@ -330,7 +310,7 @@ mod tests {
 
     const EMOJI_TEXT: &str = "😀😀😀😀😀😀😀😀😀😀\nsecond line with text\n";
 
-    // --- split_string (§7.4) ---
+    // --- split_string (Codex's tests) ---
 
     #[test]
     fn split_string_works() {
@@ -369,7 +349,7 @@ mod tests {
         assert_eq!(split_string("😀😀😀😀😀", 8, 8), (1, "😀😀", "😀😀"));
     }
 
-    // --- truncate_text (§3.2, §7.4) ---
+    // --- truncate_text (Codex's vectors) ---
 
     #[test]
     fn truncate_with_token_budget_returns_original_when_under_limit() {

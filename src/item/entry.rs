@@ -3,24 +3,28 @@
 use std::fmt;
 use std::sync::Arc;
 
+use bytestring::ByteString;
+
+use super::error::ItemError;
 use super::estimate::estimate_tokens;
 use super::ids::{CallId, ItemId};
 use super::kind::ItemKind;
-use super::model::{ContentItem, OutputContentItem, OutputPayload, ResponseItem, Role};
-use crate::error::ItemError;
-use crate::history::turns::{TurnRole, turn_role_of};
+use super::model::{ContentItem, Execution, OutputContentItem, OutputPayload, ResponseItem, Role};
+use super::turn::{TurnRole, turn_role_of};
 
 /// The immutable, shared body of an entry.
 ///
-/// Live-history entries always hold [`Payload::Item`]. The other variants exist only in a
-/// [`Projection`](crate::Projection): a repaired slot renders as more or fewer items than the one
-/// it replaces, without an insert or a remove in the middle of the persistent vector.
+/// An item's JSON text is stored in one of two ways: owned by the entry, or as a slice of a
+/// read-only buffer that many entries share (a memory-mapped snapshot provides one; the slice
+/// keeps the buffer alive). The other two variants exist only in a projection: a repaired slot
+/// renders as more or fewer items than the one it replaces, without an insert or a remove in the
+/// middle of the persistent vector.
 #[derive(Debug)]
 pub(crate) enum Payload {
-    /// The item's JSON text, exactly as it goes on the wire.
-    Item(Box<str>),
-    /// The item's JSON text where it lies in a memory-mapped snapshot (no copy).
-    Mapped(crate::snapshot::MappedText),
+    /// The item's JSON text, owned, exactly as it goes on the wire.
+    Owned(Box<str>),
+    /// The item's JSON text as a slice of a shared read-only buffer (no copy).
+    Shared(ByteString),
     /// A call followed by the synthetic output that repairs it.
     CallWithSyntheticOutput {
         call: Arc<Payload>,
@@ -31,10 +35,10 @@ pub(crate) enum Payload {
 }
 
 impl PartialEq for Payload {
-    /// Stored text compares by content, wherever it lives (owned or mapped).
+    /// Stored text compares by content, wherever it lives (owned or shared).
     fn eq(&self, other: &Self) -> bool {
         match (self, other) {
-            (Payload::Item(_) | Payload::Mapped(_), Payload::Item(_) | Payload::Mapped(_)) => {
+            (Payload::Owned(_) | Payload::Shared(_), Payload::Owned(_) | Payload::Shared(_)) => {
                 self.original_json() == other.original_json()
             }
             (
@@ -58,8 +62,8 @@ impl Payload {
     /// The JSON text of a stored item (`None` for the projection-only variants).
     pub(crate) fn stored_json(&self) -> Option<&str> {
         match self {
-            Payload::Item(json) => Some(json),
-            Payload::Mapped(text) => Some(text.as_str()),
+            Payload::Owned(json) => Some(json),
+            Payload::Shared(text) => Some(text),
             Payload::CallWithSyntheticOutput { .. } | Payload::Omitted { .. } => None,
         }
     }
@@ -67,8 +71,8 @@ impl Payload {
     /// The JSON text of the original item this payload stands for.
     pub(crate) fn original_json(&self) -> &str {
         match self {
-            Payload::Item(json) => json,
-            Payload::Mapped(text) => text.as_str(),
+            Payload::Owned(json) => json,
+            Payload::Shared(text) => text,
             Payload::CallWithSyntheticOutput { call, .. } => call.original_json(),
             Payload::Omitted { original } => original.original_json(),
         }
@@ -101,7 +105,7 @@ impl EntryFlags {
         self.0 & Self::SERVER_EXECUTION != 0
     }
 
-    /// The item starts a user turn (§5.4): real user input, not injected context or a summary.
+    /// The item starts a user turn: real user input, not injected context or a summary.
     pub fn is_user_turn_boundary(self) -> bool {
         self.0 & Self::USER_TURN != 0
     }
@@ -166,7 +170,8 @@ impl Entry {
     ///
     /// [`ItemError::InvalidJson`] when the text is not one JSON object with a string `type`, or
     /// when an item of a known type does not have that type's shape (a `function_call` without
-    /// `call_id`, say). [`ItemError::TooLarge`] for an item over 4 GiB.
+    /// `call_id`, say). [`ItemError::NotStorable`] for `compaction_trigger`.
+    /// [`ItemError::TooLarge`] for an item over 4 GiB.
     pub fn from_json(json: impl Into<Box<str>>) -> Result<Entry, ItemError> {
         let json = json.into();
         let item = parse_item(&json)?;
@@ -181,41 +186,41 @@ impl Entry {
         // The length is kept in 32 bits so that the header stays within 64 bytes.
         let byte_len =
             u32::try_from(json.len()).map_err(|_| ItemError::TooLarge { bytes: json.len() })?;
-        let header = Header::of(item);
+        let header = HeaderFields::of(item);
         Ok(Entry {
             byte_len,
-            payload: Arc::new(Payload::Item(json)),
+            tokens: estimate_tokens(item)?,
+            payload: Arc::new(Payload::Owned(json)),
             call_id: header.call_id,
             item_id: header.item_id,
-            tokens: estimate_tokens(item),
             kind,
             role: header.role,
             flags: header.flags,
         })
     }
 
-    /// An entry rebuilt from stored header fields and a payload (the snapshot reader).
+    /// An entry whose text is a slice of a shared buffer, with header fields stored beside it
+    /// (the snapshot reader): nothing is parsed. `None` for text over 4 GiB.
     #[allow(clippy::too_many_arguments)]
-    pub(crate) fn from_stored_parts(
-        payload: Payload,
+    pub(crate) fn from_shared_parts(
+        json: ByteString,
         call_id: Option<CallId>,
         item_id: Option<ItemId>,
         tokens: u64,
-        byte_len: u32,
         kind: ItemKind,
         role: Option<Role>,
         flags: EntryFlags,
-    ) -> Entry {
-        Entry {
-            payload: Arc::new(payload),
+    ) -> Option<Entry> {
+        Some(Entry {
+            byte_len: u32::try_from(json.len()).ok()?,
+            payload: Arc::new(Payload::Shared(json)),
             call_id,
             item_id,
             tokens,
-            byte_len,
             kind,
             role,
             flags,
-        }
+        })
     }
 
     /// A copy of this entry that renders differently in a projection (same header).
@@ -251,7 +256,7 @@ impl Entry {
         self.flags
     }
 
-    /// Estimated tokens (reference §3.3).
+    /// Estimated tokens (see [`approx_token_count`](super::approx_token_count) for the rule).
     pub fn tokens(&self) -> u64 {
         self.tokens
     }
@@ -270,15 +275,18 @@ impl Entry {
     ///
     /// # Errors
     ///
-    /// Never for entries built by this library (their text was parsed when they were built);
-    /// the `Result` is kept so that the call stays total.
+    /// [`ItemError::InvalidJson`] when the text does not parse. That cannot happen for an entry
+    /// built from JSON or from a typed item (its text was parsed when it was built); an entry
+    /// opened from a snapshot is trusted to hold what the snapshot's writer parsed, and a
+    /// snapshot crafted to hold something else gets this error rather than a guess.
     pub fn to_item(&self) -> Result<ResponseItem, ItemError> {
         parse_item(self.json())
     }
 
-    /// Whether the entry's JSON text lies in a memory-mapped snapshot (it was not copied).
+    /// Whether the entry's JSON text is a slice of a shared buffer such as a memory-mapped
+    /// snapshot (it was not copied).
     pub fn is_mapped(&self) -> bool {
-        matches!(&*self.payload, Payload::Mapped(_))
+        matches!(&*self.payload, Payload::Shared(_))
     }
 
     /// Whether two entries share the same payload allocation (structure sharing).
@@ -302,16 +310,16 @@ impl fmt::Debug for Entry {
 }
 
 /// The header fields of a typed item.
-struct Header {
+struct HeaderFields {
     role: Option<Role>,
     call_id: Option<CallId>,
     item_id: Option<ItemId>,
     flags: EntryFlags,
 }
 
-impl Header {
-    fn of(item: &ResponseItem) -> Header {
-        let mut header = Header {
+impl HeaderFields {
+    fn of(item: &ResponseItem) -> HeaderFields {
+        let mut header = HeaderFields {
             role: None,
             call_id: None,
             item_id: item.id().cloned(),
@@ -335,13 +343,17 @@ impl Header {
             }
             ResponseItem::ToolSearchCall(call) => {
                 header.call_id = call.call_id.clone();
-                header.flags = EntryFlags::default()
-                    .with(EntryFlags::SERVER_EXECUTION, call.execution == "server");
+                header.flags = EntryFlags::default().with(
+                    EntryFlags::SERVER_EXECUTION,
+                    call.execution == Execution::Server,
+                );
             }
             ResponseItem::ToolSearchOutput(output) => {
                 header.call_id = output.call_id.clone();
-                header.flags = EntryFlags::default()
-                    .with(EntryFlags::SERVER_EXECUTION, output.execution == "server");
+                header.flags = EntryFlags::default().with(
+                    EntryFlags::SERVER_EXECUTION,
+                    output.execution == Execution::Server,
+                );
             }
             ResponseItem::ImageGenerationCall(call) => {
                 header.flags =
@@ -392,7 +404,20 @@ fn output_flags(output: &OutputPayload) -> EntryFlags {
 }
 
 /// Parses item JSON into the typed model, naming the declared `type` on failure.
+///
+/// Only a JSON object is an item: serde would also read an internally tagged enum from an array
+/// whose first element is the tag, which is not a form any provider accepts.
 pub(crate) fn parse_item(json: &str) -> Result<ResponseItem, ItemError> {
+    if !json.trim_start().starts_with('{') {
+        let source = match serde_json::from_str::<serde::de::IgnoredAny>(json) {
+            Err(invalid) => invalid,
+            Ok(_) => serde::de::Error::custom("an item must be a JSON object"),
+        };
+        return Err(ItemError::InvalidJson {
+            item_type: None,
+            source,
+        });
+    }
     serde_json::from_str(json).map_err(|source| ItemError::InvalidJson {
         item_type: sniff_type(json),
         source,

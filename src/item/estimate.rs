@@ -1,62 +1,97 @@
-//! The token-estimate heuristic of reference §3.3: model-visible bytes, four bytes a token.
+//! The token heuristic, in one place: model-visible bytes, four bytes a token.
 //!
-//! Images cost a fixed estimate (no image is decoded: the dimension-based estimate for
-//! `detail:"original"` inline images is out of scope), audio costs the byte length of its URL (the
-//! reference's fallback for audio it cannot decode), encrypted parts cost what their plaintext
-//! probably weighs.
+//! Every token figure of the crate comes from here: an entry's estimate, the history's total,
+//! truncation budgets. Images cost a fixed estimate (no image is decoded: Codex's dimension-based
+//! estimate for `detail:"original"` inline images is not implemented), audio costs the byte
+//! length of its URL (Codex's fallback for audio it cannot decode), encrypted parts cost what
+//! their plaintext probably weighs.
 
+use std::io;
+
+use super::error::ItemError;
 use super::model::{
     AgentContentItem, ContentItem, ImageDetail, ImagePart, OutputContentItem, OutputPayload,
     ResponseItem,
 };
 
 /// Estimated bytes of one image.
-pub const IMAGE_ESTIMATE_BYTES: u64 = 7_373;
+pub const IMAGE_ESTIMATE_BYTES: usize = 7_373;
 /// Estimated bytes of a `file_id` image with `detail:"original"` (the 10,000-patch cap × 4).
-pub const ORIGINAL_FILE_IMAGE_ESTIMATE_BYTES: u64 = 40_000;
-/// Bytes per token.
-pub const BYTES_PER_TOKEN: u64 = 4;
+pub const ORIGINAL_FILE_IMAGE_ESTIMATE_BYTES: usize = 40_000;
+/// Bytes per token: Codex's heuristic is that one token is about four bytes of UTF-8.
+pub const BYTES_PER_TOKEN: usize = 4;
 
-/// ceil(bytes / 4).
-pub(crate) fn tokens_for_bytes(bytes: u64) -> u64 {
+/// ceil(bytes / 4): the tokens that `bytes` bytes of text are estimated to cost.
+pub(crate) const fn tokens_for_bytes(bytes: usize) -> usize {
     bytes.div_ceil(BYTES_PER_TOKEN)
 }
 
+/// Estimates the tokens in `text` as ceil(byte_length / 4).
+///
+/// This is Codex's bytes-per-token heuristic; it never looks at the characters themselves.
+///
+/// # Examples
+///
+/// ```
+/// assert_eq!(agent_history::approx_token_count("abcde"), 2);
+/// ```
+pub fn approx_token_count(text: &str) -> usize {
+    tokens_for_bytes(text.len())
+}
+
 /// The estimated token count of an item.
-pub(crate) fn estimate_tokens(item: &ResponseItem) -> u64 {
-    tokens_for_bytes(model_visible_bytes(item))
+///
+/// # Errors
+///
+/// [`ItemError::Serialize`] if a part whose JSON length is counted cannot be serialized.
+pub(crate) fn estimate_tokens(item: &ResponseItem) -> Result<u64, ItemError> {
+    // `usize` is at most 64 bits on every supported platform: the widening is lossless.
+    model_visible_bytes(item).map(|bytes| tokens_for_bytes(bytes) as u64)
 }
 
-fn len(text: &str) -> u64 {
-    text.len() as u64
+fn len(text: &str) -> usize {
+    text.len()
 }
 
-fn opt_len(text: Option<&str>) -> u64 {
+fn opt_len(text: Option<&str>) -> usize {
     text.map_or(0, len)
 }
 
-fn json_len(value: &impl serde::Serialize) -> u64 {
-    serde_json::to_string(value).map_or(0, |text| len(&text))
+/// The length of a value's compact JSON, counted without building the text.
+fn json_len(value: &impl serde::Serialize) -> Result<usize, ItemError> {
+    struct Counter(usize);
+    impl io::Write for Counter {
+        fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+            self.0 = self.0.saturating_add(bytes.len());
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut counter = Counter(0);
+    serde_json::to_writer(&mut counter, value).map_err(ItemError::Serialize)?;
+    Ok(counter.0)
 }
 
 /// Encrypted reasoning or compaction: `max(0, len*3/4 − 650)`.
-fn encrypted_reasoning_bytes(ciphertext: &str) -> u64 {
+fn encrypted_reasoning_bytes(ciphertext: &str) -> usize {
     (len(ciphertext).saturating_mul(3) / 4).saturating_sub(650)
 }
 
 /// Encrypted output part: `ceil(len*9/16)`.
-fn encrypted_output_bytes(ciphertext: &str) -> u64 {
+fn encrypted_output_bytes(ciphertext: &str) -> usize {
     len(ciphertext).saturating_mul(9).div_ceil(16)
 }
 
-fn image_bytes(image: &ImagePart) -> u64 {
+fn image_bytes(image: &ImagePart) -> usize {
     match (image.detail, &image.file_id) {
         (Some(ImageDetail::Original), Some(_)) => ORIGINAL_FILE_IMAGE_ESTIMATE_BYTES,
         _ => IMAGE_ESTIMATE_BYTES,
     }
 }
 
-fn content_bytes(parts: &[ContentItem]) -> u64 {
+fn content_bytes(parts: &[ContentItem]) -> usize {
     parts
         .iter()
         .map(|part| match part {
@@ -65,10 +100,10 @@ fn content_bytes(parts: &[ContentItem]) -> u64 {
             ContentItem::InputAudio { audio_url } => len(audio_url),
             ContentItem::Other => 0,
         })
-        .fold(0, u64::saturating_add)
+        .fold(0, usize::saturating_add)
 }
 
-fn output_bytes(output: &OutputPayload) -> u64 {
+fn output_bytes(output: &OutputPayload) -> usize {
     match output {
         OutputPayload::Text(text) => len(text),
         OutputPayload::ContentItems(parts) => parts
@@ -82,12 +117,12 @@ fn output_bytes(output: &OutputPayload) -> u64 {
                 }
                 OutputContentItem::Other => 0,
             })
-            .fold(0, u64::saturating_add),
+            .fold(0, usize::saturating_add),
     }
 }
 
-fn model_visible_bytes(item: &ResponseItem) -> u64 {
-    match item {
+fn model_visible_bytes(item: &ResponseItem) -> Result<usize, ItemError> {
+    Ok(match item {
         ResponseItem::Message(message) => content_bytes(&message.content),
         ResponseItem::AgentMessage(message) => message
             .content
@@ -101,7 +136,7 @@ fn model_visible_bytes(item: &ResponseItem) -> u64 {
             })
             .fold(
                 len(&message.author) + len(&message.recipient),
-                u64::saturating_add,
+                usize::saturating_add,
             ),
         ResponseItem::Reasoning(reasoning) => match &reasoning.encrypted_content {
             Some(ciphertext) => encrypted_reasoning_bytes(ciphertext),
@@ -128,11 +163,14 @@ fn model_visible_bytes(item: &ResponseItem) -> u64 {
         ResponseItem::CustomToolCallOutput(output) => output_bytes(&output.output)
             .saturating_add(len(output.call_id.as_str()))
             .saturating_add(opt_len(output.name.as_deref())),
-        ResponseItem::ToolSearchCall(call) => json_len(&call.arguments),
-        ResponseItem::ToolSearchOutput(output) => json_len(&output.tools),
-        ResponseItem::AdditionalTools(tools) => json_len(&tools.tools),
-        ResponseItem::LocalShellCall(call) => json_len(&call.action),
-        ResponseItem::WebSearchCall(call) => call.action.as_ref().map_or(0, json_len),
+        ResponseItem::ToolSearchCall(call) => json_len(&call.arguments)?,
+        ResponseItem::ToolSearchOutput(output) => json_len(&output.tools)?,
+        ResponseItem::AdditionalTools(tools) => json_len(&tools.tools)?,
+        ResponseItem::LocalShellCall(call) => json_len(&call.action)?,
+        ResponseItem::WebSearchCall(call) => match &call.action {
+            Some(action) => json_len(action)?,
+            None => 0,
+        },
         ResponseItem::ImageGenerationCall(call) => {
             let image = if call.result.is_empty() {
                 0
@@ -142,5 +180,5 @@ fn model_visible_bytes(item: &ResponseItem) -> u64 {
             opt_len(call.revised_prompt.as_deref()) + image
         }
         ResponseItem::CompactionTrigger | ResponseItem::Other => 0,
-    }
+    })
 }

@@ -1,4 +1,5 @@
-//! Identity newtypes: call ids, item ids, and the deterministic ids of synthetic outputs.
+//! Identity newtypes: thread, turn, call and item ids, and the deterministic ids of synthetic
+//! outputs.
 
 use std::fmt;
 use std::sync::Arc;
@@ -88,6 +89,70 @@ string_id! {
     ItemId
 }
 
+string_id! {
+    /// The id of a turn, as turn events and `turn_context` lines of a rollout carry it.
+    TurnId
+}
+
+/// The id of a thread (one conversation): a UUID, the `id` of a rollout's first `session_meta`
+/// line. It reads and writes as the UUID's hyphenated lowercase text.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ThreadId(Uuid);
+
+impl ThreadId {
+    /// A new random (version 4) thread id.
+    pub fn random() -> ThreadId {
+        ThreadId(Uuid::new_v4())
+    }
+
+    /// The UUID.
+    pub fn as_uuid(&self) -> &Uuid {
+        &self.0
+    }
+}
+
+impl From<Uuid> for ThreadId {
+    fn from(uuid: Uuid) -> Self {
+        ThreadId(uuid)
+    }
+}
+
+impl std::str::FromStr for ThreadId {
+    type Err = uuid::Error;
+
+    /// Parses a UUID in any of the forms `uuid` accepts (hyphenated, simple, braced, URN).
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        Uuid::parse_str(text).map(ThreadId)
+    }
+}
+
+impl fmt::Debug for ThreadId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "ThreadId({})", self.0.hyphenated())
+    }
+}
+
+impl fmt::Display for ThreadId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(&self.0.hyphenated(), f)
+    }
+}
+
+impl Serialize for ThreadId {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(&self.0.hyphenated())
+    }
+}
+
+impl<'de> Deserialize<'de> for ThreadId {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = <std::borrow::Cow<'de, str>>::deserialize(deserializer)?;
+        text.parse().map_err(|error| {
+            serde::de::Error::custom(format_args!("thread id {text:?} is not a UUID: {error}"))
+        })
+    }
+}
+
 /// Namespace of the UUIDv5 ids given to synthetic outputs.
 ///
 /// Changing it changes the model-visible id of every synthetic output, so every prompt that
@@ -149,6 +214,22 @@ mod tests {
     fn no_id_for_missing_or_empty_source() {
         assert_eq!(synthetic_output_id("fco", None), None);
         assert_eq!(synthetic_output_id("fco", Some(&ItemId::new(""))), None);
+    }
+
+    #[test]
+    fn thread_ids_are_uuids_in_hyphenated_form() {
+        let id: ThreadId =
+            serde_json::from_str(r#""5973B6C0-94B8-487B-A530-2AEB6098AE0C""#).expect("a UUID");
+        assert_eq!(id.to_string(), "5973b6c0-94b8-487b-a530-2aeb6098ae0c");
+        assert_eq!(
+            serde_json::to_string(&id).expect("ser"),
+            r#""5973b6c0-94b8-487b-a530-2aeb6098ae0c""#
+        );
+        let error = serde_json::from_str::<ThreadId>(r#""t-1""#).expect_err("not a UUID");
+        assert!(
+            error.to_string().contains("\"t-1\" is not a UUID"),
+            "{error}"
+        );
     }
 
     #[test]

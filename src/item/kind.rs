@@ -66,7 +66,7 @@ impl ItemKind {
         }
     }
 
-    /// The prefix of new ids for this kind (`msg` in `msg_<UUIDv7>`, reference §1.1); `None` for
+    /// The prefix of new ids for this kind (`msg` in `msg_<UUIDv7>`, Codex's table); `None` for
     /// unknown items, which get no id.
     pub fn id_prefix(self) -> Option<&'static str> {
         Some(match self {
@@ -112,7 +112,8 @@ impl ItemKind {
         })
     }
 
-    /// How this kind takes part in call/output pairing (reference §4.2, §4.4, §5.2).
+    /// How this kind takes part in call/output pairing: which calls want an output, which outputs
+    /// want a call, and in which family.
     ///
     /// This is the one table every pairing decision reads. It has no `_` arm: a new kind does not
     /// compile until someone decides how it pairs.
@@ -188,7 +189,7 @@ impl Family {
     }
 
     /// The call kinds of this family, in the order an output looks for its call when it is
-    /// removed with it (§5.2: a function output looks for a `function_call` first).
+    /// removed with it (a function output looks for a `function_call` first).
     pub fn call_kinds(self) -> &'static [ItemKind] {
         match self {
             Family::Function => &[ItemKind::FunctionCall, ItemKind::LocalShellCall],

@@ -1,14 +1,36 @@
-//! The item model: typed Responses API items, the stored [`Entry`], ids and kinds.
+//! The item layer, the lowest floor: the typed wire model, the stored [`Entry`], ids, kinds and
+//! the one pairing table, what an item means for turns, and the token heuristic.
+//!
+//! Nothing here knows of histories, projections, rollouts or snapshots. An entry's text is either
+//! owned or a slice of a shared read-only buffer; the snapshot layer provides such a buffer.
 
 mod entry;
+mod error;
 mod estimate;
 mod ids;
 mod kind;
 mod model;
+mod turn;
 
 pub use entry::{Entry, EntryFlags};
 pub(crate) use entry::{Payload, parse_item};
-pub use estimate::{BYTES_PER_TOKEN, IMAGE_ESTIMATE_BYTES, ORIGINAL_FILE_IMAGE_ESTIMATE_BYTES};
-pub use ids::{CallId, ItemId, SYNTHETIC_ID_NAMESPACE, synthetic_output_id};
+pub use error::ItemError;
+pub(crate) use error::with_sources;
+pub(crate) use estimate::tokens_for_bytes;
+pub use estimate::{
+    BYTES_PER_TOKEN, IMAGE_ESTIMATE_BYTES, ORIGINAL_FILE_IMAGE_ESTIMATE_BYTES, approx_token_count,
+};
+pub use ids::{CallId, ItemId, SYNTHETIC_ID_NAMESPACE, ThreadId, TurnId, synthetic_output_id};
 pub use kind::{Family, ItemKind, MissingOutput, Pairing};
-pub use model::*;
+pub use model::{
+    AdditionalTools, AgentContentItem, AgentMessage, Compaction, ContentItem, ContextCompaction,
+    CustomToolCall, CustomToolCallOutput, Execution, FunctionCall, FunctionCallOutput, ImageDetail,
+    ImageGenerationCall, ImagePart, LocalShellAction, LocalShellCall, LocalShellStatus, Message,
+    MessagePhase, Metadata, OutputContentItem, OutputPayload, Reasoning, ReasoningContent,
+    ReasoningSummary, ResponseItem, Role, ToolSearchCall, ToolSearchOutput, WebSearchAction,
+    WebSearchCall,
+};
+pub use turn::{
+    SUMMARY_PREFIX, is_contextual_developer_text, is_contextual_user_text, is_summary_text,
+};
+pub(crate) use turn::{TurnRole, turn_role};

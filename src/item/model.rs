@@ -1,4 +1,5 @@
-//! The typed wire model of Responses API items as Codex writes them (reference §1).
+//! The typed wire model of Responses API items as Codex writes them
+//! (`docs/codex-compatibility.md`, "Items").
 //!
 //! These types are for building items and for the few operations that need a typed view. The
 //! history itself stores each item as JSON text (see [`Entry`](crate::Entry)), so fields this model
@@ -216,7 +217,7 @@ pub enum OutputContentItem {
     Other,
 }
 
-/// The `output` of a tool output item: a plain string or an array of parts (reference §1.3).
+/// The `output` of a tool output item: a plain string or an array of parts.
 ///
 /// Codex's internal `success` flag is never serialized, so it is not modelled.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -366,7 +367,7 @@ pub struct AgentMessage {
 
 /// `reasoning`.
 ///
-/// Serialization rule for `content` (reference §1.4): the key is skipped only when it is present
+/// Serialization rule for `content` (as Codex writes it): the key is skipped only when it is present
 /// and holds no `reasoning_text` part; when absent it is written as `null`. `encrypted_content`
 /// is always written, `null` when absent.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -575,6 +576,47 @@ pub struct CustomToolCallOutput {
     pub meta: Option<Metadata>,
 }
 
+/// Where a tool search runs: the `execution` of `tool_search_call` and `tool_search_output`.
+///
+/// Reads and writes as a string; a value other than `"client"` and `"server"` is kept as it is.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Execution {
+    /// `"client"`: the harness runs the search and answers with a `tool_search_output`.
+    Client,
+    /// `"server"`: the provider runs it; its output needs no call in the history.
+    Server,
+    /// Any other value, verbatim.
+    Other(String),
+}
+
+impl Execution {
+    /// The wire text.
+    pub fn as_str(&self) -> &str {
+        match self {
+            Execution::Client => "client",
+            Execution::Server => "server",
+            Execution::Other(text) => text,
+        }
+    }
+}
+
+impl Serialize for Execution {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for Execution {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = <std::borrow::Cow<'de, str>>::deserialize(deserializer)?;
+        Ok(match text.as_ref() {
+            "client" => Execution::Client,
+            "server" => Execution::Server,
+            _ => Execution::Other(text.into_owned()),
+        })
+    }
+}
+
 /// `tool_search_call`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ToolSearchCall {
@@ -587,8 +629,8 @@ pub struct ToolSearchCall {
     /// Status.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status: Option<String>,
-    /// `"client"` or `"server"`.
-    pub execution: String,
+    /// Where the search runs.
+    pub execution: Execution,
     /// Arguments: any JSON value (not a string).
     pub arguments: Value,
     /// Encrypted content.
@@ -614,8 +656,8 @@ pub struct ToolSearchOutput {
     pub call_id: Option<CallId>,
     /// Status.
     pub status: String,
-    /// `"client"` or `"server"`.
-    pub execution: String,
+    /// Where the search ran.
+    pub execution: Execution,
     /// Tool definitions found.
     pub tools: Vec<Value>,
     /// Host metadata, kept verbatim.

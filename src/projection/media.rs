@@ -1,4 +1,4 @@
-//! Media stripping for models that take no images or no audio (reference §4.6).
+//! Media stripping for models that take no images or no audio, as Codex strips them.
 //!
 //! Works on the item's JSON as a `serde_json::Value`, so every field this library does not model
 //! survives; only the media parts themselves are replaced.
@@ -44,12 +44,14 @@ pub(crate) struct Stripped {
     pub(crate) cleared_result: bool,
 }
 
-/// Strips `media` from one item's JSON. `None` when nothing changed (or the text is not an
-/// object, which cannot happen for an entry's JSON).
-pub(crate) fn strip(json: &str, media: Media) -> Option<Stripped> {
-    let Ok(Value::Object(mut item)) = serde_json::from_str::<Value>(json) else {
-        return None;
-    };
+/// Strips `media` from one item's JSON. `None` when nothing changed.
+///
+/// # Errors
+///
+/// When the text is not a JSON object (which an entry's text always is, unless it comes from a
+/// crafted snapshot).
+pub(crate) fn strip(json: &str, media: Media) -> Result<Option<Stripped>, serde_json::Error> {
+    let mut item: Map<String, Value> = serde_json::from_str(json)?;
     let mut parts = 0;
     let mut cleared_result = false;
     match item.get("type").and_then(Value::as_str) {
@@ -68,14 +70,14 @@ pub(crate) fn strip(json: &str, media: Media) -> Option<Stripped> {
         _ => {}
     }
     if parts == 0 && !cleared_result {
-        return None;
+        return Ok(None);
     }
-    let json = serde_json::to_string(&item).ok()?;
-    Some(Stripped {
-        json,
+    Ok(Some(Stripped {
+        // A `Value`'s text is written by `Display`, which cannot fail.
+        json: Value::Object(item).to_string(),
         parts,
         cleared_result,
-    })
+    }))
 }
 
 /// Replaces every part of the media's type in an array with the placeholder text part. Text
@@ -102,27 +104,36 @@ mod tests {
     use super::*;
 
     #[test]
+    fn text_that_is_not_an_object_is_an_error_not_a_silent_pass() {
+        assert!(strip(r#"["message"]"#, Media::Image).is_err());
+    }
+
+    #[test]
     fn message_images_become_placeholders_and_other_fields_survive() {
         let json = r#"{"type":"message","role":"user","x-extra":1,"content":[{"type":"input_text","text":"look"},{"type":"input_image","image_url":"data:image/png;base64,AAAA","detail":"high"}]}"#;
-        let stripped = strip(json, Media::Image).expect("changed");
+        let stripped = strip(json, Media::Image)
+            .expect("an object")
+            .expect("changed");
         assert_eq!(stripped.parts, 1);
         assert_eq!(
             stripped.json,
             r#"{"type":"message","role":"user","x-extra":1,"content":[{"type":"input_text","text":"look"},{"type":"input_text","text":"image content omitted because you do not support image input"}]}"#
         );
-        assert_eq!(strip(json, Media::Audio), None);
+        assert_eq!(strip(json, Media::Audio).expect("an object"), None);
     }
 
     #[test]
     fn text_output_bodies_are_untouched() {
         let json = r#"{"type":"function_call_output","call_id":"c","output":"input_image"}"#;
-        assert_eq!(strip(json, Media::Image), None);
+        assert_eq!(strip(json, Media::Image).expect("an object"), None);
     }
 
     #[test]
     fn image_generation_result_is_cleared() {
         let json = r#"{"type":"image_generation_call","id":"ig_123","status":"completed","revised_prompt":"A small blue square","result":"Zm9v"}"#;
-        let stripped = strip(json, Media::Image).expect("changed");
+        let stripped = strip(json, Media::Image)
+            .expect("an object")
+            .expect("changed");
         assert!(stripped.cleared_result);
         assert_eq!(
             stripped.json,

@@ -83,7 +83,7 @@ pub enum RepairMode {
     /// Repair every violation in the projection and report it (Codex's release behaviour).
     #[default]
     Lenient,
-    /// Fail with every violation that Codex treats as a bug (`error_or_panic`, §4.5): a custom
+    /// Fail with every violation that Codex treats as a bug (`error_or_panic`): a custom
     /// tool or local shell call without output, and any orphan output. A `function_call` or
     /// `tool_search_call` without output is normal after an interruption and is still repaired.
     Strict,

@@ -2,7 +2,40 @@
 
 use std::fmt;
 
-use crate::item::{CallId, ItemId, ItemKind};
+use crate::item::{CallId, Entry, ItemId, ItemKind};
+
+/// Where in the live history a repair or a violation is: the item's position, kind and call id.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Location {
+    /// Index of the item in the live history.
+    pub position: usize,
+    /// Kind of the item.
+    pub item_kind: ItemKind,
+    /// Its call id, when it has one.
+    pub call_id: Option<CallId>,
+}
+
+impl Location {
+    /// The location of `entry` at `position`.
+    pub(crate) fn of(position: usize, entry: &Entry) -> Location {
+        Location {
+            position,
+            item_kind: entry.kind(),
+            call_id: entry.call_id().cloned(),
+        }
+    }
+}
+
+impl fmt::Display for Location {
+    /// `item 3 (function_call, call_id "c1")`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "item {} ({}", self.position, self.item_kind)?;
+        if let Some(call_id) = &self.call_id {
+            write!(f, ", call_id {call_id:?}")?;
+        }
+        f.write_str(")")
+    }
+}
 
 /// What one repair did.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -33,27 +66,9 @@ pub enum RepairKind {
     HeldBackUnknownItem,
 }
 
-/// One repair, located in the live history.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Repair {
-    /// What was done.
-    pub kind: RepairKind,
-    /// Index of the affected item in the live history.
-    pub position: usize,
-    /// Kind of the affected item.
-    pub item_kind: ItemKind,
-    /// Its call id, when it has one.
-    pub call_id: Option<CallId>,
-}
-
-impl fmt::Display for Repair {
+impl fmt::Display for RepairKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "item {} ({}", self.position, self.item_kind)?;
-        if let Some(call_id) = &self.call_id {
-            write!(f, ", call_id {call_id:?}")?;
-        }
-        f.write_str("): ")?;
-        match &self.kind {
+        match self {
             RepairKind::SynthesizedOutput {
                 output_kind,
                 output_id,
@@ -79,8 +94,24 @@ impl fmt::Display for Repair {
     }
 }
 
-/// Every repair of one projection, in the order of Codex's passes (synthesized outputs, dropped
-/// orphans, images, audio; then held-back unknown items), each pass in history order.
+/// One repair, located in the live history.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Repair {
+    /// What was done.
+    pub kind: RepairKind,
+    /// The item it was done to.
+    pub at: Location,
+}
+
+impl fmt::Display for Repair {
+    /// `item 3 (function_call, call_id "c1"): no output; synthesized …`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.at, self.kind)
+    }
+}
+
+/// Every repair of one projection, in position order (repairs of one item in the order of
+/// Codex's passes: synthesized output, dropped orphan, images, audio, held-back unknown item).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct RepairReport {
     pub(crate) repairs: Vec<Repair>,
@@ -134,24 +165,17 @@ pub enum ViolationKind {
 pub struct Violation {
     /// What is wrong.
     pub kind: ViolationKind,
-    /// Index of the offending item.
-    pub position: usize,
-    /// Its kind.
-    pub item_kind: ItemKind,
-    /// Its call id.
-    pub call_id: Option<CallId>,
+    /// The offending item.
+    pub at: Location,
 }
 
 impl fmt::Display for Violation {
+    /// `item 3 (custom_tool_call, call_id "c1") has no output`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let what = match self.kind {
             ViolationKind::MissingOutput => "has no output",
             ViolationKind::OrphanOutput => "has no matching call",
         };
-        write!(f, "item {} ({}", self.position, self.item_kind)?;
-        if let Some(call_id) = &self.call_id {
-            write!(f, ", call_id {call_id:?}")?;
-        }
-        write!(f, ") {what}")
+        write!(f, "{} {what}", self.at)
     }
 }

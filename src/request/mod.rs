@@ -1,5 +1,5 @@
-//! Model requests: the [`Prompt`], the [`ModelRequest`] around it, the [`PromptCompiler`] that
-//! composes them, and the Responses API body writer (reference §8).
+//! The request layer: the [`Prompt`], the [`ModelRequest`] around it, the [`PromptCompiler`]
+//! that composes them, and the Responses API body writer (keys and values as Codex sends them).
 
 use std::io::Write;
 use std::sync::Arc;
@@ -7,9 +7,27 @@ use std::sync::Arc;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::error::{ProjectionError, RequestError};
 use crate::history::History;
-use crate::projection::{Projection, ProjectionOptions};
+use crate::item::TurnId;
+use crate::projection::{Projection, ProjectionError, ProjectionOptions};
+
+/// Writing a request body failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RequestError {
+    /// The writer failed.
+    #[error("cannot write request body")]
+    Io(#[from] std::io::Error),
+    /// A field (tools, schema) could not be serialized.
+    #[error("cannot serialize request field `{field}`")]
+    Serialize {
+        /// The field.
+        field: &'static str,
+        /// What serde_json found.
+        #[source]
+        source: serde_json::Error,
+    },
+}
 
 /// The name Codex gives an output schema in `text.format`.
 pub const OUTPUT_SCHEMA_NAME: &str = "codex_output_schema";
@@ -57,8 +75,8 @@ pub enum Verbosity {
 /// Where in the agent loop a request is made; carried beside the request, never sent.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct StepContext {
-    /// The turn the request belongs to.
-    pub turn_id: String,
+    /// The turn the request belongs to, if any.
+    pub turn_id: Option<TurnId>,
     /// The step within the turn (each model request of a turn is one step).
     pub step_id: u64,
     /// The generation of the tool plan the request's tools come from.
@@ -92,7 +110,7 @@ pub struct ModelRequest {
 }
 
 impl ModelRequest {
-    /// Writes the Responses API request body (§8.2), copying each input item's JSON bytes.
+    /// Writes the Responses API request body, copying each input item's JSON bytes.
     ///
     /// Keys, in order: `model`, `instructions`, `input`, `tools`, `tool_choice` (`"auto"`),
     /// `parallel_tool_calls`, `reasoning`, `store` (`false`), `stream` (`true`), `include`,

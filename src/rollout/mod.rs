@@ -1,12 +1,32 @@
-//! Codex rollout files: the durable JSONL record of a session (format: `docs/rollout-format.md`).
+//! The rollout layer: Codex rollout files, the durable JSONL record of a session (format:
+//! `docs/rollout-format.md`), and resume from them.
 //!
-//! * [`reader`](self#reading): a streaming, tolerant reader with a load report, and resume.
-//! * writing: [`RolloutWriter`] over a [`RolloutSink`] with an explicit [`Durability`].
+//! * `line.rs` — the line types; `validate.rs` — what each line must be, parsed once;
+//!   `report.rs` — what reading found; `reader.rs` — the streaming line loop and [`Rollout`].
+//! * `resume/` — [`Rollout::resume`] and [`resume_file`]: one pipeline whatever the source
+//!   (every line, or a snapshot plus the lines after it, with a [`FallbackReason`] when a snapshot
+//!   cannot be used), one result ([`Resumed`]).
+//! * `writer.rs` — [`RolloutWriter`] with an explicit [`Durability`], over a [`RolloutSink`]
+//!   (`sink.rs`).
+//!
+//! This layer sits above the snapshot layer: its resume decides when a snapshot may stand for a
+//! rollout's prefix, and writes snapshots of what it resumed.
 
+mod error;
+mod line;
 mod reader;
+mod report;
 mod resume;
+mod sink;
+mod validate;
 mod writer;
 
-pub use reader::*;
-pub use resume::*;
-pub use writer::*;
+pub use error::{RolloutError, RolloutWriteError, WriteStep};
+pub use line::{LineKind, RolloutLine, SessionMeta};
+pub use reader::{READER_LABEL, Rollout};
+pub use report::{LoadReport, ReadMode, SkipReason, SkippedLine};
+pub use resume::{
+    FallbackReason, LaterLine, ResumeOptions, ResumeSource, Resumed, resume_file, resume_reader,
+};
+pub use sink::{FileSink, RolloutSink};
+pub use writer::{Durability, RolloutWriter};

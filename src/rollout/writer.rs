@@ -1,114 +1,18 @@
 //! The rollout writer: appends whole lines, with an explicit durability setting.
 
-use std::fs::{File, OpenOptions};
-use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::collections::VecDeque;
+use std::io;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use serde_json::value::RawValue;
 
-use crate::error::RolloutWriteError;
 use crate::history::Compacted;
 
-/// Where rollout bytes go. A file by default; tests substitute one that fails.
-pub trait RolloutSink {
-    /// Writes some of `bytes` and returns how many, like [`io::Write::write`]. An error means
-    /// nothing of this call was written.
-    ///
-    /// # Errors
-    ///
-    /// Any I/O error.
-    fn write(&mut self, bytes: &[u8]) -> io::Result<usize>;
-
-    /// Hands written bytes to the operating system.
-    ///
-    /// # Errors
-    ///
-    /// Any I/O error.
-    fn flush(&mut self) -> io::Result<()>;
-
-    /// Makes written bytes durable on the storage device (`fdatasync`).
-    ///
-    /// # Errors
-    ///
-    /// Any I/O error.
-    fn sync_data(&mut self) -> io::Result<()>;
-}
-
-/// An in-memory rollout: the bytes are appended to the vector (for tests, and for building a
-/// rollout to send elsewhere). Never fails.
-impl RolloutSink for Vec<u8> {
-    fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
-        self.extend_from_slice(bytes);
-        Ok(bytes.len())
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
-    }
-
-    fn sync_data(&mut self) -> io::Result<()> {
-        Ok(())
-    }
-}
-
-/// A rollout file opened for appending.
-#[derive(Debug)]
-pub struct FileSink {
-    file: File,
-}
-
-impl FileSink {
-    /// Creates a new file; fails if it exists, so that a session never overwrites another.
-    ///
-    /// # Errors
-    ///
-    /// Any I/O error, `AlreadyExists` among them.
-    pub fn create_new(path: &Path) -> io::Result<FileSink> {
-        let file = OpenOptions::new()
-            .append(true)
-            .create_new(true)
-            .open(path)?;
-        Ok(FileSink { file })
-    }
-
-    /// Opens an existing file for appending. If the file does not end with a newline (a crash
-    /// tore its last line), a newline is written first, so that the torn line stays one skipped
-    /// line and the next line starts cleanly.
-    ///
-    /// # Errors
-    ///
-    /// Any I/O error.
-    pub fn open_append(path: &Path) -> io::Result<FileSink> {
-        let mut file = OpenOptions::new().read(true).append(true).open(path)?;
-        let len = file.metadata()?.len();
-        if len > 0 {
-            let mut last = [0u8; 1];
-            file.seek(SeekFrom::Start(len - 1))?;
-            file.read_exact(&mut last)?;
-            if last[0] != b'\n' {
-                file.write_all(b"\n")?;
-            }
-        }
-        Ok(FileSink { file })
-    }
-}
-
-impl RolloutSink for FileSink {
-    fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
-        self.file.write(bytes)
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        self.file.flush()
-    }
-
-    fn sync_data(&mut self) -> io::Result<()> {
-        self.file.sync_data()
-    }
-}
+use super::error::{RolloutWriteError, WriteStep};
+use super::line::{LineKind, SessionMeta, timestamp};
+use super::sink::{FileSink, RolloutSink};
 
 /// How durable a batch is when an append returns. See `docs/rollout-format.md`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -122,63 +26,6 @@ pub enum Durability {
     /// Every batch is written, flushed and `sync_data`'d. Nothing that was returned is lost.
     #[default]
     SyncData,
-}
-
-/// The `session_meta` payload this library writes (reference §2.2). Fields it does not set are
-/// omitted; a reader ignores what it does not know.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct SessionMeta {
-    /// The thread id (a UUID string): the conversation id of the file.
-    pub id: String,
-    /// The thread this one was forked from.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub forked_from_id: Option<String>,
-    /// Session start, RFC 3339.
-    pub timestamp: String,
-    /// Working directory.
-    pub cwd: String,
-    /// The program that wrote the session.
-    pub originator: String,
-    /// Its version.
-    pub cli_version: String,
-    /// The session source (`cli`, `vscode`, `exec`, `mcp`, or an object in newer files).
-    pub source: Value,
-    /// The model provider (key always written, may be null).
-    #[serde(default)]
-    pub model_provider: Option<String>,
-    /// Base instructions `{text, …}` (key always written, may be null).
-    #[serde(default)]
-    pub base_instructions: Option<Value>,
-}
-
-impl SessionMeta {
-    /// Metadata for a new session with thread id `id`, started now, in the current directory,
-    /// written by this library (`source: "exec"`).
-    pub fn new(id: impl Into<String>) -> SessionMeta {
-        SessionMeta {
-            id: id.into(),
-            forked_from_id: None,
-            timestamp: timestamp(SystemTime::now()),
-            cwd: std::env::current_dir()
-                .map(|dir| dir.display().to_string())
-                .unwrap_or_default(),
-            originator: "agent_history".into(),
-            cli_version: env!("CARGO_PKG_VERSION").into(),
-            source: Value::String("exec".into()),
-            model_provider: None,
-            base_instructions: None,
-        }
-    }
-
-    /// A new random (version 4) thread id.
-    pub fn new_thread_id() -> String {
-        uuid::Uuid::new_v4().to_string()
-    }
-}
-
-/// `YYYY-MM-DDThh:mm:ss.mmmZ` in UTC: the rollout envelope's timestamp format.
-pub fn timestamp(time: SystemTime) -> String {
-    humantime::format_rfc3339_millis(time).to_string()
 }
 
 /// Once the writer's buffer holds this much, [`Durability::Buffered`] writes it out.
@@ -196,8 +43,9 @@ pub struct RolloutWriter<S: RolloutSink = FileSink> {
     durability: Durability,
     /// Bytes built but not yet accepted by the sink.
     pending: Vec<u8>,
-    /// The type of each line that is (partly) in `pending`, oldest first, for error messages.
-    pending_kinds: std::collections::VecDeque<String>,
+    /// The type of each line that is (partly) in `pending`, oldest first, for error messages
+    /// (`None` for a line copied verbatim).
+    pending_kinds: VecDeque<Option<LineKind>>,
     /// A flush or sync failed: what was written may not be on disk, and a later sync that
     /// succeeds cannot tell (after a failed `fsync`, Linux may drop the pages). From then on no
     /// line is reported durable; resume the file to go on safely.
@@ -238,7 +86,7 @@ impl RolloutWriter<FileSink> {
         let path = path.as_ref();
         let sink = FileSink::create_new(path).map_err(|source| RolloutWriteError {
             path: path.to_owned(),
-            what: "a new rollout file".into(),
+            step: WriteStep::Create,
             source,
         })?;
         let mut writer = RolloutWriter::with_sink(sink, path, durability);
@@ -259,7 +107,7 @@ impl RolloutWriter<FileSink> {
         let path = path.as_ref();
         let sink = FileSink::open_append(path).map_err(|source| RolloutWriteError {
             path: path.to_owned(),
-            what: "the rollout file for appending".into(),
+            step: WriteStep::OpenForAppend,
             source,
         })?;
         Ok(RolloutWriter::with_sink(sink, path, durability))
@@ -275,7 +123,7 @@ impl<S: RolloutSink> RolloutWriter<S> {
             path: label.into(),
             durability,
             pending: Vec::new(),
-            pending_kinds: std::collections::VecDeque::new(),
+            pending_kinds: VecDeque::new(),
             durability_lost: false,
             lines_built: 0,
             lines_written: 0,
@@ -330,10 +178,10 @@ impl<S: RolloutSink> RolloutWriter<S> {
     ///
     /// See [`RolloutWriter::append_raw`].
     pub fn append_session_meta(&mut self, meta: &SessionMeta) -> Result<(), RolloutWriteError> {
-        let payload =
-            serde_json::to_string(meta).map_err(|error| self.invalid("session_meta", error))?;
-        self.push_line("session_meta", &payload);
-        self.commit("session_meta")
+        let payload = serde_json::to_string(meta)
+            .map_err(|error| self.invalid(LineKind::SessionMeta, error))?;
+        self.push_line(LineKind::SessionMeta, &payload);
+        self.commit()
     }
 
     /// Appends one `response_item` line per item JSON text, as one batch. The texts are written
@@ -351,11 +199,11 @@ impl<S: RolloutSink> RolloutWriter<S> {
             .into_iter()
             .map(one_line)
             .collect::<Result<Vec<_>, _>>()
-            .map_err(|error| self.invalid("response_item", error))?;
+            .map_err(|error| self.invalid(LineKind::ResponseItem, error))?;
         for payload in &payloads {
-            self.push_line("response_item", payload);
+            self.push_line(LineKind::ResponseItem, payload);
         }
-        self.commit("response_item")
+        self.commit()
     }
 
     /// Appends a `compacted` line: the summary message and the replacement history.
@@ -366,19 +214,20 @@ impl<S: RolloutSink> RolloutWriter<S> {
     pub fn append_compacted(&mut self, compacted: &Compacted) -> Result<(), RolloutWriteError> {
         let mut payload = String::from("{\"message\":");
         let message = serde_json::to_string(&compacted.message)
-            .map_err(|error| self.invalid("compacted", error))?;
+            .map_err(|error| self.invalid(LineKind::Compacted, error))?;
         payload.push_str(&message);
         payload.push_str(",\"replacement_history\":[");
         for (i, entry) in compacted.replacement_history.iter().enumerate() {
             if i > 0 {
                 payload.push(',');
             }
-            let item = one_line(entry.json()).map_err(|error| self.invalid("compacted", error))?;
+            let item =
+                one_line(entry.json()).map_err(|error| self.invalid(LineKind::Compacted, error))?;
             payload.push_str(&item);
         }
         payload.push_str("]}");
-        self.push_line("compacted", &payload);
-        self.commit("compacted")
+        self.push_line(LineKind::Compacted, &payload);
+        self.commit()
     }
 
     /// Appends `event_msg` `{"type":"thread_rolled_back","num_turns":n}`.
@@ -388,8 +237,8 @@ impl<S: RolloutSink> RolloutWriter<S> {
     /// See [`RolloutWriter::append_raw`].
     pub fn append_rollback(&mut self, num_turns: u64) -> Result<(), RolloutWriteError> {
         let payload = format!(r#"{{"type":"thread_rolled_back","num_turns":{num_turns}}}"#);
-        self.push_line("event_msg", &payload);
-        self.commit("event_msg")
+        self.push_line(LineKind::EventMsg, &payload);
+        self.commit()
     }
 
     /// Appends a line of any type (`turn_context`, `world_state`, `event_msg`, …) with a payload
@@ -404,19 +253,19 @@ impl<S: RolloutSink> RolloutWriter<S> {
             && kind
                 .bytes()
                 .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_');
+        let line_type = LineKind::from_type(kind);
         if !valid_kind {
-            return Err(RolloutWriteError {
-                path: self.path.clone(),
-                what: format!("a line of type {kind:?}"),
-                source: io::Error::new(
+            return Err(self.error(
+                WriteStep::Build { line_type },
+                io::Error::new(
                     io::ErrorKind::InvalidInput,
                     "a rollout line type is a snake_case name",
                 ),
-            });
+            ));
         }
-        let payload = one_line(payload).map_err(|error| self.invalid(kind, error))?;
-        self.push_line(kind, &payload);
-        self.commit(kind)
+        let payload = one_line(payload).map_err(|error| self.invalid(line_type.clone(), error))?;
+        self.push_line(line_type, &payload);
+        self.commit()
     }
 
     /// Appends a complete line exactly as given (used to copy a parent's lines into a fork). The
@@ -430,7 +279,10 @@ impl<S: RolloutSink> RolloutWriter<S> {
         let newlines = line.iter().filter(|&&b| b == b'\n').count();
         if newlines != 1 || line.last() != Some(&b'\n') {
             return Err(self.error(
-                "a copied line",
+                WriteStep::Write {
+                    line_type: None,
+                    line: self.lines_built + 1,
+                },
                 io::Error::new(
                     io::ErrorKind::InvalidInput,
                     "not one newline-terminated line",
@@ -438,7 +290,7 @@ impl<S: RolloutSink> RolloutWriter<S> {
             ));
         }
         self.pending.extend_from_slice(line);
-        self.pending_kinds.push_back("copied".to_owned());
+        self.pending_kinds.push_back(None);
         self.lines_built += 1;
         match self.durability {
             Durability::Buffered if self.pending.len() < BUFFER_LIMIT => Ok(()),
@@ -453,42 +305,42 @@ impl<S: RolloutSink> RolloutWriter<S> {
     ///
     /// The sink's error.
     pub fn flush(&mut self) -> Result<(), RolloutWriteError> {
-        self.make_durable("pending lines")
+        self.make_durable()
     }
 
-    fn push_line(&mut self, kind: &str, payload: &str) {
+    fn push_line(&mut self, kind: LineKind, payload: &str) {
         let stamp = timestamp((self.clock)());
         self.pending.extend_from_slice(b"{\"timestamp\":\"");
         self.pending.extend_from_slice(stamp.as_bytes());
         self.pending.extend_from_slice(b"\",\"type\":\"");
-        self.pending.extend_from_slice(kind.as_bytes());
+        self.pending.extend_from_slice(kind.as_str().as_bytes());
         self.pending.extend_from_slice(b"\",\"payload\":");
         self.pending.extend_from_slice(payload.as_bytes());
         self.pending.extend_from_slice(b"}\n");
-        self.pending_kinds.push_back(kind.to_owned());
+        self.pending_kinds.push_back(Some(kind));
         self.lines_built += 1;
     }
 
-    fn commit(&mut self, kind: &str) -> Result<(), RolloutWriteError> {
+    fn commit(&mut self) -> Result<(), RolloutWriteError> {
         match self.durability {
             Durability::Buffered if self.pending.len() < BUFFER_LIMIT => Ok(()),
             Durability::Buffered => self.write_pending(),
-            Durability::Flush | Durability::SyncData => self.make_durable(kind),
+            Durability::Flush | Durability::SyncData => self.make_durable(),
         }
     }
 
     /// Writes what is pending, flushes, syncs under [`Durability::SyncData`], and then counts the
     /// written lines as durable — unless a sync has ever failed (see `durability_lost`).
-    fn make_durable(&mut self, what: &str) -> Result<(), RolloutWriteError> {
+    fn make_durable(&mut self) -> Result<(), RolloutWriteError> {
         self.write_pending()?;
         self.sink
             .flush()
-            .map_err(|source| self.error(&format!("{what} (flush)"), source))?;
+            .map_err(|source| self.error(WriteStep::Flush, source))?;
         if self.durability == Durability::SyncData
             && let Err(source) = self.sink.sync_data()
         {
             self.durability_lost = true;
-            return Err(self.error(&format!("{what} (sync_data)"), source));
+            return Err(self.error(WriteStep::Sync, source));
         }
         if !self.durability_lost {
             self.durable_lines = self.lines_written;
@@ -503,7 +355,7 @@ impl<S: RolloutSink> RolloutWriter<S> {
             match self.sink.write(&self.pending) {
                 Ok(0) => {
                     let source = io::Error::new(io::ErrorKind::WriteZero, "the sink took no bytes");
-                    return Err(self.error(&self.describe(), source));
+                    return Err(self.error(self.pending_step(), source));
                 }
                 Ok(written) => {
                     let written = written.min(self.pending.len());
@@ -518,29 +370,32 @@ impl<S: RolloutSink> RolloutWriter<S> {
                     self.pending.drain(..written);
                 }
                 Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
-                Err(source) => return Err(self.error(&self.describe(), source)),
+                Err(source) => return Err(self.error(self.pending_step(), source)),
             }
         }
         Ok(())
     }
 
-    /// `response_item line 12`: the first line not yet completely written.
-    fn describe(&self) -> String {
-        let kind = self.pending_kinds.front().map_or("a", String::as_str);
-        format!("{kind} line {}", self.lines_written + 1)
+    /// Writing the first line not yet completely written (`response_item line 12`).
+    fn pending_step(&self) -> WriteStep {
+        WriteStep::Write {
+            // Every line in `pending` has its type queued, so the queue has a front here.
+            line_type: self.pending_kinds.front().cloned().flatten(),
+            line: self.lines_written + 1,
+        }
     }
 
-    fn error(&self, what: &str, source: io::Error) -> RolloutWriteError {
+    fn error(&self, step: WriteStep, source: io::Error) -> RolloutWriteError {
         RolloutWriteError {
             path: self.path.clone(),
-            what: what.to_owned(),
+            step,
             source,
         }
     }
 
-    fn invalid(&self, kind: &str, error: serde_json::Error) -> RolloutWriteError {
+    fn invalid(&self, line_type: LineKind, error: serde_json::Error) -> RolloutWriteError {
         self.error(
-            &format!("a {kind} line"),
+            WriteStep::Build { line_type },
             io::Error::new(io::ErrorKind::InvalidInput, error),
         )
     }
@@ -551,6 +406,8 @@ impl<S: RolloutSink> Drop for RolloutWriter<S> {
     /// that goes out of scope does not lose its buffer. Errors cannot be reported here; call
     /// [`RolloutWriter::flush`] to see them.
     fn drop(&mut self) {
+        // Nothing can report an error from here: the lines stay pending, as after any failed
+        // write, and are lost with the writer. Callers who need to know call `flush` first.
         if self.write_pending().is_ok() {
             let _ = self.sink.flush();
         }
@@ -572,6 +429,7 @@ fn one_line(json: &str) -> Result<std::borrow::Cow<'_, str>, serde_json::Error> 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::item::ThreadId;
 
     fn epoch() -> SystemTime {
         SystemTime::UNIX_EPOCH + std::time::Duration::from_millis(1_762_178_401_137)
@@ -674,10 +532,18 @@ mod tests {
         let error = writer
             .append_response_items([r#"{"type":"message","role":"user","content":[]}"#])
             .expect_err("fails");
-        assert_eq!(error.what, "response_item line 1");
+        let first_line = WriteStep::Write {
+            line_type: Some(LineKind::ResponseItem),
+            line: 1,
+        };
+        assert_eq!(error.step, first_line);
+        assert_eq!(
+            error.to_string(),
+            "rollout mem: cannot write response_item line 1"
+        );
         // The next batch fails on the same, still pending, first line.
         let error = writer.append_rollback(1).expect_err("fails");
-        assert_eq!(error.what, "response_item line 1");
+        assert_eq!(error.step, first_line);
         writer.sink_mut().fail_writes = false;
         writer.flush().expect("written");
         assert_eq!(writer.durable_lines(), 2);
@@ -691,7 +557,7 @@ mod tests {
         };
         let mut writer = RolloutWriter::with_sink(sink, "mem", Durability::SyncData);
         let error = writer.append_rollback(1).expect_err("sync fails");
-        assert!(error.what.contains("sync_data"), "{}", error.what);
+        assert_eq!(error.step, WriteStep::Sync);
         assert_eq!(writer.durable_lines(), 0);
         writer.sink_mut().fail_syncs = false;
         writer.append_rollback(1).expect("sync works again");
@@ -709,9 +575,12 @@ mod tests {
             std::env::temp_dir().join(format!("agent-history-drop-{}.jsonl", std::process::id()));
         let _ = std::fs::remove_file(&path);
         {
-            let mut writer =
-                RolloutWriter::create(&path, &SessionMeta::new("t"), Durability::Buffered)
-                    .expect("created");
+            let mut writer = RolloutWriter::create(
+                &path,
+                &SessionMeta::new(ThreadId::random()),
+                Durability::Buffered,
+            )
+            .expect("created");
             writer.append_rollback(1).expect("buffered");
             assert_eq!(std::fs::read(&path).map(|b| b.len()).unwrap_or(0), 0);
         }

@@ -1,55 +1,45 @@
-//! The fixed snapshot header (docs/snapshot-format.md, "Header").
+//! The fixed snapshot header (`docs/snapshot-format.md`, "Header").
 
 /// The first 8 bytes of every snapshot.
-pub const MAGIC: [u8; 8] = *b"AGHISNAP";
+pub(super) const MAGIC: [u8; 8] = *b"AGHISNAP";
 /// The format version this build writes and reads.
-pub const FORMAT_VERSION: u32 = 1;
+pub const SNAPSHOT_FORMAT_VERSION: u32 = 1;
 /// Where the rkyv payload starts: one page, so that the payload is page-aligned in the map.
-pub const PAYLOAD_OFFSET: u64 = 4096;
+pub(super) const PAYLOAD_OFFSET: u64 = 4096;
 /// Bytes of the header that carry fields (the rest, up to [`PAYLOAD_OFFSET`], is zero).
-pub const HEADER_LEN: usize = 256;
+const HEADER_LEN: usize = 256;
 /// The header digest covers bytes `0..HEADER_DIGESTED`.
 const HEADER_DIGESTED: usize = 224;
 
 /// rkyv's format features as recorded in the header: little-endian, 32-bit relative pointers,
 /// aligned primitives. They are pinned in `Cargo.toml`; a file recording others is refused.
-pub const ENDIANNESS_LITTLE: u8 = 1;
+const ENDIANNESS_LITTLE: u8 = 1;
 /// See [`ENDIANNESS_LITTLE`].
-pub const POINTER_WIDTH_32: u8 = 4;
+const POINTER_WIDTH_32: u8 = 4;
 /// See [`ENDIANNESS_LITTLE`].
-pub const ALIGNMENT_ALIGNED: u8 = 1;
+const ALIGNMENT_ALIGNED: u8 = 1;
 
-/// The rollout prefix a snapshot stands for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+/// The rollout prefix a snapshot stands for: its first `lines` lines, `bytes` long, with that
+/// BLAKE3 digest.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RolloutPosition {
     /// Lines covered.
     pub lines: u64,
     /// Byte length of the covered prefix (ends after a `\n`).
     pub bytes: u64,
     /// BLAKE3 digest of the covered prefix.
-    pub digest: [u8; 32],
+    pub digest: blake3::Hash,
 }
 
-impl RolloutPosition {
-    /// The position covering `prefix` (the first `lines` lines of a rollout).
-    pub fn of_prefix(prefix: &[u8], lines: u64) -> RolloutPosition {
-        RolloutPosition {
-            lines,
-            bytes: prefix.len() as u64,
-            digest: *blake3::hash(prefix).as_bytes(),
-        }
-    }
-}
-
-/// The decoded header fields.
+/// The decoded header fields of a snapshot.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Header {
+pub struct SnapshotHeader {
     /// Number of history entries.
     pub entry_count: u64,
     /// Bytes of the rkyv payload.
     pub payload_len: u64,
     /// BLAKE3 of the payload.
-    pub payload_digest: [u8; 32],
+    pub payload_digest: blake3::Hash,
     /// The rollout prefix covered.
     pub rollout: RolloutPosition,
     /// `History::version()` when the snapshot was written.
@@ -58,7 +48,7 @@ pub struct Header {
 
 /// Why a header was refused.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum HeaderProblem {
+pub(super) enum HeaderProblem {
     Truncated {
         expected: u64,
         found: u64,
@@ -93,28 +83,28 @@ fn u64_at(bytes: &[u8], at: usize) -> u64 {
     u64::from_le_bytes(raw)
 }
 
-fn digest_at(bytes: &[u8], at: usize) -> [u8; 32] {
+fn digest_at(bytes: &[u8], at: usize) -> blake3::Hash {
     let mut raw = [0u8; 32];
     raw.copy_from_slice(&bytes[at..at + 32]);
-    raw
+    blake3::Hash::from_bytes(raw)
 }
 
-impl Header {
+impl SnapshotHeader {
     /// The 4096 header bytes (fields, digest, zero padding).
-    pub fn encode(&self) -> Vec<u8> {
+    pub(super) fn encode(&self) -> Vec<u8> {
         let mut bytes = vec![0u8; PAYLOAD_OFFSET as usize];
         bytes[0..8].copy_from_slice(&MAGIC);
-        bytes[8..12].copy_from_slice(&FORMAT_VERSION.to_le_bytes());
+        bytes[8..12].copy_from_slice(&SNAPSHOT_FORMAT_VERSION.to_le_bytes());
         bytes[12] = ENDIANNESS_LITTLE;
         bytes[13] = POINTER_WIDTH_32;
         bytes[14] = ALIGNMENT_ALIGNED;
         bytes[16..24].copy_from_slice(&self.entry_count.to_le_bytes());
         bytes[24..32].copy_from_slice(&PAYLOAD_OFFSET.to_le_bytes());
         bytes[32..40].copy_from_slice(&self.payload_len.to_le_bytes());
-        bytes[40..72].copy_from_slice(&self.payload_digest);
+        bytes[40..72].copy_from_slice(self.payload_digest.as_bytes());
         bytes[72..80].copy_from_slice(&self.rollout.lines.to_le_bytes());
         bytes[80..88].copy_from_slice(&self.rollout.bytes.to_le_bytes());
-        bytes[88..120].copy_from_slice(&self.rollout.digest);
+        bytes[88..120].copy_from_slice(self.rollout.digest.as_bytes());
         bytes[120..128].copy_from_slice(&self.history_version.to_le_bytes());
         let digest = blake3::hash(&bytes[..HEADER_DIGESTED]);
         bytes[HEADER_DIGESTED..HEADER_LEN].copy_from_slice(digest.as_bytes());
@@ -123,7 +113,7 @@ impl Header {
 
     /// Decodes and checks the header of a whole snapshot file, in the order the format page
     /// gives: size, magic, version, format, header digest, padding, payload placement.
-    pub(crate) fn decode(file: &[u8]) -> Result<Header, HeaderProblem> {
+    pub(super) fn decode(file: &[u8]) -> Result<SnapshotHeader, HeaderProblem> {
         let found = file.len() as u64;
         if file.len() < PAYLOAD_OFFSET as usize {
             // A file too short even for its header: still name a bad magic first, so that a
@@ -140,7 +130,7 @@ impl Header {
             return Err(HeaderProblem::BadMagic(first_bytes(file)));
         }
         let version = u32_at(file, 8);
-        if version != FORMAT_VERSION {
+        if version != SNAPSHOT_FORMAT_VERSION {
             return Err(HeaderProblem::UnsupportedVersion(version));
         }
         let (endianness, pointer_width, alignment) = (file[12], file[13], file[14]);
@@ -169,7 +159,7 @@ impl Header {
         if payload_offset != PAYLOAD_OFFSET {
             return Err(HeaderProblem::BadPayloadOffset(payload_offset));
         }
-        let header = Header {
+        let header = SnapshotHeader {
             entry_count: u64_at(file, 16),
             payload_len: u64_at(file, 32),
             payload_digest: digest_at(file, 40),
@@ -202,15 +192,15 @@ fn first_bytes(file: &[u8]) -> [u8; 8] {
 mod tests {
     use super::*;
 
-    fn sample() -> Header {
-        Header {
+    fn sample() -> SnapshotHeader {
+        SnapshotHeader {
             entry_count: 3,
             payload_len: 5,
-            payload_digest: [7; 32],
+            payload_digest: blake3::Hash::from_bytes([7; 32]),
             rollout: RolloutPosition {
                 lines: 10,
                 bytes: 1234,
-                digest: [9; 32],
+                digest: blake3::Hash::from_bytes([9; 32]),
             },
             history_version: 2,
         }
@@ -220,7 +210,7 @@ mod tests {
     fn header_round_trips() {
         let mut file = sample().encode();
         file.extend_from_slice(&[0; 5]);
-        assert_eq!(Header::decode(&file), Ok(sample()));
+        assert_eq!(SnapshotHeader::decode(&file), Ok(sample()));
     }
 
     #[test]
@@ -230,7 +220,10 @@ mod tests {
         for at in 0..PAYLOAD_OFFSET as usize {
             let mut bad = file.clone();
             bad[at] ^= 0x5a;
-            assert!(Header::decode(&bad).is_err(), "byte {at} changed unnoticed");
+            assert!(
+                SnapshotHeader::decode(&bad).is_err(),
+                "byte {at} changed unnoticed"
+            );
         }
     }
 }

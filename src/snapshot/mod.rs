@@ -1,65 +1,57 @@
-//! Snapshots: a history archived with rkyv and memory-mapped on open, so that resuming a long
-//! session copies no item JSON (format: `docs/snapshot-format.md`).
+//! The snapshot layer: a history archived with rkyv and memory-mapped on open, so that resuming a
+//! long session copies no item JSON (format: `docs/snapshot-format.md`).
+//!
+//! This layer knows the archive, not the rollout it stands for: a snapshot stores a history, the
+//! [`RolloutPosition`] of the prefix it covers and the [`PrefixState`] that resuming that prefix
+//! gave. Deciding whether a snapshot may stand for a rollout's prefix is the rollout layer's work
+//! (its resume tries a snapshot first and falls back with a reason).
 //!
 //! This is the one module of the crate allowed `unsafe` (the rkyv derives in `archive.rs` expand
-//! to unsafe trait impls). The hand-written `unsafe` blocks are in `mapped.rs` only: mapping the
-//! file, and reading text that was checked to be UTF-8 when the snapshot was opened. Each has a
-//! `// SAFETY:` comment naming the checked twin it relies on.
+//! to unsafe trait impls). The hand-written `unsafe` blocks are in `map.rs` only: mapping the
+//! file, and handing out text that was checked to be UTF-8 when the snapshot was opened. Each has
+//! a `// SAFETY:` comment naming the checked twin it relies on.
 #![allow(unsafe_code)]
 
 mod archive;
+mod error;
 mod header;
-mod mapped;
+mod map;
 
 use std::fs::{File, OpenOptions};
-use std::io::Write;
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 use imbl::Vector;
+use serde_json::value::RawValue;
 
-use crate::error::SnapshotError;
-use crate::history::History;
-use crate::history::truncate::TruncationPolicy;
-use crate::item::{CallId, Entry, ItemId, Payload};
-use crate::rollout::{Resumed, Rollout};
+use crate::history::{History, TruncationPolicy};
+use crate::item::{CallId, Entry, ItemId, ThreadId};
 
 use archive::{
     ArchivedSnapshotV1, EntryV1, SnapshotV1, flags_from_bits, kind_code, kind_from_code, role_code,
     role_from_code,
 };
-use header::HeaderProblem;
-pub use header::{FORMAT_VERSION, Header, MAGIC, PAYLOAD_OFFSET, RolloutPosition};
-pub(crate) use mapped::MappedText;
-use mapped::SnapshotMap;
+pub use error::{SnapshotError, SnapshotStep};
+use header::{HeaderProblem, MAGIC, PAYLOAD_OFFSET};
+pub use header::{RolloutPosition, SNAPSHOT_FORMAT_VERSION, SnapshotHeader};
+use map::MappedFile;
 
-/// What a snapshot holds besides the history: the resume state of the rollout prefix it covers.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct SnapshotExtras {
-    /// The rollout's thread id.
-    pub thread_id: Option<String>,
-    /// Previous-turn settings (a `turn_context` payload) as JSON text.
-    pub previous_turn_settings: Option<String>,
+/// What resuming the covered rollout prefix gave besides the history. A snapshot stores it, so
+/// that resuming from the snapshot gives what resuming the prefix did.
+#[derive(Debug, Clone, Default)]
+pub struct PrefixState {
+    /// The rollout's thread id (`None` only in a snapshot that covers no `session_meta` line,
+    /// which resume does not use).
+    pub thread_id: Option<ThreadId>,
+    /// Previous-turn settings: the payload of the `turn_context` line resume settled on.
+    pub previous_turn_settings: Option<Box<RawValue>>,
     /// The covered prefix ends inside a turn (lines appended later may belong to it).
     pub ends_inside_turn: bool,
     /// The rollout is in the legacy pre-envelope format.
     pub legacy: bool,
 }
 
-impl SnapshotExtras {
-    /// The resume state of a rollout prefix, from the prefix read and resumed.
-    pub fn of(rollout: &Rollout, resumed: &Resumed) -> SnapshotExtras {
-        SnapshotExtras {
-            thread_id: resumed.report.thread_id.clone(),
-            previous_turn_settings: resumed
-                .previous_turn_settings
-                .as_ref()
-                .map(|raw| raw.get().to_owned()),
-            ends_inside_turn: rollout.ends_inside_turn(),
-            legacy: resumed.report.legacy,
-        }
-    }
-
+impl PrefixState {
     fn flags(&self) -> u8 {
         u8::from(self.ends_inside_turn) | (u8::from(self.legacy) << 1)
     }
@@ -71,11 +63,30 @@ pub struct Snapshot {
     /// The history; its entries' JSON lies in the mapped file.
     pub history: History,
     /// The decoded header (rollout position, digests, counts).
-    pub header: Header,
+    pub header: SnapshotHeader,
     /// The resume state recorded with the history.
-    pub extras: SnapshotExtras,
+    pub state: PrefixState,
     /// Whether the payload digest was checked.
     pub verified: bool,
+}
+
+impl Snapshot {
+    /// Writes this snapshot to `path` (a copy that stands for the same rollout prefix), replacing
+    /// any file there atomically: a temporary file in the same directory, `sync_data`, `rename`,
+    /// and a sync of the directory. A file that is mapped elsewhere is never modified.
+    ///
+    /// # Errors
+    ///
+    /// [`SnapshotError::Io`] naming the step that failed; [`SnapshotError::InvalidArchive`] if the
+    /// archive cannot be built.
+    pub fn write(&self, path: impl AsRef<Path>) -> Result<SnapshotHeader, SnapshotError> {
+        write_snapshot(
+            path.as_ref(),
+            &self.history,
+            self.header.rollout,
+            &self.state,
+        )
+    }
 }
 
 /// How to open a snapshot.
@@ -95,15 +106,15 @@ impl Default for SnapshotOptions {
     }
 }
 
-fn io_error(path: &Path, what: &'static str) -> impl FnOnce(std::io::Error) -> SnapshotError {
+fn io_error(path: &Path, step: SnapshotStep) -> impl FnOnce(std::io::Error) -> SnapshotError {
     let path = path.to_owned();
-    move |source| SnapshotError::Io { path, what, source }
+    move |source| SnapshotError::Io { path, step, source }
 }
 
 /// Writes a snapshot of `history`, covering `position` of its rollout, to `path`, replacing any
-/// file there atomically. `position` should cover whole lines (end after a `\n`), and `history`
-/// should be what resuming exactly that prefix gives; [`resume_with_snapshot`] falls back to a
-/// full resume otherwise (it can check the first, not the second).
+/// file there atomically. `history` and `state` must be what resuming exactly that prefix gives:
+/// the rollout layer makes sure of it (`Resumed::write_snapshot`), which is why this is not
+/// public.
 ///
 /// Replacement is a temporary file in the same directory, `sync_data`, `rename`, and a sync of
 /// the directory. A file that is mapped elsewhere is never modified.
@@ -112,24 +123,26 @@ fn io_error(path: &Path, what: &'static str) -> impl FnOnce(std::io::Error) -> S
 ///
 /// [`SnapshotError::Io`] naming the step that failed; [`SnapshotError::InvalidArchive`] if the
 /// archive cannot be built (an item over 4 GiB).
-pub fn write_snapshot(
-    path: impl AsRef<Path>,
+pub(crate) fn write_snapshot(
+    path: &Path,
     history: &History,
     position: RolloutPosition,
-    extras: &SnapshotExtras,
-) -> Result<Header, SnapshotError> {
-    let path = path.as_ref();
+    state: &PrefixState,
+) -> Result<SnapshotHeader, SnapshotError> {
     let (truncation_mode, truncation_limit) = match history.truncation() {
         TruncationPolicy::Bytes(limit) => (0u8, limit as u64),
         TruncationPolicy::Tokens(limit) => (1u8, limit as u64),
     };
     let data = SnapshotV1 {
-        thread_id: extras.thread_id.clone(),
-        resume_flags: extras.flags(),
+        thread_id: state.thread_id.map(|id| id.to_string()),
+        resume_flags: state.flags(),
         truncation_mode,
         truncation_limit,
         reference_context_item: history.reference_context_item().map(ToString::to_string),
-        previous_turn_settings: extras.previous_turn_settings.clone(),
+        previous_turn_settings: state
+            .previous_turn_settings
+            .as_ref()
+            .map(|raw| raw.get().to_owned()),
         entries: history
             .iter()
             .map(|entry| EntryV1 {
@@ -149,10 +162,10 @@ pub fn write_snapshot(
             detail: error.to_string(),
         }
     })?;
-    let header = Header {
+    let header = SnapshotHeader {
         entry_count: history.len() as u64,
         payload_len: payload.len() as u64,
-        payload_digest: *blake3::hash(&payload).as_bytes(),
+        payload_digest: blake3::hash(&payload),
         rollout: position,
         history_version: history.version(),
     };
@@ -178,16 +191,18 @@ fn write_atomically(path: &Path, header: &[u8], payload: &[u8]) -> Result<(), Sn
             .write(true)
             .create_new(true)
             .open(&temporary)
-            .map_err(io_error(&temporary, "create the temporary file"))?;
+            .map_err(io_error(&temporary, SnapshotStep::CreateTemporary))?;
         file.write_all(header)
             .and_then(|()| file.write_all(payload))
-            .map_err(io_error(&temporary, "write the temporary file"))?;
+            .map_err(io_error(&temporary, SnapshotStep::WriteTemporary))?;
         file.sync_data()
-            .map_err(io_error(&temporary, "sync the temporary file"))?;
-        std::fs::rename(&temporary, path).map_err(io_error(path, "rename over the target"))?;
+            .map_err(io_error(&temporary, SnapshotStep::SyncTemporary))?;
+        std::fs::rename(&temporary, path).map_err(io_error(path, SnapshotStep::Rename))?;
         sync_directory(path)
     })();
     if result.is_err() {
+        // Best effort: the error being returned is the one that matters, and a stray temporary
+        // file is harmless (its name is random; `docs/snapshot-format.md`).
         let _ = std::fs::remove_file(&temporary);
     }
     result
@@ -203,7 +218,7 @@ fn sync_directory(path: &Path) -> Result<(), SnapshotError> {
     if cfg!(unix) {
         File::open(&directory)
             .and_then(|dir| dir.sync_all())
-            .map_err(io_error(&directory, "sync the directory"))?;
+            .map_err(io_error(&directory, SnapshotStep::SyncDirectory))?;
     }
     Ok(())
 }
@@ -218,7 +233,8 @@ fn sync_directory(path: &Path) -> Result<(), SnapshotError> {
 /// process with `SIGBUS`. This is the contract of every memory-mapped reader.
 ///
 /// The digests detect damage, not forgery: a snapshot is trusted to be one this library wrote. A
-/// file crafted with valid digests can hold entries whose header fields disagree with their JSON.
+/// file crafted with valid digests can hold entries whose header fields disagree with their JSON;
+/// operations that parse such an entry return an error rather than guess.
 ///
 /// # Errors
 ///
@@ -228,12 +244,12 @@ pub fn open_snapshot(
     options: SnapshotOptions,
 ) -> Result<Snapshot, SnapshotError> {
     let path = path.as_ref();
-    let file = File::open(path).map_err(io_error(path, "open"))?;
-    let map = Arc::new(SnapshotMap::map(&file).map_err(io_error(path, "map"))?);
+    let file = File::open(path).map_err(io_error(path, SnapshotStep::Open))?;
+    let map = MappedFile::map(&file).map_err(io_error(path, SnapshotStep::Map))?;
     let bytes = map.bytes();
-    let header = Header::decode(bytes).map_err(|problem| header_error(path, problem))?;
+    let header = SnapshotHeader::decode(bytes).map_err(|problem| header_error(path, problem))?;
     let payload = &bytes[PAYLOAD_OFFSET as usize..];
-    if options.verify_digest && *blake3::hash(payload).as_bytes() != header.payload_digest {
+    if options.verify_digest && blake3::hash(payload) != header.payload_digest {
         return Err(SnapshotError::PayloadDigestMismatch {
             path: path.to_owned(),
         });
@@ -257,19 +273,20 @@ pub fn open_snapshot(
         let kind = kind_from_code(stored.kind).ok_or_else(|| field("kind"))?;
         let role = role_from_code(stored.role).ok_or_else(|| field("role"))?;
         let flags = flags_from_bits(stored.flags).ok_or_else(|| field("flags"))?;
-        let json = stored.json.as_str();
-        let text = MappedText::of(&map, json).ok_or_else(|| field("json"))?;
-        let byte_len = u32::try_from(json.len()).map_err(|_| field("json length"))?;
-        entries.push_back(Entry::from_stored_parts(
-            Payload::Mapped(text),
+        let json = map
+            .shared_text(stored.json.as_str())
+            .ok_or_else(|| field("json"))?;
+        let entry = Entry::from_shared_parts(
+            json,
             stored.call_id.as_ref().map(|id| CallId::new(id.as_str())),
             stored.item_id.as_ref().map(|id| ItemId::new(id.as_str())),
             stored.tokens.to_native(),
-            byte_len,
             kind,
             role,
             flags,
-        ));
+        )
+        .ok_or_else(|| field("json length"))?;
+        entries.push_back(entry);
     }
     let limit = usize::try_from(archived.truncation_limit.to_native())
         .map_err(|_| invalid("truncation limit out of range".into()))?;
@@ -288,15 +305,24 @@ pub fn open_snapshot(
     if archived.resume_flags & !0b11 != 0 {
         return Err(invalid("invalid resume flags".into()));
     }
-    let extras = SnapshotExtras {
-        thread_id: archived
-            .thread_id
-            .as_ref()
-            .map(|text| text.as_str().to_owned()),
-        previous_turn_settings: archived
-            .previous_turn_settings
-            .as_ref()
-            .map(|text| text.as_str().to_owned()),
+    let thread_id = match archived.thread_id.as_ref() {
+        Some(text) => Some(
+            text.as_str()
+                .parse::<ThreadId>()
+                .map_err(|error| invalid(format!("thread id: {error}")))?,
+        ),
+        None => None,
+    };
+    let previous_turn_settings = match archived.previous_turn_settings.as_ref() {
+        Some(text) => Some(
+            RawValue::from_string(text.as_str().to_owned())
+                .map_err(|error| invalid(format!("previous turn settings: {error}")))?,
+        ),
+        None => None,
+    };
+    let state = PrefixState {
+        thread_id,
+        previous_turn_settings,
         ends_inside_turn: archived.resume_flags & 1 != 0,
         legacy: archived.resume_flags & 2 != 0,
     };
@@ -308,7 +334,7 @@ pub fn open_snapshot(
             reference_context_item,
         ),
         header,
-        extras,
+        state,
         verified: options.verify_digest,
     })
 }
@@ -330,7 +356,7 @@ fn header_error(path: &Path, problem: HeaderProblem) -> SnapshotError {
         HeaderProblem::UnsupportedVersion(found) => SnapshotError::UnsupportedVersion {
             path,
             found,
-            supported: FORMAT_VERSION,
+            supported: SNAPSHOT_FORMAT_VERSION,
         },
         HeaderProblem::UnsupportedFormat {
             endianness,
@@ -367,150 +393,7 @@ pub fn is_snapshot(path: impl AsRef<Path>) -> bool {
     }
     let mut magic = [0u8; 8];
     File::open(path)
-        .and_then(|mut file| std::io::Read::read_exact(&mut file, &mut magic))
+        .and_then(|mut file| file.read_exact(&mut magic))
         .is_ok()
         && magic == MAGIC
-}
-
-/// The outcome of [`resume_with_snapshot`].
-#[derive(Debug, Clone)]
-pub struct SnapshotResume {
-    /// The resumed history: equal to a full JSONL resume of the rollout.
-    pub history: History,
-    /// The thread id.
-    pub thread_id: Option<String>,
-    /// Previous-turn settings (a `turn_context` payload) as JSON text.
-    pub previous_turn_settings: Option<String>,
-    /// Why the snapshot was not used, if it was not (then the rollout was resumed in full).
-    pub fallback_reason: Option<String>,
-    /// The load report: of the lines after the snapshot, or of the whole file after a fallback.
-    pub report: crate::rollout::LoadReport,
-}
-
-impl SnapshotResume {
-    /// Whether the snapshot was used.
-    pub fn used_snapshot(&self) -> bool {
-        self.fallback_reason.is_none()
-    }
-}
-
-/// Resumes the session in the rollout at `rollout` from the snapshot at `snapshot` plus the
-/// rollout lines after the prefix it covers. When the snapshot cannot stand for that prefix —
-/// it cannot be opened, it was written with another truncation policy, the rollout no longer
-/// starts with the covered prefix, or the later lines could change what the prefix means (a
-/// rollback, a compaction, turn events; see `docs/snapshot-format.md`) — the rollout is resumed
-/// in full and [`SnapshotResume::fallback_reason`] says why. Either way the history equals a full
-/// JSONL resume.
-///
-/// # Errors
-///
-/// [`crate::Error::Rollout`] when the rollout itself cannot be read.
-pub fn resume_with_snapshot(
-    rollout: impl AsRef<Path>,
-    snapshot: impl AsRef<Path>,
-    truncation: TruncationPolicy,
-) -> Result<SnapshotResume, crate::Error> {
-    let rollout = rollout.as_ref();
-    match try_snapshot(rollout, snapshot.as_ref(), truncation)? {
-        Ok(resumed) => Ok(resumed),
-        Err(reason) => {
-            let full = crate::rollout::resume_file(rollout, truncation)?;
-            Ok(SnapshotResume {
-                history: full.history,
-                thread_id: full.report.thread_id.clone(),
-                previous_turn_settings: full
-                    .previous_turn_settings
-                    .as_ref()
-                    .map(|raw| raw.get().to_owned()),
-                fallback_reason: Some(reason),
-                report: full.report,
-            })
-        }
-    }
-}
-
-/// The snapshot path of [`resume_with_snapshot`]: `Ok(Err(reason))` when it must fall back.
-fn try_snapshot(
-    rollout: &Path,
-    snapshot: &Path,
-    truncation: TruncationPolicy,
-) -> Result<Result<SnapshotResume, String>, crate::Error> {
-    let opened = match open_snapshot(snapshot, SnapshotOptions::default()) {
-        Ok(opened) => opened,
-        Err(error) => return Ok(Err(format!("the snapshot cannot be used: {error}"))),
-    };
-    if opened.history.truncation() != truncation {
-        return Ok(Err(format!(
-            "the snapshot was written with truncation {:?}, not {truncation:?}",
-            opened.history.truncation()
-        )));
-    }
-    if opened.extras.legacy {
-        return Ok(Err("the rollout is in the legacy format".into()));
-    }
-    // A full resume needs the first `session_meta`, and decides the format from the first line:
-    // the covered prefix must hold them.
-    if opened.header.rollout.lines == 0 || opened.extras.thread_id.is_none() {
-        return Ok(Err(
-            "the snapshot covers no session_meta line of the rollout".into(),
-        ));
-    }
-    let read_error = |source| crate::error::RolloutError::Io {
-        path: rollout.to_owned(),
-        source,
-    };
-    let mut file = File::open(rollout).map_err(read_error)?;
-    let covered = opened.header.rollout;
-    let mut hasher = blake3::Hasher::new();
-    let mut hashed = 0u64;
-    let mut last = None;
-    let mut buffer = vec![0u8; 64 * 1024];
-    let mut prefix = std::io::Read::take(std::io::Read::by_ref(&mut file), covered.bytes);
-    loop {
-        let read = match std::io::Read::read(&mut prefix, &mut buffer) {
-            Ok(0) => break,
-            Ok(read) => read,
-            Err(error) if error.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(error) => return Err(read_error(error).into()),
-        };
-        hasher.update(&buffer[..read]);
-        last = buffer[..read].last().copied();
-        hashed += read as u64;
-    }
-    if hashed < covered.bytes {
-        return Ok(Err(format!(
-            "the rollout has {hashed} bytes; the snapshot covers {}",
-            covered.bytes
-        )));
-    }
-    if *hasher.finalize().as_bytes() != covered.digest {
-        return Ok(Err(
-            "the rollout no longer starts with the prefix the snapshot covers".into(),
-        ));
-    }
-    if covered.bytes > 0 && last != Some(b'\n') {
-        return Ok(Err(
-            "the prefix the snapshot covers does not end at a line boundary".into(),
-        ));
-    }
-    let tail = Rollout::read_continuation(file, rollout, covered.lines, covered.bytes)?;
-    if let Some(reason) = tail.continuation_blocker(opened.extras.ends_inside_turn) {
-        return Ok(Err(reason));
-    }
-    let mut history = opened.history;
-    for line in &tail.lines {
-        if line.kind == crate::rollout::LineKind::ResponseItem {
-            // The reader checked the item; a failure would be a bug, and resume skips it too.
-            history.record_json(line.payload_json()).ok();
-        }
-    }
-    let mut report = tail.report;
-    report.thread_id = opened.extras.thread_id.clone();
-    Ok(Ok(SnapshotResume {
-        history,
-        thread_id: opened.extras.thread_id,
-        previous_turn_settings: opened.extras.previous_turn_settings,
-        fallback_reason: None,
-        report,
-    }))
 }

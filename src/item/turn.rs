@@ -1,12 +1,19 @@
-//! User-turn boundaries and contextual fragments (reference §5.3–5.4).
+//! What an item means for turns: user-turn boundaries and contextual fragments.
 //!
 //! A rollback counts *user turns*: real user input, not the context a harness injects as user or
-//! developer messages. The markers below recognise that context. The lists follow the reference;
-//! where upstream's exact markers were not verifiable (additional context, internal model context,
-//! legacy warnings, next-prompt suggestions, hook prompts, the "approved command prefixes saved"
-//! developer message), they are left out, so such messages count as real input.
+//! developer messages. The markers below recognise that context. They follow Codex's lists; where
+//! Codex's exact markers were not known to this project (additional context, internal model
+//! context, legacy warnings, next-prompt suggestions, hook prompts, the "approved command prefixes
+//! saved" developer message), they are left out, so such messages count as real input
+//! (`docs/codex-compatibility.md`).
+//!
+//! The classification belongs to the item layer: an entry records whether it starts a user turn
+//! when it is built, so that the history can count turns without parsing.
 
-use crate::item::{ContentItem, Entry, ItemKind, ResponseItem, Role};
+use super::entry::Entry;
+use super::error::ItemError;
+use super::kind::ItemKind;
+use super::model::{ContentItem, ResponseItem, Role};
 
 /// The fixed paragraph that opens a local-compaction summary message (Codex's summary prefix).
 ///
@@ -116,17 +123,21 @@ pub(crate) enum TurnRole {
 }
 
 /// Classifies an entry for turn counting. Parses the JSON only for messages.
-pub(crate) fn turn_role(entry: &Entry) -> TurnRole {
-    match entry.kind() {
+///
+/// # Errors
+///
+/// [`ItemError::InvalidJson`] when a message's text does not parse (see [`Entry::to_item`]).
+pub(crate) fn turn_role(entry: &Entry) -> Result<TurnRole, ItemError> {
+    Ok(match entry.kind() {
         ItemKind::AgentMessage => TurnRole::Boundary,
-        ItemKind::Message => entry
-            .to_item()
-            .map_or(TurnRole::Other, |item| turn_role_of(&item)),
+        ItemKind::Message => turn_role_of(&entry.to_item()?),
         _ => TurnRole::Other,
-    }
+    })
 }
 
-/// Classifies a typed item for turn counting (§5.4).
+/// Classifies a typed item for turn counting: an `agent_message`, a user message that is neither
+/// contextual nor a summary, and an assistant message holding a structured inter-agent instruction
+/// start a user turn; contextual user and developer messages are context updates.
 pub(crate) fn turn_role_of(item: &ResponseItem) -> TurnRole {
     let message = match item {
         ResponseItem::AgentMessage(_) => return TurnRole::Boundary,

@@ -1,0 +1,73 @@
+//! [`ItemError`]: building an entry failed.
+
+use std::error::Error as StdError;
+
+/// Building an entry from an item or from JSON text failed.
+///
+/// Like every error of this crate, its message says what failed and leaves the cause to
+/// [`source()`](std::error::Error::source): print the chain (`{:#}` with `anyhow`) to see both.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ItemError {
+    /// The text is not JSON, not an object with a string `type`, or not the shape of its type.
+    #[error("invalid item JSON{}", type_suffix(item_type.as_deref()))]
+    InvalidJson {
+        /// The `type` the text declared, when it could be read.
+        item_type: Option<String>,
+        /// What serde_json found.
+        #[source]
+        source: serde_json::Error,
+    },
+    /// The item is a kind that is never stored (`compaction_trigger`), or a typed
+    /// [`ResponseItem::Other`](super::ResponseItem::Other) whose content is unknown.
+    #[error("a `{item_type}` item cannot be stored")]
+    NotStorable {
+        /// The item's type.
+        item_type: &'static str,
+    },
+    /// The item's JSON is larger than 4 GiB.
+    #[error("item of {bytes} bytes is larger than the 4 GiB an entry can hold")]
+    TooLarge {
+        /// Its size.
+        bytes: usize,
+    },
+    /// A typed item could not be serialized.
+    #[error("cannot serialize item")]
+    Serialize(#[source] serde_json::Error),
+}
+
+fn type_suffix(item_type: Option<&str>) -> String {
+    item_type.map_or_else(String::new, |t| format!(" (type `{t}`)"))
+}
+
+/// An error's message followed by those of its sources, joined by `": "` — for reports that keep
+/// an error as text (a skipped rollout line's reason, say).
+pub(crate) fn with_sources(error: &dyn StdError) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_message_leaves_the_cause_to_the_source_chain() {
+        let source = serde_json::from_str::<serde_json::Value>("{").expect_err("invalid");
+        let error = ItemError::InvalidJson {
+            item_type: Some("message".into()),
+            source,
+        };
+        assert_eq!(error.to_string(), "invalid item JSON (type `message`)");
+        assert_eq!(
+            with_sources(&error),
+            "invalid item JSON (type `message`): EOF while parsing an object at line 1 column 1"
+        );
+    }
+}

@@ -1,0 +1,139 @@
+//! The rollout layer's errors: [`RolloutError`] for reading and resuming, [`RolloutWriteError`]
+//! for appending.
+
+use std::fmt;
+use std::path::PathBuf;
+
+use crate::item::ItemError;
+
+use super::line::LineKind;
+use super::report::{SkipReason, SkippedLine};
+
+/// Reading or resuming a rollout failed as a whole (single bad lines are skipped and reported
+/// instead).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RolloutError {
+    /// The file could not be opened or read.
+    #[error("cannot read rollout {}", path.display())]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The file has no non-blank line.
+    #[error("{} is an empty session file", path.display())]
+    Empty {
+        /// The file.
+        path: PathBuf,
+    },
+    /// No line of the file is a usable `session_meta` line, so it is not a Codex rollout.
+    #[error(
+        "{} is not a Codex rollout: no usable `session_meta` line among its {lines} line(s){}",
+        path.display(),
+        first_skipped.as_ref().map(|line| format!("; first line skipped: {line}")).unwrap_or_default()
+    )]
+    NoSessionMeta {
+        /// The file.
+        path: PathBuf,
+        /// How many lines it has.
+        lines: u64,
+        /// The first line skipped as malformed, if any: often the `session_meta` line itself (its
+        /// `id` is not a UUID, say).
+        first_skipped: Option<SkippedLine>,
+    },
+    /// Strict reading ([`ReadMode::Strict`](super::ReadMode::Strict)) found a line it cannot use
+    /// (lenient reading skips and reports it instead).
+    #[error(
+        "{}: line {line} (byte {offset}): {reason}{}",
+        path.display(),
+        if *torn_tail { " (torn last line)" } else { "" }
+    )]
+    BadLine {
+        /// The file.
+        path: PathBuf,
+        /// 1-based line number.
+        line: u64,
+        /// Byte offset of the line's start.
+        offset: u64,
+        /// What is wrong with it.
+        reason: SkipReason,
+        /// It is the last line, without `\n`: a write cut short.
+        torn_tail: bool,
+    },
+    /// Replaying a line onto the history failed: an item too large to store, or an entry of a
+    /// snapshot crafted to hold text its writer never parsed.
+    #[error("{}: line {line} cannot be replayed", path.display())]
+    Replay {
+        /// The file.
+        path: PathBuf,
+        /// 1-based line number (0 for an entry taken from a snapshot).
+        line: u64,
+        /// Why.
+        #[source]
+        source: ItemError,
+    },
+}
+
+/// What a rollout writer was doing when it failed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum WriteStep {
+    /// Creating a new rollout file.
+    Create,
+    /// Opening an existing rollout file for appending.
+    OpenForAppend,
+    /// Building a line of this type from a payload that is not valid: the batch was refused and
+    /// nothing of it was written.
+    Build {
+        /// The line's type.
+        line_type: LineKind,
+    },
+    /// Writing the line with this number (1-based among the lines this writer was given).
+    Write {
+        /// The line's type; `None` for a line copied verbatim from another rollout.
+        line_type: Option<LineKind>,
+        /// Its number.
+        line: u64,
+    },
+    /// Handing written lines to the operating system.
+    Flush,
+    /// Making written lines durable (`sync_data`).
+    Sync,
+}
+
+impl fmt::Display for WriteStep {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            WriteStep::Create => f.write_str("create the file"),
+            WriteStep::OpenForAppend => f.write_str("open the file for appending"),
+            WriteStep::Build { line_type } => write!(f, "build a {line_type} line"),
+            WriteStep::Write {
+                line_type: Some(line_type),
+                line,
+            } => write!(f, "write {line_type} line {line}"),
+            WriteStep::Write {
+                line_type: None,
+                line,
+            } => write!(f, "write copied line {line}"),
+            WriteStep::Flush => f.write_str("flush"),
+            WriteStep::Sync => f.write_str("sync_data"),
+        }
+    }
+}
+
+/// Appending to a rollout failed. The writer stays usable: the lines of the failed batch stay
+/// pending and are written before the next batch.
+#[derive(Debug, thiserror::Error)]
+#[error("rollout {}: cannot {step}", path.display())]
+pub struct RolloutWriteError {
+    /// The rollout file (or the sink's label).
+    pub path: PathBuf,
+    /// What was being done.
+    pub step: WriteStep,
+    /// The I/O error.
+    #[source]
+    pub source: std::io::Error,
+}

@@ -1,0 +1,216 @@
+//! The line types of a rollout: what a line is ([`LineKind`]), a usable line with what was read
+//! from it ([`RolloutLine`]), and the `session_meta` payload this library writes
+//! ([`SessionMeta`]).
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use serde_json::value::RawValue;
+
+use crate::item::{Entry, ThreadId, TurnId};
+
+/// The rollout item type of a line: the envelope's `type`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum LineKind {
+    /// `session_meta`: the session's metadata; the first one names the thread.
+    SessionMeta,
+    /// `response_item`: one Responses API item.
+    ResponseItem,
+    /// `compacted`: a compaction's summary and, in all but very old files, its replacement
+    /// history.
+    Compacted,
+    /// `event_msg`: a protocol event (`turn_started`, `thread_rolled_back`, …).
+    EventMsg,
+    /// `turn_context`: one turn's settings.
+    TurnContext,
+    /// `inter_agent_communication`: a message between agents.
+    InterAgentCommunication,
+    /// Any other type (`world_state`, `token_usage_record`, …), with its name. Kept, not
+    /// interpreted.
+    Other(Box<str>),
+}
+
+impl LineKind {
+    /// The kind of an envelope `type`.
+    pub fn from_type(name: &str) -> LineKind {
+        match name {
+            "session_meta" => LineKind::SessionMeta,
+            "response_item" => LineKind::ResponseItem,
+            "compacted" => LineKind::Compacted,
+            "event_msg" => LineKind::EventMsg,
+            "turn_context" => LineKind::TurnContext,
+            "inter_agent_communication" => LineKind::InterAgentCommunication,
+            other => LineKind::Other(other.into()),
+        }
+    }
+
+    /// The envelope `type` of this kind.
+    pub fn as_str(&self) -> &str {
+        match self {
+            LineKind::SessionMeta => "session_meta",
+            LineKind::ResponseItem => "response_item",
+            LineKind::Compacted => "compacted",
+            LineKind::EventMsg => "event_msg",
+            LineKind::TurnContext => "turn_context",
+            LineKind::InterAgentCommunication => "inter_agent_communication",
+            LineKind::Other(name) => name,
+        }
+    }
+}
+
+impl fmt::Display for LineKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One usable line of a rollout, with what the reader read from it: each line is parsed once.
+#[derive(Debug, Clone)]
+pub struct RolloutLine {
+    /// 1-based line number in the file (blank and skipped lines are counted).
+    pub number: u64,
+    /// Byte offset of the line's first byte in the file.
+    pub offset: u64,
+    /// The line's type.
+    pub kind: LineKind,
+    pub(crate) content: LineContent,
+}
+
+impl RolloutLine {
+    /// The payload's JSON text, byte for byte as in the file. In a legacy file a bare item (or
+    /// the bare session meta) is its own payload.
+    pub fn payload_json(&self) -> &str {
+        match &self.content {
+            LineContent::Item(entry) => entry.json(),
+            LineContent::Payload { raw, .. } => raw.get(),
+        }
+    }
+
+    /// The item of a `response_item` line, as the reader built it.
+    pub fn item(&self) -> Option<&Entry> {
+        match &self.content {
+            LineContent::Item(entry) => Some(entry),
+            LineContent::Payload { .. } => None,
+        }
+    }
+
+    /// What resume reads from the line.
+    pub(crate) fn facts(&self) -> &Facts {
+        match &self.content {
+            LineContent::Item(_) => &Facts::None,
+            LineContent::Payload { facts, .. } => facts,
+        }
+    }
+
+    /// Whether the line is a `response_item` that starts a user turn.
+    pub(crate) fn is_user_turn_item(&self) -> bool {
+        self.item()
+            .is_some_and(|entry| entry.flags().is_user_turn_boundary())
+    }
+}
+
+/// What the reader read from a usable line.
+#[derive(Debug, Clone)]
+pub(crate) enum LineContent {
+    /// A `response_item`: the entry keeps the payload's text verbatim.
+    Item(Entry),
+    /// Any other line: the payload's text and what resume needs from it.
+    Payload { raw: Box<RawValue>, facts: Facts },
+}
+
+/// What resume needs from a line other than a `response_item`.
+#[derive(Debug, Clone)]
+pub(crate) enum Facts {
+    /// Nothing resume interprets.
+    None,
+    /// A `session_meta` and its thread id.
+    SessionMeta(ThreadId),
+    /// A `compacted` line.
+    Compacted(Arc<CompactedPayload>),
+    /// An `event_msg`.
+    Event(Event),
+    /// A `turn_context`: its turn id and the payload as a value (the reference context item).
+    TurnContext {
+        turn_id: Option<TurnId>,
+        value: Arc<Value>,
+    },
+}
+
+/// A `compacted` payload, checked.
+#[derive(Debug)]
+pub(crate) struct CompactedPayload {
+    /// The summary text.
+    pub(crate) message: String,
+    /// The replacement history's entries, ghost snapshots dropped; `None` in a legacy line.
+    pub(crate) replacement_history: Option<Vec<Entry>>,
+}
+
+/// A protocol event of an `event_msg` line, as far as resume cares.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Event {
+    /// `turn_started`.
+    TurnStarted { turn_id: Option<TurnId> },
+    /// `turn_complete` or `turn_aborted`.
+    TurnEnded { turn_id: Option<TurnId> },
+    /// `user_message`.
+    UserMessage,
+    /// `thread_rolled_back`.
+    ThreadRolledBack { num_turns: u64 },
+    /// Any other event.
+    Other,
+}
+
+/// The `session_meta` payload this library writes (the fields Codex requires). Fields it does
+/// not set are omitted; a reader ignores what it does not know.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionMeta {
+    /// The thread id: the conversation id of the file.
+    pub id: ThreadId,
+    /// The thread this one was forked from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub forked_from_id: Option<ThreadId>,
+    /// Session start, RFC 3339.
+    pub timestamp: String,
+    /// Working directory.
+    pub cwd: String,
+    /// The program that wrote the session.
+    pub originator: String,
+    /// Its version.
+    pub cli_version: String,
+    /// The session source (`cli`, `vscode`, `exec`, `mcp`, or an object in newer files).
+    pub source: Value,
+    /// The model provider (key always written, may be null).
+    #[serde(default)]
+    pub model_provider: Option<String>,
+    /// Base instructions `{text, …}` (key always written, may be null).
+    #[serde(default)]
+    pub base_instructions: Option<Value>,
+}
+
+impl SessionMeta {
+    /// Metadata for a new session with thread id `id`, started now, in the current directory
+    /// (empty when it cannot be read), written by this library (`source: "exec"`).
+    pub fn new(id: ThreadId) -> SessionMeta {
+        SessionMeta {
+            id,
+            forked_from_id: None,
+            timestamp: timestamp(SystemTime::now()),
+            cwd: std::env::current_dir()
+                .map(|dir| dir.display().to_string())
+                .unwrap_or_default(),
+            originator: "agent_history".into(),
+            cli_version: env!("CARGO_PKG_VERSION").into(),
+            source: Value::String("exec".into()),
+            model_provider: None,
+            base_instructions: None,
+        }
+    }
+}
+
+/// `YYYY-MM-DDThh:mm:ss.mmmZ` in UTC: the rollout envelope's timestamp format.
+pub(crate) fn timestamp(time: SystemTime) -> String {
+    humantime::format_rfc3339_millis(time).to_string()
+}

@@ -1,0 +1,423 @@
+//! Resume: rebuilding a history from a rollout, however it is done — from every line, or from a
+//! snapshot plus the lines after the prefix it covers — into one result, [`Resumed`].
+//!
+//! `scan.rs` is phase 1 (the reverse scan), `replay.rs` phase 2 (the forward replay, shared by
+//! both ways), `snapshot.rs` the snapshot path and its fallback rules.
+
+mod replay;
+mod scan;
+mod snapshot;
+
+use std::fmt;
+use std::fs::File;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use serde_json::value::RawValue;
+
+use crate::history::{DEFAULT_TRUNCATION, History, TruncationPolicy};
+use crate::item::{ThreadId, with_sources};
+use crate::snapshot::{RolloutPosition, SnapshotError};
+
+use super::error::RolloutError;
+use super::line::{LineKind, RolloutLine};
+use super::reader::{LineSource, Rollout, read_lines};
+use super::report::{LoadReport, ReadMode};
+use replay::Replay;
+use scan::{Reference, reverse_scan};
+pub use snapshot::LaterLine;
+
+/// How to resume.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ResumeOptions {
+    /// Record-time truncation applied to the replayed items: the model's policy.
+    pub truncation: TruncationPolicy,
+    /// Whether a bad line is skipped or fails the resume.
+    pub mode: ReadMode,
+    /// A snapshot to try first ([`resume_file`] only): when it stands for a prefix of the
+    /// rollout, only the lines after that prefix are read; otherwise the rollout is resumed in
+    /// full and [`Resumed::source`] says why.
+    pub snapshot: Option<PathBuf>,
+    /// Resume only newline-terminated lines (a last line still being written is left for later)
+    /// and record the prefix they make up in [`Resumed::covered`], so that
+    /// [`Resumed::write_snapshot`] can write a snapshot that stands for it.
+    pub snapshot_ready: bool,
+}
+
+impl Default for ResumeOptions {
+    fn default() -> Self {
+        ResumeOptions::new(DEFAULT_TRUNCATION)
+    }
+}
+
+impl ResumeOptions {
+    /// Lenient resume with `truncation`, from every line.
+    pub fn new(truncation: TruncationPolicy) -> Self {
+        ResumeOptions {
+            truncation,
+            mode: ReadMode::Lenient,
+            snapshot: None,
+            snapshot_ready: false,
+        }
+    }
+
+    /// The same options, reading in [`ReadMode::Strict`]. A snapshot is then not used (it cannot
+    /// vouch for the lines it covers), and the fallback says so.
+    pub fn strict(self) -> Self {
+        ResumeOptions {
+            mode: ReadMode::Strict,
+            ..self
+        }
+    }
+
+    /// The same options, trying the snapshot at `path` first.
+    pub fn with_snapshot(self, path: impl Into<PathBuf>) -> Self {
+        ResumeOptions {
+            snapshot: Some(path.into()),
+            ..self
+        }
+    }
+
+    /// The same options, ready for writing a snapshot (see
+    /// [`snapshot_ready`](ResumeOptions::snapshot_ready)).
+    pub fn snapshot_ready(self) -> Self {
+        ResumeOptions {
+            snapshot_ready: true,
+            ..self
+        }
+    }
+}
+
+/// How a history was resumed.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum ResumeSource {
+    /// Every line was read and replayed.
+    Rollout,
+    /// The snapshot stood for the prefix it covers; only the lines after it were read.
+    Snapshot {
+        /// The prefix the snapshot covers.
+        covered: RolloutPosition,
+    },
+    /// A snapshot was named but could not stand for the rollout's prefix; every line was read
+    /// and replayed.
+    Fallback(FallbackReason),
+}
+
+/// Why a snapshot was not used. Whatever the reason, the history is that of a full resume.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum FallbackReason {
+    /// Strict reading checks every line, and a snapshot cannot vouch for those it covers.
+    StrictMode,
+    /// The input is a stream, not a file: its prefix cannot be checked and then read again.
+    NotAFile,
+    /// The snapshot cannot be opened, or is damaged.
+    Unreadable(SnapshotError),
+    /// The snapshot was written with another truncation policy.
+    TruncationMismatch {
+        /// The snapshot's policy.
+        snapshot: TruncationPolicy,
+        /// The policy asked for.
+        requested: TruncationPolicy,
+    },
+    /// The rollout is in the legacy format.
+    LegacyFormat,
+    /// The snapshot covers no `session_meta` line of the rollout.
+    NoSessionMeta,
+    /// The rollout is shorter than the prefix the snapshot covers.
+    RolloutShorter {
+        /// The rollout's length.
+        rollout_bytes: u64,
+        /// The covered prefix's length.
+        covered_bytes: u64,
+    },
+    /// The rollout no longer starts with the prefix the snapshot covers (its digest differs).
+    PrefixChanged,
+    /// The covered prefix does not end at a line boundary.
+    NotAtLineBoundary,
+    /// A line after the covered prefix could change what the prefix means.
+    LaterLine {
+        /// Its 1-based number.
+        line: u64,
+        /// What it is.
+        what: LaterLine,
+    },
+}
+
+impl fmt::Display for FallbackReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            FallbackReason::StrictMode => f.write_str(
+                "strict reading checks every line, and a snapshot cannot vouch for the lines it covers",
+            ),
+            FallbackReason::NotAFile => {
+                f.write_str("the rollout is a stream, whose prefix cannot be checked and read again")
+            }
+            FallbackReason::Unreadable(error) => {
+                write!(f, "the snapshot cannot be used: {}", with_sources(error))
+            }
+            FallbackReason::TruncationMismatch {
+                snapshot,
+                requested,
+            } => write!(
+                f,
+                "the snapshot was written with truncation {snapshot:?}, not {requested:?}"
+            ),
+            FallbackReason::LegacyFormat => f.write_str("the rollout is in the legacy format"),
+            FallbackReason::NoSessionMeta => {
+                f.write_str("the snapshot covers no session_meta line of the rollout")
+            }
+            FallbackReason::RolloutShorter {
+                rollout_bytes,
+                covered_bytes,
+            } => write!(
+                f,
+                "the rollout has {rollout_bytes} bytes; the snapshot covers {covered_bytes}"
+            ),
+            FallbackReason::PrefixChanged => {
+                f.write_str("the rollout no longer starts with the prefix the snapshot covers")
+            }
+            FallbackReason::NotAtLineBoundary => {
+                f.write_str("the prefix the snapshot covers does not end at a line boundary")
+            }
+            FallbackReason::LaterLine { line, what } => {
+                write!(f, "line {line} after the snapshot is {what}")
+            }
+        }
+    }
+}
+
+/// The outcome of resuming a rollout, however it was resumed ([`ResumeSource`]).
+#[derive(Debug)]
+pub struct Resumed {
+    /// The rebuilt history; its reference context item is the one resume settled on (`None` when
+    /// never set, cleared by a compaction, or after a legacy compaction was rebuilt — then the
+    /// next turn re-injects full context).
+    pub history: History,
+    /// What the reader found in the lines it read: the whole file, or after a snapshot the lines
+    /// after the prefix it covers.
+    pub report: LoadReport,
+    /// The previous turn's settings: the raw payload of the newest `turn_context` of a kept user
+    /// turn.
+    pub previous_turn_settings: Option<Box<RawValue>>,
+    /// The rollout ends inside a turn (a `turn_started` without its end).
+    pub ends_inside_turn: bool,
+    /// The line number of the `compacted` line the history was rebuilt from, if any.
+    pub base: Option<u64>,
+    /// Number of `compacted` lines among the lines read (Codex's fallback window number).
+    pub compacted_lines: u64,
+    /// A `compacted` line without replacement history was rebuilt by local compaction.
+    pub legacy_compaction: bool,
+    /// How the history was resumed.
+    pub source: ResumeSource,
+    /// The rollout prefix the history stands for, when resumed with
+    /// [`ResumeOptions::snapshot_ready`].
+    pub covered: Option<RolloutPosition>,
+    /// For each entry, the 1-based number of its line (0 when unknown).
+    entry_lines: Vec<u64>,
+}
+
+impl Resumed {
+    /// The thread id: the `id` of the rollout's first `session_meta` line.
+    pub fn thread_id(&self) -> ThreadId {
+        self.report.thread_id
+    }
+
+    /// Whether a snapshot stood for the rollout's prefix.
+    pub fn used_snapshot(&self) -> bool {
+        matches!(self.source, ResumeSource::Snapshot { .. })
+    }
+
+    /// Why a snapshot that was named was not used, if it was not.
+    pub fn fallback_reason(&self) -> Option<&FallbackReason> {
+        match &self.source {
+            ResumeSource::Fallback(reason) => Some(reason),
+            ResumeSource::Rollout | ResumeSource::Snapshot { .. } => None,
+        }
+    }
+
+    /// The 1-based number of the line the entry at `position` comes from (the `compacted` line
+    /// for the items of a replacement history). `None` for an entry a snapshot supplied, and past
+    /// the end.
+    pub fn entry_line(&self, position: usize) -> Option<u64> {
+        self.entry_lines
+            .get(position)
+            .copied()
+            .filter(|&line| line > 0)
+    }
+}
+
+/// Resumes the history of the rollout file at `path`. The file is only read.
+///
+/// With [`ResumeOptions::snapshot`], the snapshot is tried first (see `docs/snapshot-format.md`
+/// for when it stands for the rollout's prefix); otherwise, or when it cannot, every line is read
+/// and replayed ([`Rollout::resume`]). The history is the same either way.
+///
+/// # Errors
+///
+/// [`RolloutError::Io`] when the file cannot be read, [`RolloutError::Empty`] when it has no
+/// non-blank line, [`RolloutError::NoSessionMeta`] when no line is a usable `session_meta` line,
+/// in strict mode [`RolloutError::BadLine`] for the first bad line, and
+/// [`RolloutError::Replay`] when a line cannot be replayed.
+pub fn resume_file(
+    path: impl AsRef<Path>,
+    options: &ResumeOptions,
+) -> Result<Resumed, RolloutError> {
+    let path = path.as_ref();
+    let fallback = match &options.snapshot {
+        None => None,
+        Some(snapshot) => match snapshot::resume(path, snapshot, options)? {
+            snapshot::Attempt::Resumed(resumed) => return Ok(*resumed),
+            snapshot::Attempt::Fallback(reason) => Some(reason),
+        },
+    };
+    let file = File::open(path).map_err(|source| RolloutError::Io {
+        path: path.to_owned(),
+        source,
+    })?;
+    let mut resumed = resume_lines(file, path, options)?;
+    if let Some(reason) = fallback {
+        resumed.source = ResumeSource::Fallback(reason);
+    }
+    Ok(resumed)
+}
+
+/// Resumes a history from rollout bytes read from `reader`; errors name `label` (see
+/// [`READER_LABEL`](super::READER_LABEL)). A snapshot named in the options is not used: a stream
+/// cannot be checked against it and read again ([`FallbackReason::NotAFile`]).
+///
+/// # Errors
+///
+/// As [`resume_file`].
+pub fn resume_reader(
+    reader: impl Read,
+    label: impl AsRef<Path>,
+    options: &ResumeOptions,
+) -> Result<Resumed, RolloutError> {
+    let mut resumed = resume_lines(reader, label.as_ref(), options)?;
+    if options.snapshot.is_some() {
+        resumed.source = ResumeSource::Fallback(FallbackReason::NotAFile);
+    }
+    Ok(resumed)
+}
+
+/// Reads every line from `reader` and replays them.
+fn resume_lines(
+    reader: impl Read,
+    label: &Path,
+    options: &ResumeOptions,
+) -> Result<Resumed, RolloutError> {
+    let mut hasher = blake3::Hasher::new();
+    let mut lines = Vec::new();
+    let source = LineSource {
+        complete_lines_only: options.snapshot_ready,
+        hasher: options.snapshot_ready.then_some(&mut hasher),
+        ..LineSource::whole(label, options.mode)
+    };
+    let read = read_lines(reader, source, &mut |line| lines.push(line))?;
+    let covered = options.snapshot_ready.then(|| RolloutPosition {
+        lines: read.report.lines,
+        bytes: read.end,
+        digest: hasher.finalize(),
+    });
+    let rollout = Rollout::from_parts(lines, read.report, label.to_owned());
+    let mut resumed = rollout.resume(options.truncation)?;
+    resumed.covered = covered;
+    Ok(resumed)
+}
+
+impl Rollout {
+    /// Rebuilds the history these lines record, recording with `truncation`, as Codex resumes a
+    /// session. The rollout is not changed. Time: O(n) lines plus the replayed items.
+    ///
+    /// It follows Codex's two phases.
+    ///
+    /// **Phase 1, reverse scan.** From the newest line back, lines are grouped into turn
+    /// *segments*. A segment is closed by a `turn_started` event whose turn id is compatible with
+    /// the segment's (one of the two is unknown, or they are equal); a `turn_started` with another
+    /// id stays inside the segment. The segment's turn id comes from `turn_complete`,
+    /// `turn_aborted` or a `turn_context`, whichever is newest. A segment *counts as a user turn*
+    /// when it holds a `user_message` event, an `inter_agent_communication` line or a
+    /// `response_item` that is a user-turn boundary. Per segment the scan keeps the newest
+    /// compatible `turn_context` (the previous-turn settings, and the reference context item unless
+    /// a newer `compacted` line of the segment cleared it first) and the newest `compacted` line
+    /// with a `replacement_history`. A `thread_rolled_back {num_turns}` adds to a pending count;
+    /// while it is positive, each finished segment is discarded, and a discarded segment that
+    /// counts as a user turn lowers the count by one. The segments that are kept give, newest
+    /// first: the **base** (the newest kept `compacted` line with a replacement history), the
+    /// previous-turn settings and the reference context item. The scan stops once all three are
+    /// known.
+    ///
+    /// Lines outside any turn — not between a `turn_started` and the `turn_complete` /
+    /// `turn_aborted` that ends it, which is the whole file in hand-written rollouts, in old Codex
+    /// files and in files this library writes — have no `turn_started` to close their segments.
+    /// There each user-turn line starts a segment of its own (a `user_message` event and the
+    /// user-turn item that follows it start one segment together), so rollbacks count the same
+    /// turns as [`History::drop_last_n_user_turns`]. Lines before the first user turn form the
+    /// session-prefix segment, which does not count as a user turn.
+    ///
+    /// Decisions where Codex's behaviour was not known to this project:
+    /// * A segment that does not count as a user turn never hydrates the previous-turn settings or
+    ///   a `Latest` reference context item (a bare `turn_context` does not, as in Codex's tests);
+    ///   if it holds a `compacted` line (a manual compaction turn) it clears the reference context
+    ///   item.
+    /// * Compatibility applies to `turn_context` lines as to `turn_started`: a `turn_context`
+    ///   whose turn id differs from the segment's known one is ignored.
+    ///
+    /// **Phase 2, forward replay** into an empty [`History`] with the caller's truncation policy:
+    /// the base's replacement history replaces it, then the lines after the base (all lines when
+    /// there is none) are replayed. `response_item` → [`History::record_entry`] (record filter and
+    /// truncation, as live; the entry the reader built, not parsed again); `compacted` without a
+    /// replacement history (legacy) → [`History::compact`] with its message, as local compaction
+    /// would rebuild it, after which the reference context item is `None`; `event_msg`
+    /// `thread_rolled_back` → [`History::drop_last_n_user_turns`]. A `compacted` line *with* a
+    /// replacement history other than the base is ignored, as Codex ignores every other line: the
+    /// reverse scan picks the newest kept one as the base, so such a line lies in a rolled-back
+    /// segment, and the rollback that discarded it is replayed on the items recorded before it.
+    /// (A rollback across a compaction therefore brings back the items the compaction summarised,
+    /// as in Codex.) `inter_agent_communication` lines are not replayed: converting them to model
+    /// input is not implemented; they only count as user turns in phase 1. Everything else is
+    /// ignored.
+    ///
+    /// # Errors
+    ///
+    /// [`RolloutError::Replay`] when a line cannot be replayed: an item or a compaction summary
+    /// over 4 GiB.
+    pub fn resume(&self, truncation: TruncationPolicy) -> Result<Resumed, RolloutError> {
+        let scan = reverse_scan(&self.lines);
+        let mut replay = Replay::new(History::with_truncation(truncation), Vec::new());
+        let mut replay_from = 0;
+        if let Some(base) = scan.base {
+            replay.rebase(base.replacement_history, self.lines[base.position].number);
+            replay_from = base.position + 1;
+        }
+        replay.lines(&self.lines[replay_from..], self.path())?;
+        let reference_context_item = match scan.reference {
+            Reference::Latest(value) if !replay.legacy_compaction => Some(value.clone()),
+            Reference::Latest(_) | Reference::NeverSet | Reference::Cleared => None,
+        };
+        let mut history = replay.history;
+        history.set_shared_reference_context_item(reference_context_item);
+        Ok(Resumed {
+            history,
+            report: self.report.clone(),
+            previous_turn_settings: scan.settings.map(ToOwned::to_owned),
+            ends_inside_turn: scan::ends_inside_turn(&self.lines),
+            base: scan.base.map(|base| self.lines[base.position].number),
+            compacted_lines: count_compacted(&self.lines),
+            legacy_compaction: replay.legacy_compaction,
+            source: ResumeSource::Rollout,
+            covered: None,
+            entry_lines: replay.entry_lines,
+        })
+    }
+}
+
+fn count_compacted(lines: &[RolloutLine]) -> u64 {
+    lines
+        .iter()
+        .filter(|line| line.kind == LineKind::Compacted)
+        .count() as u64
+}

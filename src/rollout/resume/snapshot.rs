@@ -1,0 +1,260 @@
+//! Resuming through a snapshot: when a snapshot may stand for a rollout's prefix, reading only
+//! the lines after it, and writing a snapshot that stands for what a resume covered.
+
+use std::fmt;
+use std::fs::File;
+use std::io::{ErrorKind, Read};
+use std::path::Path;
+
+use crate::snapshot::{
+    PrefixState, RolloutPosition, SnapshotError, SnapshotHeader, SnapshotOptions, open_snapshot,
+    write_snapshot,
+};
+
+use super::super::error::RolloutError;
+use super::super::line::{Event, Facts, LineKind, RolloutLine};
+use super::super::reader::{LineSource, read_lines};
+use super::super::report::ReadMode;
+use super::super::validate::Format;
+use super::replay::Replay;
+use super::{FallbackReason, ResumeOptions, ResumeSource, Resumed};
+
+/// What kind of line after a snapshot's prefix makes resume fall back: replaying it onto the
+/// snapshot would not give what a full resume gives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum LaterLine {
+    /// A `thread_rolled_back` event: it can discard covered turns and compactions.
+    Rollback,
+    /// A turn event (`turn_started`, `turn_complete`, `turn_aborted`): it moves turn segments.
+    TurnEvent,
+    /// A `turn_context` line: it can change the previous-turn settings and the reference
+    /// context item.
+    TurnContext,
+    /// A `compacted` line: it can become the base.
+    Compaction,
+    /// An `inter_agent_communication` line: it counts as a user turn.
+    InterAgent,
+    /// A `user_message` event inside the turn the covered prefix ends in.
+    UserMessageInsideTurn,
+    /// A user-turn item inside the turn the covered prefix ends in.
+    UserTurnInsideTurn,
+}
+
+impl fmt::Display for LaterLine {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            LaterLine::Rollback => "a rollback",
+            LaterLine::TurnEvent => "a turn event",
+            LaterLine::TurnContext => "a turn_context line",
+            LaterLine::Compaction => "a compaction",
+            LaterLine::InterAgent => "an inter-agent line",
+            LaterLine::UserMessageInsideTurn => {
+                "a user_message event inside the turn the snapshot ends in"
+            }
+            LaterLine::UserTurnInsideTurn => "a user turn inside the turn the snapshot ends in",
+        })
+    }
+}
+
+/// The outcome of trying a snapshot.
+pub(super) enum Attempt {
+    /// The snapshot stood for the prefix.
+    Resumed(Box<Resumed>),
+    /// It could not; the rollout must be resumed in full.
+    Fallback(FallbackReason),
+}
+
+/// Resumes the rollout at `rollout` from the snapshot at `snapshot` plus the rollout's lines
+/// after the prefix it covers, when the snapshot can stand for that prefix: it opens and verifies,
+/// was written with the same truncation policy for an envelope-format rollout that still starts
+/// with the covered prefix (same length and BLAKE3 digest, ending at a line boundary), and no
+/// later line could change what the prefix means ([`LaterLine`]).
+///
+/// # Errors
+///
+/// [`RolloutError`] when the rollout itself cannot be read; every problem with the snapshot is a
+/// fallback instead.
+pub(super) fn resume(
+    rollout: &Path,
+    snapshot: &Path,
+    options: &ResumeOptions,
+) -> Result<Attempt, RolloutError> {
+    let fallback = |reason| Ok(Attempt::Fallback(reason));
+    if options.mode == ReadMode::Strict {
+        return fallback(FallbackReason::StrictMode);
+    }
+    let opened = match open_snapshot(snapshot, SnapshotOptions::default()) {
+        Ok(opened) => opened,
+        Err(error) => return fallback(FallbackReason::Unreadable(error)),
+    };
+    if opened.history.truncation() != options.truncation {
+        return fallback(FallbackReason::TruncationMismatch {
+            snapshot: opened.history.truncation(),
+            requested: options.truncation,
+        });
+    }
+    if opened.state.legacy {
+        return fallback(FallbackReason::LegacyFormat);
+    }
+    // A full resume needs the first `session_meta`, and decides the format from the first line:
+    // the covered prefix must hold them.
+    let covered = opened.header.rollout;
+    let Some(thread_id) = opened.state.thread_id.filter(|_| covered.lines > 0) else {
+        return fallback(FallbackReason::NoSessionMeta);
+    };
+    let read_error = |source| RolloutError::Io {
+        path: rollout.to_owned(),
+        source,
+    };
+    let mut file = File::open(rollout).map_err(read_error)?;
+    let mut hasher = blake3::Hasher::new();
+    let prefix = hash_prefix(&mut file, covered.bytes, &mut hasher).map_err(read_error)?;
+    if prefix.bytes < covered.bytes {
+        return fallback(FallbackReason::RolloutShorter {
+            rollout_bytes: prefix.bytes,
+            covered_bytes: covered.bytes,
+        });
+    }
+    if hasher.finalize() != covered.digest {
+        return fallback(FallbackReason::PrefixChanged);
+    }
+    if covered.bytes > 0 && prefix.last != Some(b'\n') {
+        return fallback(FallbackReason::NotAtLineBoundary);
+    }
+    let mut tail = Vec::new();
+    let source = LineSource {
+        format: Some(Format::Envelope),
+        lines_before: covered.lines,
+        bytes_before: covered.bytes,
+        thread_id: Some(thread_id),
+        complete_lines_only: options.snapshot_ready,
+        hasher: options.snapshot_ready.then_some(&mut hasher),
+        ..LineSource::whole(rollout, options.mode)
+    };
+    let read = read_lines(file, source, &mut |line| tail.push(line))?;
+    if let Some(reason) = first_later_line(&tail, opened.state.ends_inside_turn) {
+        return fallback(reason);
+    }
+    let PrefixState {
+        previous_turn_settings,
+        ends_inside_turn,
+        ..
+    } = opened.state;
+    let entry_lines = vec![0; opened.history.len()];
+    let mut replay = Replay::new(opened.history, entry_lines);
+    replay.lines(&tail, rollout)?;
+    let position = options.snapshot_ready.then(|| RolloutPosition {
+        lines: read.report.lines,
+        bytes: read.end,
+        digest: hasher.finalize(),
+    });
+    Ok(Attempt::Resumed(Box::new(Resumed {
+        history: replay.history,
+        report: read.report,
+        previous_turn_settings,
+        ends_inside_turn,
+        base: None,
+        compacted_lines: 0,
+        legacy_compaction: false,
+        source: ResumeSource::Snapshot { covered },
+        covered: position,
+        entry_lines: replay.entry_lines,
+    })))
+}
+
+/// What hashing a rollout's prefix found.
+struct Prefix {
+    /// Bytes hashed: the covered length, or less when the rollout is shorter.
+    bytes: u64,
+    /// The last byte hashed.
+    last: Option<u8>,
+}
+
+/// Hashes the first `len` bytes of `file` (fewer if it is shorter), leaving it positioned after
+/// them.
+fn hash_prefix(file: &mut File, len: u64, hasher: &mut blake3::Hasher) -> std::io::Result<Prefix> {
+    let mut prefix = Prefix {
+        bytes: 0,
+        last: None,
+    };
+    let mut buffer = vec![0u8; 64 * 1024];
+    let mut limited = Read::by_ref(file).take(len);
+    loop {
+        let read = match limited.read(&mut buffer) {
+            Ok(0) => break,
+            Ok(read) => read,
+            Err(error) if error.kind() == ErrorKind::Interrupted => continue,
+            Err(error) => return Err(error),
+        };
+        hasher.update(&buffer[..read]);
+        prefix.last = buffer[..read].last().copied();
+        prefix.bytes += read as u64;
+    }
+    Ok(prefix)
+}
+
+/// Why these lines, appended after a prefix that a snapshot stands for, cannot simply be
+/// replayed onto the snapshot's history (`None` when they can). Replaying is exact when the
+/// reverse scan over the whole file would settle the same base, reference context and turn
+/// settings as over the prefix alone: no rollback (it can discard covered turns), no compaction,
+/// turn event, `turn_context` or inter-agent line (they move the scan's results), and, when the
+/// prefix ends inside a turn, no user-turn item or `user_message` event (they would change that
+/// turn).
+fn first_later_line(
+    lines: &[RolloutLine],
+    prefix_ends_inside_turn: bool,
+) -> Option<FallbackReason> {
+    lines.iter().find_map(|line| {
+        let what = match line.facts() {
+            Facts::Event(Event::ThreadRolledBack { .. }) => Some(LaterLine::Rollback),
+            Facts::Event(Event::TurnStarted { .. } | Event::TurnEnded { .. }) => {
+                Some(LaterLine::TurnEvent)
+            }
+            Facts::Event(Event::UserMessage) if prefix_ends_inside_turn => {
+                Some(LaterLine::UserMessageInsideTurn)
+            }
+            Facts::TurnContext { .. } => Some(LaterLine::TurnContext),
+            Facts::Compacted(_) => Some(LaterLine::Compaction),
+            Facts::None if line.is_user_turn_item() && prefix_ends_inside_turn => {
+                Some(LaterLine::UserTurnInsideTurn)
+            }
+            Facts::None if line.kind == LineKind::InterAgentCommunication => {
+                Some(LaterLine::InterAgent)
+            }
+            Facts::Event(Event::Other | Event::UserMessage)
+            | Facts::SessionMeta(_)
+            | Facts::None => None,
+        }?;
+        Some(FallbackReason::LaterLine {
+            line: line.number,
+            what,
+        })
+    })
+}
+
+impl Resumed {
+    /// Writes a snapshot of this history to `path`, standing for the rollout prefix it was
+    /// resumed from (with the thread id, previous-turn settings and turn state resume settled
+    /// on), replacing any file there atomically. A later [`resume_file`](super::resume_file)
+    /// with this snapshot then reads only the lines after that prefix.
+    ///
+    /// # Errors
+    ///
+    /// [`SnapshotError::NotCovered`] when this resume did not record the prefix it covers (resume
+    /// with [`ResumeOptions::snapshot_ready`]); otherwise as writing any snapshot:
+    /// [`SnapshotError::Io`] naming the step, [`SnapshotError::InvalidArchive`].
+    pub fn write_snapshot(&self, path: impl AsRef<Path>) -> Result<SnapshotHeader, SnapshotError> {
+        let path = path.as_ref();
+        let covered = self.covered.ok_or_else(|| SnapshotError::NotCovered {
+            path: path.to_owned(),
+        })?;
+        let state = PrefixState {
+            thread_id: Some(self.thread_id()),
+            previous_turn_settings: self.previous_turn_settings.clone(),
+            ends_inside_turn: self.ends_inside_turn,
+            legacy: self.report.legacy,
+        };
+        write_snapshot(path, &self.history, covered, &state)
+    }
+}

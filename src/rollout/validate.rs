@@ -1,0 +1,340 @@
+//! Payload validation: what each line must be for the reader to use it, parsed once into what
+//! resume needs.
+//!
+//! A line is UTF-8 and a JSON envelope (`type` + `payload`). The payloads that resume interprets
+//! must have their shape: a `session_meta` has a UUID `id`, a `response_item` is an item
+//! ([`Entry::from_json`]: an unknown `type` is fine, a known type with the wrong shape is not), a
+//! `compacted` has a string `message` and its `replacement_history` holds items, an `event_msg`
+//! has a string `type` (and the fields of the events resume reads), a `turn_context` is an
+//! object whose `turn_id`, if any, is a string. Payloads of other line types are kept as they are.
+
+use std::borrow::Cow;
+use std::sync::Arc;
+
+use serde::Deserialize;
+use serde_json::Value;
+use serde_json::value::RawValue;
+
+use crate::item::{Entry, ItemKind, ThreadId, TurnId, with_sources};
+
+use super::line::{CompactedPayload, Event, Facts, LineContent, LineKind};
+use super::report::SkipReason;
+
+/// What a line that parsed becomes.
+pub(super) enum Parsed {
+    /// A usable line.
+    Line {
+        kind: LineKind,
+        content: LineContent,
+        /// Ghost snapshots dropped from a `compacted` line's replacement history.
+        ghost_snapshots: u64,
+    },
+    /// A line that is read and deliberately not used.
+    Ignored(Ignored),
+}
+
+/// Lines that are read and deliberately not used.
+pub(super) enum Ignored {
+    /// A legacy `ghost_snapshot` item.
+    GhostSnapshot,
+    /// A legacy `{"record_type":"state",…}` line.
+    StateLine,
+}
+
+/// The two line formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Format {
+    /// `{timestamp, type, payload}` envelopes.
+    Envelope,
+    /// A bare session meta object, then bare items and state lines.
+    Legacy,
+}
+
+/// The format of a file whose first JSON object line is `text` (trimmed, not empty): legacy when
+/// it is a bare session meta (an `id` and a `timestamp`, not a `type` + `payload` envelope).
+pub(super) fn sniff_format(text: &str) -> Result<Format, SkipReason> {
+    #[derive(Deserialize)]
+    struct FormatSniff<'a> {
+        #[serde(rename = "type", borrow, default)]
+        kind: Option<&'a RawValue>,
+        #[serde(borrow, default)]
+        payload: Option<&'a RawValue>,
+        #[serde(borrow, default)]
+        id: Option<&'a RawValue>,
+        #[serde(borrow, default)]
+        timestamp: Option<&'a RawValue>,
+    }
+    let value = json_object(text)?;
+    let head: FormatSniff<'_> = serde_json::from_str(value.get())
+        .map_err(|error| SkipReason::NotAnEnvelope(error.to_string()))?;
+    let legacy_meta = head.id.is_some()
+        && head.timestamp.is_some()
+        && !(head.kind.is_some() && head.payload.is_some());
+    Ok(if legacy_meta {
+        Format::Legacy
+    } else {
+        Format::Envelope
+    })
+}
+
+/// Parses the bare session meta that opens a legacy file.
+pub(super) fn parse_legacy_meta(text: &str) -> Result<Parsed, SkipReason> {
+    let value = json_object(text)?;
+    let thread_id = session_id(value.get()).map_err(SkipReason::InvalidPayload)?;
+    Ok(Parsed::Line {
+        kind: LineKind::SessionMeta,
+        content: LineContent::Payload {
+            raw: value,
+            facts: Facts::SessionMeta(thread_id),
+        },
+        ghost_snapshots: 0,
+    })
+}
+
+/// Parses an envelope line (`text` is trimmed, not empty).
+pub(super) fn parse_envelope(text: &str) -> Result<Parsed, SkipReason> {
+    #[derive(Deserialize)]
+    struct Envelope<'a> {
+        #[serde(rename = "type", borrow)]
+        kind: Cow<'a, str>,
+        payload: Box<RawValue>,
+    }
+    if !text.starts_with('{') {
+        return Err(not_an_object(text));
+    }
+    // Tell invalid JSON (a torn line, say) from valid JSON of the wrong shape.
+    let envelope: Envelope<'_> = match serde_json::from_str(text) {
+        Ok(envelope) => envelope,
+        Err(error) if error.is_data() => return Err(SkipReason::NotAnEnvelope(error.to_string())),
+        Err(error) => return Err(SkipReason::InvalidJson(error.to_string())),
+    };
+    let kind = LineKind::from_type(&envelope.kind);
+    let raw = envelope.payload;
+    let mut ghost_snapshots = 0;
+    let facts = match &kind {
+        LineKind::SessionMeta => {
+            Facts::SessionMeta(session_id(raw.get()).map_err(SkipReason::InvalidPayload)?)
+        }
+        LineKind::ResponseItem => {
+            return Ok(match item_entry(raw.get())? {
+                Some(entry) => Parsed::Line {
+                    kind,
+                    content: LineContent::Item(entry),
+                    ghost_snapshots: 0,
+                },
+                None => Parsed::Ignored(Ignored::GhostSnapshot),
+            });
+        }
+        LineKind::Compacted => {
+            let (compacted, ghosts) = parse_compacted(raw.get())?;
+            ghost_snapshots = ghosts;
+            Facts::Compacted(Arc::new(compacted))
+        }
+        LineKind::EventMsg => {
+            Facts::Event(parse_event(raw.get()).map_err(SkipReason::InvalidPayload)?)
+        }
+        LineKind::TurnContext => {
+            parse_turn_context(raw.get()).map_err(SkipReason::InvalidPayload)?
+        }
+        LineKind::InterAgentCommunication | LineKind::Other(_) => Facts::None,
+    };
+    Ok(Parsed::Line {
+        kind,
+        content: LineContent::Payload { raw, facts },
+        ghost_snapshots,
+    })
+}
+
+/// A line of a legacy file after the session meta: a state line or a bare item.
+pub(super) fn parse_legacy(text: &str) -> Result<Parsed, SkipReason> {
+    #[derive(Deserialize)]
+    struct StateSniff<'a> {
+        #[serde(borrow, default)]
+        record_type: Option<Cow<'a, str>>,
+    }
+    let value = json_object(text)?;
+    let sniff: StateSniff<'_> = serde_json::from_str(value.get())
+        .map_err(|error| SkipReason::NotAnEnvelope(error.to_string()))?;
+    if sniff.record_type.as_deref() == Some("state") {
+        return Ok(Parsed::Ignored(Ignored::StateLine));
+    }
+    Ok(match item_entry(value.get())? {
+        Some(entry) => Parsed::Line {
+            kind: LineKind::ResponseItem,
+            content: LineContent::Item(entry),
+            ghost_snapshots: 0,
+        },
+        None => Parsed::Ignored(Ignored::GhostSnapshot),
+    })
+}
+
+/// Parses `text` (trimmed, not empty) as a JSON object.
+fn json_object(text: &str) -> Result<Box<RawValue>, SkipReason> {
+    if !text.starts_with('{') {
+        return Err(not_an_object(text));
+    }
+    serde_json::from_str(text).map_err(|error| SkipReason::InvalidJson(error.to_string()))
+}
+
+/// Why `text`, which does not start with `{`, is not a line.
+fn not_an_object(text: &str) -> SkipReason {
+    match serde_json::from_str::<serde::de::IgnoredAny>(text) {
+        Ok(_) => SkipReason::NotAnEnvelope("not a JSON object".to_owned()),
+        Err(error) => SkipReason::InvalidJson(error.to_string()),
+    }
+}
+
+/// Checks that a payload is a JSON object (serde would also read a struct from an array).
+fn expect_object(payload: &str, kind: &str) -> Result<(), String> {
+    if payload.trim_start().starts_with('{') {
+        Ok(())
+    } else {
+        Err(format!("{kind}: the payload is not a JSON object"))
+    }
+}
+
+/// Builds the entry of an item, once; `None` for a legacy `ghost_snapshot`, which is dropped.
+fn item_entry(json: &str) -> Result<Option<Entry>, SkipReason> {
+    let entry =
+        Entry::from_json(json).map_err(|error| SkipReason::InvalidItem(with_sources(&error)))?;
+    // `ghost_snapshot` is not a type this library models, so only unknown items need a look.
+    if entry.kind() == ItemKind::Unknown && is_ghost_snapshot(json) {
+        return Ok(None);
+    }
+    Ok(Some(entry))
+}
+
+fn is_ghost_snapshot(json: &str) -> bool {
+    #[derive(Deserialize)]
+    struct TypeSniff<'a> {
+        #[serde(rename = "type", borrow)]
+        kind: Cow<'a, str>,
+    }
+    serde_json::from_str::<TypeSniff<'_>>(json).is_ok_and(|item| item.kind == "ghost_snapshot")
+}
+
+/// The `id` of a session meta payload: a UUID.
+fn session_id(payload: &str) -> Result<ThreadId, String> {
+    #[derive(Deserialize)]
+    struct SessionMetaId {
+        id: ThreadId,
+    }
+    expect_object(payload, "session_meta")?;
+    serde_json::from_str::<SessionMetaId>(payload)
+        .map(|meta| meta.id)
+        .map_err(|error| format!("session_meta: {error}"))
+}
+
+/// Parses and checks a `compacted` payload; also returns how many ghost snapshots its
+/// replacement history held (they are dropped).
+fn parse_compacted(payload: &str) -> Result<(CompactedPayload, u64), SkipReason> {
+    #[derive(Deserialize)]
+    struct Compacted<'a> {
+        message: String,
+        #[serde(borrow, default)]
+        replacement_history: Option<Vec<&'a RawValue>>,
+    }
+    expect_object(payload, "compacted").map_err(SkipReason::InvalidPayload)?;
+    let compacted: Compacted<'_> = serde_json::from_str(payload)
+        .map_err(|error| SkipReason::InvalidPayload(format!("compacted: {error}")))?;
+    let mut ghost_snapshots = 0;
+    let replacement_history = match compacted.replacement_history {
+        None => None,
+        Some(items) => {
+            let mut entries = Vec::with_capacity(items.len());
+            for (position, item) in items.iter().enumerate() {
+                match item_entry(item.get()) {
+                    Ok(Some(entry)) => entries.push(entry),
+                    Ok(None) => ghost_snapshots += 1,
+                    Err(SkipReason::InvalidItem(why)) => {
+                        return Err(SkipReason::InvalidItem(format!(
+                            "replacement_history[{position}]: {why}"
+                        )));
+                    }
+                    Err(other) => return Err(other),
+                }
+            }
+            Some(entries)
+        }
+    };
+    let compacted = CompactedPayload {
+        message: compacted.message,
+        replacement_history,
+    };
+    Ok((compacted, ghost_snapshots))
+}
+
+/// Parses an `event_msg` payload: an object with a string `type`; the events resume reads must
+/// have their fields.
+fn parse_event(payload: &str) -> Result<Event, String> {
+    #[derive(Deserialize)]
+    struct EventType<'a> {
+        #[serde(rename = "type", borrow)]
+        kind: Cow<'a, str>,
+    }
+    #[derive(Deserialize)]
+    struct TurnEvent {
+        #[serde(default)]
+        turn_id: Option<TurnId>,
+    }
+    #[derive(Deserialize)]
+    struct RolledBack {
+        num_turns: u64,
+    }
+    expect_object(payload, "event_msg")?;
+    let head: EventType<'_> =
+        serde_json::from_str(payload).map_err(|error| format!("event_msg: {error}"))?;
+    let kind = head.kind.as_ref();
+    let turn_id = || {
+        serde_json::from_str::<TurnEvent>(payload)
+            .map(|event| event.turn_id)
+            .map_err(|error| format!("{kind}: {error}"))
+    };
+    Ok(match kind {
+        "turn_started" => Event::TurnStarted {
+            turn_id: turn_id()?,
+        },
+        "turn_complete" | "turn_aborted" => Event::TurnEnded {
+            turn_id: turn_id()?,
+        },
+        "user_message" => Event::UserMessage,
+        "thread_rolled_back" => Event::ThreadRolledBack {
+            num_turns: serde_json::from_str::<RolledBack>(payload)
+                .map_err(|error| format!("{kind}: {error}"))?
+                .num_turns,
+        },
+        _ => Event::Other,
+    })
+}
+
+/// A `turn_context` payload: an object whose `turn_id`, when present and not `null`, is a string.
+fn parse_turn_context(payload: &str) -> Result<Facts, String> {
+    expect_object(payload, "turn_context")?;
+    let value: Value =
+        serde_json::from_str(payload).map_err(|error| format!("turn_context: {error}"))?;
+    let turn_id = match value.get("turn_id") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(id)) => Some(TurnId::new(id)),
+        Some(other) => {
+            return Err(format!(
+                "turn_context: `turn_id` is {}, not a string",
+                json_type(other)
+            ));
+        }
+    };
+    Ok(Facts::TurnContext {
+        turn_id,
+        value: Arc::new(value),
+    })
+}
+
+fn json_type(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}

@@ -1,0 +1,140 @@
+//! [`SnapshotError`]: a snapshot could not be written, opened or verified.
+
+use std::fmt;
+use std::path::PathBuf;
+
+/// The file-system step that failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum SnapshotStep {
+    /// Opening the snapshot.
+    Open,
+    /// Mapping it into memory.
+    Map,
+    /// Creating the temporary file a new snapshot is written to.
+    CreateTemporary,
+    /// Writing the temporary file.
+    WriteTemporary,
+    /// Syncing the temporary file to storage.
+    SyncTemporary,
+    /// Renaming the temporary file over the target.
+    Rename,
+    /// Syncing the directory, so that the rename is durable.
+    SyncDirectory,
+}
+
+impl fmt::Display for SnapshotStep {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            SnapshotStep::Open => "open",
+            SnapshotStep::Map => "map",
+            SnapshotStep::CreateTemporary => "create the temporary file",
+            SnapshotStep::WriteTemporary => "write the temporary file",
+            SnapshotStep::SyncTemporary => "sync the temporary file",
+            SnapshotStep::Rename => "rename over the target",
+            SnapshotStep::SyncDirectory => "sync the directory",
+        })
+    }
+}
+
+/// A snapshot could not be written, opened or verified (`docs/snapshot-format.md`, "Errors").
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SnapshotError {
+    /// Reading, mapping or writing the file failed.
+    #[error("snapshot {}: cannot {step}", path.display())]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// What was being done.
+        step: SnapshotStep,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The file does not start with the snapshot magic.
+    #[error("{} is not an agent-history snapshot (it starts with {found:?})", path.display())]
+    BadMagic {
+        /// The file.
+        path: PathBuf,
+        /// Its first bytes.
+        found: [u8; 8],
+    },
+    /// The format version is not one this build reads.
+    #[error("snapshot {} has format version {found}; this build reads version {supported}", path.display())]
+    UnsupportedVersion {
+        /// The file.
+        path: PathBuf,
+        /// The version in the file.
+        found: u32,
+        /// The version this build reads.
+        supported: u32,
+    },
+    /// The rkyv format features recorded in the header are not the ones this build uses.
+    #[error(
+        "snapshot {} uses another archive format (endianness {endianness}, pointer width {pointer_width}, alignment {alignment})",
+        path.display()
+    )]
+    UnsupportedFormat {
+        /// The file.
+        path: PathBuf,
+        /// Endianness byte found.
+        endianness: u8,
+        /// Pointer-width byte found.
+        pointer_width: u8,
+        /// Alignment byte found.
+        alignment: u8,
+    },
+    /// The file is shorter than its header says.
+    #[error("snapshot {} is truncated: {found} of {expected} bytes", path.display())]
+    Truncated {
+        /// The file.
+        path: PathBuf,
+        /// Bytes expected.
+        expected: u64,
+        /// Bytes found.
+        found: u64,
+    },
+    /// The file is longer than its header says.
+    #[error("snapshot {} has {found} bytes; its header says {expected}", path.display())]
+    TrailingBytes {
+        /// The file.
+        path: PathBuf,
+        /// Bytes expected.
+        expected: u64,
+        /// Bytes found.
+        found: u64,
+    },
+    /// The header digest does not match the header (or its padding is not zero).
+    #[error("snapshot {} has a damaged header: {detail}", path.display())]
+    BadHeader {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        detail: String,
+    },
+    /// The payload digest does not match the payload.
+    #[error("snapshot {} payload digest mismatch: the archive is damaged", path.display())]
+    PayloadDigestMismatch {
+        /// The file.
+        path: PathBuf,
+    },
+    /// A snapshot was asked of a resumed history that does not record the rollout prefix it
+    /// stands for (it was not resumed with `ResumeOptions::snapshot_ready`).
+    #[error(
+        "cannot write snapshot {}: the resume did not record the rollout prefix it covers (resume with `snapshot_ready`)",
+        path.display()
+    )]
+    NotCovered {
+        /// The snapshot that was to be written.
+        path: PathBuf,
+    },
+    /// The archive failed validation.
+    #[error("snapshot {} holds an invalid archive: {detail}", path.display())]
+    InvalidArchive {
+        /// The file.
+        path: PathBuf,
+        /// What validation found.
+        detail: String,
+    },
+}
