@@ -1,0 +1,213 @@
+//! The layers of the crate import downwards only: a module may name the modules below it, never
+//! one above (`docs/architecture.md`, "Layers"). This test reads `src/` and fails on an import
+//! against the direction; `.ci/run` runs it as its own step.
+//!
+//! What counts as naming a layer: `crate::<layer>` anywhere in a line (code or comment), and a
+//! `super::` chain that climbs out of its layer to a sibling. In code, a root path such as
+//! `crate::Error` hides the layer it comes from, and a grouped `crate::{…}` import spans layers,
+//! so both are refused too: name the module.
+
+use std::path::{Path, PathBuf};
+
+/// The layers, lowest first. A module may import from itself and from the layers before it.
+/// `error` only aggregates the layers' errors, so everything but `session` lies below it.
+const LAYERS: &[&str] = &[
+    "item",
+    "history",
+    "projection",
+    "request",
+    "snapshot",
+    "rollout",
+    "error",
+    "session",
+];
+
+/// Files outside the layers: the crate root, which re-exports every layer, and the command-line
+/// tool, a crate of its own that uses only the public surface.
+const OUTSIDE: &[&str] = &["lib.rs", "main.rs"];
+
+/// A source file: its path under `src/` and its text.
+struct Source {
+    path: PathBuf,
+    text: String,
+}
+
+fn sources(dir: &Path, root: &Path, out: &mut Vec<Source>) {
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
+        .expect("src is readable")
+        .map(|entry| entry.expect("a directory entry").path())
+        .collect();
+    entries.sort();
+    for path in entries {
+        if path.is_dir() {
+            sources(&path, root, out);
+        } else if path.extension().is_some_and(|ext| ext == "rs") {
+            let text = std::fs::read_to_string(&path).expect("a UTF-8 source file");
+            let path = path.strip_prefix(root).expect("under src").to_owned();
+            out.push(Source { path, text });
+        }
+    }
+}
+
+/// The module path of a file: `rollout/resume/scan.rs` → `[rollout, resume, scan]`; a `mod.rs`
+/// is its folder's module.
+fn module_path(path: &Path) -> Vec<String> {
+    let mut parts: Vec<String> = path
+        .iter()
+        .map(|part| part.to_string_lossy().into_owned())
+        .collect();
+    let file = parts.pop().unwrap_or_default();
+    if file != "mod.rs" {
+        parts.push(file.trim_end_matches(".rs").to_owned());
+    }
+    parts
+}
+
+fn rank(layer: &str) -> Option<usize> {
+    LAYERS.iter().position(|&name| name == layer)
+}
+
+/// The identifier at the start of `text`.
+fn identifier(text: &str) -> &str {
+    let end = text
+        .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .unwrap_or(text.len());
+    &text[..end]
+}
+
+/// Every import against the direction in `files`, as `path:line: what`.
+fn violations(files: &[Source]) -> Vec<String> {
+    let mut found = Vec::new();
+    for file in files {
+        let name = file.path.to_string_lossy().replace('\\', "/");
+        if OUTSIDE.contains(&name.as_str()) {
+            continue;
+        }
+        let module = module_path(&file.path);
+        let Some(own) = module.first().and_then(|layer| rank(layer)) else {
+            found.push(format!(
+                "{name}: module `{}` is in no layer; add it to LAYERS and to docs/architecture.md",
+                module.first().map_or("", String::as_str)
+            ));
+            continue;
+        };
+        for (number, line) in file.text.lines().enumerate() {
+            let at = format!("{name}:{}", number + 1);
+            let code = line.split("//").next().unwrap_or_default();
+            for (start, _) in line.match_indices("crate::") {
+                let rest = &line[start + "crate::".len()..];
+                let target = identifier(rest);
+                let in_code = start < code.len();
+                if target.is_empty() {
+                    if in_code && rest.starts_with('{') {
+                        found.push(format!(
+                            "{at}: a grouped `crate::{{…}}` import; write one `use crate::<layer>::…` per layer"
+                        ));
+                    }
+                    continue;
+                }
+                if target.starts_with(|c: char| c.is_ascii_uppercase()) {
+                    if in_code {
+                        found.push(format!(
+                            "{at}: `crate::{target}` hides its layer; name the module that defines it"
+                        ));
+                    }
+                    continue;
+                }
+                match rank(target) {
+                    Some(theirs) if theirs <= own => {}
+                    Some(_) => found.push(format!(
+                        "{at}: `{}` names `{target}`, a layer above it",
+                        module[0]
+                    )),
+                    None => found.push(format!("{at}: `crate::{target}` is not a layer")),
+                }
+            }
+            // `super::super::x` climbs the module path; leaving the layer reaches another one.
+            for (start, _) in code.match_indices("super::") {
+                if start >= "super::".len() && code[..start].ends_with("super::") {
+                    continue; // counted from the first `super` of the chain
+                }
+                let mut rest = &code[start..];
+                let mut depth = module.len();
+                while let Some(tail) = rest.strip_prefix("super::") {
+                    depth = depth.saturating_sub(1);
+                    rest = tail;
+                }
+                if depth == 0 {
+                    let target = identifier(rest);
+                    match rank(target) {
+                        Some(theirs) if theirs <= own => {}
+                        _ => found.push(format!(
+                            "{at}: `super::` leaves `{}` for `{target}`; use `crate::{target}` (and only downwards)",
+                            module[0]
+                        )),
+                    }
+                }
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn imports_go_down_the_layers() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    sources(&root, &root, &mut files);
+    assert!(files.len() > 20, "read the source tree");
+    let found = violations(&files);
+    assert!(
+        found.is_empty(),
+        "imports against the layers ({}):\n{}",
+        LAYERS.join(" < "),
+        found.join("\n")
+    );
+}
+
+fn file(path: &str, text: &str) -> Source {
+    Source {
+        path: PathBuf::from(path),
+        text: text.to_owned(),
+    }
+}
+
+#[test]
+fn the_check_finds_each_kind_of_upward_import() {
+    let files = [
+        file("item/entry.rs", "use crate::history::turns::turn_role_of;"),
+        file(
+            "item/entry.rs",
+            "    Mapped(crate::snapshot::MappedText),",
+        ),
+        file(
+            "history/mod.rs",
+            "/// See [`Projection`](crate::projection::Projection).",
+        ),
+        file("error.rs", "use crate::session::Session;"),
+        file("history/compact.rs", "use super::super::rollout::Rollout;"),
+        file("projection/mod.rs", "use crate::{history::History, request::Prompt};"),
+        file("rollout/reader.rs", "fn f() -> crate::Error { todo!() }"),
+        file("world_state/mod.rs", "use crate::item::Entry;"),
+        file("rollout/mod.rs", "use crate::nowhere::Thing;"),
+    ];
+    let found = violations(&files);
+    assert_eq!(found.len(), files.len(), "{found:#?}");
+}
+
+#[test]
+fn the_check_allows_imports_down_and_within_a_layer() {
+    let files = [
+        file("session.rs", "use crate::error::Error;\nuse crate::item::Entry;"),
+        file("error.rs", "use crate::rollout::RolloutError;"),
+        file(
+            "rollout/resume/snapshot.rs",
+            "use super::super::line::Facts;\nuse crate::snapshot::open_snapshot;",
+        ),
+        file("item/model.rs", "/// See [`Entry`](crate::Entry)."),
+        file("lib.rs", "pub use session::Session; use crate::session::x;"),
+        file("history/mod.rs", "use crate::history::Recorded; // crate::Error is fine here"),
+    ];
+    let found = violations(&files);
+    assert!(found.is_empty(), "{found:#?}");
+}
