@@ -176,17 +176,17 @@ fn file(path: &str, text: &str) -> Source {
 fn the_check_finds_each_kind_of_upward_import() {
     let files = [
         file("item/entry.rs", "use crate::history::turns::turn_role_of;"),
-        file(
-            "item/entry.rs",
-            "    Mapped(crate::snapshot::MappedText),",
-        ),
+        file("item/entry.rs", "    Mapped(crate::snapshot::MappedText),"),
         file(
             "history/mod.rs",
             "/// See [`Projection`](crate::projection::Projection).",
         ),
         file("error.rs", "use crate::session::Session;"),
         file("history/compact.rs", "use super::super::rollout::Rollout;"),
-        file("projection/mod.rs", "use crate::{history::History, request::Prompt};"),
+        file(
+            "projection/mod.rs",
+            "use crate::{history::History, request::Prompt};",
+        ),
         file("rollout/reader.rs", "fn f() -> crate::Error { todo!() }"),
         file("world_state/mod.rs", "use crate::item::Entry;"),
         file("rollout/mod.rs", "use crate::nowhere::Thing;"),
@@ -198,7 +198,10 @@ fn the_check_finds_each_kind_of_upward_import() {
 #[test]
 fn the_check_allows_imports_down_and_within_a_layer() {
     let files = [
-        file("session.rs", "use crate::error::Error;\nuse crate::item::Entry;"),
+        file(
+            "session.rs",
+            "use crate::error::Error;\nuse crate::item::Entry;",
+        ),
         file("error.rs", "use crate::rollout::RolloutError;"),
         file(
             "rollout/resume/snapshot.rs",
@@ -206,7 +209,10 @@ fn the_check_allows_imports_down_and_within_a_layer() {
         ),
         file("item/model.rs", "/// See [`Entry`](crate::Entry)."),
         file("lib.rs", "pub use session::Session; use crate::session::x;"),
-        file("history/mod.rs", "use crate::history::Recorded; // crate::Error is fine here"),
+        file(
+            "history/mod.rs",
+            "use crate::history::Recorded; // crate::Error is fine here",
+        ),
     ];
     let found = violations(&files);
     assert!(found.is_empty(), "{found:#?}");

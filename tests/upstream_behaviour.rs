@@ -9,41 +9,21 @@
 //! after the upstream one and a `_strict` test standing in for its `_panics_in_debug` twin. All
 //! tests run the same in every build profile.
 
+mod common;
+
 use agent_history::{
     CallId, CustomToolCallOutput, FilterReason, FunctionCall, History, ItemError, ItemId, ItemKind,
     Location, Message, Modalities, OutputPayload, Projection, ProjectionError, ProjectionOptions,
     Reasoning, ReasoningSummary, Recorded, Repair, RepairKind, ResponseItem, Role,
     TruncationPolicy, UnknownItems, Violation, ViolationKind,
 };
+use common::{assistant, developer, jsons, message, user};
 use serde_json::{Value, json};
 use uuid::Uuid;
 
 // ---------------------------------------------------------------------------------------------
 // Helpers: item JSON builders, recording and projecting.
 // ---------------------------------------------------------------------------------------------
-
-/// A message with one `input_text` part (user, developer) or `output_text` part (assistant).
-fn message(role: &str, text: &str) -> String {
-    let part_type = if role == "assistant" {
-        "output_text"
-    } else {
-        "input_text"
-    };
-    json!({"type": "message", "role": role, "content": [{"type": part_type, "text": text}]})
-        .to_string()
-}
-
-fn user(text: &str) -> String {
-    message("user", text)
-}
-
-fn assistant(text: &str) -> String {
-    message("assistant", text)
-}
-
-fn developer(text: &str) -> String {
-    message("developer", text)
-}
 
 /// A developer message whose content is several `input_text` parts.
 fn developer_parts(texts: &[&str]) -> String {
@@ -159,10 +139,7 @@ fn history_of(items: &[String]) -> History {
 }
 
 fn stored(history: &History) -> Vec<String> {
-    history
-        .iter()
-        .map(|entry| entry.json().to_owned())
-        .collect()
+    jsons(history)
 }
 
 fn sent(projection: &Projection) -> Vec<String> {

@@ -1,0 +1,385 @@
+//! The state machine: one action list applied to the library and the model, compared after
+//! every step; a failure prints the action list as a reproducer.
+
+use crate::compare::*;
+use crate::model::*;
+use crate::prelude::*;
+use crate::spec::*;
+use crate::strategies::*;
+
+/// At most this many live forks.
+pub(crate) const MAX_FORKS: usize = 4;
+
+/// One step, applied to fork `target % forks` of both the library and the model.
+#[derive(Clone, Debug)]
+pub(crate) enum Action {
+    Record {
+        target: usize,
+        json: String,
+    },
+    Project {
+        target: usize,
+        options: ProjectionOptions,
+    },
+    RemoveFirst {
+        target: usize,
+    },
+    DropLastNTurns {
+        target: usize,
+        n: usize,
+    },
+    /// Clone fork `from`; the clone is appended (or overwrites the next fork when full).
+    Fork {
+        from: usize,
+    },
+    /// `replace` with the entries whose bit in `keep` is set.
+    Replace {
+        target: usize,
+        keep: u32,
+    },
+    SetReferenceContext {
+        target: usize,
+    },
+}
+
+pub(crate) fn text_message(role: &str, texts: &[&str]) -> Value {
+    let kind = if role == "assistant" {
+        "output_text"
+    } else {
+        "input_text"
+    };
+    let content: Vec<Value> = texts
+        .iter()
+        .map(|text| json!({"type": kind, "text": text}))
+        .collect();
+    json!({"type": "message", "role": role, "content": content})
+}
+
+/// Context a harness injects before a user turn: user fragments, and developer fragments alone
+/// or mixed with plain text.
+pub(crate) fn context_message() -> impl Strategy<Value = Value> {
+    prop_oneof![
+        Just(text_message(
+            "user",
+            &["<environment_context>\n  <cwd>/repo</cwd>\n</environment_context>"]
+        )),
+        Just(text_message(
+            "user",
+            &[
+                "# AGENTS.md instructions for /repo\n\n<INSTRUCTIONS>\nbe nice\n</INSTRUCTIONS>",
+                "and also this"
+            ]
+        )),
+        Just(text_message(
+            "developer",
+            &["<permissions instructions>\nsandbox: read-only"]
+        )),
+        Just(text_message(
+            "developer",
+            &["<collaboration_mode>pair</collaboration_mode>", "Be terse."]
+        )),
+    ]
+}
+
+/// The item that opens a user turn.
+pub(crate) fn turn_opener() -> impl Strategy<Value = Value> {
+    prop_oneof![
+        4 => Just(text_message("user", &["please fix the bug"])),
+        1 => Just(json!({"type": "agent_message", "author": "/root", "recipient": "/root/worker",
+            "content": [{"type": "input_text", "text": "go"}]})),
+        1 => Just(text_message("assistant", &["{\"author\":\"/root\",\"recipient\":\"/root/worker\",\"content\":\"go\"}"])),
+    ]
+}
+
+pub(crate) fn to_json(item: Value) -> String {
+    serde_json::to_string(&item).expect("serialize")
+}
+
+pub(crate) fn target() -> impl Strategy<Value = usize> {
+    // Most actions go to the first fork, so that forks grow long enough to be interesting.
+    prop_oneof![2 => Just(0usize), 1 => 0..MAX_FORKS]
+}
+
+pub(crate) fn action() -> impl Strategy<Value = Action> {
+    prop_oneof![
+        8 => (target(), any_json()).prop_map(|(target, json)| Action::Record { target, json }),
+        2 => (target(), options()).prop_map(|(target, options)| Action::Project { target, options }),
+        4 => target().prop_map(|target| Action::RemoveFirst { target }),
+        4 => (target(), prop_oneof![4 => 0..4usize, 1 => Just(usize::MAX)])
+            .prop_map(|(target, n)| Action::DropLastNTurns { target, n }),
+        1 => target().prop_map(|from| Action::Fork { from }),
+        1 => (target(), any::<u32>()).prop_map(|(target, keep)| Action::Replace { target, keep }),
+        2 => target().prop_map(|target| Action::SetReferenceContext { target }),
+    ]
+}
+
+/// A run of `Record` actions shaped like a turn: context, the turn's opener, then whatever the
+/// model and tools did.
+pub(crate) fn turn() -> impl Strategy<Value = Vec<Action>> {
+    (
+        target(),
+        prop::collection::vec(context_message(), 0..3),
+        turn_opener(),
+        prop::collection::vec(any_item(), 0..4),
+    )
+        .prop_map(|(target, context, opener, rest)| {
+            context
+                .into_iter()
+                .chain(std::iter::once(opener))
+                .chain(rest)
+                .map(|item| Action::Record {
+                    target,
+                    json: to_json(item),
+                })
+                .collect()
+        })
+}
+
+/// A call and its output (in either order) with one call id, for remove-first pairing.
+pub(crate) fn exchange() -> impl Strategy<Value = Vec<Action>> {
+    (
+        target(),
+        prop_oneof![
+            function_call(),
+            local_shell_call(),
+            custom_tool_call(),
+            tool_search_call()
+        ],
+        prop_oneof![
+            function_call_output(),
+            custom_tool_call_output(),
+            tool_search_output()
+        ],
+        call_id(),
+        any::<bool>(),
+    )
+        .prop_map(|(target, mut call, mut output, call_id, output_first)| {
+            call["call_id"] = call_id.into();
+            output["call_id"] = call_id.into();
+            let pair = if output_first {
+                [output, call]
+            } else {
+                [call, output]
+            };
+            pair.into_iter()
+                .map(|item| Action::Record {
+                    target,
+                    json: to_json(item),
+                })
+                .collect()
+        })
+}
+
+/// Both calls of the function family and an output sharing one call id, in any order, then a run
+/// of `RemoveFirst`: which call an output takes along matters here (§5.2).
+pub(crate) fn shared_call_id_then_remove() -> impl Strategy<Value = Vec<Action>> {
+    (
+        target(),
+        prop::collection::vec(
+            prop_oneof![local_shell_call(), function_call(), function_call_output()],
+            3..5,
+        ),
+        call_id(),
+        1..4usize,
+    )
+        .prop_map(|(target, items, call_id, removals)| {
+            let records = items.into_iter().map(move |mut item| {
+                item["call_id"] = call_id.into();
+                Action::Record {
+                    target,
+                    json: to_json(item),
+                }
+            });
+            let removes = std::iter::repeat_n(Action::RemoveFirst { target }, removals);
+            records.chain(removes).collect()
+        })
+}
+
+/// Action lists: single actions mixed with turn-shaped and exchange-shaped runs of records.
+pub(crate) fn actions() -> impl Strategy<Value = Vec<Action>> {
+    prop::collection::vec(
+        prop_oneof![
+            3 => action().prop_map(|action| vec![action]),
+            3 => turn(),
+            1 => exchange(),
+            1 => shared_call_id_then_remove(),
+        ],
+        1..32,
+    )
+    .prop_map(|chunks| chunks.into_iter().flatten().collect())
+}
+
+/// The action list as Rust, to paste into a test.
+pub(crate) fn reproducer(actions: &[Action]) -> String {
+    let mut out = String::from(
+        "let mut forks = vec![History::with_truncation(TruncationPolicy::Tokens(1_000_000))];\n",
+    );
+    for action in actions {
+        let line = match action {
+            Action::Record { target, json } => {
+                format!("forks[{target} % forks.len()].record_json(r#\"{json}\"#)?;")
+            }
+            Action::Project { target, options } => {
+                format!("forks[{target} % forks.len()].project(&{options:?});")
+            }
+            Action::RemoveFirst { target } => {
+                format!("forks[{target} % forks.len()].remove_first_item();")
+            }
+            Action::DropLastNTurns { target, n } => {
+                format!("forks[{target} % forks.len()].drop_last_n_user_turns({n})?;")
+            }
+            Action::Fork { from } => format!(
+                "fork(&mut forks, {from}); // clone forks[{from} % len], push (or overwrite the next when {MAX_FORKS})"
+            ),
+            Action::Replace { target, keep } => format!(
+                "replace_keeping(&mut forks[{target} % forks.len()], {keep:#b}); // entries whose bit is set"
+            ),
+            Action::SetReferenceContext { target } => format!(
+                "forks[{target} % forks.len()].set_reference_context_item(Some(json!({{}})));"
+            ),
+        };
+        out.push_str(&line);
+        out.push('\n');
+    }
+    out
+}
+
+/// The projection options checked after every step, besides those of `Project` actions.
+pub(crate) const STEP_OPTIONS: [ProjectionOptions; 2] = [
+    ProjectionOptions {
+        modalities: Modalities {
+            image: true,
+            audio: false,
+        },
+        repair: RepairMode::Lenient,
+        unknown_items: UnknownItems::HoldBack,
+    },
+    ProjectionOptions {
+        modalities: Modalities {
+            image: false,
+            audio: false,
+        },
+        repair: RepairMode::Strict,
+        unknown_items: UnknownItems::Send,
+    },
+];
+
+pub(crate) fn apply(
+    forks: &mut Vec<(History, ModelHistory)>,
+    action: &Action,
+) -> Result<(), String> {
+    let len = forks.len();
+    match action {
+        Action::Record { target, json } => {
+            let (history, model) = &mut forks[target % len];
+            let got = history
+                .record_json(json.as_str())
+                .map_err(|e| format!("record_json failed: {e}"))?;
+            let want = model.record(json);
+            if got != want {
+                return Err(format!("record_json returned {got:?}, model {want:?}"));
+            }
+        }
+        Action::Project { target, options } => {
+            let (history, model) = &forks[target % len];
+            compare_projection(history, &model.items, options)?;
+        }
+        Action::RemoveFirst { target } => {
+            let (history, model) = &mut forks[target % len];
+            let got: Vec<String> = history
+                .remove_first_item()
+                .iter()
+                .map(|e| e.json().to_owned())
+                .collect();
+            let want = model.remove_first_item();
+            if got != want {
+                return Err(format!(
+                    "remove_first_item removed {got:#?}, model {want:#?}"
+                ));
+            }
+        }
+        Action::DropLastNTurns { target, n } => {
+            let (history, model) = &mut forks[target % len];
+            history
+                .drop_last_n_user_turns(*n)
+                .map_err(|error| format!("drop_last_n_user_turns failed: {error}"))?;
+            model.drop_last_n_user_turns(*n);
+        }
+        Action::Fork { from } => {
+            let fork = forks[from % len].clone();
+            if len < MAX_FORKS {
+                forks.push(fork);
+            } else {
+                forks[(from + 1) % len] = fork;
+            }
+        }
+        Action::Replace { target, keep } => {
+            let (history, model) = &mut forks[target % len];
+            let kept = |position: usize| position < 32 && keep & (1 << position) != 0;
+            let entries: Vec<Entry> = history
+                .iter()
+                .enumerate()
+                .filter(|(position, _)| kept(*position))
+                .map(|(_, entry)| entry.clone())
+                .collect();
+            history.replace(entries);
+            let items = model
+                .items
+                .iter()
+                .enumerate()
+                .filter(|(position, _)| kept(*position))
+                .map(|(_, json)| json.clone())
+                .collect();
+            model.replace(items);
+        }
+        Action::SetReferenceContext { target } => {
+            let (history, model) = &mut forks[target % len];
+            history.set_reference_context_item(Some(json!({"cwd": "/repo"})));
+            model.has_reference_context = true;
+        }
+    }
+    for (i, (history, model)) in forks.iter().enumerate() {
+        compare_history(history, model).map_err(|e| format!("fork {i}: {e}"))?;
+        for options in &STEP_OPTIONS {
+            compare_projection(history, &model.items, options)
+                .map_err(|e| format!("fork {i}: {e}"))?;
+        }
+    }
+    Ok(())
+}
+
+pub(crate) fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic".to_owned())
+}
+
+pub(crate) fn run_machine(actions: &[Action]) -> Result<(), String> {
+    let mut forks = vec![(fresh_history(), ModelHistory::default())];
+    for (step, action) in actions.iter().enumerate() {
+        let outcome = catch_unwind(AssertUnwindSafe(|| apply(&mut forks, action)));
+        let failure = match outcome {
+            Ok(Ok(())) => continue,
+            Ok(Err(message)) => message,
+            Err(payload) => format!("panicked: {}", panic_text(&*payload)),
+        };
+        return Err(format!(
+            "step {step} ({action:?}) failed: {failure}\n\nreproducer ({} actions):\n{}",
+            actions.len(),
+            reproducer(&actions[..=step])
+        ));
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(config())]
+
+    /// 6. Actions applied to the library and the model agree after every step.
+    #[test]
+    fn history_matches_model_step_by_step(actions in actions()) {
+        check(run_machine(&actions))?;
+    }
+}

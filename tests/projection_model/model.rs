@@ -1,0 +1,182 @@
+//! The reference history: a `Vec` of JSON texts and a version counter, edited as the
+//! specification says.
+
+use crate::prelude::*;
+use crate::spec::*;
+
+#[derive(Debug, Clone, Default)]
+pub(crate) struct ModelHistory {
+    pub(crate) items: Vec<String>,
+    pub(crate) version: u64,
+    /// Whether a reference context item is set (§5.7).
+    pub(crate) has_reference_context: bool,
+}
+
+/// How an item counts for rollback (§5.3–5.4).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum TurnClass {
+    Boundary,
+    /// Context injected by the harness; `mixed` when a developer message also holds
+    /// non-contextual text.
+    Context {
+        mixed: bool,
+    },
+    Other,
+}
+
+/// The texts of a message's `input_text` / `output_text` parts.
+pub(crate) fn message_texts(item: &Value) -> Vec<&str> {
+    item.get("content")
+        .and_then(Value::as_array)
+        .map(|parts| {
+            parts
+                .iter()
+                .filter(|part| matches!(type_of(part), "input_text" | "output_text"))
+                .filter_map(|part| str_field(part, "text"))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// A structured inter-agent instruction: the message's only part is text holding a JSON object
+/// with string `author` and `recipient`. (The generators only put such text in single-part
+/// assistant messages, where every reading of §5.4 agrees.)
+pub(crate) fn is_inter_agent_message(item: &Value) -> bool {
+    let parts = item.get("content").and_then(Value::as_array);
+    let Some([part]) = parts.map(Vec::as_slice) else {
+        return false;
+    };
+    let Some(text) = str_field(part, "text") else {
+        return false;
+    };
+    serde_json::from_str::<Value>(text.trim()).is_ok_and(|value| {
+        value.get("author").is_some_and(Value::is_string)
+            && value.get("recipient").is_some_and(Value::is_string)
+    })
+}
+
+pub(crate) fn turn_class(item: &Value) -> TurnClass {
+    match type_of(item) {
+        "agent_message" => return TurnClass::Boundary,
+        "message" => {}
+        _ => return TurnClass::Other,
+    }
+    let texts = message_texts(item);
+    match str_field(item, "role") {
+        Some("user") => {
+            if texts.iter().any(|text| is_contextual_user_text(text)) {
+                TurnClass::Context { mixed: false }
+            } else if texts.iter().any(|text| is_summary_text(text)) {
+                TurnClass::Other
+            } else {
+                TurnClass::Boundary
+            }
+        }
+        Some("assistant") if is_inter_agent_message(item) => TurnClass::Boundary,
+        Some("developer") if texts.iter().any(|text| is_contextual_developer_text(text)) => {
+            TurnClass::Context {
+                mixed: texts.iter().any(|text| !is_contextual_developer_text(text)),
+            }
+        }
+        _ => TurnClass::Other,
+    }
+}
+
+impl ModelHistory {
+    pub(crate) fn values(&self) -> Vec<Value> {
+        self.items.iter().map(|json| parse(json)).collect()
+    }
+
+    /// §3.1 plus the library's decision to keep unknown types.
+    pub(crate) fn record(&mut self, json: &str) -> Recorded {
+        let item = parse(json);
+        match type_of(&item) {
+            "message" if str_field(&item, "role") == Some("system") => {
+                Recorded::Filtered(FilterReason::SystemMessage)
+            }
+            "compaction_trigger" => Recorded::Filtered(FilterReason::CompactionTrigger),
+            _ => {
+                self.items.push(json.to_owned());
+                Recorded::Stored {
+                    position: self.items.len() - 1,
+                    truncated: false,
+                }
+            }
+        }
+    }
+
+    /// §5.2: index 0, then the first counterpart; the version is not bumped.
+    pub(crate) fn remove_first_item(&mut self) -> Vec<String> {
+        if self.items.is_empty() {
+            return Vec::new();
+        }
+        let first = self.items.remove(0);
+        let item = parse(&first);
+        let mut removed = vec![first];
+        let Some(call_id) = str_field(&item, "call_id").filter(|_| has_call_id_field(&item)) else {
+            return removed;
+        };
+        let wanted: &[&str] = match type_of(&item) {
+            "function_call" | "local_shell_call" => &["function_call_output"],
+            "custom_tool_call" => &["custom_tool_call_output"],
+            "tool_search_call" => &["tool_search_output"],
+            "function_call_output" => &["function_call", "local_shell_call"],
+            "custom_tool_call_output" => &["custom_tool_call"],
+            "tool_search_output" => &["tool_search_call"],
+            _ => &[],
+        };
+        for ty in wanted {
+            let found = self.items.iter().position(|json| {
+                let other = parse(json);
+                type_of(&other) == *ty && str_field(&other, "call_id") == Some(call_id)
+            });
+            if let Some(position) = found {
+                removed.push(self.items.remove(position));
+                break;
+            }
+        }
+        removed
+    }
+
+    pub(crate) fn replace(&mut self, items: Vec<String>) {
+        self.items = items;
+        self.version = self.version.saturating_add(1);
+    }
+
+    /// §5.3. Returns how many context items were trimmed above the cut (for coverage checks).
+    pub(crate) fn drop_last_n_user_turns(&mut self, n: usize) -> usize {
+        if n == 0 {
+            return 0;
+        }
+        let values = self.values();
+        let boundaries: Vec<usize> = values
+            .iter()
+            .enumerate()
+            .filter(|(_, item)| turn_class(item) == TurnClass::Boundary)
+            .map(|(position, _)| position)
+            .collect();
+        let Some(&first) = boundaries.first() else {
+            self.replace(self.items.clone());
+            return 0;
+        };
+        let mut cut = if n >= boundaries.len() {
+            first
+        } else {
+            boundaries[boundaries.len() - n]
+        };
+        let boundary_cut = cut;
+        while cut > first {
+            match turn_class(&values[cut - 1]) {
+                TurnClass::Context { mixed } => {
+                    if mixed {
+                        self.has_reference_context = false;
+                    }
+                    cut -= 1;
+                }
+                TurnClass::Boundary | TurnClass::Other => break,
+            }
+        }
+        self.replace(self.items[..cut].to_vec());
+        boundary_cut - cut
+    }
+}
