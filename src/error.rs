@@ -34,3 +34,82 @@ pub enum Error {
     #[error(transparent)]
     RolloutWrite(#[from] RolloutWriteError),
 }
+
+#[cfg(test)]
+mod tests {
+    use std::error::Error as _;
+    use std::path::PathBuf;
+
+    use super::*;
+    use crate::rollout::WriteStep;
+    use crate::snapshot::SnapshotStep;
+
+    fn io() -> std::io::Error {
+        std::io::Error::other("the disk is on fire")
+    }
+
+    fn json() -> serde_json::Error {
+        serde_json::from_str::<serde_json::Value>("{").expect_err("invalid")
+    }
+
+    fn item() -> ItemError {
+        ItemError::InvalidJson {
+            item_type: Some("message".into()),
+            source: json(),
+        }
+    }
+
+    /// Every error that has a source: its message says what failed, and leaves the cause to the
+    /// source, so that printing the chain (`{:#}`) shows each once.
+    #[test]
+    fn no_message_repeats_its_source() {
+        let path = PathBuf::from("x.jsonl");
+        let errors: Vec<Error> = vec![
+            item().into(),
+            ItemError::Serialize(json()).into(),
+            ProjectionError::UnreadableItem {
+                position: 3,
+                source: item(),
+            }
+            .into(),
+            RequestError::Io(io()).into(),
+            RequestError::Serialize {
+                field: "tools",
+                source: json(),
+            }
+            .into(),
+            SnapshotError::Io {
+                path: path.clone(),
+                step: SnapshotStep::Map,
+                source: io(),
+            }
+            .into(),
+            RolloutError::Io {
+                path: path.clone(),
+                source: io(),
+            }
+            .into(),
+            RolloutError::Replay {
+                path: path.clone(),
+                line: 7,
+                source: item(),
+            }
+            .into(),
+            RolloutWriteError {
+                path,
+                step: WriteStep::Sync,
+                source: io(),
+            }
+            .into(),
+        ];
+        for error in errors {
+            let source = error.source().expect("every one of these has a source");
+            let message = error.to_string();
+            assert!(
+                !message.contains(&source.to_string()),
+                "{message:?} repeats its source {source}"
+            );
+            assert!(!message.is_empty());
+        }
+    }
+}

@@ -11,6 +11,7 @@ use agent_history::{
     Resumed, SNAPSHOT_FORMAT_VERSION, SnapshotOptions, StepContext, TruncationPolicy, UnknownItems,
     is_snapshot, open_snapshot, resume_reader,
 };
+use anyhow::Context as _;
 use clap::{Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
 
@@ -112,27 +113,16 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     match run(cli) {
         Ok(code) => code,
-        Err(message) => {
-            eprintln!("agent-history: error: {message}");
+        Err(error) => {
+            // `{:#}` prints the error and its sources on one line: the library's errors say what
+            // failed and leave the cause to `source()`.
+            eprintln!("agent-history: error: {error:#}");
             ExitCode::FAILURE
         }
     }
 }
 
-/// An error's message followed by those of its sources: the library's errors leave the cause to
-/// `source()`, so one line shows both what failed and why.
-fn describe(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
-}
-
-fn run(cli: Cli) -> Result<ExitCode, String> {
+fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Project {
             rollout,
@@ -145,8 +135,7 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
             instructions,
         } => {
             let (history, thread_id) = if is_snapshot(&rollout) {
-                let opened = open_snapshot(&rollout, SnapshotOptions::default())
-                    .map_err(|e| describe(&e))?;
+                let opened = open_snapshot(&rollout, SnapshotOptions::default())?;
                 eprintln!(
                     "opened snapshot: {} item(s), covering {} rollout line(s)",
                     opened.history.len(),
@@ -177,20 +166,19 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
                 let compiled = PromptCompiler::new(settings)
                     .with_projection(options)
                     .with_base_instructions(instructions)
-                    .compile(&history, StepContext::default())
-                    .map_err(|e| describe(&e))?;
-                compiled.write_body(&mut out).map_err(|e| describe(&e))?;
+                    .compile(&history, StepContext::default())?;
+                compiled.write_body(&mut out)?;
                 compiled.prompt.input.report().clone()
             } else {
-                let projection = history.project(&options).map_err(|e| describe(&e))?;
+                let projection = history.project(&options)?;
                 projection
                     .write_json_array(&mut out)
-                    .map_err(|e| format!("cannot write to stdout: {e}"))?;
+                    .context("cannot write to stdout")?;
                 projection.report().clone()
             };
             writeln!(out)
                 .and_then(|()| out.flush())
-                .map_err(|e| format!("cannot write to stdout: {e}"))?;
+                .context("cannot write to stdout")?;
             if repairs.is_empty() {
                 eprintln!("repairs: none");
             } else {
@@ -206,7 +194,7 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
             let findings = check(&resumed);
             let mut out = io::stdout().lock();
             let write = |out: &mut io::StdoutLock<'_>, text: &str| {
-                writeln!(out, "{text}").map_err(|e| format!("cannot write to stdout: {e}"))
+                writeln!(out, "{text}").context("cannot write to stdout")
             };
             write(
                 &mut out,
@@ -242,7 +230,7 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
             // The snapshot covers the complete lines: a last line without its newline (torn, or
             // still being written) is left to the resume that replays what follows.
             let resumed = resume(&rollout, &ResumeOptions::new(truncation).snapshot_ready())?;
-            let header = resumed.write_snapshot(&output).map_err(|e| describe(&e))?;
+            let header = resumed.write_snapshot(&output)?;
             println!(
                 "wrote {}: {} item(s), {} payload bytes, covering {} line(s) ({} bytes) of {}",
                 output.display(),
@@ -255,8 +243,7 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Verify { snapshot: path } => {
-            let opened =
-                open_snapshot(&path, SnapshotOptions::default()).map_err(|e| describe(&e))?;
+            let opened = open_snapshot(&path, SnapshotOptions::default())?;
             let header = &opened.header;
             println!("{}: ok", path.display());
             println!("  format          version {SNAPSHOT_FORMAT_VERSION}");
@@ -290,8 +277,8 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
 const PROGRESS_THRESHOLD: u64 = 50 * 1024 * 1024;
 
 /// Resumes a rollout, with a progress bar for files over 50 MB when stderr is a terminal.
-fn resume(path: &Path, options: &ResumeOptions) -> Result<Resumed, String> {
-    let file = File::open(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+fn resume(path: &Path, options: &ResumeOptions) -> anyhow::Result<Resumed> {
+    let file = File::open(path).with_context(|| format!("cannot read {}", path.display()))?;
     let size = file.metadata().map_or(0, |meta| meta.len());
     let bar = (size > PROGRESS_THRESHOLD && io::stderr().is_terminal()).then(|| {
         let bar = ProgressBar::new(size);
@@ -307,11 +294,11 @@ fn resume(path: &Path, options: &ResumeOptions) -> Result<Resumed, String> {
         inner: file,
         bar: bar.clone(),
     };
-    let resumed = resume_reader(reader, path, options).map_err(|e| describe(&e));
+    let resumed = resume_reader(reader, path, options);
     if let Some(bar) = &bar {
         bar.finish_and_clear();
     }
-    resumed
+    Ok(resumed?)
 }
 
 /// A reader that advances a progress bar.
