@@ -1,4 +1,4 @@
-//! The wire model (reference §1), entries, token estimates (§3.3) and history versions (§5.6).
+//! The wire model, entries, token estimates and history versions.
 
 use agent_history::{
     CallId, Entry, Execution, FunctionCall, FunctionCallOutput, History, ItemError, ItemKind,

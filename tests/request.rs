@@ -1,4 +1,4 @@
-//! The Responses API request body (reference §8.2) and the prompt compiler.
+//! The Responses API request body and the prompt compiler.
 
 use agent_history::{
     History, Modalities, ProjectionOptions, PromptCompiler, ReasoningConfig, RequestSettings,

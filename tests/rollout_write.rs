@@ -549,8 +549,8 @@ mod round_trip_property {
     }
 }
 
-/// Items recorded without an id get `<prefix>_<UUIDv7>` (§2.4); ids survive resume; server ids
-/// are kept; every item of a request then carries an id, synthetic outputs included (§7.5).
+/// Items recorded without an id get `<prefix>_<UUIDv7>` (Codex's id rule); ids survive resume; server ids
+/// are kept; every item of a request then carries an id, synthetic outputs included (Codex's resume tests).
 #[test]
 fn sessions_assign_missing_ids_that_survive_resume() {
     let dir = temp_dir();

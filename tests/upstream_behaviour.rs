@@ -1,8 +1,8 @@
 //! Upstream behaviour tests: one test per Codex `context_manager/history_tests.rs` behaviour that
-//! this library implements (reference §7.1), plus the truncation vectors of §7.4 driven end to end
+//! this library implements (Codex's `history_tests.rs`), plus Codex's truncation test vectors driven end to end
 //! through `History::record*`.
 //!
-//! Every test is written from the prose of `codex-behaviour.md`; nothing is copied from upstream.
+//! Every test is written from a description of Codex's tests; nothing is copied from upstream.
 //! Upstream's repair tests come in two flavours ("release" asserts the repair, "debug" asserts a
 //! panic). This library never panics: lenient projection repairs and reports, strict projection
 //! returns `ProjectionError::Violations`. So for each such behaviour there is a lenient test named
@@ -105,14 +105,14 @@ fn tool_search_output(call_id: Option<&str>, execution: &str) -> String {
     .to_string()
 }
 
-/// The synthetic function output of §4.2, on the wire, for a call whose synthetic id is `id`.
+/// The synthetic function output of the missing-output rule, on the wire, for a call whose synthetic id is `id`.
 fn synthetic_function_output(id: &str, call_id: &str) -> String {
     format!(
         r#"{{"type":"function_call_output","id":"{id}","call_id":"{call_id}","output":"aborted"}}"#
     )
 }
 
-/// `"<prefix>_" + UUIDv5(namespace, "<prefix>:<source>")`, computed here from the rule of §4.3
+/// `"<prefix>_" + UUIDv5(namespace, "<prefix>:<source>")`, computed here from the synthetic id rule
 /// with the `uuid` crate (not through the library).
 fn expected_synthetic_id(prefix: &str, source: &str) -> String {
     let namespace = Uuid::parse_str("90d38d3e-6a5b-4d52-bfe2-2f1e634bfac4").expect("namespace");
@@ -224,7 +224,7 @@ fn parse(json: &str) -> Value {
     serde_json::from_str(json).expect("valid JSON")
 }
 
-// Contextual messages (§5.3): how a harness injects session context as user / developer text.
+// Contextual messages: how a harness injects session context as user / developer text.
 const ENVIRONMENT_CONTEXT: &str =
     "<environment_context>\n  <cwd>/repo</cwd>\n  <shell>bash</shell>\n</environment_context>";
 const AGENTS_MD: &str = "# AGENTS.md instructions for /repo\n\n<INSTRUCTIONS>\nRun the tests before committing.\n</INSTRUCTIONS>";
@@ -236,10 +236,10 @@ const PERMISSIONS: &str =
 const COLLABORATION_MODE: &str = "<collaboration_mode>\npair\n</collaboration_mode>";
 
 // ---------------------------------------------------------------------------------------------
-// §3.1 record filter
+// The record filter
 // ---------------------------------------------------------------------------------------------
 
-/// §7.1 item 12: `system` messages and `other` items are not recorded; reasoning, user and
+/// Codex's history test: `system` messages and `other` items are not recorded; reasoning, user and
 /// assistant messages are.
 ///
 /// Library decision: a `system` message is filtered at record time
@@ -309,7 +309,7 @@ fn filters_non_api_messages() {
     assert_eq!(history.len(), 4);
     history.assert_invariants();
 
-    // What was stored: the typed items serialized per §1.4 (reasoning writes `content` and
+    // What was stored: the typed items serialized per Codex's serialization (reasoning writes `content` and
     // `encrypted_content` as null when absent), the JSON items verbatim.
     let expected_reasoning = r#"{"type":"reasoning","id":"rs_1","summary":[{"type":"summary_text","text":"thinking"}],"content":null,"encrypted_content":null}"#;
     let expected_user =
@@ -364,7 +364,7 @@ fn filters_non_api_messages() {
 // Copy-on-write
 // ---------------------------------------------------------------------------------------------
 
-/// §7.1 item 21: a cloned history shares its items until one side is mutated; later records do
+/// Codex's history test: a cloned history shares its items until one side is mutated; later records do
 /// not leak into the clone.
 #[test]
 fn cloned_history_shares_items_until_mutated() {
@@ -428,7 +428,7 @@ fn cloned_history_shares_items_until_mutated() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// §4.6 media stripping
+// Media stripping
 // ---------------------------------------------------------------------------------------------
 
 const IMAGE_PLACEHOLDER_TEXT: &str = "image content omitted because you do not support image input";
@@ -479,13 +479,13 @@ fn stripped(position: usize, item_kind: ItemKind, kind: RepairKind) -> Repair {
     }
 }
 
-/// §7.1 item 28: a text-only model gets placeholders for images and audio in messages, function
+/// Codex's history test: a text-only model gets placeholders for images and audio in messages, function
 /// outputs and custom outputs; full modalities leave items unchanged; an image-capable model keeps
 /// images; an audio-capable model keeps audio.
 ///
 /// Upstream also rewrites the aligned `content_item_kinds` entries of the metadata envelope to
 /// `images.unsupported` / `audio.unsupported`. This library keeps that envelope verbatim and never
-/// interprets it (out of scope, §0), so that part is not asserted and the items here carry no
+/// interprets it (out of scope), so that part is not asserted and the items here carry no
 /// envelope.
 #[test]
 fn for_prompt_strips_media_when_model_does_not_support_it() {
@@ -610,7 +610,7 @@ fn for_prompt_strips_media_when_model_does_not_support_it() {
 
 const IMAGE_GENERATION: &str = r#"{"type":"image_generation_call","id":"ig_123","status":"completed","revised_prompt":"A small blue square","result":"Zm9v"}"#;
 
-/// §7.1 item 29: an `image_generation_call` is sent unchanged to a model that takes images.
+/// Codex's history test: an `image_generation_call` is sent unchanged to a model that takes images.
 #[test]
 fn for_prompt_preserves_image_generation_calls_when_images_are_supported() {
     let items = vec![
@@ -626,7 +626,7 @@ fn for_prompt_preserves_image_generation_calls_when_images_are_supported() {
     }
 }
 
-/// §7.1 item 30: without image support the `result` of an `image_generation_call` becomes `""`;
+/// Codex's history test: without image support the `result` of an `image_generation_call` becomes `""`;
 /// status, revised prompt and id are kept.
 #[test]
 fn for_prompt_clears_image_generation_result_when_images_are_unsupported() {
@@ -669,7 +669,7 @@ fn for_prompt_clears_image_generation_result_when_images_are_unsupported() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// §5.2 remove_first_item
+// remove_first_item
 // ---------------------------------------------------------------------------------------------
 
 fn removed_json(removed: &[agent_history::Entry]) -> Vec<String> {
@@ -679,7 +679,7 @@ fn removed_json(removed: &[agent_history::Entry]) -> Vec<String> {
         .collect()
 }
 
-/// §7.1 item 33: removing a `function_call` at the front also removes its output (the first one
+/// Codex's history test: removing a `function_call` at the front also removes its output (the first one
 /// with the same call id), and nothing else; the version is not bumped.
 #[test]
 fn remove_first_item_removes_matching_output_for_function_call() {
@@ -716,7 +716,7 @@ fn remove_first_item_removes_matching_output_for_function_call() {
     assert_eq!(empty.version(), 0);
 }
 
-/// §7.1 item 34: removing a `function_call_output` at the front also removes its call; a function
+/// Codex's history test: removing a `function_call_output` at the front also removes its call; a function
 /// output looks for a `function_call` first, then for a `local_shell_call`.
 #[test]
 fn remove_first_item_removes_matching_call_for_output() {
@@ -752,7 +752,7 @@ fn remove_first_item_removes_matching_call_for_output() {
     history.assert_invariants();
 }
 
-/// §7.1 item 35: a `local_shell_call` and its `function_call_output` are removed together, in
+/// Codex's history test: a `local_shell_call` and its `function_call_output` are removed together, in
 /// either order.
 #[test]
 fn remove_first_item_handles_local_shell_pair() {
@@ -787,7 +787,7 @@ fn remove_first_item_handles_local_shell_pair() {
     history.assert_invariants();
 }
 
-/// §7.1 item 43: a `custom_tool_call` and its `custom_tool_call_output` are removed together, in
+/// Codex's history test: a `custom_tool_call` and its `custom_tool_call_output` are removed together, in
 /// either order; an output of another family with the same call id is not a counterpart.
 #[test]
 fn remove_first_item_handles_custom_tool_pair() {
@@ -823,10 +823,10 @@ fn remove_first_item_handles_custom_tool_pair() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// §5.3 rollback
+// Rollback
 // ---------------------------------------------------------------------------------------------
 
-/// §7.1 item 36: dropping 1 or 99 user turns keeps everything before the first user turn (the
+/// Codex's history test: dropping 1 or 99 user turns keeps everything before the first user turn (the
 /// session prefix). The retained-facts parts of the upstream test are (G) and out of scope.
 #[test]
 fn drop_last_n_user_turns_preserves_prefix() {
@@ -859,7 +859,7 @@ fn drop_last_n_user_turns_preserves_prefix() {
     assert_eq!(stored(&history), items);
 }
 
-/// §7.1 item 38: environment context, AGENTS.md instructions, skill, user shell command and
+/// Codex's history test: environment context, AGENTS.md instructions, skill, user shell command and
 /// subagent notification messages are not user turns; dropping 1, 2 or 3 turns counts only the
 /// real ones and never removes that session prefix.
 #[test]
@@ -898,7 +898,7 @@ fn drop_last_n_user_turns_ignores_session_prefix_user_messages() {
     assert_eq!(after(4), keep(0));
 }
 
-/// §7.1 item 39 (and the mixed-bundle case of item 42): developer and user context updates
+/// Codex's history test (and the mixed-bundle case): developer and user context updates
 /// directly above the rolled-back turn are removed with it. A developer message made only of
 /// contextual fragments keeps the reference context item; a mixed bundle (contextual fragment +
 /// ordinary text) clears it. Anything that is not a context update stops the trimming.
@@ -964,7 +964,7 @@ fn drop_last_n_user_turns_trims_context_updates_above_rolled_back_turn() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// §3.2 record-time truncation
+// Record-time truncation
 // ---------------------------------------------------------------------------------------------
 
 /// 2,500 numbered lines of exactly 62 bytes each (155,000 bytes, ASCII).
@@ -1014,7 +1014,7 @@ fn record_output_with(policy: TruncationPolicy, output: &str) -> (String, bool) 
     (output, truncated)
 }
 
-/// §7.1 item 45: under Tokens(1,000) a function output of 2,500 long lines is middle-truncated at
+/// Codex's history test: under Tokens(1,000) a function output of 2,500 long lines is middle-truncated at
 /// record time; the marker says "tokens truncated"; the `turn_id` metadata survives.
 ///
 /// Effective policy: Tokens(1,000) × 1.2 = Tokens(1,200) = 4,800 bytes, so 2,400 bytes of head,
@@ -1056,7 +1056,7 @@ fn record_items_truncates_function_call_output_content() {
     assert_eq!(history.get(1).expect("stored").json(), expected);
 }
 
-/// §7.1 item 46: the same record-time truncation applies to `custom_tool_call_output` (recorded
+/// Codex's history test: the same record-time truncation applies to `custom_tool_call_output` (recorded
 /// here through the typed API), metadata kept.
 #[test]
 fn record_items_truncates_custom_tool_call_output_content() {
@@ -1092,7 +1092,7 @@ fn record_items_truncates_custom_tool_call_output_content() {
     assert_eq!(history.get(0).expect("stored").json(), expected);
 }
 
-/// §7.1 item 47: a custom token limit, Tokens(10), is respected (with the ×1.2 allowance:
+/// Codex's history test: a custom token limit, Tokens(10), is respected (with the ×1.2 allowance:
 /// Tokens(12) = 48 bytes).
 #[test]
 fn record_items_respects_custom_token_limit() {
@@ -1130,7 +1130,7 @@ fn record_items_respects_custom_token_limit() {
     assert_eq!(history.get(0).expect("stored").json(), long_message);
 }
 
-/// §7.1 item 23, first case only: under the model policy Tokens(4) the effective limit is
+/// Codex's history test, first case only: under the model policy Tokens(4) the effective limit is
 /// Tokens(5) (×1.2, rounded up), i.e. 20 bytes; the metadata envelope is preserved.
 ///
 /// The other three cases use a `fallback_token_limit_override` read from the metadata envelope,
@@ -1158,7 +1158,7 @@ fn record_annotated_items_preserves_metadata_while_processing_item() {
     assert_eq!(history.get(0).expect("stored").json(), expected);
 }
 
-/// §3.2's history figure (also §7.1 item 48's): 2,500 lines of 62 bytes at an effective 2,500
+/// Record-time truncation's history figure (also that of Codex's exec-output test): 2,500 lines of 62 bytes at an effective 2,500
 /// tokens report 36,250 tokens removed. Tokens(2,083) × 1.2 = 2,499.6, rounded up to 2,500.
 #[test]
 fn record_items_reports_36250_tokens_removed_from_2500_long_lines() {
@@ -1176,12 +1176,12 @@ fn record_items_reports_36250_tokens_removed_from_2500_long_lines() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// §7.4 truncation vectors, end to end through History::record_json
+// Codex's truncation test vectors, end to end through History::record_json
 // ---------------------------------------------------------------------------------------------
 
 const EMOJI_TEXT: &str = "😀😀😀😀😀😀😀😀😀😀\nsecond line with text\n";
 
-/// §7.4 `truncate_with_token_budget_returns_original_when_under_limit`: an output within the
+/// Codex's truncation test `truncate_with_token_budget_returns_original_when_under_limit`: an output within the
 /// budget is stored verbatim (here with its original spacing) and not reported as truncated.
 #[test]
 fn truncate_with_token_budget_returns_original_when_under_limit() {
@@ -1202,7 +1202,7 @@ fn truncate_with_token_budget_returns_original_when_under_limit() {
     );
 }
 
-/// §7.4 `truncate_with_token_budget_reports_truncation_at_zero_limit`: "abcdef" at 0 tokens
+/// Codex's truncation test `truncate_with_token_budget_reports_truncation_at_zero_limit`: "abcdef" at 0 tokens
 /// (0 × 1.2 = 0) becomes only the marker `…2 tokens truncated…`.
 #[test]
 fn truncate_with_token_budget_reports_truncation_at_zero_limit() {
@@ -1212,7 +1212,7 @@ fn truncate_with_token_budget_reports_truncation_at_zero_limit() {
     );
 }
 
-/// §7.4 `truncate_middle_tokens_handles_utf8_content`: ten 😀 + "\nsecond line with text\n" at
+/// Codex's truncation test `truncate_middle_tokens_handles_utf8_content`: ten 😀 + "\nsecond line with text\n" at
 /// 8 tokens (model policy Tokens(6): 6 × 1.2 = 7.2 → 8).
 #[test]
 fn truncate_middle_tokens_handles_utf8_content() {
@@ -1225,7 +1225,7 @@ fn truncate_middle_tokens_handles_utf8_content() {
     );
 }
 
-/// §7.4 `truncate_middle_bytes_handles_utf8_content`: the same text at 20 bytes (model policy
+/// Codex's truncation test `truncate_middle_bytes_handles_utf8_content`: the same text at 20 bytes (model policy
 /// Bytes(16): 16 × 1.2 = 19.2 → 20).
 #[test]
 fn truncate_middle_bytes_handles_utf8_content() {
@@ -1238,7 +1238,7 @@ fn truncate_middle_bytes_handles_utf8_content() {
     );
 }
 
-/// §7.4 `split_string_respects_utf8_boundaries`: "😀abc😀" split 5/5 keeps "😀a" and "c😀" and
+/// Codex's truncation test `split_string_respects_utf8_boundaries`: "😀abc😀" split 5/5 keeps "😀a" and "c😀" and
 /// removes one character. A byte budget of 10 (model policy Bytes(8): 9.6 → 10) splits 5/5.
 #[test]
 fn split_string_respects_utf8_boundaries() {
@@ -1248,7 +1248,7 @@ fn split_string_respects_utf8_boundaries() {
     );
 }
 
-/// §7.4 `split_string_works`: a plain split, "hello world" at 5/5 (effective Bytes(10)).
+/// Codex's truncation test `split_string_works`: a plain split, "hello world" at 5/5 (effective Bytes(10)).
 #[test]
 fn split_string_works() {
     assert_eq!(
@@ -1260,7 +1260,7 @@ fn split_string_works() {
     );
 }
 
-/// §7.4 `split_string_handles_empty_string`: an empty output stays empty, even at a zero budget.
+/// Codex's truncation test `split_string_handles_empty_string`: an empty output stays empty, even at a zero budget.
 #[test]
 fn split_string_handles_empty_string() {
     assert_eq!(
@@ -1273,7 +1273,7 @@ fn split_string_handles_empty_string() {
     );
 }
 
-/// §7.4 `split_string_only_keeps_prefix_when_tail_budget_is_zero`, end to end: a record-time
+/// Codex's truncation test `split_string_only_keeps_prefix_when_tail_budget_is_zero`, end to end: a record-time
 /// split always gives the tail at least as much as the head, so a tail that keeps nothing is
 /// reached through character boundaries instead: "abc😀" at 6 bytes (Bytes(5) → 6) splits 3/3,
 /// the head keeps "abc" and the emoji does not start within the last 3 bytes.
@@ -1285,7 +1285,7 @@ fn split_string_only_keeps_prefix_when_tail_budget_is_zero() {
     );
 }
 
-/// §7.4 `split_string_only_keeps_suffix_when_prefix_budget_is_zero`, end to end: "😀abc" at
+/// Codex's truncation test `split_string_only_keeps_suffix_when_prefix_budget_is_zero`, end to end: "😀abc" at
 /// 6 bytes splits 3/3; the emoji does not end within the first 3 bytes, the tail keeps "abc".
 #[test]
 fn split_string_only_keeps_suffix_when_prefix_budget_is_zero() {
@@ -1296,10 +1296,10 @@ fn split_string_only_keeps_suffix_when_prefix_budget_is_zero() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// §4.2–4.4 normalization in the projection
+// Normalization in the projection
 // ---------------------------------------------------------------------------------------------
 
-/// §7.1 item 44: a local shell call with its function output is left unchanged by the prompt
+/// Codex's history test: a local shell call with its function output is left unchanged by the prompt
 /// projection.
 #[test]
 fn normalization_retains_local_shell_outputs() {
@@ -1329,7 +1329,7 @@ fn custom_missing_history() -> (History, Vec<String>) {
     (history_of(&items), items)
 }
 
-/// §7.1 item 53 (lenient / release): a `custom_tool_call` without output gets an `"aborted"`
+/// Codex's history test (lenient / release): a `custom_tool_call` without output gets an `"aborted"`
 /// `custom_tool_call_output` right after it, with the synthetic id `ctco_<uuidv5>`.
 ///
 /// Upstream's "inherited call" case depends on a marker this reference does not describe, so it
@@ -1363,7 +1363,7 @@ fn normalize_adds_missing_output_for_custom_tool_call() {
     assert_eq!(stored(&history), items);
 }
 
-/// §7.1 item 53 in strict mode (stands in for item 62, `…_panics_in_debug`): a custom tool call
+/// Codex's history test in strict mode (standing in for its `…_panics_in_debug` twin): a custom tool call
 /// without output is a violation.
 #[test]
 fn normalize_adds_missing_output_for_custom_tool_call_strict() {
@@ -1389,7 +1389,7 @@ fn local_shell_missing_history() -> (History, Vec<String>) {
     (history_of(&items), items)
 }
 
-/// §7.1 item 54 (lenient / release): a `local_shell_call` with a call id and no output gets an
+/// Codex's history test (lenient / release): a `local_shell_call` with a call id and no output gets an
 /// `"aborted"` `function_call_output` with id `fco_<uuidv5("fco:<call id>")>`; one without a call
 /// id gets nothing.
 #[test]
@@ -1418,7 +1418,7 @@ fn normalize_adds_missing_output_for_local_shell_call_with_id() {
     );
 }
 
-/// §7.1 item 54 in strict mode (stands in for item 63): only the local shell call that has a call
+/// Codex's history test in strict mode (standing in for its `_panics_in_debug` twin): only the local shell call that has a call
 /// id is a violation.
 #[test]
 fn normalize_adds_missing_output_for_local_shell_call_with_id_strict() {
@@ -1444,7 +1444,7 @@ fn orphan_function_output_history() -> (History, Vec<String>) {
     (history_of(&items), items)
 }
 
-/// §7.1 item 55 (lenient / release): a `function_call_output` whose call is nowhere in the
+/// Codex's history test (lenient / release): a `function_call_output` whose call is nowhere in the
 /// history is removed; the other items keep their order.
 #[test]
 fn normalize_removes_orphan_function_call_output() {
@@ -1461,7 +1461,7 @@ fn normalize_removes_orphan_function_call_output() {
     assert_eq!(stored(&history), items);
 }
 
-/// §7.1 item 55 in strict mode (stands in for item 64): the orphan is a violation.
+/// Codex's history test in strict mode (standing in for its `_panics_in_debug` twin): the orphan is a violation.
 #[test]
 fn normalize_removes_orphan_function_call_output_strict() {
     let (history, _) = orphan_function_output_history();
@@ -1488,7 +1488,7 @@ fn orphan_custom_output_history() -> (History, Vec<String>) {
     (history_of(&items), items)
 }
 
-/// §7.1 item 56 (lenient / release): a `custom_tool_call_output` without a `custom_tool_call` of
+/// Codex's history test (lenient / release): a `custom_tool_call_output` without a `custom_tool_call` of
 /// the same call id is removed, even when a function call has that id.
 #[test]
 fn normalize_removes_orphan_custom_tool_call_output() {
@@ -1507,7 +1507,7 @@ fn normalize_removes_orphan_custom_tool_call_output() {
     );
 }
 
-/// §7.1 item 56 in strict mode (stands in for item 65).
+/// Codex's history test in strict mode (standing in for its `_panics_in_debug` twin).
 #[test]
 fn normalize_removes_orphan_custom_tool_call_output_strict() {
     let (history, _) = orphan_custom_output_history();
@@ -1543,7 +1543,7 @@ fn mixed_history() -> (History, Vec<String>) {
     (history_of(&items), items)
 }
 
-/// §7.1 item 57 (lenient / release): outputs are inserted right after each call that lacks one,
+/// Codex's history test (lenient / release): outputs are inserted right after each call that lacks one,
 /// orphans are removed, and nothing else moves.
 #[test]
 fn normalize_mixed_inserts_and_removals() {
@@ -1598,7 +1598,7 @@ fn normalize_mixed_inserts_and_removals() {
     assert_eq!(stored(&history), items);
 }
 
-/// §7.1 item 57 in strict mode (stands in for item 69): every violation, in history order; the
+/// Codex's history test in strict mode (standing in for its `_panics_in_debug` twin): every violation, in history order; the
 /// function call without output is not one (Codex only logs it).
 #[test]
 fn normalize_mixed_inserts_and_removals_strict() {
@@ -1634,7 +1634,7 @@ fn normalize_mixed_inserts_and_removals_strict() {
     );
 }
 
-/// §7.1 item 58 (all builds): a `function_call` without output gets the synthetic output right
+/// Codex's history test (all builds): a `function_call` without output gets the synthetic output right
 /// after it, in lenient and strict mode alike. A call without an id gets an output without an id;
 /// an output anywhere in the history (even before the call) counts as present.
 #[test]
@@ -1648,7 +1648,7 @@ fn normalize_adds_missing_output_for_function_call_inserts_output() {
         function_call(Some("fc_late"), "call_early"),
     ];
     let history = history_of(&items);
-    // The same call recorded through the typed API is stored as the same bytes (§1.4 order).
+    // The same call recorded through the typed API is stored as the same bytes (Codex's serialization order).
     let mut typed = History::new();
     typed
         .record(&ResponseItem::FunctionCall(FunctionCall {
@@ -1698,7 +1698,7 @@ fn normalize_adds_missing_output_for_function_call_inserts_output() {
     assert_eq!(strict.report().repairs(), expected_repairs);
 }
 
-/// §7.1 item 59: a `function_call_output` without `call_id` but with a `name` (an external tool
+/// Codex's history test: a `function_call_output` without `call_id` but with a `name` (an external tool
 /// event) is kept.
 #[test]
 fn normalize_preserves_named_function_call_output_without_call_id() {
@@ -1714,7 +1714,7 @@ fn normalize_preserves_named_function_call_output_without_call_id() {
     assert_eq!(sent(&strict_ok(&history)), items);
 }
 
-/// §7.1 item 60: the synthetic output gets a stable id (`fco_` + a version-5 UUID, the same on
+/// Codex's history test: the synthetic output gets a stable id (`fco_` + a version-5 UUID, the same on
 /// every projection and for a copy of the history) and sits between its call and the following
 /// message; history order is otherwise unchanged and the history itself is untouched.
 #[test]
@@ -1766,7 +1766,7 @@ fn for_prompt_assigns_stable_id_to_synthetic_output_without_reordering_history()
     history.assert_invariants();
 }
 
-/// §7.1 item 61: a `tool_search_call` with a call id and no output gets a `tool_search_output`
+/// Codex's history test: a `tool_search_call` with a call id and no output gets a `tool_search_output`
 /// with status "completed", execution "client" and no tools, id `tso_<uuidv5>`. The call's own
 /// execution is not checked; a call without a call id gets nothing.
 #[test]
@@ -1823,7 +1823,7 @@ fn orphan_tool_search_history() -> (History, Vec<String>) {
     (history_of(&items), items)
 }
 
-/// §7.1 item 66 (lenient / release): a client `tool_search_output` without its call is removed.
+/// Codex's history test (lenient / release): a client `tool_search_output` without its call is removed.
 #[test]
 fn normalize_removes_orphan_client_tool_search_output() {
     let (history, items) = orphan_tool_search_history();
@@ -1835,7 +1835,7 @@ fn normalize_removes_orphan_client_tool_search_output() {
     );
 }
 
-/// §7.1 item 66 in strict mode (stands in for item 67).
+/// Codex's history test in strict mode (standing in for its `_panics_in_debug` twin).
 #[test]
 fn normalize_removes_orphan_client_tool_search_output_strict() {
     let (history, _) = orphan_tool_search_history();
@@ -1850,7 +1850,7 @@ fn normalize_removes_orphan_client_tool_search_output_strict() {
     );
 }
 
-/// §7.1 item 68: a server-executed `tool_search_output` is kept without a matching call, and so
+/// Codex's history test: a server-executed `tool_search_output` is kept without a matching call, and so
 /// is one without a call id.
 #[test]
 fn normalize_keeps_server_tool_search_output_without_matching_call() {

@@ -100,8 +100,8 @@ fn item(kind: Kind, call: &str, id: Option<&str>, null_call_id: bool, server: bo
     item
 }
 
-/// Independent check of a lenient projection: every call has an output (any output counts, §4.2)
-/// and every client output has a call (server tool-search outputs stand alone, §4.4).
+/// Independent check of a lenient projection: every call has an output (any output counts, the missing-output rule)
+/// and every client output has a call (server tool-search outputs stand alone, the orphan rule).
 fn check_paired(items: &[Value]) {
     let mut calls = HashSet::new();
     let mut outputs = HashSet::new();

@@ -51,7 +51,7 @@ pub(crate) fn constants_match_the_specification() {
     assert_eq!(IMAGE_PLACEHOLDER, SPEC_IMAGE_PLACEHOLDER);
     assert_eq!(AUDIO_PLACEHOLDER, SPEC_AUDIO_PLACEHOLDER);
     assert_eq!(ABORTED_OUTPUT, SPEC_ABORTED);
-    // §4.3 test vectors, through the model's own UUIDv5 computation.
+    // The synthetic id rule's test vectors, through the model's own UUIDv5 computation.
     assert_eq!(
         spec_synthetic_id("fco", Some("fc_existing")).as_deref(),
         Some("fco_742749b0-3645-5d32-a172-676827826a07")
@@ -449,7 +449,7 @@ pub(crate) fn machine_reproducer_is_printed_on_failure() {
 #[test]
 fn truncated_outputs_keep_their_pairing_and_media() {
     // Tokens(1) with the 1.2 allowance leaves a budget of 2 tokens: the text is cut, the image
-    // part is kept (§3.2).
+    // part is kept.
     let mut history = History::with_truncation(TruncationPolicy::Tokens(1));
     history
         .record_json(

@@ -171,7 +171,7 @@ pub(crate) fn exchange() -> impl Strategy<Value = Vec<Action>> {
 }
 
 /// Both calls of the function family and an output sharing one call id, in any order, then a run
-/// of `RemoveFirst`: which call an output takes along matters here (§5.2).
+/// of `RemoveFirst`: which call an output takes along matters here.
 pub(crate) fn shared_call_id_then_remove() -> impl Strategy<Value = Vec<Action>> {
     (
         target(),

@@ -8,11 +8,11 @@ use crate::spec::*;
 pub(crate) struct ModelHistory {
     pub(crate) items: Vec<String>,
     pub(crate) version: u64,
-    /// Whether a reference context item is set (§5.7).
+    /// Whether a reference context item is set.
     pub(crate) has_reference_context: bool,
 }
 
-/// How an item counts for rollback (§5.3–5.4).
+/// How an item counts for rollback (rollback and user turns).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum TurnClass {
     Boundary,
@@ -40,7 +40,7 @@ pub(crate) fn message_texts(item: &Value) -> Vec<&str> {
 
 /// A structured inter-agent instruction: the message's only part is text holding a JSON object
 /// with string `author` and `recipient`. (The generators only put such text in single-part
-/// assistant messages, where every reading of §5.4 agrees.)
+/// assistant messages, where every reading of the user-turn rule agrees.)
 pub(crate) fn is_inter_agent_message(item: &Value) -> bool {
     let parts = item.get("content").and_then(Value::as_array);
     let Some([part]) = parts.map(Vec::as_slice) else {
@@ -87,7 +87,7 @@ impl ModelHistory {
         self.items.iter().map(|json| parse(json)).collect()
     }
 
-    /// §3.1 plus the library's decision to keep unknown types.
+    /// The record filter, plus the library's decision to keep unknown types.
     pub(crate) fn record(&mut self, json: &str) -> Recorded {
         let item = parse(json);
         match type_of(&item) {
@@ -105,7 +105,7 @@ impl ModelHistory {
         }
     }
 
-    /// §5.2: index 0, then the first counterpart; the version is not bumped.
+    /// Remove-first: index 0, then the first counterpart; the version is not bumped.
     pub(crate) fn remove_first_item(&mut self) -> Vec<String> {
         if self.items.is_empty() {
             return Vec::new();
@@ -143,7 +143,7 @@ impl ModelHistory {
         self.version = self.version.saturating_add(1);
     }
 
-    /// §5.3. Returns how many context items were trimmed above the cut (for coverage checks).
+    /// Rollback. Returns how many context items were trimmed above the cut (for coverage checks).
     pub(crate) fn drop_last_n_user_turns(&mut self, n: usize) -> usize {
         if n == 0 {
             return 0;

@@ -43,7 +43,7 @@ pub(crate) fn reference_project(
         .collect();
     let mut report = Vec::new();
 
-    // Pass 1 (§4.2): presence is global; synthetic outputs go right after their call, inserted
+    // Pass 1 (the missing-output rule): presence is global; synthetic outputs go right after their call, inserted
     // in reverse index order so that the collected indices stay valid.
     let present: HashSet<(Fam, String)> = slots
         .iter()
@@ -81,7 +81,7 @@ pub(crate) fn reference_project(
         );
     }
 
-    // Pass 2 (§4.4): drop outputs whose call is not in the list.
+    // Pass 2 (the orphan rule): drop outputs whose call is not in the list.
     let calls: HashSet<(Fam, String)> = slots
         .iter()
         .filter_map(|slot| as_call(&slot.item))
@@ -105,7 +105,7 @@ pub(crate) fn reference_project(
         false
     });
 
-    // Passes 3 and 4 (§4.6).
+    // Passes 3 and 4 (media stripping).
     if !options.modalities.image {
         for slot in &mut slots {
             let (parts, cleared) =
@@ -200,7 +200,7 @@ pub(crate) fn strip_media(item: &mut Value, part_type: &str, placeholder: &str) 
     (replaced, false)
 }
 
-/// Everything Codex would `error_or_panic` on (§4.2, §4.4, §4.5), in history order.
+/// Everything Codex would `error_or_panic` on (missing outputs and orphans), in history order.
 pub(crate) fn reference_violations(items: &[Value]) -> Vec<ExpectedViolation> {
     let present: HashSet<(Fam, &str)> = items
         .iter()

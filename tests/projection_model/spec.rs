@@ -4,18 +4,18 @@
 
 use crate::prelude::*;
 
-/// §4.3: namespace of the synthetic output ids.
+/// The synthetic id rule: namespace of the synthetic output ids.
 pub(crate) const SPEC_NAMESPACE: &str = "90d38d3e-6a5b-4d52-bfe2-2f1e634bfac4";
-/// §4.6 placeholders.
+/// The media-stripping placeholders.
 pub(crate) const SPEC_IMAGE_PLACEHOLDER: &str =
     "image content omitted because you do not support image input";
 pub(crate) const SPEC_AUDIO_PLACEHOLDER: &str =
     "audio content omitted because you do not support audio input";
-/// §4.2: the text of a synthetic output.
+/// The missing-output rule: the text of a synthetic output.
 pub(crate) const SPEC_ABORTED: &str = "aborted";
 
 /// A truncation policy far above anything the generators produce, so that record-time truncation
-/// (§3.2, not modelled here) never rewrites an item.
+/// (record-time truncation, not modelled here) never rewrites an item.
 pub(crate) const NO_TRUNCATION: TruncationPolicy = TruncationPolicy::Tokens(1_000_000);
 
 pub(crate) fn fresh_history() -> History {
@@ -93,7 +93,7 @@ pub(crate) fn expected_item_id(item: &Value) -> Option<String> {
 }
 
 // ------------------------------------------------------------------------------------------------
-// The pairing rules of §4.2 / §4.4, read straight off the item JSON.
+// The pairing rules, read straight off the item JSON.
 // ------------------------------------------------------------------------------------------------
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -110,9 +110,9 @@ pub(crate) enum Fam {
 pub(crate) struct CallFacts<'a> {
     pub(crate) fam: Fam,
     pub(crate) call_id: &'a str,
-    /// Prefix of the synthetic output's id (§4.3).
+    /// Prefix of the synthetic output's id (the synthetic id rule).
     pub(crate) prefix: &'static str,
-    /// Codex's `error_or_panic` when the output is missing (§4.2 table): a strict violation.
+    /// Codex's `error_or_panic` when the output is missing (the missing-output table): a strict violation.
     pub(crate) violation: bool,
 }
 
@@ -144,7 +144,7 @@ pub(crate) fn as_output(item: &Value) -> Option<(Fam, Option<&str>)> {
     Some((fam, str_field(item, "call_id")))
 }
 
-/// An output that pass 2 removes when its call is missing (§4.4): a function output with a call
+/// An output that pass 2 removes when its call is missing (the orphan rule): a function output with a call
 /// id, any custom output, a tool-search output with a call id that is not server-executed.
 pub(crate) fn as_removable_output(item: &Value) -> Option<(Fam, &str)> {
     let (fam, call_id) = as_output(item)?;
@@ -163,7 +163,7 @@ pub(crate) fn output_kind(fam: Fam) -> ItemKind {
     }
 }
 
-/// §4.3: `"<prefix>_" + UUIDv5(namespace, "<prefix>:<call item id>")`, none for a missing or
+/// The synthetic id rule: `"<prefix>_" + UUIDv5(namespace, "<prefix>:<call item id>")`, none for a missing or
 /// empty call id.
 pub(crate) fn spec_synthetic_id(prefix: &str, call_item_id: Option<&str>) -> Option<String> {
     let source = call_item_id.filter(|id| !id.is_empty())?;
@@ -172,7 +172,7 @@ pub(crate) fn spec_synthetic_id(prefix: &str, call_item_id: Option<&str>) -> Opt
     Some(format!("{prefix}_{}", uuid.hyphenated()))
 }
 
-/// The wire form of the synthetic output answering `call` (§4.2 and the brief).
+/// The wire form of the synthetic output answering `call` (the missing-output rule).
 pub(crate) fn synthetic_output(call: &Value, facts: &CallFacts<'_>) -> (Value, Option<String>) {
     let id = spec_synthetic_id(facts.prefix, str_field(call, "id"));
     let mut out = Map::new();

@@ -114,7 +114,7 @@ pub(crate) fn special_message() -> impl Strategy<Value = Value> {
 }
 
 /// A tool output body: a string, or an array of text, image and audio parts (no empty text part:
-/// record-time truncation would drop it, §3.2).
+/// record-time truncation would drop it).
 pub(crate) fn output_body() -> impl Strategy<Value = Value> {
     let part = prop_oneof![
         2 => Just(json!({"type": "input_text", "text": "out"})),
