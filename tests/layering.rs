@@ -91,9 +91,26 @@ fn violations(files: &[Source]) -> Vec<String> {
             ));
             continue;
         };
+        // Inline modules (`mod tests { … }`) deepen the module path for `super::`: the brace
+        // depth at which each one opened.
+        let mut inline: Vec<usize> = Vec::new();
+        let mut braces = 0usize;
         for (number, line) in file.text.lines().enumerate() {
             let at = format!("{name}:{}", number + 1);
             let code = line.split("//").next().unwrap_or_default();
+            let trimmed = code.trim_start();
+            let declaration = trimmed
+                .strip_prefix("pub(crate) ")
+                .or_else(|| trimmed.strip_prefix("pub "))
+                .unwrap_or(trimmed);
+            if declaration.starts_with("mod ") && declaration.trim_end().ends_with('{') {
+                inline.push(braces);
+            }
+            braces += code.matches('{').count();
+            braces = braces.saturating_sub(code.matches('}').count());
+            while inline.last().is_some_and(|&opened| braces <= opened) {
+                inline.pop();
+            }
             for (start, _) in line.match_indices("crate::") {
                 let rest = &line[start + "crate::".len()..];
                 let target = identifier(rest);
@@ -129,7 +146,7 @@ fn violations(files: &[Source]) -> Vec<String> {
                     continue; // counted from the first `super` of the chain
                 }
                 let mut rest = &code[start..];
-                let mut depth = module.len();
+                let mut depth = module.len() + inline.len();
                 while let Some(tail) = rest.strip_prefix("super::") {
                     depth = depth.saturating_sub(1);
                     rest = tail;
@@ -184,6 +201,10 @@ fn the_check_finds_each_kind_of_upward_import() {
         file("error.rs", "use crate::session::Session;"),
         file("history/compact.rs", "use super::super::rollout::Rollout;"),
         file(
+            "snapshot.rs",
+            "mod tests {\n    fn f() {}\n}\nuse super::rollout::Rollout;",
+        ),
+        file(
             "projection/mod.rs",
             "use crate::{history::History, request::Prompt};",
         ),
@@ -212,6 +233,10 @@ fn the_check_allows_imports_down_and_within_a_layer() {
         file(
             "history/mod.rs",
             "use crate::history::Recorded; // crate::Error is fine here",
+        ),
+        file(
+            "error.rs",
+            "#[cfg(test)]\nmod tests {\n    use super::*;\n    use super::super::item::Entry;\n}",
         ),
     ];
     let found = violations(&files);
