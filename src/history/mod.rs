@@ -422,16 +422,13 @@ impl History {
             self.version = self.version.saturating_add(1);
             return Ok(());
         };
-        let mut cut = if n >= turns.len() {
-            first_boundary
-        } else {
-            turns
-                .iter()
-                .rev()
-                .nth(n - 1)
-                .copied()
-                .unwrap_or(first_boundary)
-        };
+        // The n-th boundary from the end; with fewer than n turns, the first one.
+        let mut cut = turns
+            .iter()
+            .rev()
+            .nth(n - 1)
+            .copied()
+            .unwrap_or(first_boundary);
         let mut clears_reference = false;
         while cut > first_boundary {
             let Some(above) = self.entries.get(cut - 1) else {
