@@ -198,6 +198,12 @@ fn invalid_items_get_typed_errors() {
             r#"{"type":"message","role":"user","content":"not an array"}"#,
             Some("message"),
         ),
+        // serde reads an internally tagged enum from an array whose first element is the tag;
+        // no provider takes an item in that form, and its image could not be stripped.
+        (
+            r#"["message",null,"user",[{"type":"input_image","image_url":"data:,"}]]"#,
+            None,
+        ),
     ];
     for (json, declared) in cases {
         match history.record_json(json) {
