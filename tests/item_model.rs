@@ -312,3 +312,18 @@ fn history_version_moves_only_on_rewrites() {
     assert_eq!(history.version(), 2, "rolling back 0 turns is a no-op");
     history.assert_invariants();
 }
+
+#[test]
+fn an_execution_other_than_client_or_server_round_trips() {
+    let json =
+        r#"{"type":"tool_search_call","call_id":"c","execution":"elsewhere","arguments":{}}"#;
+    let item: ResponseItem = serde_json::from_str(json).expect("an item");
+    let ResponseItem::ToolSearchCall(call) = &item else {
+        panic!("{item:?}");
+    };
+    assert_eq!(call.execution, Execution::Other("elsewhere".into()));
+    assert_eq!(serde_json::to_string(&item).expect("serializes"), json);
+    let server: Execution = serde_json::from_str(r#""server""#).expect("a string");
+    assert_eq!(server, Execution::Server);
+    assert_eq!(server.as_str(), "server");
+}

@@ -386,6 +386,18 @@ fn a_file_without_session_meta_is_an_error() {
             .to_string()
             .contains("no usable `session_meta` line among its 3 line(s)")
     );
+
+    // A `session_meta` whose id is not a UUID is skipped; the error names it.
+    let (text, _) = join(&[
+        line("session_meta", r#"{"id":"t-1","timestamp":"t"}"#),
+        line("response_item", &user("hi")),
+    ]);
+    let error = read(&text).expect_err("no usable meta");
+    let message = error.to_string();
+    assert!(
+        message.contains(r#"first line skipped: line 1 (byte 0): malformed: invalid payload: session_meta: thread id "t-1" is not a UUID"#),
+        "{message}"
+    );
 }
 
 #[test]

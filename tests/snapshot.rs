@@ -77,6 +77,25 @@ fn set_covered_prefix(snapshot: &Path, lines: u64, prefix: &[u8]) {
     std::fs::write(snapshot, bytes).expect("rewritten");
 }
 
+/// Replaces the first occurrence of `from` in a snapshot's payload with `to` (same length) and
+/// recomputes the payload and header digests: a crafted file that opens, whose entries' text its
+/// writer never parsed.
+fn craft_payload(snapshot: &Path, from: &[u8], to: &[u8]) {
+    assert_eq!(from.len(), to.len());
+    let mut bytes = std::fs::read(snapshot).expect("snapshot");
+    let at = bytes[4096..]
+        .windows(from.len())
+        .position(|window| window == from)
+        .expect("the text is in the payload")
+        + 4096;
+    bytes[at..at + to.len()].copy_from_slice(to);
+    let digest = blake3::hash(&bytes[4096..]);
+    bytes[40..72].copy_from_slice(digest.as_bytes());
+    let digest = blake3::hash(&bytes[..224]);
+    bytes[224..256].copy_from_slice(digest.as_bytes());
+    std::fs::write(snapshot, bytes).expect("rewritten");
+}
+
 #[test]
 fn a_snapshot_opens_to_the_resumed_history_without_copying_item_text() {
     let dir = temp_dir();
@@ -723,6 +742,38 @@ fn a_session_writes_its_snapshot_and_resumes_through_it() {
     assert_eq!(
         common::resume_path(&path, DEFAULT_TRUNCATION).history.len(),
         session.history().len()
+    );
+}
+
+/// The digests detect damage, not forgery: a crafted snapshot can hold an entry whose text is not
+/// an item. A projection that must strip its image says so, instead of sending it unstripped.
+#[test]
+fn a_crafted_entry_that_does_not_parse_is_an_error_not_an_unstripped_image() {
+    let dir = temp_dir();
+    let image = r#"{"type":"message","role":"user","content":[{"type":"input_image","image_url":"data:,"}]}"#;
+    let text = format!("{}\n{}\n", meta_line(), item_line(image));
+    let (_, snapshot, _) = snapshot_of(dir.path(), text.as_bytes(), "r");
+    craft_payload(&snapshot, br#"{"type":"message""#, br#"["type","message""#);
+    let opened = open_snapshot(&snapshot, SnapshotOptions::default()).expect("opens");
+    let error = opened
+        .history
+        .project(&ProjectionOptions::for_modalities(
+            agent_history::Modalities::TEXT,
+        ))
+        .expect_err("the image cannot be stripped");
+    assert!(
+        matches!(
+            error,
+            agent_history::ProjectionError::UnreadableItem { position: 0, .. }
+        ),
+        "{error:?}"
+    );
+    // A model that takes images gets the item as it is: nothing needs reading.
+    assert!(
+        opened
+            .history
+            .project(&ProjectionOptions::default())
+            .is_ok()
     );
 }
 
