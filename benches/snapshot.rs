@@ -57,7 +57,7 @@ fn main() {
     resumed.write_snapshot(&snapshot_path).expect("snapshot");
     println!(
         "session: {} items, rollout {} MB",
-        resumed.history.len(),
+        resumed.history().len(),
         text.len() / 1_000_000
     );
 
@@ -106,8 +106,8 @@ fn main() {
 
     let mapped = open_snapshot(&snapshot_path, SnapshotOptions::default()).expect("opens");
     let options = ProjectionOptions::default();
-    let projection_mapped = mapped.history.project(&options).expect("lenient");
-    let projection_owned = resumed.history.project(&options).expect("lenient");
+    let projection_mapped = mapped.history().project(&options).expect("lenient");
+    let projection_owned = resumed.history().project(&options).expect("lenient");
     let mut buffer = Vec::with_capacity(text.len());
     let from_map = median(9, || {
         buffer.clear();

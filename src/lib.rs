@@ -57,10 +57,10 @@ pub use snapshot::{
 
 // The rollout layer: reading, resuming and writing Codex rollout files.
 pub use rollout::{
-    Durability, FallbackReason, FileSink, LaterLine, LineKind, LoadReport, READER_LABEL, ReadMode,
-    ResumeOptions, ResumeSource, Resumed, Rollout, RolloutError, RolloutLine, RolloutSink,
-    RolloutWriteError, RolloutWriter, SessionMeta, SkipReason, SkippedLine, WriteStep, resume_file,
-    resume_reader,
+    Compactions, Durability, FallbackReason, FileSink, LaterLine, LineKind, LoadReport,
+    READER_LABEL, ReadMode, ResumeOptions, ResumeSource, Resumed, Rollout, RolloutError,
+    RolloutLine, RolloutSink, RolloutWriteError, RolloutWriter, SessionMeta, SkipReason,
+    SkippedLine, WriteStep, resume_file, resume_reader,
 };
 
 // The session layer: a history and its rollout kept in step.

@@ -138,15 +138,16 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 let opened = open_snapshot(&rollout, SnapshotOptions::default())?;
                 eprintln!(
                     "opened snapshot: {} item(s), covering {} rollout line(s)",
-                    opened.history.len(),
-                    opened.header.rollout.lines
+                    opened.history().len(),
+                    opened.header().rollout.lines
                 );
-                (opened.history, opened.state.thread_id)
+                let thread_id = opened.state().thread_id;
+                (opened.into_history(), thread_id)
             } else {
                 let resumed = resume(&rollout, &ResumeOptions::new(truncation))?;
                 report_load(&resumed);
                 let thread_id = resumed.thread_id();
-                (resumed.history, Some(thread_id))
+                (resumed.into_history(), Some(thread_id))
             };
             let mut options = ProjectionOptions::for_modalities(modalities);
             if strict {
@@ -201,9 +202,9 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 &format!(
                     "{}: {} line(s), {} item(s), {} user turn(s)",
                     rollout.display(),
-                    resumed.report.lines,
-                    resumed.history.len(),
-                    resumed.history.user_turn_count()
+                    resumed.report().lines,
+                    resumed.history().len(),
+                    resumed.history().user_turn_count()
                 ),
             )?;
             for finding in &findings {
@@ -244,7 +245,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Command::Verify { snapshot: path } => {
             let opened = open_snapshot(&path, SnapshotOptions::default())?;
-            let header = &opened.header;
+            let header = &opened.header();
             println!("{}: ok", path.display());
             println!("  format          version {SNAPSHOT_FORMAT_VERSION}");
             println!("  items           {}", header.entry_count);
@@ -259,7 +260,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 header.rollout.bytes,
                 header.rollout.digest.to_hex()
             );
-            match opened.state.thread_id {
+            match opened.state().thread_id {
                 Some(id) => println!("  thread          {id}"),
                 None => println!("  thread          (none: the snapshot covers no session_meta)"),
             }
@@ -318,13 +319,13 @@ impl<R: Read> Read for Progress<R> {
 }
 
 fn report_load(resumed: &Resumed) {
-    let report = &resumed.report;
+    let report = &resumed.report();
     let malformed: Vec<_> = report.malformed().collect();
     let blank = report.skipped.len() - malformed.len();
     eprintln!(
         "read {} line(s): {} item(s) in history, {} skipped ({} blank, {} malformed{})",
         report.lines,
-        resumed.history.len(),
+        resumed.history().len(),
         report.skipped.len(),
         blank,
         malformed.len(),
@@ -345,7 +346,7 @@ fn check(resumed: &Resumed) -> Vec<String> {
     let line_of = |position: usize| resumed.entry_line(position).unwrap_or(0);
     // A text-only, lenient projection reports every repair a request would need.
     let options = ProjectionOptions::for_modalities(Modalities::TEXT);
-    if let Ok(projection) = resumed.history.project(&options) {
+    if let Ok(projection) = resumed.history().project(&options) {
         for repair in projection.report().repairs() {
             let line = line_of(repair.at.position);
             let item_kind = repair.at.item_kind;
@@ -378,7 +379,7 @@ fn check(resumed: &Resumed) -> Vec<String> {
                 ),
                 RepairKind::HeldBackUnknownItem => {
                     let name = resumed
-                        .history
+                        .history()
                         .get(repair.at.position)
                         .and_then(|entry| {
                             serde_json::from_str::<serde_json::Value>(entry.json()).ok()
@@ -392,8 +393,8 @@ fn check(resumed: &Resumed) -> Vec<String> {
             findings.push((line, format!("line {line}: {what}")));
         }
     }
-    for skipped in resumed.report.malformed() {
-        let torn = if resumed.report.torn_tail && skipped.line == resumed.report.lines {
+    for skipped in resumed.report().malformed() {
+        let torn = if resumed.report().torn_tail && skipped.line == resumed.report().lines {
             "torn last line (an interrupted write), "
         } else {
             ""
@@ -413,22 +414,22 @@ fn check(resumed: &Resumed) -> Vec<String> {
 /// The summary of `stats`.
 fn stats(path: &Path, resumed: &Resumed) -> String {
     let mut by_kind: BTreeMap<&'static str, (u64, u64, u64)> = BTreeMap::new();
-    for entry in resumed.history.iter() {
+    for entry in resumed.history().iter() {
         let row = by_kind.entry(entry.kind().as_str()).or_default();
         row.0 += 1;
         row.1 += entry.byte_len() as u64;
         row.2 += entry.tokens();
     }
-    let history = &resumed.history;
+    let history = &resumed.history();
     let mut out = String::new();
     let total_bytes: u64 = by_kind.values().map(|row| row.1).sum();
     out.push_str(&format!("rollout        {}\n", path.display()));
     out.push_str(&format!("thread         {}\n", resumed.thread_id()));
     out.push_str(&format!(
         "lines          {} ({} skipped{})\n",
-        resumed.report.lines,
-        resumed.report.skipped.len(),
-        if resumed.report.torn_tail {
+        resumed.report().lines,
+        resumed.report().skipped.len(),
+        if resumed.report().torn_tail {
             ", torn last line"
         } else {
             ""
@@ -438,7 +439,12 @@ fn stats(path: &Path, resumed: &Resumed) -> String {
     out.push_str(&format!("bytes          {total_bytes}\n"));
     out.push_str(&format!("tokens (est.)  {}\n", history.estimated_tokens()));
     out.push_str(&format!("user turns     {}\n", history.user_turn_count()));
-    out.push_str(&format!("compactions    {}\n", resumed.compacted_lines));
+    out.push_str(&format!(
+        "compactions    {}\n",
+        resumed
+            .compactions()
+            .map_or(0, |compactions| compactions.lines)
+    ));
     out.push_str("\nkind                        items        bytes   tokens (est.)\n");
     for (kind, (count, bytes, tokens)) in by_kind {
         out.push_str(&format!("{kind:<24} {count:>8} {bytes:>12} {tokens:>15}\n"));

@@ -134,7 +134,9 @@ impl Session<FileSink> {
     /// The snapshot stands for what resuming the rollout gives, which is this session's history
     /// except after a rollback across a compaction (see [`Session`]). To get it without reading
     /// the whole file, the snapshot already at `path` is tried as a base: refreshing a snapshot
-    /// reads only the lines appended since it was written.
+    /// reads only the lines appended since it was written — unless one of them is a rollback, a
+    /// compaction or a turn line, which make resume read the whole file (see
+    /// `docs/snapshot-format.md`).
     ///
     /// # Errors
     ///

@@ -75,6 +75,157 @@ fn identifier(text: &str) -> &str {
     &text[..end]
 }
 
+/// One source line split by the lexer: the code (string and character literals blanked, so that
+/// their text is never read as code) and the comments (doc comments included).
+struct Line {
+    code: String,
+    comment: String,
+}
+
+/// Splits Rust source into lines of code and comment. Knows what hides code from a line-by-line
+/// reading: `//` and nested `/* */` comments, string literals with escapes, raw strings
+/// (`r#"…"#`), and character literals (`'{'`, `'\''`) as opposed to lifetimes (`'a`).
+fn lex(text: &str) -> Vec<Line> {
+    #[derive(Clone, Copy, PartialEq)]
+    enum State {
+        Code,
+        LineComment,
+        BlockComment(usize),
+        Str,
+        RawStr(usize),
+    }
+    let chars: Vec<char> = text.chars().collect();
+    let mut lines = vec![Line {
+        code: String::new(),
+        comment: String::new(),
+    }];
+    let mut state = State::Code;
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        let next = chars.get(i + 1).copied();
+        let line = lines.last_mut().expect("one line at least");
+        if c == '\n' {
+            if state == State::LineComment {
+                state = State::Code;
+            }
+            lines.push(Line {
+                code: String::new(),
+                comment: String::new(),
+            });
+            i += 1;
+            continue;
+        }
+        match state {
+            State::Code => {
+                if c == '/' && next == Some('/') {
+                    state = State::LineComment;
+                    line.comment.push_str("//");
+                    i += 2;
+                    continue;
+                }
+                if c == '/' && next == Some('*') {
+                    state = State::BlockComment(1);
+                    i += 2;
+                    continue;
+                }
+                if c == '"' {
+                    state = State::Str;
+                    line.code.push('"');
+                } else if c == 'r'
+                    && matches!(next, Some('#' | '"'))
+                    && !i
+                        .checked_sub(1)
+                        .is_some_and(|p| chars[p].is_alphanumeric() || chars[p] == '_')
+                {
+                    let hashes = chars[i + 1..].iter().take_while(|&&h| h == '#').count();
+                    if chars.get(i + 1 + hashes) == Some(&'"') {
+                        state = State::RawStr(hashes);
+                        line.code.push('"');
+                        i += 2 + hashes;
+                        continue;
+                    }
+                    line.code.push(c); // a raw identifier, `r#type`
+                } else if c == '\'' {
+                    // A character literal ends two or more characters on ('x', '\n', '\u{7b}');
+                    // a lifetime or a label does not.
+                    let end = if next == Some('\\') {
+                        chars[i + 2..]
+                            .iter()
+                            .position(|&q| q == '\'')
+                            .map(|p| i + 2 + p)
+                    } else if chars.get(i + 2) == Some(&'\'') {
+                        Some(i + 2)
+                    } else {
+                        None
+                    };
+                    match end {
+                        Some(end) => {
+                            line.code.push_str("' '");
+                            i = end + 1;
+                            continue;
+                        }
+                        None => line.code.push(c),
+                    }
+                } else {
+                    line.code.push(c);
+                }
+            }
+            State::LineComment => line.comment.push(c),
+            State::BlockComment(depth) => {
+                if c == '*' && next == Some('/') {
+                    state = if depth == 1 {
+                        State::Code
+                    } else {
+                        State::BlockComment(depth - 1)
+                    };
+                    i += 2;
+                    continue;
+                }
+                if c == '/' && next == Some('*') {
+                    state = State::BlockComment(depth + 1);
+                    i += 2;
+                    continue;
+                }
+                line.comment.push(c);
+            }
+            State::Str => {
+                if c == '\\' {
+                    line.code.push(' ');
+                    if next.is_some_and(|escaped| escaped != '\n') {
+                        line.code.push(' ');
+                        i += 2;
+                        continue;
+                    }
+                } else if c == '"' {
+                    state = State::Code;
+                    line.code.push('"');
+                } else {
+                    line.code.push(' ');
+                }
+            }
+            State::RawStr(hashes) => {
+                let closes = c == '"'
+                    && chars[i + 1..]
+                        .iter()
+                        .take(hashes)
+                        .filter(|&&h| h == '#')
+                        .count()
+                        == hashes;
+                if closes {
+                    state = State::Code;
+                    line.code.push('"');
+                    i += 1 + hashes;
+                    continue;
+                }
+                line.code.push(' ');
+            }
+        }
+        i += 1;
+    }
+    lines
+}
+
 /// Every import against the direction in `files`, as `path:line: what`.
 fn violations(files: &[Source]) -> Vec<String> {
     let mut found = Vec::new();
@@ -95,9 +246,8 @@ fn violations(files: &[Source]) -> Vec<String> {
         // depth at which each one opened.
         let mut inline: Vec<usize> = Vec::new();
         let mut braces = 0usize;
-        for (number, line) in file.text.lines().enumerate() {
+        for (number, Line { code, comment }) in lex(&file.text).iter().enumerate() {
             let at = format!("{name}:{}", number + 1);
-            let code = line.split("//").next().unwrap_or_default();
             let trimmed = code.trim_start();
             let declaration = trimmed
                 .strip_prefix("pub(crate) ")
@@ -111,33 +261,39 @@ fn violations(files: &[Source]) -> Vec<String> {
             while inline.last().is_some_and(|&opened| braces <= opened) {
                 inline.pop();
             }
-            for (start, _) in line.match_indices("crate::") {
-                let rest = &line[start + "crate::".len()..];
-                let target = identifier(rest);
-                let in_code = start < code.len();
-                if target.is_empty() {
-                    if in_code && rest.starts_with('{') {
-                        found.push(format!(
-                            "{at}: a grouped `crate::{{…}}` import; write one `use crate::<layer>::…` per layer"
-                        ));
+            if code.contains("#[path") {
+                found.push(format!(
+                    "{at}: `#[path]` puts a module where the layout does not show it"
+                ));
+            }
+            for (text, in_code) in [(code.as_str(), true), (comment.as_str(), false)] {
+                for (start, _) in text.match_indices("crate::") {
+                    let rest = &text[start + "crate::".len()..];
+                    let target = identifier(rest);
+                    if target.is_empty() {
+                        if in_code && rest.starts_with('{') {
+                            found.push(format!(
+                                "{at}: a grouped `crate::{{…}}` import; write one `use crate::<layer>::…` per layer"
+                            ));
+                        }
+                        continue;
                     }
-                    continue;
-                }
-                if target.starts_with(|c: char| c.is_ascii_uppercase()) {
-                    if in_code {
-                        found.push(format!(
-                            "{at}: `crate::{target}` hides its layer; name the module that defines it"
-                        ));
+                    if target.starts_with(|c: char| c.is_ascii_uppercase()) {
+                        if in_code {
+                            found.push(format!(
+                                "{at}: `crate::{target}` hides its layer; name the module that defines it"
+                            ));
+                        }
+                        continue;
                     }
-                    continue;
-                }
-                match rank(target) {
-                    Some(theirs) if theirs <= own => {}
-                    Some(_) => found.push(format!(
-                        "{at}: `{}` names `{target}`, a layer above it",
-                        module[0]
-                    )),
-                    None => found.push(format!("{at}: `crate::{target}` is not a layer")),
+                    match rank(target) {
+                        Some(theirs) if theirs <= own => {}
+                        Some(_) => found.push(format!(
+                            "{at}: `{}` names `{target}`, a layer above it",
+                            module[0]
+                        )),
+                        None => found.push(format!("{at}: `crate::{target}` is not a layer")),
+                    }
                 }
             }
             // `super::super::x` climbs the module path; leaving the layer reaches another one.
@@ -211,6 +367,20 @@ fn the_check_finds_each_kind_of_upward_import() {
         file("rollout/reader.rs", "fn f() -> crate::Error { todo!() }"),
         file("world_state/mod.rs", "use crate::item::Entry;"),
         file("rollout/mod.rs", "use crate::nowhere::Thing;"),
+        // Braces and `//` inside literals do not hide what follows them.
+        file(
+            "history/mod.rs",
+            "fn f() { let _ = '{'; }\nmod tests {\n    use super::super::session::Session;\n}",
+        ),
+        file(
+            "item/kind.rs",
+            "const URL: &str = \"http://x\"; type T = crate::Error;",
+        ),
+        file(
+            "item/kind.rs",
+            "const S: &str = r#\"{\"#; fn f() {}\nuse super::super::history::History;",
+        ),
+        file("item/mod.rs", "#[path = \"../history/x.rs\"]\nmod x;"),
     ];
     let found = violations(&files);
     assert_eq!(found.len(), files.len(), "{found:#?}");
@@ -237,6 +407,14 @@ fn the_check_allows_imports_down_and_within_a_layer() {
         file(
             "error.rs",
             "#[cfg(test)]\nmod tests {\n    use super::*;\n    use super::super::item::Entry;\n}",
+        ),
+        file(
+            "history/mod.rs",
+            "fn f<'a>(x: &'a str) -> char { let _ = \"crate::session\"; '\\'' }",
+        ),
+        file(
+            "item/model.rs",
+            "/* nested /* crate::Entry */ */ use super::ids::CallId;",
         ),
     ];
     let found = violations(&files);

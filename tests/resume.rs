@@ -82,13 +82,13 @@ fn model_of(settings: Option<&serde_json::value::RawValue>) -> Option<String> {
 }
 
 fn reference_model(resumed: &Resumed) -> Option<String> {
-    let reference = resumed.history.reference_context_item()?;
+    let reference = resumed.history().reference_context_item()?;
     reference["model"].as_str().map(str::to_owned)
 }
 
 fn projected(resumed: &Resumed) -> Vec<Value> {
     let projection = resumed
-        .history
+        .history()
         .project(&ProjectionOptions::default())
         .expect("lenient");
     serde_json::from_str(&projection.to_json_array()).expect("array")
@@ -124,7 +124,11 @@ fn synthetic_call_output_id_is_stable_across_resumes_and_the_file_is_unchanged()
     let mut ids = Vec::new();
     for _ in 0..2 {
         let resumed = resume_path(&path, DEFAULT_TRUNCATION);
-        assert_eq!(resumed.history.len(), 1, "only the call is in the history");
+        assert_eq!(
+            resumed.history().len(),
+            1,
+            "only the call is in the history"
+        );
         let items = projected(&resumed);
         assert_eq!(items.len(), 2);
         assert_eq!(items[1]["type"], "function_call_output");
@@ -151,7 +155,7 @@ fn resume_includes_initial_messages_and_sends_prior_items() {
     lines.extend(prior.iter().map(|json| item(json)));
     let resumed = resume(&lines);
     let projection = resumed
-        .history
+        .history()
         .project(&ProjectionOptions::default())
         .expect("lenient");
     assert!(projection.report().is_empty());
@@ -166,10 +170,9 @@ fn resume_includes_initial_messages_and_sends_prior_items() {
 #[test]
 fn bare_turn_context_does_not_hydrate_previous_turn_settings_or_reference_context() {
     let resumed = resume(&[meta(), line("turn_context", &turn_context(None, "m1"))]);
-    assert!(resumed.previous_turn_settings.is_none());
-    assert!(resumed.history.reference_context_item().is_none());
-    assert!(resumed.history.reference_context_item().is_none());
-    assert!(resumed.history.is_empty());
+    assert!(resumed.previous_turn_settings().is_none());
+    assert!(resumed.history().reference_context_item().is_none());
+    assert!(resumed.history().is_empty());
 
     // With turn events but no user input in the turn, neither.
     let resumed = resume(&[
@@ -179,8 +182,8 @@ fn bare_turn_context_does_not_hydrate_previous_turn_settings_or_reference_contex
         item(&assistant("nothing asked")),
         event(r#"{"type":"turn_complete","turn_id":"t1"}"#),
     ]);
-    assert!(resumed.previous_turn_settings.is_none());
-    assert!(resumed.history.reference_context_item().is_none());
+    assert!(resumed.previous_turn_settings().is_none());
+    assert!(resumed.history().reference_context_item().is_none());
 }
 
 #[test]
@@ -196,10 +199,7 @@ fn hydrates_previous_turn_settings_from_lifecycle_turn_with_missing_turn_context
         event(r#"{"type":"turn_complete","turn_id":"t1"}"#),
     ]);
     assert_eq!(
-        resumed
-            .previous_turn_settings
-            .as_deref()
-            .map(|raw| raw.get()),
+        resumed.previous_turn_settings().map(|raw| raw.get()),
         Some(context.as_str()),
         "the raw payload, byte for byte"
     );
@@ -222,7 +222,7 @@ fn a_turn_context_of_another_turn_is_not_used() {
         event(r#"{"type":"turn_complete","turn_id":"t2"}"#),
     ]);
     assert_eq!(
-        model_of(resumed.previous_turn_settings.as_deref()).as_deref(),
+        model_of(resumed.previous_turn_settings()).as_deref(),
         Some("m1")
     );
 }
@@ -236,11 +236,11 @@ fn rollback_keeps_history_and_metadata_in_sync_for_completed_turns() {
     lines.push(rollback(1));
     let resumed = resume(&lines);
     assert_eq!(
-        jsons(&resumed.history),
+        jsons(resumed.history()),
         [turn_items(1), turn_items(2)].concat()
     );
     assert_eq!(
-        model_of(resumed.previous_turn_settings.as_deref()).as_deref(),
+        model_of(resumed.previous_turn_settings()).as_deref(),
         Some("m2")
     );
     assert_eq!(reference_model(&resumed).as_deref(), Some("m2"));
@@ -248,9 +248,9 @@ fn rollback_keeps_history_and_metadata_in_sync_for_completed_turns() {
     lines.pop();
     lines.push(rollback(2));
     let resumed = resume(&lines);
-    assert_eq!(jsons(&resumed.history), turn_items(1));
+    assert_eq!(jsons(resumed.history()), turn_items(1));
     assert_eq!(
-        model_of(resumed.previous_turn_settings.as_deref()).as_deref(),
+        model_of(resumed.previous_turn_settings()).as_deref(),
         Some("m1")
     );
     assert_eq!(reference_model(&resumed).as_deref(), Some("m1"));
@@ -267,9 +267,9 @@ fn rollback_keeps_history_and_metadata_in_sync_for_incomplete_turn() {
     ));
     lines.push(rollback(1));
     let resumed = resume(&lines);
-    assert_eq!(jsons(&resumed.history), turn_items(1));
+    assert_eq!(jsons(resumed.history()), turn_items(1));
     assert_eq!(
-        model_of(resumed.previous_turn_settings.as_deref()).as_deref(),
+        model_of(resumed.previous_turn_settings()).as_deref(),
         Some("m1")
     );
     assert_eq!(reference_model(&resumed).as_deref(), Some("m1"));
@@ -290,9 +290,9 @@ fn rollback_skips_non_user_turns_for_history_and_metadata() {
     ]);
     let resumed = resume(&lines);
     // One user turn rolled back: turn 2, and with it the non-user turn 3 after it.
-    assert_eq!(jsons(&resumed.history), turn_items(1));
+    assert_eq!(jsons(resumed.history()), turn_items(1));
     assert_eq!(
-        model_of(resumed.previous_turn_settings.as_deref()).as_deref(),
+        model_of(resumed.previous_turn_settings()).as_deref(),
         Some("m1")
     );
     assert_eq!(reference_model(&resumed).as_deref(), Some("m1"));
@@ -322,15 +322,23 @@ fn the_compaction_base_is_found_by_the_reverse_scan_and_earlier_items_are_ignore
     lines.push(compacted(&summary, Some(&replacement)));
     lines.extend(user_turn(3));
     let resumed = resume(&lines);
-    assert_eq!(resumed.base, Some(base_line));
-    assert_eq!(resumed.compacted_lines, 2);
-    assert!(!resumed.legacy_compaction);
     assert_eq!(
-        jsons(&resumed.history),
+        resumed.compactions().expect("every line read").base,
+        Some(base_line)
+    );
+    assert_eq!(resumed.compactions().expect("every line read").lines, 2);
+    assert!(
+        !resumed
+            .compactions()
+            .expect("every line read")
+            .legacy_rebuilt
+    );
+    assert_eq!(
+        jsons(resumed.history()),
         [replacement.to_vec(), turn_items(3)].concat()
     );
     assert_eq!(
-        resumed.history.version(),
+        resumed.history().version(),
         1,
         "one replace, by the base only"
     );
@@ -347,20 +355,20 @@ fn rollback_across_turn_segments() {
     lines.extend(user_turn(4));
     let resumed = resume(&lines);
     assert_eq!(
-        jsons(&resumed.history),
+        jsons(resumed.history()),
         [turn_items(1), turn_items(4)].concat()
     );
     assert_eq!(
-        model_of(resumed.previous_turn_settings.as_deref()).as_deref(),
+        model_of(resumed.previous_turn_settings()).as_deref(),
         Some("m4")
     );
 
     // A second rollback reaches back past the first one's discarded turns.
     lines.push(rollback(1));
     let resumed = resume(&lines);
-    assert_eq!(jsons(&resumed.history), turn_items(1));
+    assert_eq!(jsons(resumed.history()), turn_items(1));
     assert_eq!(
-        model_of(resumed.previous_turn_settings.as_deref()).as_deref(),
+        model_of(resumed.previous_turn_settings()).as_deref(),
         Some("m1")
     );
     assert_eq!(reference_model(&resumed).as_deref(), Some("m1"));
@@ -384,12 +392,16 @@ fn a_rollback_that_discards_a_segment_with_a_compaction_does_not_use_it_as_base(
     lines.extend(turn2);
     lines.push(rollback(1));
     let resumed = resume(&lines);
-    assert_eq!(resumed.base, None, "the compaction was rolled back");
-    assert_eq!(resumed.compacted_lines, 1);
-    // The items before the compaction are back, as in Codex; turn 2 is gone.
-    assert_eq!(jsons(&resumed.history), turn_items(1));
     assert_eq!(
-        model_of(resumed.previous_turn_settings.as_deref()).as_deref(),
+        resumed.compactions().expect("every line read").base,
+        None,
+        "the compaction was rolled back"
+    );
+    assert_eq!(resumed.compactions().expect("every line read").lines, 1);
+    // The items before the compaction are back, as in Codex; turn 2 is gone.
+    assert_eq!(jsons(resumed.history()), turn_items(1));
+    assert_eq!(
+        model_of(resumed.previous_turn_settings()).as_deref(),
         Some("m1")
     );
     assert_eq!(reference_model(&resumed).as_deref(), Some("m1"));
@@ -397,10 +409,16 @@ fn a_rollback_that_discards_a_segment_with_a_compaction_does_not_use_it_as_base(
     // Without the rollback the compaction is the base and its turn_context the reference.
     lines.pop();
     let resumed = resume(&lines);
-    assert!(resumed.base.is_some());
+    assert!(
+        resumed
+            .compactions()
+            .expect("every line read")
+            .base
+            .is_some()
+    );
     assert_eq!(reference_model(&resumed).as_deref(), Some("m2b"));
     assert_eq!(
-        model_of(resumed.previous_turn_settings.as_deref()).as_deref(),
+        model_of(resumed.previous_turn_settings()).as_deref(),
         Some("m2b")
     );
 }
@@ -418,17 +436,16 @@ fn a_compaction_clears_the_reference_context_unless_a_newer_turn_context_sets_it
     ]);
     let resumed = resume(&lines);
     assert!(
-        resumed.history.reference_context_item().is_none(),
+        resumed.history().reference_context_item().is_none(),
         "cleared"
     );
-    assert!(resumed.history.reference_context_item().is_none());
     assert_eq!(
-        model_of(resumed.previous_turn_settings.as_deref()).as_deref(),
+        model_of(resumed.previous_turn_settings()).as_deref(),
         Some("m1"),
         "previous settings survive a compaction"
     );
     assert_eq!(
-        jsons(&resumed.history),
+        jsons(resumed.history()),
         [user("question 1"), user(&summary)]
     );
 
@@ -446,9 +463,14 @@ fn a_legacy_compaction_is_rebuilt_and_forces_the_reference_context_to_none() {
     lines.push(compacted(&summary, None));
     lines.extend(user_turn(2));
     let resumed = resume(&lines);
-    assert!(resumed.legacy_compaction);
-    assert_eq!(resumed.base, None);
-    assert_eq!(resumed.compacted_lines, 1);
+    assert!(
+        resumed
+            .compactions()
+            .expect("every line read")
+            .legacy_rebuilt
+    );
+    assert_eq!(resumed.compactions().expect("every line read").base, None);
+    assert_eq!(resumed.compactions().expect("every line read").lines, 1);
 
     // The same as compacting a live history.
     let mut live = History::new();
@@ -459,9 +481,9 @@ fn a_legacy_compaction_is_rebuilt_and_forces_the_reference_context_to_none() {
     for json in turn_items(2) {
         live.record_json(json).expect("item");
     }
-    assert_eq!(resumed.history.entries(), live.entries());
+    assert_eq!(resumed.history().entries(), live.entries());
     assert_eq!(
-        jsons(&resumed.history),
+        jsons(resumed.history()),
         [
             user("question 1"),
             user(&summary),
@@ -470,10 +492,9 @@ fn a_legacy_compaction_is_rebuilt_and_forces_the_reference_context_to_none() {
         ]
     );
     // Turn 2 has a turn_context, but after a legacy compaction the next turn re-injects all.
-    assert!(resumed.history.reference_context_item().is_none());
-    assert!(resumed.history.reference_context_item().is_none());
+    assert!(resumed.history().reference_context_item().is_none());
     assert_eq!(
-        model_of(resumed.previous_turn_settings.as_deref()).as_deref(),
+        model_of(resumed.previous_turn_settings()).as_deref(),
         Some("m2")
     );
 }
@@ -510,15 +531,21 @@ fn a_file_without_turn_events_resumes_like_the_live_history() {
     record(&mut live, &mut lines, user("D"));
 
     let resumed = resume(&lines);
-    assert_eq!(resumed.history.entries(), live.entries());
-    assert!(resumed.base.is_some());
+    assert_eq!(resumed.history().entries(), live.entries());
+    assert!(
+        resumed
+            .compactions()
+            .expect("every line read")
+            .base
+            .is_some()
+    );
 
     // Rolling back across the compaction brings back what it summarised, as in Codex.
     lines.push(rollback(3));
     let resumed = resume(&lines);
-    assert_eq!(resumed.base, None);
+    assert_eq!(resumed.compactions().expect("every line read").base, None);
     assert_eq!(
-        jsons(&resumed.history),
+        jsons(resumed.history()),
         [message("developer", "<permissions instructions>x")]
     );
 }
@@ -538,9 +565,9 @@ fn without_turn_events_a_user_message_event_and_its_item_are_one_turn() {
     }
     lines.push(rollback(1));
     let resumed = resume(&lines);
-    assert_eq!(jsons(&resumed.history), turn_items(1));
+    assert_eq!(jsons(resumed.history()), turn_items(1));
     assert_eq!(
-        model_of(resumed.previous_turn_settings.as_deref()).as_deref(),
+        model_of(resumed.previous_turn_settings()).as_deref(),
         Some("m1"),
         "one turn discarded, not two"
     );
@@ -559,8 +586,8 @@ fn record_time_truncation_is_applied_on_resume() {
     let mut live = History::with_truncation(policy);
     live.record_json(call).expect("item");
     live.record_json(output.as_str()).expect("item");
-    assert_eq!(resumed.history.entries(), live.entries());
-    assert!(resumed.history.get(1).expect("output").byte_len() < output.len());
+    assert_eq!(resumed.history().entries(), live.entries());
+    assert!(resumed.history().get(1).expect("output").byte_len() < output.len());
 }
 
 #[test]
@@ -570,7 +597,7 @@ fn two_resumes_give_identical_projection_bytes() {
         let render = || {
             let resumed = resume_path(&path, DEFAULT_TRUNCATION);
             resumed
-                .history
+                .history()
                 .project(&ProjectionOptions::default())
                 .expect("lenient")
                 .to_json_array()
@@ -587,10 +614,10 @@ fn the_bundled_session_resumes_its_rolled_back_turn_away() {
     assert!(rollout.report.torn_tail);
     let resumed = rollout.resume(DEFAULT_TRUNCATION).expect("replays");
     assert_eq!(resumed.thread_id().to_string(), THREAD_ID);
-    let texts: String = jsons(&resumed.history).concat();
+    let texts: String = jsons(resumed.history()).concat();
     assert!(texts.contains("Show me the page instead."));
     assert!(!texts.contains("try a different fix"), "turn 3 rolled back");
-    assert!(Entry::from_json(resumed.history.get(0).expect("first").json()).is_ok());
+    assert!(Entry::from_json(resumed.history().get(0).expect("first").json()).is_ok());
 }
 
 /// `Resumed::entry_lines` maps each entry to the line it came from, through a compaction base
@@ -622,7 +649,7 @@ fn entry_lines_follow_compaction_and_rollback() {
     ];
     let text = lines.join("\n") + "\n";
     let resumed = resume_bytes(text.as_bytes(), DEFAULT_TRUNCATION);
-    assert_eq!(resumed.history.len(), 4);
+    assert_eq!(resumed.history().len(), 4);
     let entry_lines: Vec<Option<u64>> = (0..5).map(|at| resumed.entry_line(at)).collect();
     assert_eq!(entry_lines, [Some(4), Some(4), Some(5), Some(6), None]);
 
@@ -630,7 +657,7 @@ fn entry_lines_follow_compaction_and_rollback() {
         + r#"{"timestamp":"2026-11-03T14:00:03.000Z","type":"event_msg","payload":{"type":"thread_rolled_back","num_turns":1}}"#
         + "\n";
     let resumed = resume_bytes(rolled_back.as_bytes(), DEFAULT_TRUNCATION);
-    assert_eq!(resumed.history.len(), 2);
+    assert_eq!(resumed.history().len(), 2);
     let entry_lines: Vec<Option<u64>> = (0..3).map(|at| resumed.entry_line(at)).collect();
     assert_eq!(entry_lines, [Some(4), Some(4), None]);
 }

@@ -205,12 +205,12 @@ fn lines_expose_number_offset_kind_and_the_payload_byte_for_byte() {
     assert_eq!(rollout.lines[1].payload_json(), odd);
     // Resume records the payload verbatim.
     let resumed = rollout.resume(DEFAULT_TRUNCATION).expect("replays");
-    assert_eq!(resumed.history.len(), 0, "the compaction replaced it");
+    assert_eq!(resumed.history().len(), 0, "the compaction replaced it");
     let resumed = read(&join(&[meta_line(), line("response_item", odd)]).0)
         .expect("reads")
         .resume(DEFAULT_TRUNCATION)
         .expect("replays");
-    assert_eq!(jsons(&resumed.history), [odd]);
+    assert_eq!(jsons(resumed.history()), [odd]);
 }
 
 #[test]
@@ -231,7 +231,7 @@ fn a_torn_last_line_is_skipped_and_reported() {
     assert_eq!(last.offset, complete.len() as u64);
     assert!(matches!(last.reason, SkipReason::InvalidJson(_)));
     let resumed = rollout.resume(DEFAULT_TRUNCATION).expect("replays");
-    assert_eq!(jsons(&resumed.history), [user("one"), user("two")]);
+    assert_eq!(jsons(resumed.history()), [user("one"), user("two")]);
 
     // A last line without `\n` that parses is complete.
     let text = format!("{complete}{torn_line}");
@@ -270,7 +270,7 @@ fn a_torn_last_line_inside_a_multibyte_character_is_invalid_utf8_and_torn() {
             rollout
                 .resume(DEFAULT_TRUNCATION)
                 .expect("replays")
-                .history
+                .history()
                 .len(),
             1
         );
@@ -340,14 +340,14 @@ fn strict_mode_fails_on_the_first_bad_line_with_its_position() {
         "{error}"
     );
     assert_eq!(
-        resume_path(&path, DEFAULT_TRUNCATION).history.len(),
+        resume_path(&path, DEFAULT_TRUNCATION).history().len(),
         1,
         "lenient reads it"
     );
     let good = join(&[meta_line(), line("response_item", &user("fine"))]).0;
     let resumed = agent_history::resume_reader(good.as_bytes(), READER_LABEL, &strict)
         .expect("a clean file reads strictly");
-    assert_eq!(resumed.history.len(), 1);
+    assert_eq!(resumed.history().len(), 1);
 }
 
 #[test]
@@ -482,7 +482,7 @@ fn legacy_files_read_bare_meta_and_items_and_skip_state_lines() {
     );
     let resumed = rollout.resume(DEFAULT_TRUNCATION).expect("replays");
     assert_eq!(
-        jsons(&resumed.history),
+        jsons(resumed.history()),
         [user("hello"), assistant("hi there")]
     );
 }
@@ -509,7 +509,7 @@ fn ghost_snapshots_are_dropped_from_lines_and_replacement_histories() {
     assert_eq!(rollout.report.ghost_snapshots, 3);
     assert!(rollout.report.skipped.is_empty());
     let resumed = rollout.resume(DEFAULT_TRUNCATION).expect("replays");
-    assert_eq!(jsons(&resumed.history), [user("a"), user("b"), user("c")]);
+    assert_eq!(jsons(resumed.history()), [user("a"), user("b"), user("c")]);
 }
 
 #[test]
@@ -530,7 +530,7 @@ fn crlf_line_endings_parse_because_cr_is_json_white_space() {
         (lines[0].len() + lines[1].len() + 6) as u64
     );
     let resumed = rollout.resume(DEFAULT_TRUNCATION).expect("replays");
-    assert_eq!(jsons(&resumed.history), [user("one"), assistant("two")]);
+    assert_eq!(jsons(resumed.history()), [user("one"), assistant("two")]);
     assert!(read_strict(&text).is_ok());
 }
 
@@ -609,15 +609,15 @@ fn a_rollout_cut_at_every_byte_offset_resumes_the_complete_lines() {
         }
         let resumed = result.unwrap_or_else(|error| panic!("cut {cut}: {error}"));
         assert_eq!(
-            resumed.history.entries(),
+            resumed.history().entries(),
             expected[complete].entries(),
             "cut at byte {cut}"
         );
         let mid_line = complete < lines.len() && cut as u64 > offsets[complete];
-        assert_eq!(resumed.report.torn_tail, mid_line, "cut at byte {cut}");
-        assert_eq!(resumed.report.malformed().count(), usize::from(mid_line));
+        assert_eq!(resumed.report().torn_tail, mid_line, "cut at byte {cut}");
+        assert_eq!(resumed.report().malformed().count(), usize::from(mid_line));
         if !mid_line {
-            resumed.history.assert_invariants();
+            resumed.history().assert_invariants();
         }
     }
 }

@@ -87,15 +87,15 @@ fn write_read_resume_is_exact_and_leaves_the_file_untouched() {
     );
     assert_eq!(first.thread_id(), thread("thread-rt"));
     let live: Vec<&str> = session.history().iter().map(|e| e.json()).collect();
-    let resumed: Vec<&str> = first.history.iter().map(|e| e.json()).collect();
+    let resumed: Vec<&str> = first.history().iter().map(|e| e.json()).collect();
     assert_eq!(resumed, live, "entries equal byte for byte");
-    assert_eq!(first.history.entries(), session.history().entries());
+    assert_eq!(first.history().entries(), session.history().entries());
     assert_eq!(
-        projection_bytes(&first.history),
-        projection_bytes(&second.history)
+        projection_bytes(first.history()),
+        projection_bytes(second.history())
     );
     assert_eq!(
-        projection_bytes(&first.history),
+        projection_bytes(first.history()),
         projection_bytes(session.history())
     );
     // Every line is one newline-terminated JSON object with the envelope keys in order.
@@ -204,7 +204,7 @@ fn a_sink_failing_after_n_writes_loses_nothing_durable() {
             let bytes = session.writer().sink().data.clone();
             let recovered = resume_bytes(bytes.as_slice(), policy);
             let recovered_json: Vec<String> = recovered
-                .history
+                .history()
                 .iter()
                 .map(|e| e.json().to_owned())
                 .collect();
@@ -248,8 +248,8 @@ fn a_failed_batch_is_written_once_on_the_next_attempt() {
     assert_eq!(writer.durable_lines(), 1);
     assert_eq!(writer.lines_appended(), 2);
     let torn = resume_bytes(writer.sink().data.as_slice(), DEFAULT_TRUNCATION);
-    assert!(torn.report.torn_tail, "half a line reached the sink");
-    assert!(torn.history.is_empty());
+    assert!(torn.report().torn_tail, "half a line reached the sink");
+    assert!(torn.history().is_empty());
 
     // The sink recovers; the writer stays usable and finishes the line, once.
     writer.sink_mut().budget = usize::MAX;
@@ -259,8 +259,8 @@ fn a_failed_batch_is_written_once_on_the_next_attempt() {
     assert_eq!(text.lines().count(), 2);
     assert_eq!(text.matches(r#""text":"one""#).count(), 1);
     let resumed = resume_bytes(text.as_bytes(), DEFAULT_TRUNCATION);
-    assert_eq!(resumed.history.len(), 1);
-    assert!(resumed.report.skipped.is_empty());
+    assert_eq!(resumed.history().len(), 1);
+    assert!(resumed.report().skipped.is_empty());
 }
 
 #[test]
@@ -321,7 +321,7 @@ fn compaction_keeps_recent_user_messages_within_budget_and_resumes_exactly() {
         .record_json(&user("after compaction"))
         .expect("recorded");
     let resumed = resume_path(&path, DEFAULT_TRUNCATION);
-    assert_eq!(resumed.history.entries(), session.history().entries());
+    assert_eq!(resumed.history().entries(), session.history().entries());
 
     let mut empty = History::new();
     empty.record_json(user("only")).expect("recorded");
@@ -386,7 +386,7 @@ fn fork_shares_structure_and_resumes_to_the_forked_history() {
     );
     let resumed = resume_path(&fork_path, DEFAULT_TRUNCATION);
     assert_eq!(resumed.thread_id(), thread("thread-fork"));
-    assert_eq!(resumed.history.entries(), fork.history().entries());
+    assert_eq!(resumed.history().entries(), fork.history().entries());
 
     // Forking past the last turn forks everything.
     let all = parent
@@ -423,13 +423,13 @@ fn resume_continues_appending_after_a_torn_tail() {
     let mut session = resumed.session;
     session.record_json(&user("two")).expect("recorded");
     let resumed = resume_path(&path, DEFAULT_TRUNCATION);
-    assert_eq!(resumed.history.entries(), session.history().entries());
-    assert_eq!(resumed.history.len(), 2);
+    assert_eq!(resumed.history().entries(), session.history().entries());
+    assert_eq!(resumed.history().len(), 2);
     assert!(
-        !resumed.report.torn_tail,
+        !resumed.report().torn_tail,
         "the torn line was ended; it is now a malformed middle line"
     );
-    assert_eq!(resumed.report.malformed().count(), 1);
+    assert_eq!(resumed.report().malformed().count(), 1);
 }
 
 /// A compaction made after a rollback survives resume (the rollback does not discard what
@@ -455,9 +455,9 @@ fn rollback_then_compaction_resumes_exactly() {
     session.rollback(1).expect("rolled back");
     session.record_json(&user("four")).expect("recorded");
     let resumed = resume_path(&path, DEFAULT_TRUNCATION);
-    assert_eq!(resumed.history.entries(), session.history().entries());
+    assert_eq!(resumed.history().entries(), session.history().entries());
     let texts: Vec<String> = resumed
-        .history
+        .history()
         .iter()
         .map(|e| {
             let value: serde_json::Value = serde_json::from_str(e.json()).expect("JSON");
@@ -543,8 +543,8 @@ mod round_trip_property {
             }
             let bytes = session.writer().sink().clone();
             let resumed = resume_bytes(bytes.as_slice(), DEFAULT_TRUNCATION);
-            prop_assert_eq!(resumed.history.entries(), session.history().entries(), "actions: {:?}", actions);
-            prop_assert_eq!(projection_bytes(&resumed.history), projection_bytes(session.history()));
+            prop_assert_eq!(resumed.history().entries(), session.history().entries(), "actions: {:?}", actions);
+            prop_assert_eq!(projection_bytes(resumed.history()), projection_bytes(session.history()));
         }
     }
 }
@@ -589,9 +589,9 @@ fn sessions_assign_missing_ids_that_survive_resume() {
         "the id follows the type"
     );
     let resumed = resume_path(&path, DEFAULT_TRUNCATION);
-    assert_eq!(resumed.history.entries(), session.history().entries());
+    assert_eq!(resumed.history().entries(), session.history().entries());
     let projection = resumed
-        .history
+        .history()
         .project(&ProjectionOptions::default())
         .expect("lenient");
     assert_eq!(projection.len(), 4);

@@ -102,9 +102,19 @@ fn a_snapshot_opens_to_the_resumed_history_without_copying_item_text() {
     let (_, path, resumed) = snapshot_of(dir.path(), small_rollout().as_bytes(), "small");
     assert!(is_snapshot(&path));
     let opened = open_snapshot(&path, SnapshotOptions::default()).expect("opens");
-    assert_eq!(Some(opened.header.rollout), resumed.covered);
-    assert_eq!(opened.header.rollout.lines, 8);
-    let state = &opened.state;
+    // What the writer said it wrote is what the file holds.
+    let again = dir.path().join("again.snap");
+    let written = resumed.write_snapshot(&again).expect("written");
+    assert_eq!(&written, opened.header());
+    assert_eq!(written.entry_count, resumed.history().len() as u64);
+    assert_eq!(written.history_version, resumed.history().version());
+    assert_eq!(
+        written.payload_digest,
+        blake3::hash(&std::fs::read(&path).expect("file")[4096..])
+    );
+    assert_eq!(Some(opened.header().rollout), resumed.covered());
+    assert_eq!(opened.header().rollout.lines, 8);
+    let state = &opened.state();
     assert_eq!(
         state.thread_id.map(|id| id.to_string()).as_deref(),
         Some(THREAD_ID)
@@ -116,28 +126,29 @@ fn a_snapshot_opens_to_the_resumed_history_without_copying_item_text() {
     assert!(state.ends_inside_turn);
     assert!(!state.legacy);
     assert_eq!(
-        opened.history, resumed.history,
+        opened.history(),
+        resumed.history(),
         "entries, version, policy and reference equal"
     );
     assert_eq!(
-        opened.history.reference_context_item(),
+        opened.history().reference_context_item(),
         Some(&serde_json::json!({"model":"m","cwd":"/w"}))
     );
     assert!(
-        opened.history.iter().all(|e| e.is_mapped()),
+        opened.history().iter().all(|e| e.is_mapped()),
         "no item text was copied"
     );
-    opened.history.assert_invariants();
+    opened.history().assert_invariants();
     // Same projection and request bytes as the original.
     let options = ProjectionOptions::default();
     assert_eq!(
         opened
-            .history
+            .history()
             .project(&options)
             .expect("lenient")
             .to_json_array(),
         resumed
-            .history
+            .history()
             .project(&options)
             .expect("lenient")
             .to_json_array()
@@ -145,12 +156,12 @@ fn a_snapshot_opens_to_the_resumed_history_without_copying_item_text() {
     let compiler = PromptCompiler::new(RequestSettings::default());
     assert_eq!(
         compiler
-            .compile(&opened.history, StepContext::default())
+            .compile(opened.history(), StepContext::default())
             .expect("ok")
             .body()
             .expect("body"),
         compiler
-            .compile(&resumed.history, StepContext::default())
+            .compile(resumed.history(), StepContext::default())
             .expect("ok")
             .body()
             .expect("body"),
@@ -163,7 +174,7 @@ fn a_mapped_history_is_fully_usable_after_the_file_is_replaced() {
     let (_, path, resumed) = snapshot_of(dir.path(), small_rollout().as_bytes(), "small");
     let mut opened = open_snapshot(&path, SnapshotOptions::default())
         .expect("opens")
-        .history;
+        .into_history();
     // Replacing the file (a snapshot of another rollout) does not disturb the mapped history.
     let other = format!("{}\n{}\n", meta_line(), item_line(&user("other")));
     let (_, other_path, _) = snapshot_of(dir.path(), other.as_bytes(), "other");
@@ -178,10 +189,10 @@ fn a_mapped_history_is_fully_usable_after_the_file_is_replaced() {
     opened.record_json(user("again")).expect("recorded");
     opened.drop_last_n_user_turns(1).expect("rolled back");
     opened.assert_invariants();
-    assert_eq!(opened.len(), resumed.history.len() + 1);
+    assert_eq!(opened.len(), resumed.history().len() + 1);
     assert_eq!(
         jsons(&fork),
-        jsons(&resumed.history),
+        jsons(resumed.history()),
         "the fork is untouched"
     );
     let projection = opened
@@ -215,7 +226,8 @@ fn every_truncation_and_every_changed_byte_is_an_error() {
         match open_snapshot(&damaged, SnapshotOptions::default()) {
             Err(_) => {}
             Ok(opened) => assert_eq!(
-                opened.history, resumed.history,
+                opened.history(),
+                resumed.history(),
                 "byte {at}: silently different"
             ),
         }
@@ -226,9 +238,9 @@ fn every_truncation_and_every_changed_byte_is_an_error() {
                 verify_digest: false,
             },
         ) {
-            opened.history.assert_invariants();
+            opened.history().assert_invariants();
             // A projection either succeeds or names the item it cannot read.
-            let _ = opened.history.project(&ProjectionOptions::default());
+            let _ = opened.history().project(&ProjectionOptions::default());
         }
     }
 }
@@ -285,18 +297,22 @@ fn golden_snapshot_v1_reads_and_rewrites_identically() {
         resumed.write_snapshot(&golden).expect("golden written");
     }
     let opened = open_snapshot(&golden, SnapshotOptions::default()).expect("golden opens");
-    assert_eq!(Some(opened.header.rollout), resumed.covered);
-    assert_eq!(opened.state.thread_id, Some(resumed.thread_id()));
+    assert_eq!(Some(opened.header().rollout), resumed.covered());
+    assert_eq!(opened.state().thread_id, Some(resumed.thread_id()));
     assert_eq!(
         opened
-            .state
+            .state()
             .previous_turn_settings
             .as_ref()
             .map(|raw| raw.get()),
-        resumed.previous_turn_settings.as_ref().map(|raw| raw.get())
+        resumed
+            .previous_turn_settings()
+            .as_ref()
+            .map(|raw| raw.get())
     );
-    assert_eq!(opened.state.ends_inside_turn, resumed.ends_inside_turn);
-    assert_eq!(opened.history.entries(), resumed.history.entries());
+    assert_eq!(opened.state().ends_inside_turn, resumed.ends_inside_turn());
+    assert_eq!(opened.state().legacy, resumed.report().legacy);
+    assert_eq!(opened.history().entries(), resumed.history().entries());
     let dir = temp_dir();
     let again = dir.path().join("again.snap");
     resumed.write_snapshot(&again).expect("written");
@@ -348,32 +364,33 @@ fn check_resume_equivalence(name: &str, text: &[u8]) -> usize {
             k + 1,
             from_snapshot.fallback_reason().map(ToString::to_string)
         );
-        assert_eq!(from_snapshot.history, full.history, "{context}");
+        assert_eq!(from_snapshot.history(), full.history(), "{context}");
         assert_eq!(
-            from_snapshot.history.reference_context_item(),
-            full.history.reference_context_item(),
+            from_snapshot.history().reference_context_item(),
+            full.history().reference_context_item(),
             "{context}"
         );
         assert_eq!(
             from_snapshot
-                .previous_turn_settings
+                .previous_turn_settings()
                 .as_ref()
                 .map(|raw| raw.get()),
-            full.previous_turn_settings.as_ref().map(|raw| raw.get()),
+            full.previous_turn_settings().as_ref().map(|raw| raw.get()),
             "{context}"
         );
         assert_eq!(from_snapshot.thread_id(), full.thread_id(), "{context}");
         assert_eq!(
-            from_snapshot.ends_inside_turn, full.ends_inside_turn,
+            from_snapshot.ends_inside_turn(),
+            full.ends_inside_turn(),
             "{context}"
         );
         if from_snapshot.used_snapshot() {
             used += 1;
             assert!(
                 from_snapshot
-                    .history
+                    .history()
                     .iter()
-                    .take(prefix.history.len())
+                    .take(prefix.history().len())
                     .all(|e| e.is_mapped()),
                 "{context}"
             );
@@ -381,8 +398,16 @@ fn check_resume_equivalence(name: &str, text: &[u8]) -> usize {
         let ready_from_snapshot =
             resume_file(&rollout_path, &ready.clone().with_snapshot(&snapshot_path))
                 .expect("resumes");
-        assert_eq!(ready_from_snapshot.covered, full_ready.covered, "{context}");
-        assert_eq!(ready_from_snapshot.history, full_ready.history, "{context}");
+        assert_eq!(
+            ready_from_snapshot.covered(),
+            full_ready.covered(),
+            "{context}"
+        );
+        assert_eq!(
+            ready_from_snapshot.history(),
+            full_ready.history(),
+            "{context}"
+        );
     }
     used
 }
@@ -483,7 +508,7 @@ fn a_rewritten_rollout_or_another_policy_falls_back_to_a_full_resume() {
     let used = resume_with(&rollout_path, &snapshot_path, DEFAULT_TRUNCATION);
     assert!(used.used_snapshot());
     assert!(matches!(
-        used.source,
+        used.source(),
         ResumeSource::Snapshot { covered } if covered.lines == 2
     ));
     // The rollout is replaced by another session's.
@@ -500,7 +525,7 @@ fn a_rewritten_rollout_or_another_policy_falls_back_to_a_full_resume() {
             Some(FallbackReason::PrefixChanged)
         ),
         "{:?}",
-        fallback.source
+        fallback.source()
     );
     assert_eq!(
         fallback.fallback_reason().expect("falls back").to_string(),
@@ -517,9 +542,9 @@ fn a_rewritten_rollout_or_another_policy_falls_back_to_a_full_resume() {
                 if *rollout_bytes == first_line as u64 && *covered_bytes == text.len() as u64
         ),
         "{:?}",
-        fallback.source
+        fallback.source()
     );
-    assert!(fallback.history.is_empty());
+    assert!(fallback.history().is_empty());
     // Another truncation policy.
     std::fs::write(&rollout_path, &text).expect("write");
     let policy = TruncationPolicy::Bytes(100);
@@ -530,9 +555,9 @@ fn a_rewritten_rollout_or_another_policy_falls_back_to_a_full_resume() {
             Some(FallbackReason::TruncationMismatch { requested, .. }) if *requested == policy
         ),
         "{:?}",
-        fallback.source
+        fallback.source()
     );
-    assert_eq!(fallback.history.truncation(), policy);
+    assert_eq!(fallback.history().truncation(), policy);
 }
 
 #[test]
@@ -575,11 +600,11 @@ fn a_later_line_that_could_change_the_prefix_falls_back() {
                 Some(FallbackReason::LaterLine { line: 4, what: found }) if *found == what
             ),
             "{what:?}: {:?}",
-            resumed.source
+            resumed.source()
         );
         assert_eq!(
-            resumed.history,
-            common::resume_path(&rollout_path, DEFAULT_TRUNCATION).history
+            resumed.history(),
+            common::resume_path(&rollout_path, DEFAULT_TRUNCATION).history()
         );
     }
 }
@@ -603,7 +628,7 @@ fn strict_reading_and_streams_do_not_use_a_snapshot_and_say_why() {
         resumed.fallback_reason(),
         Some(FallbackReason::NotAFile)
     ));
-    assert_eq!(resumed.history.len(), 1);
+    assert_eq!(resumed.history().len(), 1);
     // A snapshot that is not there: the full resume, with the open error as the reason.
     let missing = ResumeOptions::new(DEFAULT_TRUNCATION).with_snapshot(dir.path().join("none"));
     let resumed = resume_file(&rollout_path, &missing).expect("resumes");
@@ -635,10 +660,10 @@ fn a_prefix_that_does_not_end_at_a_line_boundary_falls_back() {
             Some(FallbackReason::NotAtLineBoundary)
         ),
         "{:?}",
-        result.source
+        result.source()
     );
     let full = common::resume_path(&rollout_path, DEFAULT_TRUNCATION);
-    assert_eq!(result.history, full.history);
+    assert_eq!(result.history(), full.history());
 }
 
 #[test]
@@ -654,10 +679,10 @@ fn a_snapshot_that_covers_no_session_meta_falls_back() {
             Some(FallbackReason::NoSessionMeta)
         ),
         "{:?}",
-        result.source
+        result.source()
     );
     let full = common::resume_path(&rollout_path, DEFAULT_TRUNCATION);
-    assert_eq!(result.history, full.history);
+    assert_eq!(result.history(), full.history());
     assert_eq!(result.thread_id(), full.thread_id());
 }
 
@@ -665,7 +690,7 @@ fn a_snapshot_that_covers_no_session_meta_falls_back() {
 fn a_snapshot_needs_a_resume_that_recorded_its_prefix() {
     let dir = temp_dir();
     let resumed = common::resume_path(&example("interrupted.jsonl"), DEFAULT_TRUNCATION);
-    assert_eq!(resumed.covered, None);
+    assert_eq!(resumed.covered(), None);
     let error = resumed
         .write_snapshot(dir.path().join("s.snap"))
         .expect_err("no covered prefix");
@@ -683,21 +708,38 @@ fn a_snapshot_ready_resume_leaves_a_line_still_being_written_for_later() {
     let path = dir.path().join("r.jsonl");
     std::fs::write(&path, &text).expect("write");
     let ready = resume_file(&path, &ResumeOptions::default().snapshot_ready()).expect("resumes");
-    let covered = ready.covered.expect("covered");
+    let covered = ready.covered().expect("covered");
     assert_eq!((covered.lines, covered.bytes), (2, complete.len() as u64));
     assert_eq!(covered.digest, blake3::hash(complete.as_bytes()));
-    assert_eq!(ready.history.len(), 1);
+    assert_eq!(ready.history().len(), 1);
     assert_eq!(
-        common::resume_path(&path, DEFAULT_TRUNCATION).history.len(),
+        common::resume_path(&path, DEFAULT_TRUNCATION)
+            .history()
+            .len(),
         2
+    );
+    // A file whose only line is unfinished has nothing to cover, and says so.
+    let unfinished = dir.path().join("unfinished.jsonl");
+    std::fs::write(&unfinished, meta_line()).expect("write");
+    let error = resume_file(&unfinished, &ResumeOptions::default().snapshot_ready())
+        .expect_err("nothing complete");
+    assert!(
+        matches!(error, agent_history::RolloutError::NoCompleteLine { bytes, .. } if bytes == meta_line().len() as u64),
+        "{error:?}"
+    );
+    assert_eq!(
+        common::resume_path(&unfinished, DEFAULT_TRUNCATION)
+            .history()
+            .len(),
+        0
     );
     // The snapshot stands for the complete lines; the rest is replayed.
     let snapshot = dir.path().join("r.snap");
     ready.write_snapshot(&snapshot).expect("written");
     std::fs::write(&path, format!("{text}\n")).expect("the line is finished");
     let resumed = resume_with(&path, &snapshot, DEFAULT_TRUNCATION);
-    assert!(resumed.used_snapshot(), "{:?}", resumed.source);
-    assert_eq!(resumed.history.len(), 2);
+    assert!(resumed.used_snapshot(), "{:?}", resumed.source());
+    assert_eq!(resumed.history().len(), 2);
     assert_eq!(resumed.entry_line(0), None, "from the snapshot");
     assert_eq!(resumed.entry_line(1), Some(3));
 }
@@ -735,12 +777,14 @@ fn a_session_writes_its_snapshot_and_resumes_through_it() {
         resumed.source
     );
     let full = common::resume_path(&path, DEFAULT_TRUNCATION);
-    assert_eq!(resumed.session.history(), &full.history);
+    assert_eq!(resumed.session.history(), full.history());
     assert_eq!(resumed.session.thread_id(), thread("s"));
     let mut session = resumed.session;
     session.record_json(&user("four")).expect("appends");
     assert_eq!(
-        common::resume_path(&path, DEFAULT_TRUNCATION).history.len(),
+        common::resume_path(&path, DEFAULT_TRUNCATION)
+            .history()
+            .len(),
         session.history().len()
     );
 }
@@ -756,7 +800,7 @@ fn a_crafted_entry_that_does_not_parse_is_an_error_not_an_unstripped_image() {
     craft_payload(&snapshot, br#"{"type":"message""#, br#"["type","message""#);
     let opened = open_snapshot(&snapshot, SnapshotOptions::default()).expect("opens");
     let error = opened
-        .history
+        .history()
         .project(&ProjectionOptions::for_modalities(
             agent_history::Modalities::TEXT,
         ))
@@ -771,7 +815,7 @@ fn a_crafted_entry_that_does_not_parse_is_an_error_not_an_unstripped_image() {
     // A model that takes images gets the item as it is: nothing needs reading.
     assert!(
         opened
-            .history
+            .history()
             .project(&ProjectionOptions::default())
             .is_ok()
     );

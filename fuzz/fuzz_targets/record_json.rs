@@ -22,7 +22,7 @@ fuzz_target!(|data: &[u8]| {
 
     // Bytes without a session_meta line are a typed error, not a panic.
     if let Ok(resumed) = resume_reader(data, READER_LABEL, &ResumeOptions::default()) {
-        resumed.history.assert_invariants();
-        let _ = resumed.history.project(&options.strict());
+        resumed.history().assert_invariants();
+        let _ = resumed.history().project(&options.strict());
     }
 });

@@ -41,10 +41,10 @@ fuzz_target!(|data: &[u8]| {
     file.extend_from_slice(data);
     std::fs::write(&path, &file).expect("write");
     if let Ok(opened) = open_snapshot(&path, SnapshotOptions::default()) {
-        opened.history.assert_invariants();
+        opened.history().assert_invariants();
         // A projection either succeeds or names the item it cannot read.
-        let _ = opened.history.project(&ProjectionOptions::default());
-        for entry in opened.history.iter() {
+        let _ = opened.history().project(&ProjectionOptions::default());
+        for entry in opened.history().iter() {
             let _ = entry.json().len();
         }
     }

@@ -17,7 +17,7 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 
 use crate::item::{
-    Entry, ItemError, ItemKind, OutputPayload, Pairing, ResponseItem, Role, TurnRole,
+    Entry, ItemError, ItemKind, OutputBody, Pairing, ResponseItem, Role, TurnRole,
     approx_token_count, parse_item, turn_role,
 };
 
@@ -237,7 +237,7 @@ impl History {
             return Ok(Recorded::Filtered(reason));
         }
         let entry = Entry::from_item(item)?;
-        self.store(entry, Some(item))
+        self.store(entry, OutputBody::of(item))
     }
 
     /// Records an item given as JSON text, which is kept verbatim unless truncation rewrites the
@@ -253,7 +253,7 @@ impl History {
             return Ok(Recorded::Filtered(reason));
         }
         let entry = Entry::from_parts(json, &item)?;
-        self.store(entry, Some(&item))
+        self.store(entry, OutputBody::of(&item))
     }
 
     /// Records `entry`, built from `item` (for callers that have both): the record filter,
@@ -266,23 +266,33 @@ impl History {
         if let Some(reason) = History::record_filter(item) {
             return Ok(Recorded::Filtered(reason));
         }
-        self.store(entry, Some(item))
+        self.store(entry, OutputBody::of(item))
     }
 
-    /// Records an entry that is already built (read from a rollout line, or made with
-    /// [`Entry::from_json`]): the same record filter and truncation as [`History::record_json`],
-    /// without parsing the text again — except a tool output whose text may exceed the truncation
-    /// budget, which is parsed to be truncated.
+    /// Records an entry that is already built (made with [`Entry::from_json`], say): the same
+    /// record filter and truncation as [`History::record_json`], without building the item again.
+    /// A tool output's text is read to see whether truncation must cut it, and parsed when it
+    /// must.
     ///
     /// # Errors
     ///
     /// [`ItemError::InvalidJson`] when an output that must be truncated does not parse (an entry
     /// from a crafted snapshot, see [`Entry::to_item`]).
     pub fn record_entry(&mut self, entry: Entry) -> Result<Recorded, ItemError> {
+        self.record_entry_with(entry, OutputBody::Unknown)
+    }
+
+    /// [`History::record_entry`] with what the caller knows of a tool output's body (the rollout
+    /// reader knows it from the item it built): a body within budget is then not read again.
+    pub(crate) fn record_entry_with(
+        &mut self,
+        entry: Entry,
+        output: OutputBody,
+    ) -> Result<Recorded, ItemError> {
         if entry.kind() == ItemKind::Message && entry.role() == Some(Role::System) {
             return Ok(Recorded::Filtered(FilterReason::SystemMessage));
         }
-        self.store(entry, None)
+        self.store(entry, output)
     }
 
     /// Records every item of an iterator of JSON texts, stopping at the first error.
@@ -301,10 +311,10 @@ impl History {
         Ok(())
     }
 
-    /// Truncates and appends an entry that passed the record filter; `item` is its typed form
-    /// when the caller has it.
-    fn store(&mut self, entry: Entry, item: Option<&ResponseItem>) -> Result<Recorded, ItemError> {
-        let (entry, truncated) = self.truncate_output(entry, item)?;
+    /// Truncates and appends an entry that passed the record filter; `output` is what is known of
+    /// its tool-output body.
+    fn store(&mut self, entry: Entry, output: OutputBody) -> Result<Recorded, ItemError> {
+        let (entry, truncated) = self.truncate_output(entry, output)?;
         Ok(Recorded::Stored {
             position: self.push(entry),
             truncated,
@@ -326,7 +336,7 @@ impl History {
     fn truncate_output(
         &self,
         entry: Entry,
-        item: Option<&ResponseItem>,
+        output: OutputBody,
     ) -> Result<(Entry, bool), ItemError> {
         if !matches!(
             entry.kind(),
@@ -337,12 +347,14 @@ impl History {
         let policy = self.truncation.with_serialization_allowance();
         let budget = policy.byte_budget();
         // Fast path: a string body within budget is left alone by `truncate_text`, so the common
-        // case needs no second parse. Without the typed item, the whole JSON within budget bounds
-        // the string's length.
-        let short_text = match item {
-            Some(ResponseItem::FunctionCallOutput(output)) => short_text(&output.output, budget),
-            Some(ResponseItem::CustomToolCallOutput(output)) => short_text(&output.output, budget),
-            _ => entry.byte_len() <= budget && output_is_text(entry.json()),
+        // case needs no second parse. When the body is not known, the whole JSON within budget
+        // bounds the string's length.
+        let short_text = match output {
+            OutputBody::Text { bytes } => bytes <= budget,
+            OutputBody::Parts => false,
+            OutputBody::Unknown | OutputBody::None => {
+                entry.byte_len() <= budget && output_is_text(entry.json())
+            }
         };
         if short_text {
             return Ok((entry, false));
@@ -513,11 +525,6 @@ impl History {
             );
         }
     }
-}
-
-/// Whether a tool output's body is a string within `budget` bytes (which truncation keeps).
-fn short_text(output: &OutputPayload, budget: usize) -> bool {
-    matches!(output, OutputPayload::Text(text) if text.len() <= budget)
 }
 
 /// Whether a tool output's `output` is a JSON string, read without building the item.

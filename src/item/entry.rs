@@ -403,6 +403,35 @@ fn output_flags(output: &OutputPayload) -> EntryFlags {
     }
 }
 
+/// What recording needs to know of a tool output's body — known when the typed item is at hand,
+/// so that record-time truncation parses the text again only when it may have to cut it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum OutputBody {
+    /// Not known (an entry built elsewhere): truncation looks at the text.
+    Unknown,
+    /// Not a tool output with a body truncation reads.
+    None,
+    /// A string body of this many bytes.
+    Text { bytes: usize },
+    /// An array of parts.
+    Parts,
+}
+
+impl OutputBody {
+    /// The body of `item`, if it is a `function_call_output` or a `custom_tool_call_output`.
+    pub(crate) fn of(item: &ResponseItem) -> OutputBody {
+        let output = match item {
+            ResponseItem::FunctionCallOutput(output) => &output.output,
+            ResponseItem::CustomToolCallOutput(output) => &output.output,
+            _ => return OutputBody::None,
+        };
+        match output {
+            OutputPayload::Text(text) => OutputBody::Text { bytes: text.len() },
+            OutputPayload::ContentItems(_) => OutputBody::Parts,
+        }
+    }
+}
+
 /// Parses item JSON into the typed model, naming the declared `type` on failure.
 ///
 /// Only a JSON object is an item: serde would also read an internally tagged enum from an array

@@ -13,7 +13,7 @@ mod model;
 mod turn;
 
 pub use entry::{Entry, EntryFlags};
-pub(crate) use entry::{Payload, parse_item};
+pub(crate) use entry::{OutputBody, Payload, parse_item};
 pub use error::ItemError;
 pub(crate) use error::with_sources;
 pub(crate) use estimate::tokens_for_bytes;

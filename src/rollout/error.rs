@@ -29,6 +29,15 @@ pub enum RolloutError {
         /// The file.
         path: PathBuf,
     },
+    /// Reading only complete lines (for a snapshot), the file has none: all it holds is a first
+    /// line still being written.
+    #[error("{} has no complete line yet: its {bytes} byte(s) have no newline", path.display())]
+    NoCompleteLine {
+        /// The file.
+        path: PathBuf,
+        /// The bytes of the unfinished line.
+        bytes: u64,
+    },
     /// No line of the file is a usable `session_meta` line, so it is not a Codex rollout.
     #[error(
         "{} is not a Codex rollout: no usable `session_meta` line among its {lines} line(s){}",
@@ -63,13 +72,13 @@ pub enum RolloutError {
         /// It is the last line, without `\n`: a write cut short.
         torn_tail: bool,
     },
-    /// Replaying a line onto the history failed: an item too large to store, or an entry of a
-    /// snapshot crafted to hold text its writer never parsed.
+    /// Replaying a line onto the history failed. Lines are checked when they are read, so in
+    /// practice this is a legacy compaction whose summary is too large to store.
     #[error("{}: line {line} cannot be replayed", path.display())]
     Replay {
         /// The file.
         path: PathBuf,
-        /// 1-based line number (0 for an entry taken from a snapshot).
+        /// 1-based line number.
         line: u64,
         /// Why.
         #[source]

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use serde_json::value::RawValue;
 
-use crate::item::{Entry, ThreadId, TurnId};
+use crate::item::{Entry, OutputBody, ThreadId, TurnId};
 
 /// The rollout item type of a line: the envelope's `type`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -84,7 +84,7 @@ impl RolloutLine {
     /// the bare session meta) is its own payload.
     pub fn payload_json(&self) -> &str {
         match &self.content {
-            LineContent::Item(entry) => entry.json(),
+            LineContent::Item { entry, .. } => entry.json(),
             LineContent::Payload { raw, .. } => raw.get(),
         }
     }
@@ -92,7 +92,7 @@ impl RolloutLine {
     /// The item of a `response_item` line, as the reader built it.
     pub fn item(&self) -> Option<&Entry> {
         match &self.content {
-            LineContent::Item(entry) => Some(entry),
+            LineContent::Item { entry, .. } => Some(entry),
             LineContent::Payload { .. } => None,
         }
     }
@@ -100,7 +100,7 @@ impl RolloutLine {
     /// What resume reads from the line.
     pub(crate) fn facts(&self) -> &Facts {
         match &self.content {
-            LineContent::Item(_) => &Facts::None,
+            LineContent::Item { .. } => &Facts::None,
             LineContent::Payload { facts, .. } => facts,
         }
     }
@@ -115,8 +115,9 @@ impl RolloutLine {
 /// What the reader read from a usable line.
 #[derive(Debug, Clone)]
 pub(crate) enum LineContent {
-    /// A `response_item`: the entry keeps the payload's text verbatim.
-    Item(Entry),
+    /// A `response_item`: the entry keeps the payload's text verbatim; `output` is what the item
+    /// showed of a tool output's body, so that replaying it does not read the text again.
+    Item { entry: Entry, output: OutputBody },
     /// Any other line: the payload's text and what resume needs from it.
     Payload { raw: Box<RawValue>, facts: Facts },
 }

@@ -26,7 +26,8 @@ pub use line::{LineKind, RolloutLine, SessionMeta};
 pub use reader::{READER_LABEL, Rollout};
 pub use report::{LoadReport, ReadMode, SkipReason, SkippedLine};
 pub use resume::{
-    FallbackReason, LaterLine, ResumeOptions, ResumeSource, Resumed, resume_file, resume_reader,
+    Compactions, FallbackReason, LaterLine, ResumeOptions, ResumeSource, Resumed, resume_file,
+    resume_reader,
 };
 pub use sink::{FileSink, RolloutSink};
 pub use writer::{Durability, RolloutWriter};

@@ -67,7 +67,7 @@ pub const READER_LABEL: &str = "<reader>";
 /// assert_eq!(rollout.report.skipped[0].line, 3);
 ///
 /// let resumed = rollout.resume(DEFAULT_TRUNCATION)?;
-/// assert_eq!(resumed.history.len(), 1);
+/// assert_eq!(resumed.history().len(), 1);
 /// # Ok::<(), agent_history::RolloutError>(())
 /// ```
 #[derive(Debug, Clone)]
@@ -233,6 +233,7 @@ pub(super) fn read_lines(
         state_lines: 0,
         visit,
         non_blank: false,
+        unfinished: 0,
     };
     let mut reader = BufReader::new(reader);
     let mut buffer = Vec::new();
@@ -250,6 +251,9 @@ pub(super) fn read_lines(
         }
         let terminated = buffer.last() == Some(&b'\n');
         if complete_lines_only && !terminated {
+            if buffer.iter().any(|byte| !byte.is_ascii_whitespace()) {
+                state.unfinished = read as u64;
+            }
             break;
         }
         if let Some(hasher) = hasher.as_deref_mut() {
@@ -287,6 +291,8 @@ struct ReadState<'v> {
     state_lines: u64,
     visit: &'v mut dyn FnMut(RolloutLine),
     non_blank: bool,
+    /// Bytes of a last line left unread because it has no `\n` yet (complete lines only).
+    unfinished: u64,
 }
 
 impl ReadState<'_> {
@@ -373,7 +379,14 @@ impl ReadState<'_> {
     /// The load report; for a whole file, the checks that concern the file as a whole.
     fn finish(self, whole_file: bool) -> Result<LoadReport, RolloutError> {
         if whole_file && !self.non_blank {
-            return Err(RolloutError::Empty { path: self.path });
+            return Err(if self.unfinished > 0 {
+                RolloutError::NoCompleteLine {
+                    path: self.path,
+                    bytes: self.unfinished,
+                }
+            } else {
+                RolloutError::Empty { path: self.path }
+            });
         }
         let Some(thread_id) = self.thread_id else {
             return Err(RolloutError::NoSessionMeta {

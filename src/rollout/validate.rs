@@ -15,7 +15,7 @@ use serde::Deserialize;
 use serde_json::Value;
 use serde_json::value::RawValue;
 
-use crate::item::{Entry, ItemKind, ThreadId, TurnId, with_sources};
+use crate::item::{Entry, ItemKind, OutputBody, ThreadId, TurnId, parse_item, with_sources};
 
 use super::line::{CompactedPayload, Event, Facts, LineContent, LineKind};
 use super::report::SkipReason;
@@ -117,9 +117,9 @@ pub(super) fn parse_envelope(text: &str) -> Result<Parsed, SkipReason> {
         }
         LineKind::ResponseItem => {
             return Ok(match item_entry(raw.get())? {
-                Some(entry) => Parsed::Line {
+                Some((entry, output)) => Parsed::Line {
                     kind,
-                    content: LineContent::Item(entry),
+                    content: LineContent::Item { entry, output },
                     ghost_snapshots: 0,
                 },
                 None => Parsed::Ignored(Ignored::GhostSnapshot),
@@ -159,9 +159,9 @@ pub(super) fn parse_legacy(text: &str) -> Result<Parsed, SkipReason> {
         return Ok(Parsed::Ignored(Ignored::StateLine));
     }
     Ok(match item_entry(value.get())? {
-        Some(entry) => Parsed::Line {
+        Some((entry, output)) => Parsed::Line {
             kind: LineKind::ResponseItem,
-            content: LineContent::Item(entry),
+            content: LineContent::Item { entry, output },
             ghost_snapshots: 0,
         },
         None => Parsed::Ignored(Ignored::GhostSnapshot),
@@ -193,15 +193,19 @@ fn expect_object(payload: &str, kind: &str) -> Result<(), String> {
     }
 }
 
-/// Builds the entry of an item, once; `None` for a legacy `ghost_snapshot`, which is dropped.
-fn item_entry(json: &str) -> Result<Option<Entry>, SkipReason> {
-    let entry =
-        Entry::from_json(json).map_err(|error| SkipReason::InvalidItem(with_sources(&error)))?;
+/// An item, parsed once into its entry and what it shows of a tool output's body (so that
+/// replaying it does not read the text again); `None` for a legacy `ghost_snapshot`, which is
+/// dropped.
+fn item_entry(json: &str) -> Result<Option<(Entry, OutputBody)>, SkipReason> {
+    let invalid = |error| SkipReason::InvalidItem(with_sources(&error));
+    let item = parse_item(json).map_err(invalid)?;
+    let output = OutputBody::of(&item);
+    let entry = Entry::from_parts(json.into(), &item).map_err(invalid)?;
     // `ghost_snapshot` is not a type this library models, so only unknown items need a look.
     if entry.kind() == ItemKind::Unknown && is_ghost_snapshot(json) {
         return Ok(None);
     }
-    Ok(Some(entry))
+    Ok(Some((entry, output)))
 }
 
 fn is_ghost_snapshot(json: &str) -> bool {
@@ -244,7 +248,7 @@ fn parse_compacted(payload: &str) -> Result<(CompactedPayload, u64), SkipReason>
             let mut entries = Vec::with_capacity(items.len());
             for (position, item) in items.iter().enumerate() {
                 match item_entry(item.get()) {
-                    Ok(Some(entry)) => entries.push(entry),
+                    Ok(Some((entry, _))) => entries.push(entry),
                     Ok(None) => ghost_snapshots += 1,
                     Err(SkipReason::InvalidItem(why)) => {
                         return Err(SkipReason::InvalidItem(format!(
@@ -264,31 +268,27 @@ fn parse_compacted(payload: &str) -> Result<(CompactedPayload, u64), SkipReason>
     Ok((compacted, ghost_snapshots))
 }
 
-/// Parses an `event_msg` payload: an object with a string `type`; the events resume reads must
-/// have their fields.
+/// Parses an `event_msg` payload, in one pass: an object with a string `type`; the events resume
+/// reads must have their fields (a turn event's `turn_id`, when present and not `null`, is a
+/// string; a rollback has a whole `num_turns`).
 fn parse_event(payload: &str) -> Result<Event, String> {
     #[derive(Deserialize)]
-    struct EventType<'a> {
+    struct Fields<'a> {
         #[serde(rename = "type", borrow)]
         kind: Cow<'a, str>,
-    }
-    #[derive(Deserialize)]
-    struct TurnEvent {
-        #[serde(default)]
-        turn_id: Option<TurnId>,
-    }
-    #[derive(Deserialize)]
-    struct RolledBack {
-        num_turns: u64,
+        #[serde(borrow, default)]
+        turn_id: Option<&'a RawValue>,
+        #[serde(borrow, default)]
+        num_turns: Option<&'a RawValue>,
     }
     expect_object(payload, "event_msg")?;
-    let head: EventType<'_> =
+    let fields: Fields<'_> =
         serde_json::from_str(payload).map_err(|error| format!("event_msg: {error}"))?;
-    let kind = head.kind.as_ref();
-    let turn_id = || {
-        serde_json::from_str::<TurnEvent>(payload)
-            .map(|event| event.turn_id)
-            .map_err(|error| format!("{kind}: {error}"))
+    let kind = fields.kind.as_ref();
+    let turn_id = || match fields.turn_id {
+        None => Ok(None),
+        Some(raw) => serde_json::from_str::<Option<TurnId>>(raw.get())
+            .map_err(|error| format!("{kind}: `turn_id`: {error}")),
     };
     Ok(match kind {
         "turn_started" => Event::TurnStarted {
@@ -298,11 +298,14 @@ fn parse_event(payload: &str) -> Result<Event, String> {
             turn_id: turn_id()?,
         },
         "user_message" => Event::UserMessage,
-        "thread_rolled_back" => Event::ThreadRolledBack {
-            num_turns: serde_json::from_str::<RolledBack>(payload)
-                .map_err(|error| format!("{kind}: {error}"))?
-                .num_turns,
-        },
+        "thread_rolled_back" => {
+            let raw = fields
+                .num_turns
+                .ok_or_else(|| format!("{kind}: missing field `num_turns`"))?;
+            let num_turns = serde_json::from_str::<u64>(raw.get())
+                .map_err(|error| format!("{kind}: `num_turns`: {error}"))?;
+            Event::ThreadRolledBack { num_turns }
+        }
         _ => Event::Other,
     })
 }

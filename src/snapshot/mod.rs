@@ -57,20 +57,47 @@ impl PrefixState {
     }
 }
 
-/// An opened snapshot.
+/// An opened snapshot. Its parts are read through methods: what it writes back
+/// ([`Snapshot::write`]) is what the file held.
 #[derive(Debug, Clone)]
 pub struct Snapshot {
-    /// The history; its entries' JSON lies in the mapped file.
-    pub history: History,
-    /// The decoded header (rollout position, digests, counts).
-    pub header: SnapshotHeader,
-    /// The resume state recorded with the history.
-    pub state: PrefixState,
-    /// Whether the payload digest was checked.
-    pub verified: bool,
+    history: History,
+    header: SnapshotHeader,
+    state: PrefixState,
+    verified: bool,
 }
 
 impl Snapshot {
+    /// The history; its entries' JSON lies in the mapped file.
+    pub fn history(&self) -> &History {
+        &self.history
+    }
+
+    /// The history, taken out (the map lives as long as an entry refers to it).
+    pub fn into_history(self) -> History {
+        self.history
+    }
+
+    /// The decoded header (rollout position, digests, counts).
+    pub fn header(&self) -> &SnapshotHeader {
+        &self.header
+    }
+
+    /// The resume state recorded with the history.
+    pub fn state(&self) -> &PrefixState {
+        &self.state
+    }
+
+    /// Whether the payload digest was checked.
+    pub fn verified(&self) -> bool {
+        self.verified
+    }
+
+    /// The history and the resume state, taken out (the rollout layer's snapshot path).
+    pub(crate) fn into_parts(self) -> (History, SnapshotHeader, PrefixState) {
+        (self.history, self.header, self.state)
+    }
+
     /// Writes this snapshot to `path` (a copy that stands for the same rollout prefix), replacing
     /// any file there atomically: a temporary file in the same directory, `sync_data`, `rename`,
     /// and a sync of the directory. A file that is mapped elsewhere is never modified.

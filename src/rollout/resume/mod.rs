@@ -190,39 +190,79 @@ impl fmt::Display for FallbackReason {
 }
 
 /// The outcome of resuming a rollout, however it was resumed ([`ResumeSource`]).
+///
+/// Its fields are read through methods: what a snapshot written from it
+/// ([`Resumed::write_snapshot`]) stores must be what resume produced, so nothing here can be
+/// replaced from outside. [`Resumed::into_history`] takes the history out.
 #[derive(Debug)]
 pub struct Resumed {
-    /// The rebuilt history; its reference context item is the one resume settled on (`None` when
-    /// never set, cleared by a compaction, or after a legacy compaction was rebuilt — then the
-    /// next turn re-injects full context).
-    pub history: History,
-    /// What the reader found in the lines it read: the whole file, or after a snapshot the lines
-    /// after the prefix it covers.
-    pub report: LoadReport,
-    /// The previous turn's settings: the raw payload of the newest `turn_context` of a kept user
-    /// turn.
-    pub previous_turn_settings: Option<Box<RawValue>>,
-    /// The rollout ends inside a turn (a `turn_started` without its end).
-    pub ends_inside_turn: bool,
+    pub(crate) history: History,
+    pub(crate) report: LoadReport,
+    pub(crate) previous_turn_settings: Option<Box<RawValue>>,
+    pub(crate) ends_inside_turn: bool,
+    pub(crate) compactions: Option<Compactions>,
+    pub(crate) source: ResumeSource,
+    pub(crate) covered: Option<RolloutPosition>,
+    /// For each entry, the 1-based number of its line (0 when unknown).
+    pub(crate) entry_lines: Vec<u64>,
+}
+
+/// What the lines read said about compactions. A resume through a snapshot does not read the
+/// lines the snapshot covers, so it has none of these ([`Resumed::compactions`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Compactions {
     /// The line number of the `compacted` line the history was rebuilt from, if any.
     pub base: Option<u64>,
-    /// Number of `compacted` lines among the lines read (Codex's fallback window number).
-    pub compacted_lines: u64,
+    /// Number of `compacted` lines in the file (Codex's fallback window number).
+    pub lines: u64,
     /// A `compacted` line without replacement history was rebuilt by local compaction.
-    pub legacy_compaction: bool,
-    /// How the history was resumed.
-    pub source: ResumeSource,
-    /// The rollout prefix the history stands for, when resumed with
-    /// [`ResumeOptions::snapshot_ready`].
-    pub covered: Option<RolloutPosition>,
-    /// For each entry, the 1-based number of its line (0 when unknown).
-    entry_lines: Vec<u64>,
+    pub legacy_rebuilt: bool,
 }
 
 impl Resumed {
+    /// The rebuilt history; its reference context item is the one resume settled on (`None` when
+    /// never set, cleared by a compaction, or after a legacy compaction was rebuilt — then the
+    /// next turn re-injects full context).
+    pub fn history(&self) -> &History {
+        &self.history
+    }
+
+    /// The rebuilt history, taken out.
+    pub fn into_history(self) -> History {
+        self.history
+    }
+
+    /// What the reader found in the lines it read: the whole file, or after a snapshot the lines
+    /// after the prefix it covers.
+    pub fn report(&self) -> &LoadReport {
+        &self.report
+    }
+
     /// The thread id: the `id` of the rollout's first `session_meta` line.
     pub fn thread_id(&self) -> ThreadId {
         self.report.thread_id
+    }
+
+    /// The previous turn's settings: the raw payload of the newest `turn_context` of a kept user
+    /// turn.
+    pub fn previous_turn_settings(&self) -> Option<&RawValue> {
+        self.previous_turn_settings.as_deref()
+    }
+
+    /// Whether the rollout ends inside a turn (a `turn_started` without its end).
+    pub fn ends_inside_turn(&self) -> bool {
+        self.ends_inside_turn
+    }
+
+    /// What the file's `compacted` lines were, when every line was read (`None` after a snapshot
+    /// stood for the prefix: its lines were not read).
+    pub fn compactions(&self) -> Option<&Compactions> {
+        self.compactions.as_ref()
+    }
+
+    /// How the history was resumed.
+    pub fn source(&self) -> &ResumeSource {
+        &self.source
     }
 
     /// Whether a snapshot stood for the rollout's prefix.
@@ -236,6 +276,12 @@ impl Resumed {
             ResumeSource::Fallback(reason) => Some(reason),
             ResumeSource::Rollout | ResumeSource::Snapshot { .. } => None,
         }
+    }
+
+    /// The rollout prefix the history stands for, when resumed with
+    /// [`ResumeOptions::snapshot_ready`].
+    pub fn covered(&self) -> Option<RolloutPosition> {
+        self.covered
     }
 
     /// The 1-based number of the line the entry at `position` comes from (the `compacted` line
@@ -405,9 +451,11 @@ impl Rollout {
             report: self.report.clone(),
             previous_turn_settings: scan.settings.map(ToOwned::to_owned),
             ends_inside_turn: scan::ends_inside_turn(&self.lines),
-            base: scan.base.map(|base| self.lines[base.position].number),
-            compacted_lines: count_compacted(&self.lines),
-            legacy_compaction: replay.legacy_compaction,
+            compactions: Some(Compactions {
+                base: scan.base.map(|base| self.lines[base.position].number),
+                lines: count_compacted(&self.lines),
+                legacy_rebuilt: replay.legacy_compaction,
+            }),
             source: ResumeSource::Rollout,
             covered: None,
             entry_lines: replay.entry_lines,

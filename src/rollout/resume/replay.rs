@@ -53,10 +53,10 @@ impl Replay {
                 source,
             };
             match &line.content {
-                LineContent::Item(entry) => {
+                LineContent::Item { entry, output } => {
                     if let Recorded::Stored { .. } = self
                         .history
-                        .record_entry(entry.clone())
+                        .record_entry_with(entry.clone(), *output)
                         .map_err(replay_error)?
                     {
                         self.entry_lines.push(line.number);

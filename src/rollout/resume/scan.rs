@@ -127,7 +127,9 @@ pub(super) fn reverse_scan(lines: &[RolloutLine]) -> Scan<'_> {
     for (position, line) in lines.iter().enumerate().rev() {
         let mut closes = starts[position];
         match &line.content {
-            LineContent::Item(entry) => segment.user_turn |= entry.flags().is_user_turn_boundary(),
+            LineContent::Item { entry, .. } => {
+                segment.user_turn |= entry.flags().is_user_turn_boundary();
+            }
             LineContent::Payload { raw, facts } => match facts {
                 Facts::Event(Event::TurnStarted { turn_id }) => {
                     closes = segment.compatible(turn_id.as_ref());

@@ -88,19 +88,19 @@ pub(super) fn resume(
         Ok(opened) => opened,
         Err(error) => return fallback(FallbackReason::Unreadable(error)),
     };
-    if opened.history.truncation() != options.truncation {
+    if opened.history().truncation() != options.truncation {
         return fallback(FallbackReason::TruncationMismatch {
-            snapshot: opened.history.truncation(),
+            snapshot: opened.history().truncation(),
             requested: options.truncation,
         });
     }
-    if opened.state.legacy {
+    if opened.state().legacy {
         return fallback(FallbackReason::LegacyFormat);
     }
     // A full resume needs the first `session_meta`, and decides the format from the first line:
     // the covered prefix must hold them.
-    let covered = opened.header.rollout;
-    let Some(thread_id) = opened.state.thread_id.filter(|_| covered.lines > 0) else {
+    let covered = opened.header().rollout;
+    let Some(thread_id) = opened.state().thread_id.filter(|_| covered.lines > 0) else {
         return fallback(FallbackReason::NoSessionMeta);
     };
     let read_error = |source| RolloutError::Io {
@@ -133,16 +133,17 @@ pub(super) fn resume(
         ..LineSource::whole(rollout, options.mode)
     };
     let read = read_lines(file, source, &mut |line| tail.push(line))?;
-    if let Some(reason) = first_later_line(&tail, opened.state.ends_inside_turn) {
+    if let Some(reason) = first_later_line(&tail, opened.state().ends_inside_turn) {
         return fallback(reason);
     }
+    let (history, _, state) = opened.into_parts();
     let PrefixState {
         previous_turn_settings,
         ends_inside_turn,
         ..
-    } = opened.state;
-    let entry_lines = vec![0; opened.history.len()];
-    let mut replay = Replay::new(opened.history, entry_lines);
+    } = state;
+    let entry_lines = vec![0; history.len()];
+    let mut replay = Replay::new(history, entry_lines);
     replay.lines(&tail, rollout)?;
     let position = options.snapshot_ready.then(|| RolloutPosition {
         lines: read.report.lines,
@@ -154,9 +155,7 @@ pub(super) fn resume(
         report: read.report,
         previous_turn_settings,
         ends_inside_turn,
-        base: None,
-        compacted_lines: 0,
-        legacy_compaction: false,
+        compactions: None,
         source: ResumeSource::Snapshot { covered },
         covered: position,
         entry_lines: replay.entry_lines,
