@@ -57,9 +57,10 @@ pub use snapshot::{
 
 // The rollout layer: reading, resuming and writing Codex rollout files.
 pub use rollout::{
-    Compactions, Durability, FallbackReason, FileSink, LaterLine, LineKind, LoadReport,
-    READER_LABEL, ReadMode, ResumeOptions, ResumeSource, Resumed, Rollout, RolloutError,
-    RolloutLine, RolloutSink, RolloutWriteError, RolloutWriter, SessionMeta, SkipReason,
+    Compactions, DEFAULT_MAX_LINE_BYTES, DEFAULT_MAX_REPORTED, Durability, FallbackReason,
+    FileSink, LaterLine, LineKind, LineRepair, LoadReport, READER_LABEL, ReadMode, ReadOptions,
+    RepairedLine, ResumeOptions, ResumeSource, Resumed, Rollout, RolloutError, RolloutLine,
+    RolloutSink, RolloutWriteError, RolloutWriter, SessionMeta, SkipCounts, SkipReason,
     SkippedLine, WriteStep, resume_file, resume_reader,
 };
 
@@ -68,3 +69,9 @@ pub use session::{ResumedSession, Session};
 
 // Any error of the crate.
 pub use error::Error;
+
+/// Support for tests of this crate and of code built on it (the `testing` feature).
+#[cfg(feature = "testing")]
+pub mod testing {
+    pub use crate::item::item_conversions;
+}

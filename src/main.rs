@@ -280,7 +280,11 @@ const PROGRESS_THRESHOLD: u64 = 50 * 1024 * 1024;
 /// Resumes a rollout, with a progress bar for files over 50 MB when stderr is a terminal.
 fn resume(path: &Path, options: &ResumeOptions) -> anyhow::Result<Resumed> {
     let file = File::open(path).with_context(|| format!("cannot read {}", path.display()))?;
-    let size = file.metadata().map_or(0, |meta| meta.len());
+    let metadata = file
+        .metadata()
+        .with_context(|| format!("cannot read {}", path.display()))?;
+    refuse_non_rollout_file(path, &metadata)?;
+    let size = metadata.len();
     let bar = (size > PROGRESS_THRESHOLD && io::stderr().is_terminal()).then(|| {
         let bar = ProgressBar::new(size);
         bar.set_style(
@@ -302,6 +306,23 @@ fn resume(path: &Path, options: &ResumeOptions) -> anyhow::Result<Resumed> {
     Ok(resumed?)
 }
 
+/// A rollout is a regular file or a stream (a pipe, a FIFO). A directory is refused, and so is a
+/// device: `/dev/zero` or `/dev/urandom` would be read for ever.
+fn refuse_non_rollout_file(path: &Path, metadata: &std::fs::Metadata) -> anyhow::Result<()> {
+    let kind = metadata.file_type();
+    if kind.is_dir() {
+        anyhow::bail!("{} is a directory, not a rollout", path.display());
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt as _;
+        if kind.is_char_device() || kind.is_block_device() {
+            anyhow::bail!("{} is a device, not a rollout", path.display());
+        }
+    }
+    Ok(())
+}
+
 /// A reader that advances a progress bar.
 struct Progress<R> {
     inner: R,
@@ -319,24 +340,31 @@ impl<R: Read> Read for Progress<R> {
 }
 
 fn report_load(resumed: &Resumed) {
-    let report = &resumed.report();
-    let malformed: Vec<_> = report.malformed().collect();
-    let blank = report.skipped.len() - malformed.len();
+    let report = resumed.report();
+    let counts = &report.skip_counts;
     eprintln!(
         "read {} line(s): {} item(s) in history, {} skipped ({} blank, {} malformed{})",
         report.lines,
         resumed.history().len(),
-        report.skipped.len(),
-        blank,
-        malformed.len(),
+        counts.total(),
+        counts.blank,
+        counts.malformed(),
         if report.torn_tail {
             ", torn last line"
         } else {
             ""
         }
     );
-    for line in malformed {
+    let mut listed = 0;
+    for line in report.malformed() {
         eprintln!("  skipped {line}");
+        listed += 1;
+    }
+    if counts.malformed() > listed {
+        eprintln!("  … and {} more", counts.malformed() - listed);
+    }
+    for repaired in &report.repaired {
+        eprintln!("  repaired {repaired}");
     }
 }
 
@@ -407,7 +435,27 @@ fn check(resumed: &Resumed) -> Vec<String> {
             ),
         ));
     }
+    let report = resumed.report();
+    for repaired in &report.repaired {
+        findings.push((
+            repaired.line,
+            format!(
+                "line {} (byte {}): repaired: {}",
+                repaired.line, repaired.offset, repaired.repair
+            ),
+        ));
+    }
     findings.sort_by_key(|(line, _)| *line);
+    let listed = report.malformed().count() as u64;
+    if report.skip_counts.malformed() > listed {
+        findings.push((
+            u64::MAX,
+            format!(
+                "{} more malformed line(s) skipped and not listed",
+                report.skip_counts.malformed() - listed
+            ),
+        ));
+    }
     findings.into_iter().map(|(_, text)| text).collect()
 }
 
@@ -428,7 +476,7 @@ fn stats(path: &Path, resumed: &Resumed) -> String {
     out.push_str(&format!(
         "lines          {} ({} skipped{})\n",
         resumed.report().lines,
-        resumed.report().skipped.len(),
+        resumed.report().skip_counts.total(),
         if resumed.report().torn_tail {
             ", torn last line"
         } else {

@@ -395,7 +395,7 @@ fn a_file_without_session_meta_is_an_error() {
     let error = read(&text).expect_err("no usable meta");
     let message = error.to_string();
     assert!(
-        message.contains(r#"first line skipped: line 1 (byte 0): malformed: invalid payload: session_meta: thread id "t-1" is not a UUID"#),
+        message.contains(r#"rejected line 1 (byte 0): malformed: invalid payload: session_meta: thread id "t-1" is not a UUID"#),
         "{message}"
     );
 }

@@ -22,6 +22,7 @@ use crate::item::{
 };
 
 pub use compact::{COMPACT_USER_MESSAGE_TOKENS, Compacted, EMPTY_SUMMARY, summary_text};
+pub(crate) use compact::{UserWindow, real_user_text};
 pub(crate) use index::PairingIndex;
 pub use truncate::{TruncationPolicy, truncate_text};
 
@@ -319,6 +320,21 @@ impl History {
             position: self.push(entry),
             truncated,
         })
+    }
+
+    /// Appends entries that were recorded once already (into another history with the same
+    /// policy), bypassing filter and truncation: resume joins the items recorded after a
+    /// compaction to the compacted history this way.
+    pub(crate) fn extend_recorded(&mut self, entries: impl IntoIterator<Item = Entry>) {
+        for entry in entries {
+            self.push(entry);
+        }
+    }
+
+    /// Sets the version: resume, which replays several compactions as one replacement, gives the
+    /// history the version the compactions one by one would have.
+    pub(crate) fn set_version(&mut self, version: u64) {
+        self.version = version;
     }
 
     /// Appends an already-built entry, bypassing filter and truncation (used by `replace`).

@@ -180,6 +180,7 @@ impl Entry {
 
     /// Builds an entry from JSON text and the typed item it parses into.
     pub(crate) fn from_parts(json: Box<str>, item: &ResponseItem) -> Result<Entry, ItemError> {
+        super::count_conversion();
         let kind = ItemKind::of(item).ok_or(ItemError::NotStorable {
             item_type: "compaction_trigger",
         })?;
@@ -437,6 +438,7 @@ impl OutputBody {
 /// Only a JSON object is an item: serde would also read an internally tagged enum from an array
 /// whose first element is the tag, which is not a form any provider accepts.
 pub(crate) fn parse_item(json: &str) -> Result<ResponseItem, ItemError> {
+    super::count_conversion();
     if !json.trim_start().starts_with('{') {
         let source = match serde_json::from_str::<serde::de::IgnoredAny>(json) {
             Err(invalid) => invalid,

@@ -11,6 +11,7 @@ mod ids;
 mod kind;
 mod model;
 mod turn;
+mod work;
 
 pub use entry::{Entry, EntryFlags};
 pub(crate) use entry::{OutputBody, Payload, parse_item};
@@ -34,3 +35,6 @@ pub use turn::{
     SUMMARY_PREFIX, is_contextual_developer_text, is_contextual_user_text, is_summary_text,
 };
 pub(crate) use turn::{TurnRole, turn_role};
+pub(crate) use work::count_conversion;
+#[cfg(feature = "testing")]
+pub use work::item_conversions;

@@ -42,16 +42,16 @@ pub enum RolloutError {
     #[error(
         "{} is not a Codex rollout: no usable `session_meta` line among its {lines} line(s){}",
         path.display(),
-        first_skipped.as_ref().map(|line| format!("; first line skipped: {line}")).unwrap_or_default()
+        rejected.as_ref().map(|line| format!("; rejected {line}")).unwrap_or_default()
     )]
     NoSessionMeta {
         /// The file.
         path: PathBuf,
         /// How many lines it has.
         lines: u64,
-        /// The first line skipped as malformed, if any: often the `session_meta` line itself (its
-        /// `id` is not a UUID, say).
-        first_skipped: Option<SkippedLine>,
+        /// Why the meta was rejected: the first skipped line that named itself a `session_meta`
+        /// (its `id` is not a UUID, say), or else the first line skipped as malformed.
+        rejected: Option<SkippedLine>,
     },
     /// Strict reading ([`ReadMode::Strict`](super::ReadMode::Strict)) found a line it cannot use
     /// (lenient reading skips and reports it instead).

@@ -24,7 +24,10 @@ mod writer;
 pub use error::{RolloutError, RolloutWriteError, WriteStep};
 pub use line::{LineKind, RolloutLine, SessionMeta};
 pub use reader::{READER_LABEL, Rollout};
-pub use report::{LoadReport, ReadMode, SkipReason, SkippedLine};
+pub use report::{
+    DEFAULT_MAX_LINE_BYTES, DEFAULT_MAX_REPORTED, LineRepair, LoadReport, ReadMode, ReadOptions,
+    RepairedLine, SkipCounts, SkipReason, SkippedLine,
+};
 pub use resume::{
     Compactions, FallbackReason, LaterLine, ResumeOptions, ResumeSource, Resumed, resume_file,
     resume_reader,

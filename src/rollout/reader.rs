@@ -3,17 +3,23 @@
 //! The rules are documented on [`Rollout`]; what a line must be is `validate.rs`.
 
 use std::fs::File;
-use std::io::{BufRead, BufReader, Read};
+use std::io::{BufRead, BufReader, ErrorKind, Read};
 use std::path::{Path, PathBuf};
 
 use crate::item::ThreadId;
 
 use super::error::RolloutError;
 use super::line::{Facts, RolloutLine};
-use super::report::{LoadReport, ReadMode, SkipReason, SkippedLine};
+use super::report::{
+    LineRepair, LoadReport, ReadMode, ReadOptions, RepairedLine, SkipCounts, SkipReason,
+    SkippedLine,
+};
 use super::validate::{
     Format, Ignored, Parsed, parse_envelope, parse_legacy, parse_legacy_meta, sniff_format,
 };
+
+/// The UTF-8 byte-order mark, which some editors put at the start of a file.
+const BYTE_ORDER_MARK: &[u8] = b"\xEF\xBB\xBF";
 
 /// The name errors give to a rollout read from a reader without a path.
 pub const READER_LABEL: &str = "<reader>";
@@ -21,11 +27,19 @@ pub const READER_LABEL: &str = "<reader>";
 /// A rollout read into memory: its usable lines and the load report.
 ///
 /// [`Rollout::read`] streams a rollout line by line — memory for reading is bounded by the
-/// longest line — and returns the usable lines with a [`LoadReport`]. In the default
-/// [`ReadMode::Lenient`] a line it cannot use is skipped and reported with its 1-based number,
-/// its byte offset and the reason ([`SkipReason`]); one bad line never makes a session
-/// unreadable. [`ReadMode::Strict`] turns the first such line (other than a blank one) into
+/// longest line, and a line longer than [`ReadOptions::max_line_bytes`] is passed over and
+/// reported without being held — and returns the usable lines with a [`LoadReport`]. In the
+/// default [`ReadMode::Lenient`] a line it cannot use is skipped and reported with its 1-based
+/// number, its byte offset and the reason ([`SkipReason`]); one bad line never makes a session
+/// unreadable. The first [`ReadOptions::max_reported`] skipped lines are listed, every one is
+/// counted. [`ReadMode::Strict`] turns the first such line (other than a blank one) into
 /// [`RolloutError::BadLine`].
+///
+/// **Salvage.** A UTF-8 byte-order mark at the start of the file is passed over. In lenient mode a
+/// `session_meta` line that is not valid UTF-8 is read with the invalid bytes replaced, and one
+/// without the strict shape (a duplicate key, say) is read leniently for its `id`: a damaged first
+/// line does not make a thread unreadable when its id is intact. Each repair is reported
+/// ([`LoadReport::repaired`]).
 ///
 /// What the reader checks: the line is UTF-8 and a JSON envelope (`type` + `payload`); the
 /// payloads that resume interprets have their shape — a `session_meta` has a UUID `id`, a
@@ -89,13 +103,16 @@ impl Rollout {
     /// when it has no non-blank line, [`RolloutError::NoSessionMeta`] when none of its lines is
     /// a usable `session_meta` line, and in [`ReadMode::Strict`] [`RolloutError::BadLine`] for
     /// the first line that is neither usable nor blank.
-    pub fn read_file(path: impl AsRef<Path>, mode: ReadMode) -> Result<Rollout, RolloutError> {
+    pub fn read_file(
+        path: impl AsRef<Path>,
+        options: impl Into<ReadOptions>,
+    ) -> Result<Rollout, RolloutError> {
         let path = path.as_ref();
         let file = File::open(path).map_err(|source| RolloutError::Io {
             path: path.to_owned(),
             source,
         })?;
-        Rollout::read(file, path, mode)
+        Rollout::read(file, path, options)
     }
 
     /// Reads a rollout from `reader`; `label` is the path errors name (see [`READER_LABEL`]).
@@ -106,13 +123,12 @@ impl Rollout {
     pub fn read(
         reader: impl Read,
         label: impl AsRef<Path>,
-        mode: ReadMode,
+        options: impl Into<ReadOptions>,
     ) -> Result<Rollout, RolloutError> {
         let label = label.as_ref();
         let mut lines = Vec::new();
-        let read = read_lines(reader, LineSource::whole(label, mode), &mut |line| {
-            lines.push(line)
-        })?;
+        let source = LineSource::whole(label, options.into());
+        let read = read_lines(reader, source, &mut |line| lines.push(line))?;
         Ok(Rollout {
             lines,
             report: read.report,
@@ -131,10 +147,10 @@ impl Rollout {
     pub fn stream(
         reader: impl Read,
         label: impl AsRef<Path>,
-        mode: ReadMode,
+        options: impl Into<ReadOptions>,
         mut visit: impl FnMut(RolloutLine),
     ) -> Result<LoadReport, RolloutError> {
-        let source = LineSource::whole(label.as_ref(), mode);
+        let source = LineSource::whole(label.as_ref(), options.into());
         Ok(read_lines(reader, source, &mut visit)?.report)
     }
 
@@ -162,8 +178,8 @@ impl Rollout {
 pub(super) struct LineSource<'a> {
     /// The path errors name.
     pub(super) label: &'a Path,
-    /// Lenient or strict.
-    pub(super) mode: ReadMode,
+    /// Mode and limits.
+    pub(super) options: ReadOptions,
     /// The format, when it is known already (the tail of a rollout after a snapshot).
     pub(super) format: Option<Format>,
     /// Lines and bytes before the first one read (those a snapshot covers); 0 for a whole file.
@@ -174,7 +190,8 @@ pub(super) struct LineSource<'a> {
     /// `session_meta`, and an empty read is no error.
     pub(super) thread_id: Option<ThreadId>,
     /// Read only newline-terminated lines: a last line without its `\n` (torn, or still being
-    /// written) is left unread and unreported.
+    /// written) is left unread and unreported. (A last line over the length limit is passed over
+    /// as it streams; if it has no `\n` it is counted, and the prefix then ends inside it.)
     pub(super) complete_lines_only: bool,
     /// A digest of every line read, continued from the bytes before.
     pub(super) hasher: Option<&'a mut blake3::Hasher>,
@@ -182,10 +199,10 @@ pub(super) struct LineSource<'a> {
 
 impl<'a> LineSource<'a> {
     /// A whole file, from its start.
-    pub(super) fn whole(label: &'a Path, mode: ReadMode) -> Self {
+    pub(super) fn whole(label: &'a Path, options: ReadOptions) -> Self {
         LineSource {
             label,
-            mode,
+            options,
             format: None,
             lines_before: 0,
             bytes_before: 0,
@@ -204,7 +221,9 @@ pub(super) struct LinesRead {
     pub(super) end: u64,
 }
 
-/// The line loop shared by every way of reading a rollout.
+/// The line loop shared by every way of reading a rollout. A line is gathered from the buffered
+/// reader chunk by chunk; once it is longer than the limit, its bytes are passed over as they
+/// come (hashed when a digest is kept) and the line is reported as too long.
 pub(super) fn read_lines(
     reader: impl Read,
     source: LineSource<'_>,
@@ -212,7 +231,7 @@ pub(super) fn read_lines(
 ) -> Result<LinesRead, RolloutError> {
     let LineSource {
         label,
-        mode,
+        options,
         format,
         lines_before,
         bytes_before,
@@ -222,11 +241,13 @@ pub(super) fn read_lines(
     } = source;
     let mut state = ReadState {
         path: label.to_owned(),
-        mode,
+        options,
         format,
         lines: lines_before,
         skipped: Vec::new(),
+        skip_counts: SkipCounts::default(),
         torn_tail: false,
+        repaired: Vec::new(),
         thread_id,
         legacy: false,
         ghost_snapshots: 0,
@@ -234,39 +255,88 @@ pub(super) fn read_lines(
         visit,
         non_blank: false,
         unfinished: 0,
+        rejected_meta: None,
     };
-    let mut reader = BufReader::new(reader);
-    let mut buffer = Vec::new();
+    let io_error = |source| RolloutError::Io {
+        path: label.to_owned(),
+        source,
+    };
+    let mut reader = BufReader::with_capacity(64 * 1024, reader);
+    // The current line: its bytes while within the limit, and its length in any case.
+    let mut line = Vec::new();
+    let mut length = 0u64;
+    let mut too_long = false;
     let mut offset = bytes_before;
     loop {
-        buffer.clear();
-        let read = reader
-            .read_until(b'\n', &mut buffer)
-            .map_err(|source| RolloutError::Io {
-                path: state.path.clone(),
-                source,
-            })?;
-        if read == 0 {
+        let available = match reader.fill_buf() {
+            Ok(available) => available,
+            Err(error) if error.kind() == ErrorKind::Interrupted => continue,
+            Err(error) => return Err(io_error(error)),
+        };
+        let at_end = available.is_empty();
+        let (chunk, terminated) = match memchr::memchr(b'\n', available) {
+            Some(newline) => (&available[..=newline], true),
+            None => (available, false),
+        };
+        let taken = chunk.len();
+        if !at_end {
+            length += taken as u64;
+            let content_length = length - u64::from(terminated);
+            if !too_long && content_length > options.max_line_bytes as u64 {
+                too_long = true;
+                // What was gathered is passed over too: hash it as the rest of the line will be.
+                if let Some(hasher) = hasher.as_deref_mut() {
+                    hasher.update(&line);
+                }
+                line = Vec::new();
+            }
+            if too_long {
+                if let Some(hasher) = hasher.as_deref_mut() {
+                    hasher.update(chunk);
+                }
+            } else {
+                line.extend_from_slice(chunk);
+            }
+            reader.consume(taken);
+            if !terminated {
+                continue;
+            }
+        } else if length == 0 {
             break;
         }
-        let terminated = buffer.last() == Some(&b'\n');
-        if complete_lines_only && !terminated {
-            if buffer.iter().any(|byte| !byte.is_ascii_whitespace()) {
-                state.unfinished = read as u64;
+        // A whole line: ended by `\n`, or the last one of the input.
+        if !terminated && complete_lines_only && !too_long {
+            if line.iter().any(|byte| !byte.is_ascii_whitespace()) {
+                state.unfinished = length;
             }
             break;
         }
-        if let Some(hasher) = hasher.as_deref_mut() {
-            hasher.update(&buffer);
+        if !too_long && let Some(hasher) = hasher.as_deref_mut() {
+            hasher.update(&line);
         }
         state.lines += 1;
-        let content = if terminated {
-            &buffer[..buffer.len() - 1]
+        if too_long {
+            let bytes = length - u64::from(terminated);
+            let reason = SkipReason::TooLong {
+                bytes,
+                limit: options.max_line_bytes,
+            };
+            state.skip(reason, offset, terminated, None)?;
         } else {
-            &buffer[..]
-        };
-        state.line(content, offset, terminated)?;
-        offset += read as u64;
+            let content = if terminated {
+                &line[..line.len() - 1]
+            } else {
+                &line[..]
+            };
+            state.line(content, offset, terminated)?;
+        }
+        offset += length;
+        line.clear();
+        length = 0;
+        too_long = false;
+        if at_end {
+            break;
+        }
     }
     let whole_file = lines_before == 0;
     let report = state.finish(whole_file)?;
@@ -279,12 +349,14 @@ pub(super) fn read_lines(
 /// The reader's state between lines.
 struct ReadState<'v> {
     path: PathBuf,
-    mode: ReadMode,
+    options: ReadOptions,
     /// Decided by the first line that is a JSON object.
     format: Option<Format>,
     lines: u64,
     skipped: Vec<SkippedLine>,
+    skip_counts: SkipCounts,
     torn_tail: bool,
+    repaired: Vec<RepairedLine>,
     thread_id: Option<ThreadId>,
     legacy: bool,
     ghost_snapshots: u64,
@@ -293,19 +365,40 @@ struct ReadState<'v> {
     non_blank: bool,
     /// Bytes of a last line left unread because it has no `\n` yet (complete lines only).
     unfinished: u64,
+    /// The first skipped line that declared itself a `session_meta`, for the error that says
+    /// why a file has no usable one.
+    rejected_meta: Option<SkippedLine>,
 }
 
 impl ReadState<'_> {
     /// Handles line number `self.lines`, which starts at `offset`.
     fn line(&mut self, content: &[u8], offset: u64, terminated: bool) -> Result<(), RolloutError> {
         let number = self.lines;
-        let reason = match self.parse(content) {
+        let mut repairs = Vec::new();
+        let mut content = content;
+        if offset == 0 && content.starts_with(BYTE_ORDER_MARK) {
+            content = &content[BYTE_ORDER_MARK.len()..];
+            repairs.push(LineRepair::ByteOrderMark);
+        }
+        let parsed = match std::str::from_utf8(content) {
+            Ok(text) => self.parse(text),
+            Err(_) => {
+                self.non_blank = true;
+                self.salvage_utf8(content, &mut repairs)
+            }
+        };
+        match parsed {
             Ok(Parsed::Line {
                 kind,
                 content,
                 ghost_snapshots,
+                repair,
             }) => {
                 self.ghost_snapshots += ghost_snapshots;
+                repairs.extend(repair);
+                for repair in repairs {
+                    self.repair(number, offset, repair);
+                }
                 let line = RolloutLine {
                     number,
                     offset,
@@ -318,20 +411,80 @@ impl ReadState<'_> {
                     self.thread_id = Some(*id);
                 }
                 (self.visit)(line);
-                return Ok(());
+                Ok(())
             }
             Ok(Parsed::Ignored(Ignored::GhostSnapshot)) => {
                 self.ghost_snapshots += 1;
-                return Ok(());
+                Ok(())
             }
             Ok(Parsed::Ignored(Ignored::StateLine)) => {
                 self.state_lines += 1;
-                return Ok(());
+                Ok(())
             }
-            Err(reason) => reason,
-        };
+            Err(reason) => {
+                let declares_meta = content
+                    .windows(b"\"session_meta\"".len())
+                    .any(|window| window == b"\"session_meta\"");
+                self.skip(reason, offset, terminated, Some(declares_meta))
+            }
+        }
+    }
+
+    /// A line that is not UTF-8: in lenient mode, a `session_meta` line is still read with each
+    /// invalid sequence replaced (its id must be intact); any other line is skipped.
+    fn salvage_utf8(
+        &mut self,
+        content: &[u8],
+        repairs: &mut Vec<LineRepair>,
+    ) -> Result<Parsed, SkipReason> {
+        if self.options.mode == ReadMode::Strict {
+            return Err(SkipReason::InvalidUtf8);
+        }
+        let text = String::from_utf8_lossy(content);
+        // The format must not be decided by a line that may not be used.
+        let format = self.format;
+        match self.parse(&text) {
+            Ok(
+                parsed @ Parsed::Line {
+                    kind: super::line::LineKind::SessionMeta,
+                    ..
+                },
+            ) => {
+                repairs.push(LineRepair::LossyUtf8);
+                Ok(parsed)
+            }
+            Ok(_) | Err(_) => {
+                self.format = format;
+                self.legacy = format == Some(Format::Legacy);
+                Err(SkipReason::InvalidUtf8)
+            }
+        }
+    }
+
+    /// Records a repair, the first `max_reported` one by one.
+    fn repair(&mut self, line: u64, offset: u64, repair: LineRepair) {
+        if self.repaired.len() < self.options.max_reported {
+            self.repaired.push(RepairedLine {
+                line,
+                offset,
+                repair,
+            });
+        }
+    }
+
+    /// Skips line number `self.lines` for `reason`: fails in strict mode, otherwise counts it and
+    /// lists it while the list is not full (a torn last line always). `declares_meta` says whether
+    /// the line named itself a `session_meta`.
+    fn skip(
+        &mut self,
+        reason: SkipReason,
+        offset: u64,
+        terminated: bool,
+        declares_meta: Option<bool>,
+    ) -> Result<(), RolloutError> {
+        let number = self.lines;
         let torn = !terminated && reason.is_malformed();
-        if self.mode == ReadMode::Strict && reason.is_malformed() {
+        if self.options.mode == ReadMode::Strict && reason.is_malformed() {
             return Err(RolloutError::BadLine {
                 path: self.path.clone(),
                 line: number,
@@ -341,26 +494,30 @@ impl ReadState<'_> {
             });
         }
         self.torn_tail = torn;
-        self.skipped.push(SkippedLine {
+        self.skip_counts.count(&reason);
+        let skipped = SkippedLine {
             line: number,
             offset,
             reason,
-        });
+        };
+        if declares_meta == Some(true) && self.rejected_meta.is_none() {
+            self.rejected_meta = Some(skipped.clone());
+        }
+        if self.skipped.len() < self.options.max_reported || torn {
+            self.skipped.push(skipped);
+        }
         Ok(())
     }
 
-    fn parse(&mut self, content: &[u8]) -> Result<Parsed, SkipReason> {
-        let Ok(text) = std::str::from_utf8(content) else {
-            self.non_blank = true;
-            return Err(SkipReason::InvalidUtf8);
-        };
+    fn parse(&mut self, text: &str) -> Result<Parsed, SkipReason> {
         let text = text.trim();
         if text.is_empty() {
             return Err(SkipReason::Blank);
         }
         self.non_blank = true;
+        let salvage = self.options.mode == ReadMode::Lenient;
         match self.format {
-            Some(Format::Envelope) => parse_envelope(text),
+            Some(Format::Envelope) => parse_envelope(text, salvage),
             Some(Format::Legacy) => parse_legacy(text),
             None => {
                 let format = sniff_format(text)?;
@@ -368,9 +525,9 @@ impl ReadState<'_> {
                 match format {
                     Format::Legacy => {
                         self.legacy = true;
-                        parse_legacy_meta(text)
+                        parse_legacy_meta(text, salvage)
                     }
-                    Format::Envelope => parse_envelope(text),
+                    Format::Envelope => parse_envelope(text, salvage),
                 }
             }
         }
@@ -378,7 +535,7 @@ impl ReadState<'_> {
 
     /// The load report; for a whole file, the checks that concern the file as a whole.
     fn finish(self, whole_file: bool) -> Result<LoadReport, RolloutError> {
-        if whole_file && !self.non_blank {
+        if whole_file && !self.non_blank && self.skip_counts.too_long == 0 {
             return Err(if self.unfinished > 0 {
                 RolloutError::NoCompleteLine {
                     path: self.path,
@@ -389,19 +546,22 @@ impl ReadState<'_> {
             });
         }
         let Some(thread_id) = self.thread_id else {
+            let first_malformed = self
+                .skipped
+                .into_iter()
+                .find(|line| line.reason.is_malformed());
             return Err(RolloutError::NoSessionMeta {
                 path: self.path,
                 lines: self.lines,
-                first_skipped: self
-                    .skipped
-                    .into_iter()
-                    .find(|line| line.reason.is_malformed()),
+                rejected: self.rejected_meta.or(first_malformed),
             });
         };
         Ok(LoadReport {
             lines: self.lines,
             skipped: self.skipped,
+            skip_counts: self.skip_counts,
             torn_tail: self.torn_tail,
+            repaired: self.repaired,
             thread_id,
             legacy: self.legacy,
             ghost_snapshots: self.ghost_snapshots,

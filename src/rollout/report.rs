@@ -1,5 +1,5 @@
-//! What reading a rollout found besides its usable lines: the [`LoadReport`], and why a line was
-//! skipped.
+//! How to read a rollout ([`ReadOptions`]), and what reading found besides its usable lines: the
+//! [`LoadReport`], why a line was skipped, and what was repaired.
 
 use std::fmt;
 
@@ -8,12 +8,74 @@ use crate::item::ThreadId;
 /// How the reader treats a line it cannot use.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Hash)]
 pub enum ReadMode {
-    /// Skip it, report it in [`LoadReport::skipped`], and go on (Codex's behaviour).
+    /// Skip it, report it in [`LoadReport::skipped`], and go on (Codex's behaviour). A damaged
+    /// `session_meta` line is salvaged when its thread id can be read, and the repair reported.
     #[default]
     Lenient,
     /// Fail with [`RolloutError::BadLine`](super::RolloutError::BadLine) on the first such line
-    /// that is not blank.
+    /// that is not blank; nothing is salvaged.
     Strict,
+}
+
+/// The longest line the reader holds in memory by default: 512 MiB. Real sessions hold tool
+/// arguments of 200 MB; a longer line is skipped and reported, never buffered whole.
+pub const DEFAULT_MAX_LINE_BYTES: usize = 512 * 1024 * 1024;
+
+/// How many skipped lines (and repairs) a report describes one by one by default; the rest are
+/// only counted, so that a file of a million bad lines costs no more memory than one of a
+/// thousand.
+pub const DEFAULT_MAX_REPORTED: usize = 1000;
+
+/// How to read a rollout. Every reading function takes `impl Into<ReadOptions>`, so a
+/// [`ReadMode`] alone is enough when the defaults do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub struct ReadOptions {
+    /// Skip and report, or fail on, a line that cannot be used.
+    pub mode: ReadMode,
+    /// Lines longer than this (in bytes, without the `\n`) are skipped as
+    /// [`SkipReason::TooLong`] without being held in memory.
+    pub max_line_bytes: usize,
+    /// How many skipped lines, and how many repairs, [`LoadReport`] lists one by one; all are
+    /// counted.
+    pub max_reported: usize,
+}
+
+impl Default for ReadOptions {
+    fn default() -> Self {
+        ReadOptions {
+            mode: ReadMode::Lenient,
+            max_line_bytes: DEFAULT_MAX_LINE_BYTES,
+            max_reported: DEFAULT_MAX_REPORTED,
+        }
+    }
+}
+
+impl From<ReadMode> for ReadOptions {
+    fn from(mode: ReadMode) -> Self {
+        ReadOptions {
+            mode,
+            ..ReadOptions::default()
+        }
+    }
+}
+
+impl ReadOptions {
+    /// The same options with another line limit.
+    pub fn max_line_bytes(self, bytes: usize) -> Self {
+        ReadOptions {
+            max_line_bytes: bytes,
+            ..self
+        }
+    }
+
+    /// The same options listing at most `count` skipped lines and repairs one by one.
+    pub fn max_reported(self, count: usize) -> Self {
+        ReadOptions {
+            max_reported: count,
+            ..self
+        }
+    }
 }
 
 /// Why a line was skipped.
@@ -35,6 +97,13 @@ pub enum SkipReason {
     /// A `response_item` (or an item of a `compacted` line's `replacement_history`) of a known
     /// item type without that type's shape.
     InvalidItem(String),
+    /// Longer than [`ReadOptions::max_line_bytes`]; its bytes were passed over, never held.
+    TooLong {
+        /// The line's length in bytes (without the `\n`).
+        bytes: u64,
+        /// The limit it exceeded.
+        limit: usize,
+    },
 }
 
 impl SkipReason {
@@ -53,6 +122,9 @@ impl fmt::Display for SkipReason {
             SkipReason::NotAnEnvelope(why) => write!(f, "malformed: not a rollout line: {why}"),
             SkipReason::InvalidPayload(why) => write!(f, "malformed: invalid payload: {why}"),
             SkipReason::InvalidItem(why) => write!(f, "invalid item: {why}"),
+            SkipReason::TooLong { bytes, limit } => {
+                write!(f, "too long: {bytes} bytes, over the limit of {limit}")
+            }
         }
     }
 }
@@ -78,17 +150,124 @@ impl fmt::Display for SkippedLine {
     }
 }
 
+/// How many lines were skipped, by reason: every skipped line is counted, however many are
+/// listed in [`LoadReport::skipped`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub struct SkipCounts {
+    /// [`SkipReason::Blank`].
+    pub blank: u64,
+    /// [`SkipReason::InvalidUtf8`].
+    pub invalid_utf8: u64,
+    /// [`SkipReason::InvalidJson`].
+    pub invalid_json: u64,
+    /// [`SkipReason::NotAnEnvelope`].
+    pub not_an_envelope: u64,
+    /// [`SkipReason::InvalidPayload`].
+    pub invalid_payload: u64,
+    /// [`SkipReason::InvalidItem`].
+    pub invalid_item: u64,
+    /// [`SkipReason::TooLong`].
+    pub too_long: u64,
+}
+
+impl SkipCounts {
+    /// Counts one more line skipped for `reason`.
+    pub(crate) fn count(&mut self, reason: &SkipReason) {
+        let counter = match reason {
+            SkipReason::Blank => &mut self.blank,
+            SkipReason::InvalidUtf8 => &mut self.invalid_utf8,
+            SkipReason::InvalidJson(_) => &mut self.invalid_json,
+            SkipReason::NotAnEnvelope(_) => &mut self.not_an_envelope,
+            SkipReason::InvalidPayload(_) => &mut self.invalid_payload,
+            SkipReason::InvalidItem(_) => &mut self.invalid_item,
+            SkipReason::TooLong { .. } => &mut self.too_long,
+        };
+        *counter += 1;
+    }
+
+    /// Lines skipped for any reason.
+    pub fn total(&self) -> u64 {
+        self.blank + self.malformed()
+    }
+
+    /// Lines skipped for a reason other than being blank.
+    pub fn malformed(&self) -> u64 {
+        self.invalid_utf8
+            + self.invalid_json
+            + self.not_an_envelope
+            + self.invalid_payload
+            + self.invalid_item
+            + self.too_long
+    }
+}
+
+/// What the reader repaired to use a line it would otherwise have skipped.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum LineRepair {
+    /// A UTF-8 byte-order mark at the start of the file was passed over.
+    ByteOrderMark,
+    /// A `session_meta` line that is not valid UTF-8 was read with each invalid sequence replaced
+    /// by U+FFFD (its thread id was intact).
+    LossyUtf8,
+    /// A `session_meta` payload that does not have the strict shape (a duplicate key, say) was
+    /// read leniently for its thread id; the strict reading's message says what was wrong.
+    LenientSessionMeta(String),
+}
+
+impl fmt::Display for LineRepair {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            LineRepair::ByteOrderMark => f.write_str("a UTF-8 byte-order mark was passed over"),
+            LineRepair::LossyUtf8 => {
+                f.write_str("invalid UTF-8 in session_meta was replaced by U+FFFD")
+            }
+            LineRepair::LenientSessionMeta(why) => {
+                write!(f, "session_meta read leniently for its id ({why})")
+            }
+        }
+    }
+}
+
+/// A line the reader repaired, and how.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RepairedLine {
+    /// 1-based line number.
+    pub line: u64,
+    /// Byte offset of the line's start.
+    pub offset: u64,
+    /// What was repaired.
+    pub repair: LineRepair,
+}
+
+impl fmt::Display for RepairedLine {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "line {} (byte {}): {}",
+            self.line, self.offset, self.repair
+        )
+    }
+}
+
 /// What reading a rollout found besides its usable lines.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LoadReport {
     /// Number of lines read, skipped ones included (after a snapshot: the number of the last line
     /// read, counting the lines the snapshot covers).
     pub lines: u64,
-    /// Lines that were skipped, in file order; blank lines among them.
+    /// The first skipped lines (at most [`ReadOptions::max_reported`]), in file order, blank ones
+    /// among them; a torn last line is always listed, as the last entry. All are counted in
+    /// [`skip_counts`](LoadReport::skip_counts).
     pub skipped: Vec<SkippedLine>,
+    /// Every skipped line, counted by reason.
+    pub skip_counts: SkipCounts,
     /// The last line had no `\n` and could not be used: a write cut short. It is the last entry
     /// of [`skipped`](LoadReport::skipped).
     pub torn_tail: bool,
+    /// Lines the reader repaired to use them (the first [`ReadOptions::max_reported`]).
+    pub repaired: Vec<RepairedLine>,
     /// The thread id: the `id` of the first `session_meta` line.
     pub thread_id: ThreadId,
     /// The file is in the legacy, pre-envelope format.
@@ -102,7 +281,7 @@ pub struct LoadReport {
 }
 
 impl LoadReport {
-    /// Skipped lines other than blank ones.
+    /// The listed skipped lines other than blank ones.
     pub fn malformed(&self) -> impl Iterator<Item = &SkippedLine> {
         self.skipped
             .iter()

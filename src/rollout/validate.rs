@@ -18,7 +18,7 @@ use serde_json::value::RawValue;
 use crate::item::{Entry, ItemKind, OutputBody, ThreadId, TurnId, parse_item, with_sources};
 
 use super::line::{CompactedPayload, Event, Facts, LineContent, LineKind};
-use super::report::SkipReason;
+use super::report::{LineRepair, SkipReason};
 
 /// What a line that parsed becomes.
 pub(super) enum Parsed {
@@ -28,6 +28,8 @@ pub(super) enum Parsed {
         content: LineContent,
         /// Ghost snapshots dropped from a `compacted` line's replacement history.
         ghost_snapshots: u64,
+        /// What was repaired to use the line (a salvaged `session_meta`).
+        repair: Option<LineRepair>,
     },
     /// A line that is read and deliberately not used.
     Ignored(Ignored),
@@ -77,22 +79,22 @@ pub(super) fn sniff_format(text: &str) -> Result<Format, SkipReason> {
     })
 }
 
-/// Parses the bare session meta that opens a legacy file.
-pub(super) fn parse_legacy_meta(text: &str) -> Result<Parsed, SkipReason> {
+/// Parses the bare session meta that opens a legacy file; with `salvage`, a meta without the
+/// strict shape is read leniently for its id (see [`session_meta`]).
+pub(super) fn parse_legacy_meta(text: &str, salvage: bool) -> Result<Parsed, SkipReason> {
     let value = json_object(text)?;
-    let thread_id = session_id(value.get()).map_err(SkipReason::InvalidPayload)?;
+    let (facts, repair) = session_meta(value.get(), salvage)?;
     Ok(Parsed::Line {
         kind: LineKind::SessionMeta,
-        content: LineContent::Payload {
-            raw: value,
-            facts: Facts::SessionMeta(thread_id),
-        },
+        content: LineContent::Payload { raw: value, facts },
         ghost_snapshots: 0,
+        repair,
     })
 }
 
-/// Parses an envelope line (`text` is trimmed, not empty).
-pub(super) fn parse_envelope(text: &str) -> Result<Parsed, SkipReason> {
+/// Parses an envelope line (`text` is trimmed, not empty); with `salvage`, a `session_meta`
+/// without the strict shape is read leniently for its id (see [`session_meta`]).
+pub(super) fn parse_envelope(text: &str, salvage: bool) -> Result<Parsed, SkipReason> {
     #[derive(Deserialize)]
     struct Envelope<'a> {
         #[serde(rename = "type", borrow)]
@@ -111,9 +113,12 @@ pub(super) fn parse_envelope(text: &str) -> Result<Parsed, SkipReason> {
     let kind = LineKind::from_type(&envelope.kind);
     let raw = envelope.payload;
     let mut ghost_snapshots = 0;
+    let mut repair = None;
     let facts = match &kind {
         LineKind::SessionMeta => {
-            Facts::SessionMeta(session_id(raw.get()).map_err(SkipReason::InvalidPayload)?)
+            let (facts, salvaged) = session_meta(raw.get(), salvage)?;
+            repair = salvaged;
+            facts
         }
         LineKind::ResponseItem => {
             return Ok(match item_entry(raw.get())? {
@@ -121,6 +126,7 @@ pub(super) fn parse_envelope(text: &str) -> Result<Parsed, SkipReason> {
                     kind,
                     content: LineContent::Item { entry, output },
                     ghost_snapshots: 0,
+                    repair: None,
                 },
                 None => Parsed::Ignored(Ignored::GhostSnapshot),
             });
@@ -142,6 +148,7 @@ pub(super) fn parse_envelope(text: &str) -> Result<Parsed, SkipReason> {
         kind,
         content: LineContent::Payload { raw, facts },
         ghost_snapshots,
+        repair,
     })
 }
 
@@ -163,6 +170,7 @@ pub(super) fn parse_legacy(text: &str) -> Result<Parsed, SkipReason> {
             kind: LineKind::ResponseItem,
             content: LineContent::Item { entry, output },
             ghost_snapshots: 0,
+            repair: None,
         },
         None => Parsed::Ignored(Ignored::GhostSnapshot),
     })
@@ -217,16 +225,36 @@ fn is_ghost_snapshot(json: &str) -> bool {
     serde_json::from_str::<TypeSniff<'_>>(json).is_ok_and(|item| item.kind == "ghost_snapshot")
 }
 
-/// The `id` of a session meta payload: a UUID.
-fn session_id(payload: &str) -> Result<ThreadId, String> {
+/// The facts of a `session_meta` payload: its `id`, a UUID. With `salvage`, a payload that does
+/// not have the strict shape (a duplicate key, say) is read again leniently — as a JSON object,
+/// the last of duplicate keys winning — and used when its `id` is a UUID, with the strict
+/// reading's message as the repair: one bad field must not make the thread unreadable.
+fn session_meta(payload: &str, salvage: bool) -> Result<(Facts, Option<LineRepair>), SkipReason> {
     #[derive(Deserialize)]
     struct SessionMetaId {
         id: ThreadId,
     }
-    expect_object(payload, "session_meta")?;
-    serde_json::from_str::<SessionMetaId>(payload)
-        .map(|meta| meta.id)
-        .map_err(|error| format!("session_meta: {error}"))
+    let strict = expect_object(payload, "session_meta").and_then(|()| {
+        serde_json::from_str::<SessionMetaId>(payload)
+            .map(|meta| meta.id)
+            .map_err(|error| format!("session_meta: {error}"))
+    });
+    match strict {
+        Ok(id) => Ok((Facts::SessionMeta(id), None)),
+        Err(why) => {
+            let lenient = salvage
+                .then(|| serde_json::from_str::<serde_json::Map<String, Value>>(payload).ok())
+                .flatten()
+                .and_then(|meta| meta.get("id")?.as_str()?.parse::<ThreadId>().ok());
+            match lenient {
+                Some(id) => Ok((
+                    Facts::SessionMeta(id),
+                    Some(LineRepair::LenientSessionMeta(why)),
+                )),
+                None => Err(SkipReason::InvalidPayload(why)),
+            }
+        }
+    }
 }
 
 /// Parses and checks a `compacted` payload; also returns how many ghost snapshots its

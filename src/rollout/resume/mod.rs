@@ -22,7 +22,7 @@ use crate::snapshot::{RolloutPosition, SnapshotError};
 use super::error::RolloutError;
 use super::line::{LineKind, RolloutLine};
 use super::reader::{LineSource, Rollout, read_lines};
-use super::report::{LoadReport, ReadMode};
+use super::report::{LoadReport, ReadMode, ReadOptions};
 use replay::Replay;
 use scan::{Reference, reverse_scan};
 pub use snapshot::LaterLine;
@@ -33,8 +33,9 @@ pub use snapshot::LaterLine;
 pub struct ResumeOptions {
     /// Record-time truncation applied to the replayed items: the model's policy.
     pub truncation: TruncationPolicy,
-    /// Whether a bad line is skipped or fails the resume.
-    pub mode: ReadMode,
+    /// How lines are read: whether a bad line is skipped or fails the resume, the longest line
+    /// held in memory, how many skipped lines are listed.
+    pub read: ReadOptions,
     /// A snapshot to try first ([`resume_file`] only): when it stands for a prefix of the
     /// rollout, only the lines after that prefix are read; otherwise the rollout is resumed in
     /// full and [`Resumed::source`] says why.
@@ -56,7 +57,7 @@ impl ResumeOptions {
     pub fn new(truncation: TruncationPolicy) -> Self {
         ResumeOptions {
             truncation,
-            mode: ReadMode::Lenient,
+            read: ReadOptions::default(),
             snapshot: None,
             snapshot_ready: false,
         }
@@ -66,9 +67,17 @@ impl ResumeOptions {
     /// vouch for the lines it covers), and the fallback says so.
     pub fn strict(self) -> Self {
         ResumeOptions {
-            mode: ReadMode::Strict,
+            read: ReadOptions {
+                mode: ReadMode::Strict,
+                ..self.read
+            },
             ..self
         }
+    }
+
+    /// The same options, reading with `read`.
+    pub fn read_with(self, read: ReadOptions) -> Self {
+        ResumeOptions { read, ..self }
     }
 
     /// The same options, trying the snapshot at `path` first.
@@ -360,7 +369,7 @@ fn resume_lines(
     let source = LineSource {
         complete_lines_only: options.snapshot_ready,
         hasher: options.snapshot_ready.then_some(&mut hasher),
-        ..LineSource::whole(label, options.mode)
+        ..LineSource::whole(label, options.read)
     };
     let read = read_lines(reader, source, &mut |line| lines.push(line))?;
     let covered = options.snapshot_ready.then(|| RolloutPosition {
@@ -440,6 +449,7 @@ impl Rollout {
             replay_from = base.position + 1;
         }
         replay.lines(&self.lines[replay_from..], self.path())?;
+        let replay = replay.finish(self.path())?;
         let reference_context_item = match scan.reference {
             Reference::Latest(value) if !replay.legacy_compaction => Some(value.clone()),
             Reference::Latest(_) | Reference::NeverSet | Reference::Cleared => None,

@@ -1,21 +1,46 @@
 //! Phase 2 of resume: the forward replay of lines onto a history. One function for every way of
 //! resuming: after the base of a full resume, and after the prefix a snapshot covers.
+//!
+//! Legacy compactions (a `compacted` line without replacement history) are rebuilt as local
+//! compaction would, through one [`UserWindow`] of real user messages: the compacted history is
+//! built when something needs it (a rollback, the end), not at each compaction, so a file of many
+//! compactions resumes in time linear in its size.
 
 use std::path::Path;
 
-use crate::history::{History, Recorded};
-use crate::item::Entry;
+use crate::history::{History, Recorded, UserWindow, real_user_text};
+use crate::item::{Entry, ItemError};
 
 use super::super::error::RolloutError;
 use super::super::line::{Event, Facts, LineContent, RolloutLine};
 
+/// A legacy compaction not yet built into a history: what it kept, and what was recorded since.
+struct PendingCompaction {
+    /// The real user messages of the history as it stands: those the compaction kept, its
+    /// summary when that counts as one, and those recorded since.
+    window: UserWindow,
+    /// How many messages the last compaction kept: the first ones of the window (later ones
+    /// are only ever added behind them).
+    kept: usize,
+    /// Its summary text.
+    summary: String,
+    /// Its line.
+    line: u64,
+    /// The items recorded since, in a history of their own (same policy), and their lines.
+    since: History,
+    since_lines: Vec<u64>,
+    /// The version the history has after the compactions so far.
+    version: u64,
+}
+
 /// A history being rebuilt, with the line each entry comes from.
 pub(super) struct Replay {
-    pub(super) history: History,
+    history: History,
     /// For each entry, the 1-based number of its line (0 when unknown: an entry of a snapshot).
-    pub(super) entry_lines: Vec<u64>,
+    entry_lines: Vec<u64>,
     /// A `compacted` line without replacement history was rebuilt by local compaction.
-    pub(super) legacy_compaction: bool,
+    legacy_compaction: bool,
+    pending: Option<PendingCompaction>,
 }
 
 impl Replay {
@@ -25,6 +50,7 @@ impl Replay {
             history,
             entry_lines,
             legacy_compaction: false,
+            pending: None,
         }
     }
 
@@ -36,9 +62,9 @@ impl Replay {
     }
 
     /// Replays `lines` in order: a `response_item` is recorded (record filter and truncation, as
-    /// live), a `compacted` line without replacement history (legacy) is rebuilt by local
-    /// compaction, a `thread_rolled_back` event rolls back user turns. A `compacted` line *with*
-    /// a replacement history is never the base here: it lies in a rolled-back segment and is
+    /// live), a `compacted` line without replacement history (legacy) is rebuilt as local
+    /// compaction would, a `thread_rolled_back` event rolls back user turns. A `compacted` line
+    /// *with* a replacement history is never the base here: it lies in a rolled-back segment and is
     /// ignored, as Codex ignores every other line. `inter_agent_communication` lines are not
     /// converted to items (they only count as user turns in the scan).
     ///
@@ -47,45 +73,124 @@ impl Replay {
     /// [`RolloutError::Replay`] when an item cannot be stored or a message cannot be read.
     pub(super) fn lines(&mut self, lines: &[RolloutLine], path: &Path) -> Result<(), RolloutError> {
         for line in lines {
-            let replay_error = |source| RolloutError::Replay {
+            self.line(line).map_err(|source| RolloutError::Replay {
                 path: path.to_owned(),
                 line: line.number,
                 source,
-            };
-            match &line.content {
-                LineContent::Item { entry, output } => {
-                    if let Recorded::Stored { .. } = self
-                        .history
-                        .record_entry_with(entry.clone(), *output)
-                        .map_err(replay_error)?
-                    {
-                        self.entry_lines.push(line.number);
-                    }
-                }
-                LineContent::Payload { facts, .. } => match facts {
-                    Facts::Compacted(compacted) if compacted.replacement_history.is_none() => {
-                        self.history
-                            .compact(&compacted.message)
-                            .map_err(replay_error)?;
-                        self.entry_lines = vec![line.number; self.history.len()];
-                        self.legacy_compaction = true;
-                    }
-                    Facts::Event(Event::ThreadRolledBack { num_turns }) => {
-                        // More turns than a `usize` counts means all of them.
-                        let turns = usize::try_from(*num_turns).unwrap_or(usize::MAX);
-                        self.history
-                            .drop_last_n_user_turns(turns)
-                            .map_err(replay_error)?;
-                        self.entry_lines.truncate(self.history.len());
-                    }
-                    Facts::Compacted(_)
-                    | Facts::Event(_)
-                    | Facts::TurnContext { .. }
-                    | Facts::SessionMeta(_)
-                    | Facts::None => {}
-                },
-            }
+            })?;
         }
         Ok(())
     }
+
+    fn line(&mut self, line: &RolloutLine) -> Result<(), ItemError> {
+        match &line.content {
+            LineContent::Item { entry, output } => match &mut self.pending {
+                None => {
+                    let recorded = self.history.record_entry_with(entry.clone(), *output)?;
+                    if let Recorded::Stored { .. } = recorded {
+                        self.entry_lines.push(line.number);
+                    }
+                }
+                Some(pending) => {
+                    let recorded = pending.since.record_entry_with(entry.clone(), *output)?;
+                    if let Recorded::Stored { position, .. } = recorded {
+                        pending.since_lines.push(line.number);
+                        // The stored entry (truncation does not touch messages).
+                        if let Some(stored) = pending.since.get(position)
+                            && let Some(text) = real_user_text(stored)?
+                        {
+                            pending.window.push(text.into());
+                        }
+                    }
+                }
+            },
+            LineContent::Payload { facts, .. } => match facts {
+                Facts::Compacted(compacted) if compacted.replacement_history.is_none() => {
+                    self.compact_legacy(&compacted.message, line.number)?;
+                }
+                Facts::Event(Event::ThreadRolledBack { num_turns }) => {
+                    self.settle()?;
+                    // More turns than a `usize` counts means all of them.
+                    let turns = usize::try_from(*num_turns).unwrap_or(usize::MAX);
+                    self.history.drop_last_n_user_turns(turns)?;
+                    self.entry_lines.truncate(self.history.len());
+                }
+                Facts::Compacted(_)
+                | Facts::Event(_)
+                | Facts::TurnContext { .. }
+                | Facts::SessionMeta(_)
+                | Facts::None => {}
+            },
+        }
+        Ok(())
+    }
+
+    /// A legacy compaction: the window of real user messages keeps what local compaction keeps;
+    /// the compacted history is built later ([`Replay::settle`]).
+    fn compact_legacy(&mut self, summary: &str, line: u64) -> Result<(), ItemError> {
+        let (mut window, version) = match self.pending.take() {
+            Some(pending) => (pending.window, pending.version),
+            None => (UserWindow::of(&self.history)?, self.history.version()),
+        };
+        window.compact();
+        let kept = window.len();
+        window.push_summary(summary);
+        self.pending = Some(PendingCompaction {
+            window,
+            kept,
+            summary: summary.to_owned(),
+            line,
+            since: History::with_truncation(self.history.truncation()),
+            since_lines: Vec::new(),
+            version: version.saturating_add(1),
+        });
+        self.legacy_compaction = true;
+        Ok(())
+    }
+
+    /// Builds the history a pending legacy compaction stands for: the kept messages and the
+    /// summary (what `History::compact` would have replaced the history with), then the items
+    /// recorded since; the version is that of the compactions one by one.
+    fn settle(&mut self) -> Result<(), ItemError> {
+        let Some(pending) = self.pending.take() else {
+            return Ok(());
+        };
+        let kept = pending.window.texts().take(pending.kept);
+        self.history
+            .replace(UserWindow::replacement_history(kept, &pending.summary)?);
+        self.history.set_version(pending.version);
+        self.entry_lines = vec![pending.line; self.history.len()];
+        self.history.extend_recorded(pending.since.iter().cloned());
+        self.entry_lines.extend(pending.since_lines);
+        Ok(())
+    }
+
+    /// The rebuilt history, with each entry's line.
+    ///
+    /// # Errors
+    ///
+    /// [`RolloutError::Replay`], naming the last legacy compaction, when its history cannot be
+    /// built.
+    pub(super) fn finish(mut self, path: &Path) -> Result<Replayed, RolloutError> {
+        let line = self.pending.as_ref().map_or(0, |pending| pending.line);
+        self.settle().map_err(|source| RolloutError::Replay {
+            path: path.to_owned(),
+            line,
+            source,
+        })?;
+        Ok(Replayed {
+            history: self.history,
+            entry_lines: self.entry_lines,
+            legacy_compaction: self.legacy_compaction,
+        })
+    }
+}
+
+/// What a replay rebuilt.
+pub(super) struct Replayed {
+    pub(super) history: History,
+    /// For each entry, the 1-based number of its line (0 when unknown: an entry of a snapshot).
+    pub(super) entry_lines: Vec<u64>,
+    /// A `compacted` line without replacement history was rebuilt by local compaction.
+    pub(super) legacy_compaction: bool,
 }

@@ -81,7 +81,7 @@ pub(super) fn resume(
     options: &ResumeOptions,
 ) -> Result<Attempt, RolloutError> {
     let fallback = |reason| Ok(Attempt::Fallback(reason));
-    if options.mode == ReadMode::Strict {
+    if options.read.mode == ReadMode::Strict {
         return fallback(FallbackReason::StrictMode);
     }
     let opened = match open_snapshot(snapshot, SnapshotOptions::default()) {
@@ -130,7 +130,7 @@ pub(super) fn resume(
         thread_id: Some(thread_id),
         complete_lines_only: options.snapshot_ready,
         hasher: options.snapshot_ready.then_some(&mut hasher),
-        ..LineSource::whole(rollout, options.mode)
+        ..LineSource::whole(rollout, options.read)
     };
     let read = read_lines(file, source, &mut |line| tail.push(line))?;
     if let Some(reason) = first_later_line(&tail, opened.state().ends_inside_turn) {
@@ -145,6 +145,7 @@ pub(super) fn resume(
     let entry_lines = vec![0; history.len()];
     let mut replay = Replay::new(history, entry_lines);
     replay.lines(&tail, rollout)?;
+    let replay = replay.finish(rollout)?;
     let position = options.snapshot_ready.then(|| RolloutPosition {
         lines: read.report.lines,
         bytes: read.end,

@@ -1,0 +1,72 @@
+//! Resume costs that must stay linear in the file, against a baseline from the same run:
+//! legacy compactions (user messages alternating with `compacted` lines without replacement
+//! history) at ten times the length, and a flood of blank lines against the same bytes of items.
+//! Run with `cargo bench --bench resume`; the ratios are the result.
+
+use std::hint::black_box;
+
+mod common;
+use common::{median, ratio};
+
+use agent_history::{DEFAULT_TRUNCATION, READER_LABEL, ResumeOptions, resume_reader};
+
+const META: &str = r#"{"timestamp":"2026-11-03T14:00:00.000Z","type":"session_meta","payload":{"id":"0f1e7c52-3d8a-4b7e-9c11-6a2b5d4e8f90","timestamp":"2026-11-03T14:00:00.000Z"}}"#;
+
+fn user_line(n: usize) -> String {
+    format!(
+        r#"{{"timestamp":"2026-11-03T14:00:01.000Z","type":"response_item","payload":{{"type":"message","role":"user","content":[{{"type":"input_text","text":"question {n}"}}]}}}}"#
+    )
+}
+
+/// `pairs` user messages, each followed by a legacy `compacted` line.
+fn legacy(pairs: usize) -> Vec<u8> {
+    let mut text = format!("{META}\n");
+    for n in 0..pairs {
+        text.push_str(&user_line(n));
+        text.push('\n');
+        text.push_str(
+            r#"{"timestamp":"2026-11-03T14:00:02.000Z","type":"compacted","payload":{"message":"summary"}}"#,
+        );
+        text.push('\n');
+    }
+    text.into_bytes()
+}
+
+fn resume(bytes: &[u8]) {
+    black_box(
+        resume_reader(bytes, READER_LABEL, &ResumeOptions::new(DEFAULT_TRUNCATION))
+            .expect("resumes"),
+    );
+}
+
+fn main() {
+    let small = legacy(1_000);
+    let large = legacy(10_000);
+    let small_time = median(5, || resume(&small));
+    let large_time = median(3, || resume(&large));
+    ratio(
+        "legacy compactions: 10,000 pairs vs 1,000 pairs (10 = linear)",
+        large_time,
+        "1,000",
+        small_time,
+    );
+
+    // The same number of bytes as items and as blank lines after the meta line.
+    let mut items = format!("{META}\n");
+    let mut n = 0;
+    while items.len() < 20_000_000 {
+        items.push_str(&user_line(n));
+        items.push('\n');
+        n += 1;
+    }
+    let mut blank = format!("{META}\n").into_bytes();
+    blank.resize(items.len(), b'\n');
+    let items_time = median(3, || resume(items.as_bytes()));
+    let blank_time = median(3, || resume(&blank));
+    ratio(
+        "20 MB of blank lines vs 20 MB of items",
+        blank_time,
+        "items",
+        items_time,
+    );
+}
