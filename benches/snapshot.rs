@@ -74,6 +74,7 @@ fn main() {
                 &snapshot_path,
                 SnapshotOptions {
                     verify_digest: false,
+                    ..SnapshotOptions::default()
                 },
             )
             .expect("opens"),

@@ -51,8 +51,9 @@ pub use request::{
 
 // The snapshot layer: memory-mapped archives of a history.
 pub use snapshot::{
-    PrefixState, RolloutPosition, SNAPSHOT_FORMAT_VERSION, Snapshot, SnapshotError, SnapshotHeader,
-    SnapshotOptions, SnapshotStep, is_snapshot, open_snapshot,
+    ExistingFile, PrefixState, Replace, RolloutPosition, SNAPSHOT_FORMAT_VERSION, Snapshot,
+    SnapshotError, SnapshotHeader, SnapshotOptions, SnapshotStep, SnapshotTrust, is_snapshot,
+    open_snapshot,
 };
 
 // The rollout layer: reading, resuming and writing Codex rollout files.

@@ -7,9 +7,9 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use agent_history::{
-    Modalities, ProjectionOptions, PromptCompiler, RepairKind, RequestSettings, ResumeOptions,
-    Resumed, SNAPSHOT_FORMAT_VERSION, SnapshotOptions, StepContext, TruncationPolicy, UnknownItems,
-    is_snapshot, open_snapshot, resume_reader,
+    Modalities, ProjectionOptions, PromptCompiler, RepairKind, Replace, RequestSettings,
+    ResumeOptions, Resumed, SNAPSHOT_FORMAT_VERSION, SnapshotOptions, SnapshotTrust, StepContext,
+    TruncationPolicy, UnknownItems, is_snapshot, open_snapshot, resume_reader,
 };
 use anyhow::Context as _;
 use clap::{Parser, Subcommand};
@@ -33,8 +33,13 @@ enum Command {
     /// The projected input goes to stdout as one JSON array; the repair report and the count of
     /// skipped lines go to stderr. The rollout file is only read.
     Project {
-        /// The rollout JSONL file.
+        /// The rollout JSONL file, or a snapshot.
         rollout: PathBuf,
+        /// The snapshot is one you wrote: take its entries as stored instead of checking each
+        /// against its JSON (faster; a crafted snapshot could then put text that is not an item
+        /// into the request).
+        #[arg(long)]
+        trusted: bool,
         /// Input modalities of the model: a comma-separated list of text, image, audio.
         #[arg(long, default_value = "text,image", value_parser = parse_modalities)]
         modalities: Modalities,
@@ -75,14 +80,19 @@ enum Command {
     Snapshot {
         /// The rollout JSONL file.
         rollout: PathBuf,
-        /// The snapshot file to write (replaced atomically).
+        /// The snapshot file to write. A snapshot or an empty file there is replaced atomically;
+        /// anything else (the rollout itself, another rollout, any other file) is refused.
         #[arg(short, long)]
         output: PathBuf,
+        /// Replace whatever file is at the output path.
+        #[arg(long)]
+        force: bool,
         /// Record-time truncation of tool outputs, as `tokens:N` or `bytes:N`.
         #[arg(long, default_value = "tokens:10000", value_parser = parse_truncation)]
         truncation: TruncationPolicy,
     },
-    /// Check a snapshot: header, payload digest and archive validation.
+    /// Check a snapshot: header, payload digest, archive validation, and every entry against
+    /// its JSON (one well-formed item of the kind, role, ids, flags and tokens stored for it).
     Verify {
         /// The snapshot file.
         snapshot: PathBuf,
@@ -109,23 +119,56 @@ fn parse_truncation(text: &str) -> Result<TruncationPolicy, String> {
     }
 }
 
+/// Writes a status line to stderr. A failure to write it is ignored: status is a courtesy, and a
+/// closed or full stderr must not stop (or crash) the command.
+macro_rules! status {
+    ($($arg:tt)*) => {{
+        let _ = writeln!(io::stderr(), $($arg)*);
+    }};
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match run(cli) {
         Ok(code) => code,
+        // A reader that stopped reading (`| head`) is not an error: end quietly, as other
+        // command-line tools do.
+        Err(error) if is_broken_pipe(&error) => ExitCode::SUCCESS,
         Err(error) => {
             // `{:#}` prints the error and its sources on one line: the library's errors say what
             // failed and leave the cause to `source()`.
-            eprintln!("agent-history: error: {error:#}");
+            status!("agent-history: error: {error:#}");
             ExitCode::FAILURE
         }
     }
+}
+
+/// Whether an error comes from writing to a pipe whose reader has gone.
+fn is_broken_pipe(error: &anyhow::Error) -> bool {
+    error.chain().any(|cause| {
+        cause
+            .downcast_ref::<io::Error>()
+            .is_some_and(|error| error.kind() == io::ErrorKind::BrokenPipe)
+    })
+}
+
+/// Standard output, buffered; every write is checked (`?`), so that a full disk or a closed
+/// pipe is an error, never a panic.
+fn stdout() -> BufWriter<io::StdoutLock<'static>> {
+    BufWriter::new(io::stdout().lock())
+}
+
+/// Flushes standard output, naming it in the error.
+fn finish(mut out: impl Write) -> anyhow::Result<ExitCode> {
+    out.flush().context("cannot write to stdout")?;
+    Ok(ExitCode::SUCCESS)
 }
 
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Project {
             rollout,
+            trusted,
             modalities,
             strict,
             send_unknown,
@@ -135,8 +178,16 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             instructions,
         } => {
             let (history, thread_id) = if is_snapshot(&rollout) {
-                let opened = open_snapshot(&rollout, SnapshotOptions::default())?;
-                eprintln!(
+                let options = SnapshotOptions {
+                    trust: if trusted {
+                        SnapshotTrust::Own
+                    } else {
+                        SnapshotTrust::Untrusted
+                    },
+                    ..SnapshotOptions::default()
+                };
+                let opened = open_snapshot(&rollout, options)?;
+                status!(
                     "opened snapshot: {} item(s), covering {} rollout line(s)",
                     opened.history().len(),
                     opened.header().rollout.lines
@@ -156,8 +207,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             if send_unknown {
                 options.unknown_items = UnknownItems::Send;
             }
-            let stdout = io::stdout();
-            let mut out = BufWriter::new(stdout.lock());
+            let mut out = stdout();
             let repairs = if request {
                 let settings = RequestSettings {
                     model: model.unwrap_or_default(),
@@ -168,7 +218,9 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     .with_projection(options)
                     .with_base_instructions(instructions)
                     .compile(&history, StepContext::default())?;
-                compiled.write_body(&mut out)?;
+                compiled
+                    .write_body(&mut out)
+                    .context("cannot write to stdout")?;
                 compiled.prompt.input.report().clone()
             } else {
                 let projection = history.project(&options)?;
@@ -181,11 +233,11 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 .and_then(|()| out.flush())
                 .context("cannot write to stdout")?;
             if repairs.is_empty() {
-                eprintln!("repairs: none");
+                status!("repairs: none");
             } else {
-                eprintln!("repairs: {}", repairs.len());
+                status!("repairs: {}", repairs.len());
                 for repair in repairs.repairs() {
-                    eprintln!("  {repair}");
+                    status!("  {repair}");
                 }
             }
             Ok(ExitCode::SUCCESS)
@@ -193,30 +245,25 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Check { rollout, strict } => {
             let resumed = resume(&rollout, &ResumeOptions::default())?;
             let findings = check(&resumed);
-            let mut out = io::stdout().lock();
-            let write = |out: &mut io::StdoutLock<'_>, text: &str| {
-                writeln!(out, "{text}").context("cannot write to stdout")
-            };
-            write(
-                &mut out,
-                &format!(
-                    "{}: {} line(s), {} item(s), {} user turn(s)",
-                    rollout.display(),
-                    resumed.report().lines,
-                    resumed.history().len(),
-                    resumed.history().user_turn_count()
-                ),
-            )?;
+            let mut out = stdout();
+            writeln!(
+                out,
+                "{}: {} line(s), {} item(s), {} user turn(s)",
+                rollout.display(),
+                resumed.report().lines,
+                resumed.history().len(),
+                resumed.history().user_turn_count()
+            )
+            .context("cannot write to stdout")?;
             for finding in &findings {
-                write(&mut out, &format!("  {finding}"))?;
+                writeln!(out, "  {finding}").context("cannot write to stdout")?;
             }
-            write(
-                &mut out,
-                &match findings.len() {
-                    0 => "no findings".to_owned(),
-                    n => format!("{n} finding(s)"),
-                },
-            )?;
+            match findings.len() {
+                0 => writeln!(out, "no findings"),
+                n => writeln!(out, "{n} finding(s)"),
+            }
+            .context("cannot write to stdout")?;
+            finish(out)?;
             Ok(if strict && !findings.is_empty() {
                 ExitCode::from(1)
             } else {
@@ -226,13 +273,30 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Snapshot {
             rollout,
             output,
+            force,
             truncation,
         } => {
             // The snapshot covers the complete lines: a last line without its newline (torn, or
             // still being written) is left to the resume that replays what follows.
             let resumed = resume(&rollout, &ResumeOptions::new(truncation).snapshot_ready())?;
-            let header = resumed.write_snapshot(&output)?;
-            println!(
+            let replace = if force {
+                Replace::Anything
+            } else {
+                Replace::SnapshotsOnly
+            };
+            let header =
+                resumed
+                    .write_snapshot_with(&output, replace)
+                    .map_err(|error| match error {
+                        // The error has no source: the hint can join its message.
+                        agent_history::SnapshotError::WouldReplace { .. } => {
+                            anyhow::anyhow!("{error} (pass --force to replace it)")
+                        }
+                        other => other.into(),
+                    })?;
+            let mut out = stdout();
+            writeln!(
+                out,
                 "wrote {}: {} item(s), {} payload bytes, covering {} line(s) ({} bytes) of {}",
                 output.display(),
                 header.entry_count,
@@ -240,36 +304,49 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 header.rollout.lines,
                 header.rollout.bytes,
                 rollout.display()
-            );
-            Ok(ExitCode::SUCCESS)
+            )
+            .context("cannot write to stdout")?;
+            finish(out)
         }
         Command::Verify { snapshot: path } => {
-            let opened = open_snapshot(&path, SnapshotOptions::default())?;
+            let opened = open_snapshot(&path, SnapshotOptions::untrusted())?;
             let header = &opened.header();
-            println!("{}: ok", path.display());
-            println!("  format          version {SNAPSHOT_FORMAT_VERSION}");
-            println!("  items           {}", header.entry_count);
-            println!(
-                "  payload         {} bytes, digest verified",
-                header.payload_len
-            );
-            println!("  history version {}", header.history_version);
-            println!(
-                "  rollout         {} line(s), {} bytes, prefix digest {}",
-                header.rollout.lines,
-                header.rollout.bytes,
-                header.rollout.digest.to_hex()
-            );
-            match opened.state().thread_id {
-                Some(id) => println!("  thread          {id}"),
-                None => println!("  thread          (none: the snapshot covers no session_meta)"),
+            let thread = match opened.state().thread_id {
+                Some(id) => id.to_string(),
+                None => "(none: the snapshot covers no session_meta)".to_owned(),
+            };
+            let lines = [
+                format!("{}: ok", path.display()),
+                format!("  format          version {SNAPSHOT_FORMAT_VERSION}"),
+                format!(
+                    "  items           {}, each checked against its JSON",
+                    header.entry_count
+                ),
+                format!(
+                    "  payload         {} bytes, digest verified",
+                    header.payload_len
+                ),
+                format!("  history version {}", header.history_version),
+                format!(
+                    "  rollout         {} line(s), {} bytes, prefix digest {}",
+                    header.rollout.lines,
+                    header.rollout.bytes,
+                    header.rollout.digest.to_hex()
+                ),
+                format!("  thread          {thread}"),
+            ];
+            let mut out = stdout();
+            for line in lines {
+                writeln!(out, "{line}").context("cannot write to stdout")?;
             }
-            Ok(ExitCode::SUCCESS)
+            finish(out)
         }
         Command::Stats { rollout } => {
             let resumed = resume(&rollout, &ResumeOptions::default())?;
-            print!("{}", stats(&rollout, &resumed));
-            Ok(ExitCode::SUCCESS)
+            let mut out = stdout();
+            out.write_all(stats(&rollout, &resumed).as_bytes())
+                .context("cannot write to stdout")?;
+            finish(out)
         }
     }
 }
@@ -342,7 +419,7 @@ impl<R: Read> Read for Progress<R> {
 fn report_load(resumed: &Resumed) {
     let report = resumed.report();
     let counts = &report.skip_counts;
-    eprintln!(
+    status!(
         "read {} line(s): {} item(s) in history, {} skipped ({} blank, {} malformed{})",
         report.lines,
         resumed.history().len(),
@@ -357,14 +434,14 @@ fn report_load(resumed: &Resumed) {
     );
     let mut listed = 0;
     for line in report.malformed() {
-        eprintln!("  skipped {line}");
+        status!("  skipped {line}");
         listed += 1;
     }
     if counts.malformed() > listed {
-        eprintln!("  … and {} more", counts.malformed() - listed);
+        status!("  … and {} more", counts.malformed() - listed);
     }
     for repaired in &report.repaired {
-        eprintln!("  repaired {repaired}");
+        status!("  repaired {repaired}");
     }
 }
 

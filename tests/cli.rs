@@ -327,3 +327,218 @@ fn project_reads_a_rollout_from_a_pipe() {
     assert!(output.status.success(), "stderr: {}", text(&output.stderr));
     assert!(text(&output.stdout).contains("fco_742749b0-3645-5d32-a172-676827826a07"));
 }
+
+/// `snapshot -o` never replaces the rollout it reads (also through a symbolic or a hard link),
+/// another rollout or any other file, unless `--force`; the error says what the file is. A
+/// snapshot there is replaced.
+#[test]
+fn snapshot_refuses_to_replace_what_is_not_a_snapshot() {
+    let dir = temp_dir();
+    let original = std::fs::read(example("session.jsonl")).expect("example");
+    let rollout = dir.path().join("r.jsonl");
+    std::fs::write(&rollout, &original).expect("written");
+    let other = dir.path().join("other.jsonl");
+    std::fs::write(&other, &original).expect("written");
+    let notes = dir.path().join("notes.txt");
+    std::fs::write(&notes, "my notes").expect("written");
+    let symlink = dir.path().join("link.jsonl");
+    std::os::unix::fs::symlink(&rollout, &symlink).expect("symlink");
+    let hard_link = dir.path().join("hard.jsonl");
+    std::fs::hard_link(&rollout, &hard_link).expect("hard link");
+    let path = |path: &std::path::Path| path.to_str().expect("utf-8 path").to_owned();
+    let input = path(&rollout);
+    for (target, what) in [
+        (&rollout, "the rollout the snapshot is made from"),
+        (&symlink, "the rollout the snapshot is made from"),
+        (&hard_link, "the rollout the snapshot is made from"),
+        (&other, "a file of JSON lines"),
+        (&notes, "a file of 8 bytes, not a snapshot"),
+        (&dir.path().to_owned(), "a directory"),
+    ] {
+        let output = run(&["snapshot", &input, "-o", &path(target)]);
+        assert!(!output.status.success(), "{}", target.display());
+        let stderr = text(&output.stderr);
+        assert!(stderr.contains(what), "{stderr}");
+        assert!(stderr.contains("--force"), "{stderr}");
+    }
+    assert_eq!(std::fs::read(&rollout).expect("rollout"), original);
+    assert_eq!(std::fs::read(&other).expect("other"), original);
+    assert_eq!(std::fs::read(&notes).expect("notes"), b"my notes");
+
+    // A snapshot (and an empty file) is replaced; `--force` replaces anything.
+    let snapshot = path(&dir.path().join("r.snap"));
+    for _ in 0..2 {
+        let output = run(&["snapshot", &input, "-o", &snapshot]);
+        assert!(output.status.success(), "{}", text(&output.stderr));
+    }
+    std::fs::write(dir.path().join("empty.snap"), "").expect("written");
+    let output = run(&[
+        "snapshot",
+        &input,
+        "-o",
+        &path(&dir.path().join("empty.snap")),
+    ]);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let output = run(&["snapshot", &input, "-o", &path(&other), "--force"]);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    assert!(agent_history::is_snapshot(&other));
+    assert_eq!(std::fs::read(&rollout).expect("rollout"), original);
+}
+
+/// A command whose standard output fails reports the error (exit 1), never a panic (exit 101);
+/// a reader that goes away (`| head`) ends the command quietly.
+#[test]
+fn stdout_errors_are_reported_and_a_closed_pipe_ends_quietly() {
+    use std::process::Stdio;
+    let dir = temp_dir();
+    let rollout = example("session.jsonl");
+    let rollout = rollout.to_str().expect("utf-8 path");
+    let snapshot = dir.path().join("s.snap");
+    let snapshot = snapshot.to_str().expect("utf-8 path");
+    assert!(run(&["snapshot", rollout, "-o", snapshot]).status.success());
+    let commands: [&[&str]; 5] = [
+        &["stats", rollout],
+        &["verify", snapshot],
+        &["snapshot", rollout, "-o", snapshot],
+        &["check", rollout],
+        &["project", rollout],
+    ];
+    for args in commands {
+        let full = std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .expect("/dev/full");
+        let output = Command::new(env!("CARGO_BIN_EXE_agent-history"))
+            .args(args)
+            .stdout(full)
+            .stderr(Stdio::piped())
+            .output()
+            .expect("runs");
+        let stderr = text(&output.stderr);
+        assert_eq!(output.status.code(), Some(1), "{args:?}: {stderr}");
+        assert!(
+            stderr.contains("cannot write to stdout"),
+            "{args:?}: {stderr}"
+        );
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+
+        // A pipe closed before anything is written.
+        let mut child = Command::new(env!("CARGO_BIN_EXE_agent-history"))
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawns");
+        drop(child.stdout.take());
+        let output = child.wait_with_output().expect("runs");
+        let stderr = text(&output.stderr);
+        assert_eq!(output.status.code(), Some(0), "{args:?}: {stderr}");
+        assert!(!stderr.contains("error"), "{args:?}: {stderr}");
+    }
+}
+
+/// `verify` and `project` check every entry of a snapshot against its JSON: a crafted snapshot
+/// whose digests were recomputed after editing an item's text is refused, naming the entry and
+/// the field. `project --trusted` takes the snapshot as the user's own.
+#[test]
+fn a_crafted_snapshot_is_refused_unless_trusted() {
+    let dir = temp_dir();
+    let rollout = dir.path().join("r.jsonl");
+    let item = r#"{"type":"message","role":"user","content":[{"type":"input_text","text":"hi"}]}"#;
+    std::fs::write(&rollout, format!("{}\n{}\n", meta_line(), item_line(item))).expect("written");
+    let snapshot = dir.path().join("r.snap");
+    let rollout = rollout.to_str().expect("utf-8 path");
+    let snapshot_arg = snapshot.to_str().expect("utf-8 path");
+    assert!(
+        run(&["snapshot", rollout, "-o", snapshot_arg])
+            .status
+            .success()
+    );
+    // An item text that is not JSON: spliced into a request body, it would set its model.
+    let mut bytes = std::fs::read(&snapshot).expect("snapshot");
+    let from = br#"{"type":"input_text","text":"hi"}]}"#;
+    let to = br#"{"type":"input_text"}]}],"model":"x"#;
+    assert_eq!(from.len(), to.len());
+    let at = bytes
+        .windows(from.len())
+        .position(|window| window == from)
+        .expect("in the payload");
+    bytes[at..at + to.len()].copy_from_slice(to);
+    let digest = blake3::hash(&bytes[4096..]);
+    bytes[40..72].copy_from_slice(digest.as_bytes());
+    let digest = blake3::hash(&bytes[..224]);
+    bytes[224..256].copy_from_slice(digest.as_bytes());
+    std::fs::write(&snapshot, bytes).expect("crafted");
+
+    for args in [
+        vec!["verify", snapshot_arg],
+        vec!["project", snapshot_arg, "--request", "--model", "m"],
+    ] {
+        let output = run(&args);
+        let stderr = text(&output.stderr);
+        assert!(!output.status.success(), "{args:?}");
+        assert!(stderr.contains("entry 0: invalid json"), "{stderr}");
+        assert!(output.stdout.is_empty());
+    }
+    let trusted = run(&["project", snapshot_arg, "--trusted"]);
+    assert!(trusted.status.success(), "{}", text(&trusted.stderr));
+}
+
+/// No command modifies a rollout, with any flag, reading it directly or through a link; the one
+/// way to replace it is `snapshot -o` onto it with `--force`.
+#[test]
+fn no_command_modifies_a_rollout() {
+    let dir = temp_dir();
+    let rollout = dir.path().join("r.jsonl");
+    std::fs::copy(example("session.jsonl"), &rollout).expect("copied");
+    let link = dir.path().join("link.jsonl");
+    std::os::unix::fs::symlink(&rollout, &link).expect("symlink");
+    let snapshot = dir.path().join("s.snap");
+    let before = std::fs::read(&rollout).expect("rollout");
+    let modified = std::fs::metadata(&rollout)
+        .expect("metadata")
+        .modified()
+        .ok();
+    for path in [&rollout, &link] {
+        let path = path.to_str().expect("utf-8 path");
+        let snapshot = snapshot.to_str().expect("utf-8 path");
+        let commands: [&[&str]; 12] = [
+            &["project", path],
+            &["project", path, "--strict"],
+            &["project", path, "--send-unknown", "--modalities", "text"],
+            &["project", path, "--truncation", "bytes:10"],
+            &[
+                "project",
+                path,
+                "--request",
+                "--model",
+                "m",
+                "--instructions",
+                "x",
+            ],
+            &["project", path, "--trusted"],
+            &["check", path, "--strict"],
+            &["stats", path],
+            &["verify", path],
+            &["snapshot", path, "-o", snapshot, "--truncation", "tokens:1"],
+            &["snapshot", path, "-o", path],
+            &["snapshot", path, "-o", snapshot, "--force"],
+        ];
+        for args in commands {
+            run(args);
+            assert_eq!(
+                std::fs::read(&rollout).expect("rollout"),
+                before,
+                "{args:?}"
+            );
+            assert_eq!(
+                std::fs::metadata(&rollout)
+                    .expect("metadata")
+                    .modified()
+                    .ok(),
+                modified,
+                "{args:?}"
+            );
+        }
+    }
+}

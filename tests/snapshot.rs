@@ -236,6 +236,7 @@ fn every_truncation_and_every_changed_byte_is_an_error() {
             &damaged,
             SnapshotOptions {
                 verify_digest: false,
+                ..SnapshotOptions::default()
             },
         ) {
             opened.history().assert_invariants();
@@ -841,4 +842,162 @@ fn a_stray_temporary_file_does_not_block_the_next_writer() {
         [".history.snap.tmp-123"],
         "the old stray file, no new ones"
     );
+}
+
+/// Invalid UTF-8 inside an archived string is named as such, in every build profile (rkyv's
+/// default error type drops the cause without debug assertions: CI runs this test in release).
+#[test]
+fn invalid_utf8_in_the_archive_is_named() {
+    let dir = temp_dir();
+    let (_, snapshot, _) = snapshot_of(dir.path(), small_rollout().as_bytes(), "small");
+    craft_payload(&snapshot, "héllo".as_bytes(), b"h\xff\xfello");
+    let error = open_snapshot(&snapshot, SnapshotOptions::default()).expect_err("invalid");
+    assert!(
+        matches!(error, SnapshotError::InvalidArchive { .. }),
+        "{error:?}"
+    );
+    let message = error.to_string();
+    assert!(message.contains("UTF-8"), "{message}");
+    assert!(!message.contains("without error information"), "{message}");
+}
+
+/// Opened untrusted, a snapshot whose digests were recomputed after editing an entry's text is
+/// refused when the text is not one JSON item or disagrees with any stored header field; the
+/// error names the entry and the field. Opened as the program's own, it opens (the digests detect
+/// damage, not forgery).
+#[test]
+fn an_untrusted_snapshot_has_every_entry_checked_against_its_json() {
+    let items = [
+        r#"{"type":"message","role":"developer","content":[{"type":"input_text","text":"<permissions instructions>x"}]}"#,
+        r#"{"type":"message","id":"msg_1","role":"user","content":[{"type":"input_text","text":"aaaaaaaaaaaaaaaa"}]}"#,
+        r#"{"type":"message","role":"assistant","content":[{"type":"output_text","text":"ok"}]}"#,
+        r#"{"type":"function_call","name":"shell","arguments":"{}","call_id":"c1"}"#,
+        r#"{"type":"message","role":"user","content":[{"type":"input_text","text":"<skill>x</skill>"}]}"#,
+    ];
+    let text: String = std::iter::once(meta_line())
+        .chain(items.iter().map(|item| item_line(item)))
+        .map(|line| format!("{line}\n"))
+        .collect();
+    let cases: [(&str, &str, usize, &str); 8] = [
+        (
+            r#"{"type":"message","role":"developer""#,
+            r#"["type","message","role","developer""#,
+            0,
+            "json",
+        ),
+        (r#"x"}]}"#, r#"x"}]]"#, 0, "json"),
+        (
+            r#""type":"message","id""#,
+            r#""type":"messagf","id""#,
+            1,
+            "kind",
+        ),
+        (r#""role":"assistant""#, r#""role":"developer""#, 2, "role"),
+        (r#""call_id":"c1""#, r#""call_id":"c2""#, 3, "call_id"),
+        (r#""id":"msg_1""#, r#""id":"msg_2""#, 1, "item_id"),
+        (r#""<skill>x</skill>""#, r#""aaaaaaaaaaaaaaaa""#, 4, "flags"),
+        (
+            r#""text":"aaaaaaaaaaaaaaaa""#,
+            r#""text":"a","zzzzzzzzzz":1"#,
+            1,
+            "tokens",
+        ),
+    ];
+    let dir = temp_dir();
+    for (n, (from, to, entry, field)) in cases.into_iter().enumerate() {
+        let (_, snapshot, _) = snapshot_of(dir.path(), text.as_bytes(), &format!("case{n}"));
+        assert!(open_snapshot(&snapshot, SnapshotOptions::untrusted()).is_ok());
+        craft_payload(&snapshot, from.as_bytes(), to.as_bytes());
+        let error =
+            open_snapshot(&snapshot, SnapshotOptions::untrusted()).expect_err("a crafted entry");
+        match &error {
+            SnapshotError::InvalidEntry {
+                entry: found_entry,
+                field: found_field,
+                ..
+            } => assert_eq!((*found_entry, *found_field), (entry, field), "{error}"),
+            other => panic!("{other:?}"),
+        }
+        assert!(
+            error
+                .to_string()
+                .contains(&format!("entry {entry}: invalid {field}")),
+            "{error}"
+        );
+        let own = open_snapshot(&snapshot, SnapshotOptions::default()).expect("opens as own");
+        assert_eq!(own.trust(), agent_history::SnapshotTrust::Own);
+    }
+}
+
+/// A snapshot replaces a snapshot or an empty file, and nothing else unless told: not the rollout
+/// it is made from (through a session too), not another file, not a dangling link; a directory
+/// never.
+#[test]
+fn writing_a_snapshot_replaces_only_snapshots_unless_told() {
+    use agent_history::{ExistingFile, Replace};
+    let dir = temp_dir();
+    let (rollout, snapshot, resumed) = snapshot_of(dir.path(), small_rollout().as_bytes(), "r");
+    let original = std::fs::read(&rollout).expect("rollout");
+    let refused = |path: &Path, replace: Replace| match resumed.write_snapshot_with(path, replace) {
+        Err(SnapshotError::WouldReplace { found, .. }) => found,
+        other => panic!("{}: {other:?}", path.display()),
+    };
+    assert_eq!(
+        refused(&rollout, Replace::SnapshotsOnly),
+        ExistingFile::SourceRollout
+    );
+    let notes = dir.path().join("notes");
+    std::fs::write(&notes, b"\x00\x01").expect("written");
+    assert_eq!(
+        refused(&notes, Replace::SnapshotsOnly),
+        ExistingFile::Other { bytes: 2 }
+    );
+    let dangling = dir.path().join("dangling");
+    std::os::unix::fs::symlink(dir.path().join("nothing"), &dangling).expect("symlink");
+    assert_eq!(
+        refused(&dangling, Replace::SnapshotsOnly),
+        ExistingFile::DanglingLink
+    );
+    assert_eq!(
+        refused(dir.path(), Replace::Anything),
+        ExistingFile::Directory
+    );
+    assert_eq!(std::fs::read(&rollout).expect("rollout"), original);
+    assert_eq!(std::fs::read(&notes).expect("notes"), b"\x00\x01");
+
+    resumed
+        .write_snapshot(&snapshot)
+        .expect("a snapshot is replaced");
+    resumed
+        .write_snapshot_with(&notes, Replace::Anything)
+        .expect("anything is replaced when told");
+    assert!(is_snapshot(&notes));
+    // A copy of an opened snapshot obeys the same rule.
+    let opened = open_snapshot(&snapshot, SnapshotOptions::default()).expect("opens");
+    assert!(matches!(
+        opened.write(&rollout),
+        Err(SnapshotError::WouldReplace { .. })
+    ));
+
+    // A session never writes its snapshot over its own rollout.
+    let path = dir.path().join("session.jsonl");
+    let mut session = Session::create(
+        &path,
+        SessionMeta::new(thread("own")),
+        DEFAULT_TRUNCATION,
+        Durability::Flush,
+    )
+    .expect("created");
+    session.record_json(&user("hello")).expect("recorded");
+    let before = std::fs::read(&path).expect("rollout");
+    assert!(matches!(
+        session.write_snapshot(&path),
+        Err(agent_history::Error::Snapshot(
+            SnapshotError::WouldReplace {
+                found: ExistingFile::SourceRollout,
+                ..
+            }
+        ))
+    ));
+    assert_eq!(std::fs::read(&path).expect("rollout"), before);
 }

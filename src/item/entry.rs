@@ -224,6 +224,70 @@ impl Entry {
         })
     }
 
+    /// Checks an entry whose header was stored beside its text (an untrusted snapshot): the text
+    /// must be one item, and every header field must be the one the item gives.
+    ///
+    /// # Errors
+    ///
+    /// The first field that disagrees (`json` when the text is not an item), with what was
+    /// stored and what the text says.
+    pub(crate) fn check_header(&self) -> Result<(), HeaderMismatch> {
+        let item = parse_item(self.json()).map_err(|error| HeaderMismatch {
+            field: "json",
+            detail: error.to_string(),
+        })?;
+        // The header fields come from the item alone (the text is not needed to derive them).
+        let derived = Entry::from_parts(Box::from(""), &item).map_err(|error| HeaderMismatch {
+            field: "json",
+            detail: error.to_string(),
+        })?;
+        let mismatch = |field: &'static str, stored: String, derived: String| {
+            Err(HeaderMismatch {
+                field,
+                detail: format!("stored {stored}, the item's JSON says {derived}"),
+            })
+        };
+        if derived.kind != self.kind {
+            return mismatch("kind", self.kind.to_string(), derived.kind.to_string());
+        }
+        if derived.role != self.role {
+            return mismatch(
+                "role",
+                format!("{:?}", self.role),
+                format!("{:?}", derived.role),
+            );
+        }
+        if derived.call_id != self.call_id {
+            return mismatch(
+                "call_id",
+                format!("{:?}", self.call_id.as_ref().map(CallId::as_str)),
+                format!("{:?}", derived.call_id.as_ref().map(CallId::as_str)),
+            );
+        }
+        if derived.item_id != self.item_id {
+            return mismatch(
+                "item_id",
+                format!("{:?}", self.item_id.as_ref().map(ItemId::as_str)),
+                format!("{:?}", derived.item_id.as_ref().map(ItemId::as_str)),
+            );
+        }
+        if derived.flags != self.flags {
+            return mismatch(
+                "flags",
+                format!("{:#06b}", self.flags.bits()),
+                format!("{:#06b}", derived.flags.bits()),
+            );
+        }
+        if derived.tokens != self.tokens {
+            return mismatch(
+                "tokens",
+                self.tokens.to_string(),
+                derived.tokens.to_string(),
+            );
+        }
+        Ok(())
+    }
+
     /// A copy of this entry that renders differently in a projection (same header).
     pub(crate) fn with_payload(&self, payload: Payload) -> Entry {
         Entry {
@@ -308,6 +372,16 @@ impl fmt::Debug for Entry {
             .field("json", &self.json())
             .finish()
     }
+}
+
+/// A stored header field that disagrees with the entry's JSON text ([`Entry::check_header`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct HeaderMismatch {
+    /// The field: `json` (the text is not an item), `kind`, `role`, `call_id`, `item_id`,
+    /// `flags` or `tokens`.
+    pub(crate) field: &'static str,
+    /// What was stored and what the text says.
+    pub(crate) detail: String,
 }
 
 /// The header fields of a typed item.

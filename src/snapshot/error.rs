@@ -3,6 +3,8 @@
 use std::fmt;
 use std::path::PathBuf;
 
+use super::ExistingFile;
+
 /// The file-system step that failed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
@@ -11,6 +13,8 @@ pub enum SnapshotStep {
     Open,
     /// Mapping it into memory.
     Map,
+    /// Finding out what is at the path a snapshot is to be written to.
+    InspectTarget,
     /// Creating the temporary file a new snapshot is written to.
     CreateTemporary,
     /// Writing the temporary file.
@@ -28,6 +32,7 @@ impl fmt::Display for SnapshotStep {
         f.write_str(match self {
             SnapshotStep::Open => "open",
             SnapshotStep::Map => "map",
+            SnapshotStep::InspectTarget => "inspect the target",
             SnapshotStep::CreateTemporary => "create the temporary file",
             SnapshotStep::WriteTemporary => "write the temporary file",
             SnapshotStep::SyncTemporary => "sync the temporary file",
@@ -128,6 +133,29 @@ pub enum SnapshotError {
     NotCovered {
         /// The snapshot that was to be written.
         path: PathBuf,
+    },
+    /// A snapshot was not written because the file at its path is not one it may replace
+    /// ([`Replace`](super::Replace)). Nothing was written.
+    #[error("refusing to write snapshot {}: it is {found}", path.display())]
+    WouldReplace {
+        /// The path the snapshot was to be written to.
+        path: PathBuf,
+        /// What is there.
+        found: ExistingFile,
+    },
+    /// An entry of a snapshot opened untrusted does not hold what its header says
+    /// ([`SnapshotTrust::Untrusted`](super::SnapshotTrust::Untrusted)).
+    #[error("snapshot {} entry {entry}: invalid {field}: {detail}", path.display())]
+    InvalidEntry {
+        /// The file.
+        path: PathBuf,
+        /// The entry's position in the history (0-based).
+        entry: usize,
+        /// The field: `json` when the text is not one JSON item, else the header field that
+        /// disagrees with it (`kind`, `role`, `call_id`, `item_id`, `flags`, `tokens`).
+        field: &'static str,
+        /// What was stored and what the text says.
+        detail: String,
     },
     /// The archive failed validation.
     #[error("snapshot {} holds an invalid archive: {detail}", path.display())]

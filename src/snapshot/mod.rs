@@ -16,10 +16,11 @@ mod archive;
 mod error;
 mod header;
 mod map;
+mod write;
 
-use std::fs::{File, OpenOptions};
-use std::io::{Read, Write};
-use std::path::{Path, PathBuf};
+use std::fs::File;
+use std::io::Read;
+use std::path::Path;
 
 use imbl::Vector;
 use serde_json::value::RawValue;
@@ -27,14 +28,13 @@ use serde_json::value::RawValue;
 use crate::history::{History, TruncationPolicy};
 use crate::item::{CallId, Entry, ItemId, ThreadId};
 
-use archive::{
-    ArchivedSnapshotV1, EntryV1, SnapshotV1, flags_from_bits, kind_code, kind_from_code, role_code,
-    role_from_code,
-};
+use archive::{ArchivedSnapshotV1, flags_from_bits, kind_from_code, role_from_code};
 pub use error::{SnapshotError, SnapshotStep};
 use header::{HeaderProblem, MAGIC, PAYLOAD_OFFSET};
 pub use header::{RolloutPosition, SNAPSHOT_FORMAT_VERSION, SnapshotHeader};
 use map::MappedFile;
+pub use write::{ExistingFile, Replace};
+pub(crate) use write::{SnapshotTarget, write_snapshot};
 
 /// What resuming the covered rollout prefix gave besides the history. A snapshot stores it, so
 /// that resuming from the snapshot gives what resuming the prefix did.
@@ -65,6 +65,7 @@ pub struct Snapshot {
     header: SnapshotHeader,
     state: PrefixState,
     verified: bool,
+    trust: SnapshotTrust,
 }
 
 impl Snapshot {
@@ -93,27 +94,74 @@ impl Snapshot {
         self.verified
     }
 
+    /// How far the snapshot was trusted when opened: with [`SnapshotTrust::Untrusted`] every
+    /// entry was checked against its JSON.
+    pub fn trust(&self) -> SnapshotTrust {
+        self.trust
+    }
+
     /// The history and the resume state, taken out (the rollout layer's snapshot path).
     pub(crate) fn into_parts(self) -> (History, SnapshotHeader, PrefixState) {
         (self.history, self.header, self.state)
     }
 
     /// Writes this snapshot to `path` (a copy that stands for the same rollout prefix), replacing
-    /// any file there atomically: a temporary file in the same directory, `sync_data`, `rename`,
-    /// and a sync of the directory. A file that is mapped elsewhere is never modified.
+    /// a snapshot or an empty file there atomically: a temporary file in the same directory,
+    /// `sync_data`, `rename`, and a sync of the directory. A file that is mapped elsewhere is
+    /// never modified. Any other file at `path` is left alone (see [`Snapshot::write_with`]).
     ///
     /// # Errors
     ///
+    /// [`SnapshotError::WouldReplace`] when `path` is not a snapshot;
     /// [`SnapshotError::Io`] naming the step that failed; [`SnapshotError::InvalidArchive`] if the
     /// archive cannot be built.
     pub fn write(&self, path: impl AsRef<Path>) -> Result<SnapshotHeader, SnapshotError> {
+        self.write_with(path, Replace::SnapshotsOnly)
+    }
+
+    /// [`Snapshot::write`], replacing what `replace` allows.
+    ///
+    /// # Errors
+    ///
+    /// As [`Snapshot::write`].
+    pub fn write_with(
+        &self,
+        path: impl AsRef<Path>,
+        replace: Replace,
+    ) -> Result<SnapshotHeader, SnapshotError> {
         write_snapshot(
             path.as_ref(),
+            SnapshotTarget {
+                replace,
+                source: None,
+            },
             &self.history,
             self.header.rollout,
             &self.state,
         )
     }
+}
+
+/// How far an opened snapshot is trusted.
+///
+/// The digests detect damage (a torn write, a flipped bit), not forgery: anyone who can write the
+/// file can recompute them. A snapshot this program wrote itself is trusted to hold what its
+/// writer checked — each entry's header fields (kind, role, call id, item id, flags, tokens)
+/// stored beside its JSON text — and opening it parses nothing. A snapshot from elsewhere is
+/// opened untrusted: each entry's text must then be one well-formed JSON item whose fields are
+/// the stored ones, or the snapshot is refused with [`SnapshotError::InvalidEntry`] naming the
+/// entry and the field.
+///
+/// Memory safety never depends on trust: the archive is validated in either mode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SnapshotTrust {
+    /// A snapshot this program wrote (the default): header fields are taken as stored, which is
+    /// what makes opening cost no JSON parse.
+    #[default]
+    Own,
+    /// A snapshot from elsewhere: every entry is parsed and checked. Costs about as much as
+    /// parsing the items of the rollout.
+    Untrusted,
 }
 
 /// How to open a snapshot.
@@ -123,12 +171,25 @@ pub struct SnapshotOptions {
     /// memory safe and the history well-formed, but a changed byte inside an item's text would go
     /// unnoticed.
     pub verify_digest: bool,
+    /// Whether the snapshot is one this program wrote (default) or comes from elsewhere.
+    pub trust: SnapshotTrust,
 }
 
 impl Default for SnapshotOptions {
     fn default() -> Self {
         SnapshotOptions {
             verify_digest: true,
+            trust: SnapshotTrust::Own,
+        }
+    }
+}
+
+impl SnapshotOptions {
+    /// Options for a snapshot from elsewhere: digest verified and every entry checked.
+    pub fn untrusted() -> Self {
+        SnapshotOptions {
+            trust: SnapshotTrust::Untrusted,
+            ..SnapshotOptions::default()
         }
     }
 }
@@ -136,118 +197,6 @@ impl Default for SnapshotOptions {
 fn io_error(path: &Path, step: SnapshotStep) -> impl FnOnce(std::io::Error) -> SnapshotError {
     let path = path.to_owned();
     move |source| SnapshotError::Io { path, step, source }
-}
-
-/// Writes a snapshot of `history`, covering `position` of its rollout, to `path`, replacing any
-/// file there atomically. `history` and `state` must be what resuming exactly that prefix gives:
-/// the rollout layer makes sure of it (`Resumed::write_snapshot`), which is why this is not
-/// public.
-///
-/// Replacement is a temporary file in the same directory, `sync_data`, `rename`, and a sync of
-/// the directory. A file that is mapped elsewhere is never modified.
-///
-/// # Errors
-///
-/// [`SnapshotError::Io`] naming the step that failed; [`SnapshotError::InvalidArchive`] if the
-/// archive cannot be built (an item over 4 GiB).
-pub(crate) fn write_snapshot(
-    path: &Path,
-    history: &History,
-    position: RolloutPosition,
-    state: &PrefixState,
-) -> Result<SnapshotHeader, SnapshotError> {
-    let (truncation_mode, truncation_limit) = match history.truncation() {
-        TruncationPolicy::Bytes(limit) => (0u8, limit as u64),
-        TruncationPolicy::Tokens(limit) => (1u8, limit as u64),
-    };
-    let data = SnapshotV1 {
-        thread_id: state.thread_id.map(|id| id.to_string()),
-        resume_flags: state.flags(),
-        truncation_mode,
-        truncation_limit,
-        reference_context_item: history.reference_context_item().map(ToString::to_string),
-        previous_turn_settings: state
-            .previous_turn_settings
-            .as_ref()
-            .map(|raw| raw.get().to_owned()),
-        entries: history
-            .iter()
-            .map(|entry| EntryV1 {
-                kind: kind_code(entry.kind()),
-                role: role_code(entry.role()),
-                flags: entry.flags().bits(),
-                tokens: entry.tokens(),
-                call_id: entry.call_id().map(|id| id.as_str().to_owned()),
-                item_id: entry.item_id().map(|id| id.as_str().to_owned()),
-                json: entry.json().to_owned(),
-            })
-            .collect(),
-    };
-    let payload = rkyv::to_bytes::<rkyv::rancor::Error>(&data).map_err(|error| {
-        SnapshotError::InvalidArchive {
-            path: path.to_owned(),
-            detail: error.to_string(),
-        }
-    })?;
-    let header = SnapshotHeader {
-        entry_count: history.len() as u64,
-        payload_len: payload.len() as u64,
-        payload_digest: blake3::hash(&payload),
-        rollout: position,
-        history_version: history.version(),
-    };
-    write_atomically(path, &header.encode(), &payload)?;
-    Ok(header)
-}
-
-/// A name for the temporary file that no other writer uses: a random part, so that a stray file
-/// left by a crashed writer (whose process id may come back, as in containers) never blocks a
-/// later one.
-fn temporary_path(path: &Path) -> PathBuf {
-    let name = path
-        .file_name()
-        .map(|name| name.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "snapshot".into());
-    path.with_file_name(format!(".{name}.tmp-{}", uuid::Uuid::new_v4().simple()))
-}
-
-fn write_atomically(path: &Path, header: &[u8], payload: &[u8]) -> Result<(), SnapshotError> {
-    let temporary = temporary_path(path);
-    let result = (|| {
-        let mut file = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&temporary)
-            .map_err(io_error(&temporary, SnapshotStep::CreateTemporary))?;
-        file.write_all(header)
-            .and_then(|()| file.write_all(payload))
-            .map_err(io_error(&temporary, SnapshotStep::WriteTemporary))?;
-        file.sync_data()
-            .map_err(io_error(&temporary, SnapshotStep::SyncTemporary))?;
-        std::fs::rename(&temporary, path).map_err(io_error(path, SnapshotStep::Rename))?;
-        sync_directory(path)
-    })();
-    if result.is_err() {
-        // Best effort: the error being returned is the one that matters, and a stray temporary
-        // file is harmless (its name is random; `docs/snapshot-format.md`).
-        let _ = std::fs::remove_file(&temporary);
-    }
-    result
-}
-
-/// Makes a rename durable: sync the directory that holds `path` (a no-op where directories
-/// cannot be opened, as on Windows).
-fn sync_directory(path: &Path) -> Result<(), SnapshotError> {
-    let directory = match path.parent() {
-        Some(parent) if !parent.as_os_str().is_empty() => parent.to_owned(),
-        _ => PathBuf::from("."),
-    };
-    if cfg!(unix) {
-        File::open(&directory)
-            .and_then(|dir| dir.sync_all())
-            .map_err(io_error(&directory, SnapshotStep::SyncDirectory))?;
-    }
-    Ok(())
 }
 
 /// Opens a snapshot: maps the file, checks the header, verifies the payload digest (unless told
@@ -259,9 +208,11 @@ fn sync_directory(path: &Path) -> Result<(), SnapshotError> {
 /// text read from it may no longer be what was checked, and reading a truncated map kills the
 /// process with `SIGBUS`. This is the contract of every memory-mapped reader.
 ///
-/// The digests detect damage, not forgery: a snapshot is trusted to be one this library wrote. A
-/// file crafted with valid digests can hold entries whose header fields disagree with their JSON;
-/// operations that parse such an entry return an error rather than guess.
+/// The digests detect damage, not forgery (see [`SnapshotTrust`]): open a snapshot from elsewhere
+/// with [`SnapshotOptions::untrusted`]. Opened as the program's own, a file crafted with valid
+/// digests can hold entries whose header fields disagree with their JSON, and text that is not
+/// JSON at all, which a request would carry as it is; operations that parse such an entry return
+/// an error rather than guess.
 ///
 /// # Errors
 ///
@@ -285,7 +236,7 @@ pub fn open_snapshot(
         path: path.to_owned(),
         detail,
     };
-    let archived = rkyv::access::<ArchivedSnapshotV1, rkyv::rancor::Error>(payload)
+    let archived = rkyv::access::<ArchivedSnapshotV1, rkyv::rancor::BoxedError>(payload)
         .map_err(|error| invalid(error.to_string()))?;
     if archived.entries.len() as u64 != header.entry_count {
         return Err(invalid(format!(
@@ -313,6 +264,16 @@ pub fn open_snapshot(
             flags,
         )
         .ok_or_else(|| field("json length"))?;
+        if options.trust == SnapshotTrust::Untrusted {
+            entry
+                .check_header()
+                .map_err(|mismatch| SnapshotError::InvalidEntry {
+                    path: path.to_owned(),
+                    entry: index,
+                    field: mismatch.field,
+                    detail: mismatch.detail,
+                })?;
+        }
         entries.push_back(entry);
     }
     let limit = usize::try_from(archived.truncation_limit.to_native())
@@ -363,6 +324,7 @@ pub fn open_snapshot(
         header,
         state,
         verified: options.verify_digest,
+        trust: options.trust,
     })
 }
 

@@ -205,6 +205,7 @@ impl fmt::Display for FallbackReason {
 /// replaced from outside. [`Resumed::into_history`] takes the history out.
 #[derive(Debug)]
 pub struct Resumed {
+    pub(crate) path: PathBuf,
     pub(crate) history: History,
     pub(crate) report: LoadReport,
     pub(crate) previous_turn_settings: Option<Box<RawValue>>,
@@ -239,6 +240,11 @@ impl Resumed {
     /// The rebuilt history, taken out.
     pub fn into_history(self) -> History {
         self.history
+    }
+
+    /// The rollout's path, or the label of the reader it was read from.
+    pub fn path(&self) -> &Path {
+        &self.path
     }
 
     /// What the reader found in the lines it read: the whole file, or after a snapshot the lines
@@ -457,6 +463,7 @@ impl Rollout {
         let mut history = replay.history;
         history.set_shared_reference_context_item(reference_context_item);
         Ok(Resumed {
+            path: self.path().to_owned(),
             history,
             report: self.report.clone(),
             previous_turn_settings: scan.settings.map(ToOwned::to_owned),

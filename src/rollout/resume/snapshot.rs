@@ -7,8 +7,8 @@ use std::io::{ErrorKind, Read};
 use std::path::Path;
 
 use crate::snapshot::{
-    PrefixState, RolloutPosition, SnapshotError, SnapshotHeader, SnapshotOptions, open_snapshot,
-    write_snapshot,
+    PrefixState, Replace, RolloutPosition, SnapshotError, SnapshotHeader, SnapshotOptions,
+    SnapshotTarget, open_snapshot, write_snapshot,
 };
 
 use super::super::error::RolloutError;
@@ -152,6 +152,7 @@ pub(super) fn resume(
         digest: hasher.finalize(),
     });
     Ok(Attempt::Resumed(Box::new(Resumed {
+        path: rollout.to_owned(),
         history: replay.history,
         report: read.report,
         previous_turn_settings,
@@ -236,15 +237,34 @@ fn first_later_line(
 impl Resumed {
     /// Writes a snapshot of this history to `path`, standing for the rollout prefix it was
     /// resumed from (with the thread id, previous-turn settings and turn state resume settled
-    /// on), replacing any file there atomically. A later [`resume_file`](super::resume_file)
-    /// with this snapshot then reads only the lines after that prefix.
+    /// on). A later [`resume_file`](super::resume_file) with this snapshot then reads only the
+    /// lines after that prefix.
+    ///
+    /// The snapshot replaces, atomically, a snapshot or an empty file at `path`; anything else
+    /// there — the rollout itself (also through a link), another rollout, any other file — is
+    /// left alone and refused ([`Resumed::write_snapshot_with`] and [`Replace::Anything`]
+    /// replace it).
     ///
     /// # Errors
     ///
     /// [`SnapshotError::NotCovered`] when this resume did not record the prefix it covers (resume
-    /// with [`ResumeOptions::snapshot_ready`]); otherwise as writing any snapshot:
+    /// with [`ResumeOptions::snapshot_ready`]); [`SnapshotError::WouldReplace`] when `path` holds
+    /// something else than a snapshot; otherwise as writing any snapshot:
     /// [`SnapshotError::Io`] naming the step, [`SnapshotError::InvalidArchive`].
     pub fn write_snapshot(&self, path: impl AsRef<Path>) -> Result<SnapshotHeader, SnapshotError> {
+        self.write_snapshot_with(path, Replace::SnapshotsOnly)
+    }
+
+    /// [`Resumed::write_snapshot`], replacing what `replace` allows.
+    ///
+    /// # Errors
+    ///
+    /// As [`Resumed::write_snapshot`].
+    pub fn write_snapshot_with(
+        &self,
+        path: impl AsRef<Path>,
+        replace: Replace,
+    ) -> Result<SnapshotHeader, SnapshotError> {
         let path = path.as_ref();
         let covered = self.covered.ok_or_else(|| SnapshotError::NotCovered {
             path: path.to_owned(),
@@ -255,6 +275,10 @@ impl Resumed {
             ends_inside_turn: self.ends_inside_turn,
             legacy: self.report.legacy,
         };
-        write_snapshot(path, &self.history, covered, &state)
+        let target = SnapshotTarget {
+            replace,
+            source: Some(&self.path),
+        };
+        write_snapshot(path, target, &self.history, covered, &state)
     }
 }

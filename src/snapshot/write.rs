@@ -1,0 +1,376 @@
+//! Writing a snapshot: what may be replaced at its path, and the atomic replacement itself (a
+//! temporary file, `sync_data`, `rename`, a sync of the directory).
+
+use std::fs::{File, OpenOptions};
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+
+use crate::history::{History, TruncationPolicy};
+
+use super::archive::{EntryV1, SnapshotV1, kind_code, role_code};
+use super::header::{RolloutPosition, SnapshotHeader};
+use super::{PrefixState, SnapshotError, SnapshotStep, io_error, is_snapshot};
+
+/// What writing a snapshot may replace at its path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Replace {
+    /// A snapshot of this format (any version, damaged or not) or an empty file; nothing else
+    /// (the default): a rollout, another file, a directory, the rollout the snapshot is made
+    /// from (also through a link) are refused with [`SnapshotError::WouldReplace`].
+    #[default]
+    SnapshotsOnly,
+    /// Whatever is there (the command line's `--force`). A directory still cannot be replaced.
+    Anything,
+}
+
+/// What is at a path a snapshot was not allowed to replace ([`SnapshotError::WouldReplace`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ExistingFile {
+    /// The rollout the snapshot is made from (the same file, possibly through a link).
+    SourceRollout,
+    /// A directory.
+    Directory,
+    /// Not a regular file: a device, a FIFO, a socket.
+    Special,
+    /// A symbolic link to nothing.
+    DanglingLink,
+    /// A file of JSON lines, such as a rollout, of this many bytes.
+    JsonLines {
+        /// Its size.
+        bytes: u64,
+    },
+    /// Another file of this many bytes.
+    Other {
+        /// Its size.
+        bytes: u64,
+    },
+}
+
+impl std::fmt::Display for ExistingFile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ExistingFile::SourceRollout => f.write_str("the rollout the snapshot is made from"),
+            ExistingFile::Directory => f.write_str("a directory"),
+            ExistingFile::Special => f.write_str("not a regular file"),
+            ExistingFile::DanglingLink => f.write_str("a symbolic link to nothing"),
+            ExistingFile::JsonLines { bytes } => {
+                write!(f, "a file of JSON lines ({bytes} bytes), such as a rollout")
+            }
+            ExistingFile::Other { bytes } => write!(f, "a file of {bytes} bytes, not a snapshot"),
+        }
+    }
+}
+
+/// Where a snapshot goes: what may be replaced there, and the rollout it is made from (never
+/// replaced unless `replace` says anything may be).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct SnapshotTarget<'a> {
+    pub(crate) replace: Replace,
+    pub(crate) source: Option<&'a Path>,
+}
+
+/// Refuses to write over anything but a snapshot or an empty file at `path` unless `target`
+/// allows it. The check runs before the temporary file is written; a file that appears at `path`
+/// between the check and the rename is replaced (this guards against mistakes, not races).
+fn check_target(path: &Path, target: SnapshotTarget<'_>) -> Result<(), SnapshotError> {
+    let refuse = |found| {
+        Err(SnapshotError::WouldReplace {
+            path: path.to_owned(),
+            found,
+        })
+    };
+    let inspect = io_error(path, SnapshotStep::InspectTarget);
+    let metadata = match std::fs::metadata(path) {
+        Ok(metadata) => metadata,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+            return match std::fs::symlink_metadata(path) {
+                Ok(_) if target.replace == Replace::SnapshotsOnly => {
+                    refuse(ExistingFile::DanglingLink)
+                }
+                _ => Ok(()),
+            };
+        }
+        Err(error) => return Err(inspect(error)),
+    };
+    if metadata.is_dir() {
+        // Not even with `Replace::Anything`: a rename cannot replace a directory with a file,
+        // and the error says so better than the rename's.
+        return refuse(ExistingFile::Directory);
+    }
+    if target.replace == Replace::Anything {
+        return Ok(());
+    }
+    if let Some(source) = target.source
+        && is_same_file(path, &metadata, source)
+    {
+        return refuse(ExistingFile::SourceRollout);
+    }
+    if !metadata.is_file() {
+        return refuse(ExistingFile::Special);
+    }
+    let bytes = metadata.len();
+    if bytes == 0 || is_snapshot(path) {
+        return Ok(());
+    }
+    let mut start = [0u8; 64];
+    let read = File::open(path)
+        .and_then(|mut file| file.read(&mut start))
+        .map_err(inspect)?;
+    let json_lines = start[..read]
+        .iter()
+        .find(|byte| !byte.is_ascii_whitespace())
+        .is_some_and(|&byte| byte == b'{');
+    if json_lines {
+        refuse(ExistingFile::JsonLines { bytes })
+    } else {
+        refuse(ExistingFile::Other { bytes })
+    }
+}
+
+/// Whether `path` (whose metadata is `metadata`) is the file at `other`: the same device and
+/// inode on Unix (so a hard or symbolic link counts), the same canonical path elsewhere.
+fn is_same_file(path: &Path, metadata: &std::fs::Metadata, other: &Path) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt as _;
+        let _ = path;
+        std::fs::metadata(other)
+            .is_ok_and(|other| other.dev() == metadata.dev() && other.ino() == metadata.ino())
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = metadata;
+        match (std::fs::canonicalize(path), std::fs::canonicalize(other)) {
+            (Ok(path), Ok(other)) => path == other,
+            _ => false,
+        }
+    }
+}
+
+/// Writes a snapshot of `history`, covering `position` of its rollout, to `path`, replacing what
+/// `target` allows there atomically. `history` and `state` must be what resuming exactly that
+/// prefix gives: the rollout layer makes sure of it (`Resumed::write_snapshot`), which is why
+/// this is not public.
+///
+/// Replacement is a temporary file in the same directory, `sync_data`, `rename`, and a sync of
+/// the directory. A file that is mapped elsewhere is never modified.
+///
+/// # Errors
+///
+/// [`SnapshotError::WouldReplace`] when `target` does not allow replacing what is at `path`;
+/// [`SnapshotError::Io`] naming the step that failed; [`SnapshotError::InvalidArchive`] if the
+/// archive cannot be built (an item over 4 GiB).
+pub(crate) fn write_snapshot(
+    path: &Path,
+    target: SnapshotTarget<'_>,
+    history: &History,
+    position: RolloutPosition,
+    state: &PrefixState,
+) -> Result<SnapshotHeader, SnapshotError> {
+    let (truncation_mode, truncation_limit) = match history.truncation() {
+        TruncationPolicy::Bytes(limit) => (0u8, limit as u64),
+        TruncationPolicy::Tokens(limit) => (1u8, limit as u64),
+    };
+    let data = SnapshotV1 {
+        thread_id: state.thread_id.map(|id| id.to_string()),
+        resume_flags: state.flags(),
+        truncation_mode,
+        truncation_limit,
+        reference_context_item: history.reference_context_item().map(ToString::to_string),
+        previous_turn_settings: state
+            .previous_turn_settings
+            .as_ref()
+            .map(|raw| raw.get().to_owned()),
+        entries: history
+            .iter()
+            .map(|entry| EntryV1 {
+                kind: kind_code(entry.kind()),
+                role: role_code(entry.role()),
+                flags: entry.flags().bits(),
+                tokens: entry.tokens(),
+                call_id: entry.call_id().map(|id| id.as_str().to_owned()),
+                item_id: entry.item_id().map(|id| id.as_str().to_owned()),
+                json: entry.json().to_owned(),
+            })
+            .collect(),
+    };
+    check_target(path, target)?;
+    // `BoxedError` keeps the cause in every profile (`rancor::Error` drops it without debug
+    // assertions: "failed without error information").
+    let payload = rkyv::to_bytes::<rkyv::rancor::BoxedError>(&data).map_err(|error| {
+        SnapshotError::InvalidArchive {
+            path: path.to_owned(),
+            detail: error.to_string(),
+        }
+    })?;
+    let header = SnapshotHeader {
+        entry_count: history.len() as u64,
+        payload_len: payload.len() as u64,
+        payload_digest: blake3::hash(&payload),
+        rollout: position,
+        history_version: history.version(),
+    };
+    write_atomically(path, &header.encode(), &payload)?;
+    Ok(header)
+}
+
+/// A name for the temporary file that no other writer uses: a random part, so that a stray file
+/// left by a crashed writer (whose process id may come back, as in containers) never blocks a
+/// later one.
+fn temporary_path(path: &Path) -> PathBuf {
+    let name = path
+        .file_name()
+        .map(|name| name.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "snapshot".into());
+    path.with_file_name(format!(".{name}.tmp-{}", uuid::Uuid::new_v4().simple()))
+}
+
+fn write_atomically(path: &Path, header: &[u8], payload: &[u8]) -> Result<(), SnapshotError> {
+    write_atomically_with(path, header, payload, &mut NoFaults)
+}
+
+/// The steps of an atomic replacement, each of which a test can make fail.
+pub(super) trait Faults {
+    /// Called before `step` (and, for [`SnapshotStep::WriteTemporary`], after part of the bytes
+    /// were written): an error fails the step.
+    fn before(&mut self, step: SnapshotStep) -> std::io::Result<()>;
+}
+
+/// The file system as it is.
+struct NoFaults;
+
+impl Faults for NoFaults {
+    fn before(&mut self, _: SnapshotStep) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Writes `header` and `payload` to a temporary file beside `path`, syncs it, renames it over
+/// `path` and syncs the directory. Until the rename, `path` is untouched; after a failure the
+/// temporary file is removed.
+pub(super) fn write_atomically_with(
+    path: &Path,
+    header: &[u8],
+    payload: &[u8],
+    faults: &mut dyn Faults,
+) -> Result<(), SnapshotError> {
+    let temporary = temporary_path(path);
+    let mut created = false;
+    let result = (|| {
+        let mut file = faults
+            .before(SnapshotStep::CreateTemporary)
+            .and_then(|()| {
+                OpenOptions::new()
+                    .write(true)
+                    .create_new(true)
+                    .open(&temporary)
+            })
+            .map_err(io_error(&temporary, SnapshotStep::CreateTemporary))?;
+        created = true;
+        file.write_all(header)
+            .and_then(|()| faults.before(SnapshotStep::WriteTemporary))
+            .and_then(|()| file.write_all(payload))
+            .map_err(io_error(&temporary, SnapshotStep::WriteTemporary))?;
+        faults
+            .before(SnapshotStep::SyncTemporary)
+            .and_then(|()| file.sync_data())
+            .map_err(io_error(&temporary, SnapshotStep::SyncTemporary))?;
+        faults
+            .before(SnapshotStep::Rename)
+            .and_then(|()| std::fs::rename(&temporary, path))
+            .map_err(io_error(path, SnapshotStep::Rename))?;
+        created = false;
+        sync_directory(path, faults)
+    })();
+    if result.is_err() && created {
+        // Best effort: the error being returned is the one that matters, and a stray temporary
+        // file is harmless (its name is random; `docs/snapshot-format.md`).
+        let _ = std::fs::remove_file(&temporary);
+    }
+    result
+}
+
+/// Makes a rename durable: sync the directory that holds `path` (a no-op where directories
+/// cannot be opened, as on Windows).
+fn sync_directory(path: &Path, faults: &mut dyn Faults) -> Result<(), SnapshotError> {
+    let directory = match path.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => parent.to_owned(),
+        _ => PathBuf::from("."),
+    };
+    if cfg!(unix) {
+        faults
+            .before(SnapshotStep::SyncDirectory)
+            .and_then(|()| File::open(&directory))
+            .and_then(|dir| dir.sync_all())
+            .map_err(io_error(&directory, SnapshotStep::SyncDirectory))?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Fails the one step it is given.
+    struct FailAt(SnapshotStep);
+
+    impl Faults for FailAt {
+        fn before(&mut self, step: SnapshotStep) -> std::io::Result<()> {
+            if step == self.0 {
+                Err(std::io::Error::other(format!("injected failure: {step}")))
+            } else {
+                Ok(())
+            }
+        }
+    }
+
+    fn directory_listing(dir: &Path) -> Vec<std::ffi::OsString> {
+        let mut names: Vec<_> = std::fs::read_dir(dir)
+            .expect("listed")
+            .map(|entry| entry.expect("entry").file_name())
+            .collect();
+        names.sort();
+        names
+    }
+
+    /// A replacement that fails at any step before the rename leaves the previous snapshot
+    /// byte for byte, and no temporary file; one that fails at the directory sync has renamed
+    /// a complete new snapshot into place and says the rename may not be durable. Either way the
+    /// file at the path is one whole snapshot, never a mix.
+    #[test]
+    fn a_failure_at_any_step_leaves_a_whole_snapshot_and_no_temporary_file() {
+        let dir = tempfile::tempdir().expect("dir");
+        let path = dir.path().join("history.snap");
+        let (old_header, old_payload) = (b"old header".to_vec(), vec![1u8; 10_000]);
+        let (new_header, new_payload) = (b"new header".to_vec(), vec![2u8; 20_000]);
+        let old = [old_header.as_slice(), &old_payload].concat();
+        let new = [new_header.as_slice(), &new_payload].concat();
+        for step in [
+            SnapshotStep::CreateTemporary,
+            SnapshotStep::WriteTemporary,
+            SnapshotStep::SyncTemporary,
+            SnapshotStep::Rename,
+            SnapshotStep::SyncDirectory,
+        ] {
+            write_atomically(&path, &old_header, &old_payload).expect("the previous snapshot");
+            let error = write_atomically_with(&path, &new_header, &new_payload, &mut FailAt(step))
+                .expect_err("injected");
+            match &error {
+                SnapshotError::Io { step: failed, .. } => assert_eq!(*failed, step),
+                other => panic!("{other:?}"),
+            }
+            let expected = if step == SnapshotStep::SyncDirectory {
+                &new
+            } else {
+                &old
+            };
+            assert_eq!(&std::fs::read(&path).expect("read"), expected, "{step}");
+            assert_eq!(
+                directory_listing(dir.path()),
+                ["history.snap"],
+                "after a failure at {step}"
+            );
+        }
+    }
+}
