@@ -80,6 +80,9 @@ fn main() {
             .expect("opens"),
         );
     });
+    let untrusted = median(5, || {
+        black_box(open_snapshot(&snapshot_path, SnapshotOptions::untrusted()).expect("opens"));
+    });
     let with_snapshot = ResumeOptions::new(DEFAULT_TRUNCATION).with_snapshot(&snapshot_path);
     let with_tail = median(5, || {
         let resumed = resume_file(&rollout_path, &with_snapshot).expect("resumes");
@@ -95,6 +98,12 @@ fn main() {
     ratio(
         "open snapshot (no digest) vs JSONL resume",
         unverified,
+        "jsonl",
+        full,
+    );
+    ratio(
+        "open snapshot untrusted (every entry parsed) vs JSONL resume",
+        untrusted,
         "jsonl",
         full,
     );
