@@ -62,7 +62,7 @@ pub use rollout::{
     FileSink, LaterLine, LineKind, LineRepair, LoadReport, READER_LABEL, ReadMode, ReadOptions,
     RepairedLine, ResumeOptions, ResumeSource, Resumed, Rollout, RolloutError, RolloutLine,
     RolloutSink, RolloutWriteError, RolloutWriter, SessionMeta, SkipCounts, SkipReason,
-    SkippedLine, WriteStep, resume_file, resume_reader,
+    SkippedLine, WriteStep, open_rollout, resume_file, resume_reader,
 };
 
 // The session layer: a history and its rollout kept in step.

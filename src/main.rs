@@ -1,7 +1,6 @@
 //! The `agent-history` command.
 
 use std::collections::BTreeMap;
-use std::fs::File;
 use std::io::{self, BufWriter, IsTerminal, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -9,7 +8,7 @@ use std::process::ExitCode;
 use agent_history::{
     Modalities, ProjectionOptions, PromptCompiler, RepairKind, Replace, RequestSettings,
     ResumeOptions, Resumed, SNAPSHOT_FORMAT_VERSION, SnapshotOptions, SnapshotTrust, StepContext,
-    TruncationPolicy, UnknownItems, is_snapshot, open_snapshot, resume_reader,
+    TruncationPolicy, UnknownItems, is_snapshot, open_rollout, open_snapshot, resume_reader,
 };
 use anyhow::Context as _;
 use clap::{Parser, Subcommand};
@@ -356,12 +355,11 @@ const PROGRESS_THRESHOLD: u64 = 50 * 1024 * 1024;
 
 /// Resumes a rollout, with a progress bar for files over 50 MB when stderr is a terminal.
 fn resume(path: &Path, options: &ResumeOptions) -> anyhow::Result<Resumed> {
-    let file = File::open(path).with_context(|| format!("cannot read {}", path.display()))?;
-    let metadata = file
+    let file = open_rollout(path)?;
+    let size = file
         .metadata()
-        .with_context(|| format!("cannot read {}", path.display()))?;
-    refuse_non_rollout_file(path, &metadata)?;
-    let size = metadata.len();
+        .with_context(|| format!("cannot read {}", path.display()))?
+        .len();
     let bar = (size > PROGRESS_THRESHOLD && io::stderr().is_terminal()).then(|| {
         let bar = ProgressBar::new(size);
         bar.set_style(
@@ -381,23 +379,6 @@ fn resume(path: &Path, options: &ResumeOptions) -> anyhow::Result<Resumed> {
         bar.finish_and_clear();
     }
     Ok(resumed?)
-}
-
-/// A rollout is a regular file or a stream (a pipe, a FIFO). A directory is refused, and so is a
-/// device: `/dev/zero` or `/dev/urandom` would be read for ever.
-fn refuse_non_rollout_file(path: &Path, metadata: &std::fs::Metadata) -> anyhow::Result<()> {
-    let kind = metadata.file_type();
-    if kind.is_dir() {
-        anyhow::bail!("{} is a directory, not a rollout", path.display());
-    }
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::FileTypeExt as _;
-        if kind.is_char_device() || kind.is_block_device() {
-            anyhow::bail!("{} is a device, not a rollout", path.display());
-        }
-    }
-    Ok(())
 }
 
 /// A reader that advances a progress bar.

@@ -8,7 +8,7 @@ use agent_history::{
     DEFAULT_TRUNCATION, LineRepair, READER_LABEL, ReadMode, ReadOptions, ResumeOptions, Resumed,
     RolloutError, SkipReason, resume_reader,
 };
-use common::{THREAD_ID, item_line, line, meta_line, meta_payload, user};
+use common::{THREAD_ID, event_line, item_line, line, meta_line, meta_payload, user};
 
 fn resume(bytes: &[u8]) -> Result<Resumed, RolloutError> {
     resume_reader(bytes, READER_LABEL, &ResumeOptions::default())
@@ -233,4 +233,692 @@ fn an_unreadable_session_meta_is_named_in_the_error() {
         message.contains("rejected line 2 (byte 17): malformed: invalid payload: session_meta: thread id \"t-1\" is not a UUID"),
         "{message}"
     );
+}
+
+// ---------------------------------------------------------------------------------------------
+// The catalogue: one row per kind of bad rollout input, in both read modes
+// ---------------------------------------------------------------------------------------------
+
+/// What reading a catalogue input must give.
+enum Expect {
+    /// Both modes read the file, and the check holds.
+    Read(fn(&Resumed) -> bool),
+    /// Lenient reading skips line `line` for a reason the check accepts (and reads the rest);
+    /// strict reading fails at that line with the same reason.
+    Skipped {
+        line: u64,
+        reason: fn(&SkipReason) -> bool,
+    },
+    /// Both modes fail as a whole, with an error the check accepts.
+    Fails(fn(&RolloutError) -> bool),
+}
+
+/// A catalogue input: its id in `docs/reliability.md`, the bytes, the outcome.
+struct Case {
+    id: &'static str,
+    bytes: Vec<u8>,
+    expect: Expect,
+}
+
+/// The meta line, then `lines`, each ended by a newline.
+fn rollout_of(lines: &[&str]) -> Vec<u8> {
+    let mut text = format!("{}\n", meta_line());
+    for line in lines {
+        text.push_str(line);
+        text.push('\n');
+    }
+    text.into_bytes()
+}
+
+fn item(json: &str) -> String {
+    item_line(json)
+}
+
+fn invalid_json(reason: &SkipReason, what: &str) -> bool {
+    matches!(reason, SkipReason::InvalidJson(why) if why.contains(what))
+}
+
+fn invalid_item(reason: &SkipReason, what: &str) -> bool {
+    matches!(reason, SkipReason::InvalidItem(why) if why.contains(what))
+}
+
+fn invalid_payload(reason: &SkipReason, what: &str) -> bool {
+    matches!(reason, SkipReason::InvalidPayload(why) if why.contains(what))
+}
+
+fn not_an_envelope(reason: &SkipReason, what: &str) -> bool {
+    matches!(reason, SkipReason::NotAnEnvelope(why) if why.contains(what))
+}
+
+fn no_session_meta(error: &RolloutError, reason: fn(&SkipReason) -> bool) -> bool {
+    match error {
+        RolloutError::NoSessionMeta {
+            rejected: Some(rejected),
+            ..
+        } => reason(&rejected.reason),
+        RolloutError::BadLine {
+            line: 1,
+            reason: found,
+            ..
+        } => reason(found),
+        _ => false,
+    }
+}
+
+/// The catalogue's rollout inputs (`docs/reliability.md`, "Catalogue").
+fn catalogue() -> Vec<Case> {
+    let text = |text: &str| -> String {
+        format!(
+            r#"{{"type":"message","role":"user","content":[{{"type":"input_text","text":"{text}"}}]}}"#
+        )
+    };
+    let nested = format!(
+        r#"{{"type":"future","x":{}{}}}"#,
+        "[".repeat(10_000),
+        "]".repeat(10_000)
+    );
+    let mut raw_nul = rollout_of(&[]);
+    raw_nul.extend_from_slice(
+        item(&text("a\u{0}b"))
+            .replace("\\u0000", "\u{0}")
+            .as_bytes(),
+    );
+    raw_nul.push(b'\n');
+    let mut invalid_utf8_item = rollout_of(&[]);
+    invalid_utf8_item.extend_from_slice(
+        item(&text("a\u{1}b"))
+            .replace("\\u0001", "\u{1}")
+            .as_bytes(),
+    );
+    let at = invalid_utf8_item
+        .iter()
+        .rposition(|&b| b == 1)
+        .expect("marker");
+    invalid_utf8_item[at] = 0xff;
+    invalid_utf8_item.push(b'\n');
+    let mut later_bom = rollout_of(&[]);
+    later_bom.extend_from_slice(b"\xEF\xBB\xBF");
+    later_bom.extend_from_slice(format!("{}\n", item(&user("a"))).as_bytes());
+    let binary: Vec<u8> = (0..4096u32)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+        .collect();
+    // "hello" compressed by gzip.
+    let gzip = vec![
+        0x1f, 0x8b, 0x08, 0x00, 0, 0, 0, 0, 0, 0x03, 0xcb, 0x48, 0xcd, 0xc9, 0xc9, 0x07, 0x00,
+        0x86, 0xa6, 0x10, 0x36, 0x05, 0, 0, 0,
+    ];
+    let rolled_back = |num_turns: &str| {
+        rollout_of(&[
+            &item(&user("a")),
+            &event_line(&format!(
+                r#"{{"type":"thread_rolled_back","num_turns":{num_turns}}}"#
+            )),
+        ])
+    };
+    vec![
+        Case {
+            id: "malformed-json",
+            bytes: rollout_of(&[r#"{"type":"response_item","payload":"#]),
+            expect: Expect::Skipped {
+                line: 2,
+                reason: |r| invalid_json(r, "EOF"),
+            },
+        },
+        Case {
+            id: "trailing-characters",
+            bytes: rollout_of(&[&format!("{} x", item(&user("a")))]),
+            expect: Expect::Skipped {
+                line: 2,
+                reason: |r| invalid_json(r, "trailing characters"),
+            },
+        },
+        Case {
+            id: "two-lines-run-together",
+            bytes: rollout_of(&[&format!("{}{}", item(&user("a")), item(&user("b")))]),
+            expect: Expect::Skipped {
+                line: 2,
+                reason: |r| invalid_json(r, "trailing characters"),
+            },
+        },
+        Case {
+            id: "array-line",
+            bytes: rollout_of(&["[1,2]"]),
+            expect: Expect::Skipped {
+                line: 2,
+                reason: |r| not_an_envelope(r, "not a JSON object"),
+            },
+        },
+        Case {
+            id: "number-line",
+            bytes: rollout_of(&["42"]),
+            expect: Expect::Skipped {
+                line: 2,
+                reason: |r| not_an_envelope(r, "not a JSON object"),
+            },
+        },
+        Case {
+            id: "string-line",
+            bytes: rollout_of(&[r#""hello""#]),
+            expect: Expect::Skipped {
+                line: 2,
+                reason: |r| not_an_envelope(r, "not a JSON object"),
+            },
+        },
+        Case {
+            id: "null-line",
+            bytes: rollout_of(&["null"]),
+            expect: Expect::Skipped {
+                line: 2,
+                reason: |r| not_an_envelope(r, "not a JSON object"),
+            },
+        },
+        Case {
+            id: "envelope-without-type",
+            bytes: rollout_of(&[r#"{"payload":{}}"#]),
+            expect: Expect::Skipped {
+                line: 2,
+                reason: |r| not_an_envelope(r, "missing field `type`"),
+            },
+        },
+        Case {
+            id: "envelope-without-payload",
+            bytes: rollout_of(&[r#"{"type":"response_item"}"#]),
+            expect: Expect::Skipped {
+                line: 2,
+                reason: |r| not_an_envelope(r, "missing field `payload`"),
+            },
+        },
+        Case {
+            id: "envelope-type-not-a-string",
+            bytes: rollout_of(&[r#"{"type":5,"payload":{}}"#]),
+            expect: Expect::Skipped {
+                line: 2,
+                reason: |r| not_an_envelope(r, "expected a string"),
+            },
+        },
+        Case {
+            id: "unknown-line-type",
+            bytes: rollout_of(&[&line("future_line", "{}"), &item(&user("a"))]),
+            expect: Expect::Read(|resumed| {
+                resumed.history().len() == 1 && resumed.report().skipped.is_empty()
+            }),
+        },
+        Case {
+            id: "unknown-event-type",
+            bytes: rollout_of(&[&event_line(r#"{"type":"future_event"}"#)]),
+            expect: Expect::Read(|resumed| resumed.report().skipped.is_empty()),
+        },
+        Case {
+            id: "event-without-type",
+            bytes: rollout_of(&[&event_line(r#"{"x":1}"#)]),
+            expect: Expect::Skipped {
+                line: 2,
+                reason: |r| invalid_payload(r, "event_msg: missing field `type`"),
+            },
+        },
+        Case {
+            id: "turn-context-not-an-object",
+            bytes: rollout_of(&[&line("turn_context", "5")]),
+            expect: Expect::Skipped {
+                line: 2,
+                reason: |r| invalid_payload(r, "turn_context: the payload is not a JSON object"),
+            },
+        },
+        Case {
+            id: "item-without-type",
+            bytes: rollout_of(&[&item(r#"{"role":"user"}"#)]),
+            expect: Expect::Skipped {
+                line: 2,
+                reason: |r| invalid_item(r, "missing field `type`"),
+            },
+        },
+        Case {
+            id: "item-not-an-object",
+            bytes: rollout_of(&[&item("[1]")]),
+            expect: Expect::Skipped {
+                line: 2,
+                reason: |r| invalid_item(r, "an item must be a JSON object"),
+            },
+        },
+        Case {
+            id: "item-of-the-wrong-shape",
+            bytes: rollout_of(&[&item(
+                r#"{"type":"function_call","name":"s","arguments":"{}"}"#,
+            )]),
+            expect: Expect::Skipped {
+                line: 2,
+                reason: |r| invalid_item(r, "missing field `call_id`"),
+            },
+        },
+        Case {
+            id: "duplicate-key-in-item",
+            bytes: rollout_of(&[&item(
+                r#"{"type":"function_call","name":"s","arguments":"{}","call_id":"a","call_id":"b"}"#,
+            )]),
+            expect: Expect::Skipped {
+                line: 2,
+                reason: |r| invalid_item(r, "duplicate field `call_id`"),
+            },
+        },
+        Case {
+            id: "invalid-item-in-replacement-history",
+            bytes: rollout_of(&[&line(
+                "compacted",
+                r#"{"message":"s","replacement_history":[{"type":"function_call"}]}"#,
+            )]),
+            expect: Expect::Skipped {
+                line: 2,
+                reason: |r| invalid_item(r, "replacement_history[0]"),
+            },
+        },
+        Case {
+            id: "unknown-item-type",
+            bytes: rollout_of(&[&item(r#"{"type":"future_item","x":1}"#)]),
+            expect: Expect::Read(|resumed| {
+                resumed.history().len() == 1
+                    && resumed
+                        .history()
+                        .get(0)
+                        .is_some_and(|entry| entry.kind() == agent_history::ItemKind::Unknown)
+            }),
+        },
+        Case {
+            id: "invalid-utf8-in-an-item",
+            bytes: invalid_utf8_item,
+            expect: Expect::Skipped {
+                line: 2,
+                reason: |r| *r == SkipReason::InvalidUtf8,
+            },
+        },
+        Case {
+            id: "byte-order-mark-on-a-later-line",
+            bytes: later_bom,
+            expect: Expect::Skipped {
+                line: 2,
+                reason: |r| invalid_json(r, "expected value"),
+            },
+        },
+        Case {
+            id: "raw-nul-in-a-string",
+            bytes: raw_nul,
+            expect: Expect::Skipped {
+                line: 2,
+                reason: |r| invalid_json(r, "control character"),
+            },
+        },
+        Case {
+            id: "raw-control-character-in-a-string",
+            bytes: rollout_of(&[&item(&text("a\tb"))]),
+            expect: Expect::Skipped {
+                line: 2,
+                reason: |r| invalid_json(r, "control character"),
+            },
+        },
+        Case {
+            id: "escaped-nul-and-control-characters",
+            bytes: rollout_of(&[&item(&text(r"a\u0000b\u0001c"))]),
+            expect: Expect::Read(|resumed| {
+                resumed
+                    .history()
+                    .get(0)
+                    .is_some_and(|entry| entry.json().contains(r"a\u0000b\u0001c"))
+            }),
+        },
+        Case {
+            id: "lone-surrogate",
+            bytes: rollout_of(&[&item(&text(r"a\ud800b"))]),
+            expect: Expect::Skipped {
+                line: 2,
+                reason: |r| invalid_item(r, "hex escape"),
+            },
+        },
+        Case {
+            id: "lone-surrogate-in-an-unknown-item",
+            bytes: rollout_of(&[&item(r#"{"type":"future_item","x":"\udc00"}"#)]),
+            expect: Expect::Skipped {
+                line: 2,
+                reason: |r| invalid_item(r, "surrogate"),
+            },
+        },
+        Case {
+            id: "deep-nesting",
+            bytes: rollout_of(&[&item(&nested)]),
+            expect: Expect::Skipped {
+                line: 2,
+                reason: |r| invalid_item(r, "recursion limit exceeded"),
+            },
+        },
+        Case {
+            id: "deep-nesting-as-a-line",
+            bytes: rollout_of(&[&format!("{}{}", "[".repeat(100_000), "]".repeat(100_000))]),
+            expect: Expect::Skipped {
+                line: 2,
+                reason: |r| not_an_envelope(r, "not a JSON object"),
+            },
+        },
+        Case {
+            id: "number-out-of-range",
+            bytes: rollout_of(&[&item(r#"{"type":"future_item","x":1e400}"#)]),
+            expect: Expect::Skipped {
+                line: 2,
+                reason: |r| invalid_item(r, "number out of range"),
+            },
+        },
+        Case {
+            id: "huge-integer-in-an-item",
+            bytes: rollout_of(&[&item(
+                r#"{"type":"future_item","x":123456789012345678901234567890}"#,
+            )]),
+            expect: Expect::Read(|resumed| {
+                resumed
+                    .history()
+                    .get(0)
+                    .is_some_and(|entry| entry.json().contains("123456789012345678901234567890"))
+            }),
+        },
+        Case {
+            id: "rollback-of-more-turns-than-u64",
+            bytes: rolled_back("123456789012345678901234567890"),
+            expect: Expect::Skipped {
+                line: 3,
+                reason: |r| invalid_payload(r, "num_turns"),
+            },
+        },
+        Case {
+            id: "rollback-of-u64-max-turns",
+            bytes: rolled_back("18446744073709551615"),
+            expect: Expect::Read(|resumed| resumed.history().is_empty()),
+        },
+        Case {
+            id: "rollback-of-negative-turns",
+            bytes: rolled_back("-1"),
+            expect: Expect::Skipped {
+                line: 3,
+                reason: |r| invalid_payload(r, "integer `-1`"),
+            },
+        },
+        Case {
+            id: "empty-call-id",
+            bytes: rollout_of(&[&item(
+                r#"{"type":"function_call","name":"s","arguments":"{}","call_id":""}"#,
+            )]),
+            expect: Expect::Read(|resumed| {
+                resumed
+                    .history()
+                    .get(0)
+                    .and_then(|entry| entry.call_id())
+                    .is_some_and(|id| id.as_str().is_empty())
+            }),
+        },
+        Case {
+            id: "whitespace-only-line",
+            bytes: rollout_of(&[" \t\r"]),
+            expect: Expect::Read(|resumed| resumed.report().skip_counts.blank == 1),
+        },
+        Case {
+            id: "items-before-the-session-meta",
+            bytes: format!("{}\n{}\n", item(&user("a")), meta_line()).into_bytes(),
+            expect: Expect::Read(|resumed| {
+                resumed.history().len() == 1 && resumed.thread_id().to_string() == THREAD_ID
+            }),
+        },
+        Case {
+            id: "session-meta-not-an-object",
+            bytes: format!("{}\n", line("session_meta", "[]")).into_bytes(),
+            expect: Expect::Fails(|error| {
+                no_session_meta(error, |r| invalid_payload(r, "not a JSON object"))
+            }),
+        },
+        Case {
+            id: "session-meta-id-not-a-uuid",
+            bytes: format!("{}\n", line("session_meta", r#"{"id":"nope"}"#)).into_bytes(),
+            expect: Expect::Fails(|error| {
+                no_session_meta(error, |r| invalid_payload(r, "is not a UUID"))
+            }),
+        },
+        Case {
+            id: "no-session-meta",
+            bytes: format!("{}\n", item(&user("a"))).into_bytes(),
+            expect: Expect::Fails(|error| {
+                matches!(error, RolloutError::NoSessionMeta { rejected: None, .. })
+            }),
+        },
+        Case {
+            id: "empty-file",
+            bytes: Vec::new(),
+            expect: Expect::Fails(|error| matches!(error, RolloutError::Empty { .. })),
+        },
+        Case {
+            id: "blank-lines-only",
+            bytes: b"\n \n\t\n".to_vec(),
+            expect: Expect::Fails(|error| matches!(error, RolloutError::Empty { .. })),
+        },
+        Case {
+            id: "byte-order-mark-only",
+            bytes: b"\xEF\xBB\xBF".to_vec(),
+            expect: Expect::Fails(|error| matches!(error, RolloutError::Empty { .. })),
+        },
+        Case {
+            id: "binary-file",
+            bytes: binary,
+            expect: Expect::Fails(|error| {
+                no_session_meta(error, |r| *r == SkipReason::InvalidUtf8)
+            }),
+        },
+        Case {
+            id: "gzip-file",
+            bytes: gzip,
+            expect: Expect::Fails(|error| {
+                no_session_meta(error, |r| *r == SkipReason::InvalidUtf8)
+            }),
+        },
+    ]
+}
+
+/// Every catalogue input gives its documented outcome in both read modes: never a panic, never a
+/// line lost without a report.
+#[test]
+fn every_catalogued_rollout_input_gives_its_documented_outcome() {
+    for case in catalogue() {
+        let lenient = resume_with(&case.bytes, ReadMode::Lenient.into());
+        let strict = resume_with(&case.bytes, ReadMode::Strict.into());
+        let id = case.id;
+        match case.expect {
+            Expect::Read(check) => {
+                for (mode, result) in [("lenient", lenient), ("strict", strict)] {
+                    let resumed = result.unwrap_or_else(|error| panic!("{id} ({mode}): {error}"));
+                    assert!(check(&resumed), "{id} ({mode}): {:?}", resumed.report());
+                }
+            }
+            Expect::Skipped { line, reason } => {
+                let resumed = lenient.unwrap_or_else(|error| panic!("{id}: {error}"));
+                let report = resumed.report();
+                let skipped = report
+                    .malformed()
+                    .find(|skipped| skipped.line == line)
+                    .unwrap_or_else(|| panic!("{id}: line {line} not reported: {report:?}"));
+                assert!(reason(&skipped.reason), "{id}: {}", skipped.reason);
+                assert_eq!(report.skip_counts.malformed(), 1, "{id}: {report:?}");
+                match strict {
+                    Err(RolloutError::BadLine {
+                        line: failed,
+                        reason: found,
+                        ..
+                    }) => {
+                        assert_eq!(failed, line, "{id}");
+                        assert!(reason(&found), "{id} (strict): {found}");
+                    }
+                    other => panic!("{id} (strict): {:?}", other.map(|_| ())),
+                }
+            }
+            Expect::Fails(check) => {
+                for (mode, result) in [("lenient", lenient), ("strict", strict)] {
+                    let error = result.map(|_| ()).expect_err(id);
+                    assert!(check(&error), "{id} ({mode}): {error:?}");
+                }
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Paths that are not rollout or snapshot files
+// ---------------------------------------------------------------------------------------------
+
+/// A directory or a device is refused as a rollout before anything is read (`/dev/zero` would be
+/// read for ever); a FIFO is read as a stream. As a snapshot, anything but a regular file is
+/// refused before it is opened (opening a FIFO would wait for a writer).
+#[test]
+fn directories_devices_and_fifos_are_named_not_read() {
+    use agent_history::{SnapshotError, SnapshotOptions, open_snapshot, resume_file};
+    let dir = common::temp_dir();
+    for (path, what) in [
+        (dir.path().to_owned(), "a directory"),
+        (std::path::PathBuf::from("/dev/zero"), "a device"),
+    ] {
+        let error = resume_file(&path, &ResumeOptions::default())
+            .map(|_| ())
+            .expect_err("refused");
+        match &error {
+            RolloutError::NotAFile { what: found, .. } => assert_eq!(*found, what),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(
+            error.to_string(),
+            format!("{} is {what}, not a rollout", path.display())
+        );
+        let error = agent_history::Rollout::read_file(&path, ReadMode::Lenient)
+            .map(|_| ())
+            .expect_err("refused");
+        assert!(matches!(error, RolloutError::NotAFile { .. }), "{error:?}");
+    }
+
+    let fifo = dir.path().join("fifo");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .expect("mkfifo runs");
+    assert!(made.success());
+    // Not a snapshot: refused at once, without waiting for a writer.
+    for path in [
+        fifo.as_path(),
+        dir.path(),
+        std::path::Path::new("/dev/null"),
+    ] {
+        let error = open_snapshot(path, SnapshotOptions::default()).expect_err("refused");
+        assert!(
+            matches!(error, SnapshotError::NotAFile { .. }),
+            "{}: {error:?}",
+            path.display()
+        );
+    }
+    // A rollout: read as a stream.
+    let writer_path = fifo.clone();
+    let writer = std::thread::spawn(move || {
+        std::fs::write(
+            &writer_path,
+            rollout_of(&[&item_line(&user("through a pipe"))]),
+        )
+    });
+    let resumed = resume_file(&fifo, &ResumeOptions::default()).expect("read as a stream");
+    writer.join().expect("writer").expect("written");
+    assert_eq!(resumed.history().len(), 1);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Pairings
+// ---------------------------------------------------------------------------------------------
+
+/// Two outputs answer one call: both have their call, so both are sent as recorded and nothing
+/// is repaired (the provider sees what happened).
+#[test]
+fn two_outputs_for_one_call_are_both_kept() {
+    use agent_history::{History, ProjectionOptions};
+    let call = r#"{"type":"function_call","name":"shell","arguments":"{}","call_id":"c1"}"#;
+    let first = r#"{"type":"function_call_output","call_id":"c1","output":"first"}"#;
+    let second = r#"{"type":"function_call_output","call_id":"c1","output":"second"}"#;
+    let mut history = History::new();
+    for json in [call, first, second] {
+        history.record_json(json).expect("recorded");
+    }
+    let projection = history
+        .project(&ProjectionOptions::default())
+        .expect("lenient");
+    assert!(projection.report().is_empty(), "{:?}", projection.report());
+    let sent: Vec<serde_json::Value> =
+        serde_json::from_str(&projection.to_json_array()).expect("array");
+    assert_eq!(sent.len(), 3);
+    assert_eq!(sent[1]["output"], "first");
+    assert_eq!(sent[2]["output"], "second");
+    history.assert_invariants();
+}
+
+// ---------------------------------------------------------------------------------------------
+// The catalogue in `docs/reliability.md`
+// ---------------------------------------------------------------------------------------------
+
+/// The source of the test named `file::name` in the catalogue: `src/…` for a unit test, else the
+/// integration test crate `tests/file.rs` or `tests/file/`.
+fn test_sources(file: &str) -> Vec<String> {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    if file.starts_with("src/") {
+        return vec![std::fs::read_to_string(root.join(file)).unwrap_or_default()];
+    }
+    let mut sources = Vec::new();
+    if let Ok(text) = std::fs::read_to_string(root.join("tests").join(format!("{file}.rs"))) {
+        sources.push(text);
+    }
+    if let Ok(entries) = std::fs::read_dir(root.join("tests").join(file)) {
+        for entry in entries.flatten() {
+            sources.push(std::fs::read_to_string(entry.path()).unwrap_or_default());
+        }
+    }
+    sources
+}
+
+/// Every row of the catalogue names tests that exist, every case of the table-driven rollout test
+/// has its row, and the catalogue has at least 40 kinds of bad input.
+#[test]
+fn the_catalogue_names_real_tests() {
+    let doc = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/reliability.md"),
+    )
+    .expect("docs/reliability.md");
+    let catalogue_section = doc
+        .split("\n## Catalogue")
+        .nth(1)
+        .expect("a Catalogue section")
+        .split("\n## ")
+        .next()
+        .expect("its text");
+    let mut ids = std::collections::HashSet::new();
+    let mut rows = 0;
+    for row in catalogue_section
+        .lines()
+        .filter(|line| line.starts_with("| `"))
+    {
+        let columns: Vec<&str> = row.split(" | ").collect();
+        let id = columns[0].trim_start_matches("| ").trim_matches('`');
+        assert!(ids.insert(id.to_owned()), "{id} listed twice");
+        let tests = columns.last().expect("a test column");
+        let names: Vec<&str> = tests
+            .split('`')
+            .skip(1)
+            .step_by(2)
+            .filter(|name| name.contains("::"))
+            .collect();
+        assert!(!names.is_empty(), "{id}: no test named");
+        for name in names {
+            let (file, function) = name.rsplit_once("::").expect("file::test");
+            let found = test_sources(file)
+                .iter()
+                .any(|source| source.contains(&format!("fn {function}(")));
+            assert!(found, "{id}: no test `{function}` in {file}");
+        }
+        rows += 1;
+    }
+    assert!(rows >= 40, "{rows} kinds of bad input");
+    for case in catalogue() {
+        assert!(ids.contains(case.id), "{} is not in the catalogue", case.id);
+    }
 }

@@ -1001,3 +1001,81 @@ fn writing_a_snapshot_replaces_only_snapshots_unless_told() {
     ));
     assert_eq!(std::fs::read(&path).expect("rollout"), before);
 }
+
+/// Each kind of snapshot damage has its own error, naming what was found.
+#[test]
+fn every_kind_of_snapshot_damage_has_its_own_error() {
+    let dir = temp_dir();
+    let (_, path, _) = snapshot_of(dir.path(), small_rollout().as_bytes(), "small");
+    let original = std::fs::read(&path).expect("file");
+    let open = |bytes: &[u8]| {
+        let damaged = dir.path().join("damaged.snap");
+        std::fs::write(&damaged, bytes).expect("write");
+        open_snapshot(&damaged, SnapshotOptions::default()).expect_err("damaged")
+    };
+    let with_header_digest = |mut bytes: Vec<u8>| {
+        let digest = blake3::hash(&bytes[..224]);
+        bytes[224..256].copy_from_slice(digest.as_bytes());
+        bytes
+    };
+
+    // Bytes after the payload the header declares.
+    let error = open(&[original.as_slice(), b"extra"].concat());
+    assert!(
+        matches!(error, SnapshotError::TrailingBytes { expected, found, .. } if found == expected + 5),
+        "{error:?}"
+    );
+    // A header byte changed, its digest not recomputed.
+    let mut bytes = original.clone();
+    bytes[16] ^= 1;
+    let error = open(&bytes);
+    assert!(
+        matches!(&error, SnapshotError::BadHeader { detail, .. } if detail.contains("header digest")),
+        "{error:?}"
+    );
+    // Padding that is not zero (it lies outside the header digest).
+    let mut bytes = original.clone();
+    bytes[300] = 1;
+    let error = open(&bytes);
+    assert!(
+        matches!(&error, SnapshotError::BadHeader { detail, .. } if detail.contains("padding byte 300")),
+        "{error:?}"
+    );
+    // Another payload offset, digest recomputed.
+    let mut bytes = original.clone();
+    bytes[24..32].copy_from_slice(&8192u64.to_le_bytes());
+    let error = open(&with_header_digest(bytes));
+    assert!(
+        matches!(&error, SnapshotError::BadHeader { detail, .. } if detail.contains("payload offset 8192")),
+        "{error:?}"
+    );
+    // A payload byte changed, digests not recomputed.
+    let mut bytes = original.clone();
+    let last = bytes.len() - 1;
+    bytes[last] ^= 0x55;
+    let error = open(&bytes);
+    assert!(
+        matches!(error, SnapshotError::PayloadDigestMismatch { .. }),
+        "{error:?}"
+    );
+    // A payload that is not a valid archive, digests recomputed: the archive's root pointer
+    // (the last bytes) points outside the payload.
+    let mut bytes = original.clone();
+    let len = bytes.len();
+    bytes[len - 4..].copy_from_slice(&0x7fff_fff0u32.to_le_bytes());
+    let digest = blake3::hash(&bytes[4096..]);
+    bytes[40..72].copy_from_slice(digest.as_bytes());
+    let error = open(&with_header_digest(bytes));
+    assert!(
+        matches!(&error, SnapshotError::InvalidArchive { detail, .. } if !detail.is_empty()),
+        "{error:?}"
+    );
+    // An entry count that disagrees with the archive, digest recomputed.
+    let mut bytes = original;
+    bytes[16..24].copy_from_slice(&99u64.to_le_bytes());
+    let error = open(&with_header_digest(bytes));
+    assert!(
+        matches!(&error, SnapshotError::InvalidArchive { detail, .. } if detail.contains("99 in the header")),
+        "{error:?}"
+    );
+}

@@ -23,6 +23,16 @@ pub enum RolloutError {
         #[source]
         source: std::io::Error,
     },
+    /// The path is a directory or a device, which is never a rollout: a directory cannot be
+    /// read as one, and a device such as `/dev/zero` would be read for ever. (A FIFO or a socket
+    /// is read as a stream.)
+    #[error("{} is {what}, not a rollout", path.display())]
+    NotAFile {
+        /// The path.
+        path: PathBuf,
+        /// What it is: `a directory` or `a device`.
+        what: &'static str,
+    },
     /// The file has no non-blank line.
     #[error("{} is an empty session file", path.display())]
     Empty {

@@ -23,7 +23,7 @@ mod writer;
 
 pub use error::{RolloutError, RolloutWriteError, WriteStep};
 pub use line::{LineKind, RolloutLine, SessionMeta};
-pub use reader::{READER_LABEL, Rollout};
+pub use reader::{READER_LABEL, Rollout, open_rollout};
 pub use report::{
     DEFAULT_MAX_LINE_BYTES, DEFAULT_MAX_REPORTED, LineRepair, LoadReport, ReadMode, ReadOptions,
     RepairedLine, SkipCounts, SkipReason, SkippedLine,

@@ -94,13 +94,48 @@ pub struct Rollout {
     path: PathBuf,
 }
 
+/// Opens a rollout for reading: a regular file, or a FIFO or socket read as a stream. A directory
+/// or a device is refused before anything is read (a device such as `/dev/zero` would be read for
+/// ever).
+///
+/// # Errors
+///
+/// [`RolloutError::Io`] when the path cannot be opened, [`RolloutError::NotAFile`] for a
+/// directory or a device.
+pub fn open_rollout(path: impl AsRef<Path>) -> Result<File, RolloutError> {
+    let path = path.as_ref();
+    let io_error = |source| RolloutError::Io {
+        path: path.to_owned(),
+        source,
+    };
+    let file = File::open(path).map_err(io_error)?;
+    let kind = file.metadata().map_err(io_error)?.file_type();
+    let not_a_file = |what| {
+        Err(RolloutError::NotAFile {
+            path: path.to_owned(),
+            what,
+        })
+    };
+    if kind.is_dir() {
+        return not_a_file("a directory");
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt as _;
+        if kind.is_char_device() || kind.is_block_device() {
+            return not_a_file("a device");
+        }
+    }
+    Ok(file)
+}
+
 impl Rollout {
     /// Reads the rollout file at `path`. The file is only read.
     ///
     /// # Errors
     ///
-    /// [`RolloutError::Io`] when the file cannot be opened or read, [`RolloutError::Empty`]
-    /// when it has no non-blank line, [`RolloutError::NoSessionMeta`] when none of its lines is
+    /// [`RolloutError::Io`] when the file cannot be opened or read, [`RolloutError::NotAFile`]
+    /// for a directory or a device, [`RolloutError::Empty`] when it has no non-blank line, [`RolloutError::NoSessionMeta`] when none of its lines is
     /// a usable `session_meta` line, and in [`ReadMode::Strict`] [`RolloutError::BadLine`] for
     /// the first line that is neither usable nor blank.
     pub fn read_file(
@@ -108,11 +143,7 @@ impl Rollout {
         options: impl Into<ReadOptions>,
     ) -> Result<Rollout, RolloutError> {
         let path = path.as_ref();
-        let file = File::open(path).map_err(|source| RolloutError::Io {
-            path: path.to_owned(),
-            source,
-        })?;
-        Rollout::read(file, path, options)
+        Rollout::read(open_rollout(path)?, path, options)
     }
 
     /// Reads a rollout from `reader`; `label` is the path errors name (see [`READER_LABEL`]).

@@ -57,6 +57,13 @@ pub enum SnapshotError {
         #[source]
         source: std::io::Error,
     },
+    /// The path is not a regular file (a directory, a device, a FIFO): a snapshot is mapped,
+    /// which needs a file; a FIFO would block the open.
+    #[error("snapshot {} is not a regular file", path.display())]
+    NotAFile {
+        /// The path.
+        path: PathBuf,
+    },
     /// The file does not start with the snapshot magic.
     #[error("{} is not an agent-history snapshot (it starts with {found:?})", path.display())]
     BadMagic {

@@ -222,7 +222,23 @@ pub fn open_snapshot(
     options: SnapshotOptions,
 ) -> Result<Snapshot, SnapshotError> {
     let path = path.as_ref();
+    let not_a_file = || SnapshotError::NotAFile {
+        path: path.to_owned(),
+    };
+    // Looked at before opening: opening a FIFO would wait for a writer.
+    let metadata = std::fs::metadata(path).map_err(io_error(path, SnapshotStep::Open))?;
+    if !metadata.is_file() {
+        return Err(not_a_file());
+    }
     let file = File::open(path).map_err(io_error(path, SnapshotStep::Open))?;
+    // And after: what was opened is what is mapped.
+    if !file
+        .metadata()
+        .map_err(io_error(path, SnapshotStep::Open))?
+        .is_file()
+    {
+        return Err(not_a_file());
+    }
     let map = MappedFile::map(&file).map_err(io_error(path, SnapshotStep::Map))?;
     let bytes = map.bytes();
     let header = SnapshotHeader::decode(bytes).map_err(|problem| header_error(path, problem))?;

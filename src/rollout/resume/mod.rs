@@ -9,7 +9,6 @@ mod scan;
 mod snapshot;
 
 use std::fmt;
-use std::fs::File;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
@@ -21,7 +20,7 @@ use crate::snapshot::{RolloutPosition, SnapshotError};
 
 use super::error::RolloutError;
 use super::line::{LineKind, RolloutLine};
-use super::reader::{LineSource, Rollout, read_lines};
+use super::reader::{LineSource, Rollout, open_rollout, read_lines};
 use super::report::{LoadReport, ReadMode, ReadOptions};
 use replay::Replay;
 use scan::{Reference, reverse_scan};
@@ -334,11 +333,7 @@ pub fn resume_file(
             snapshot::Attempt::Fallback(reason) => Some(reason),
         },
     };
-    let file = File::open(path).map_err(|source| RolloutError::Io {
-        path: path.to_owned(),
-        source,
-    })?;
-    let mut resumed = resume_lines(file, path, options)?;
+    let mut resumed = resume_lines(open_rollout(path)?, path, options)?;
     if let Some(reason) = fallback {
         resumed.source = ResumeSource::Fallback(reason);
     }

@@ -13,7 +13,7 @@ use crate::snapshot::{
 
 use super::super::error::RolloutError;
 use super::super::line::{Event, Facts, LineKind, RolloutLine};
-use super::super::reader::{LineSource, read_lines};
+use super::super::reader::{LineSource, open_rollout, read_lines};
 use super::super::report::ReadMode;
 use super::super::validate::Format;
 use super::replay::Replay;
@@ -107,7 +107,7 @@ pub(super) fn resume(
         path: rollout.to_owned(),
         source,
     };
-    let mut file = File::open(rollout).map_err(read_error)?;
+    let mut file = open_rollout(rollout)?;
     let mut hasher = blake3::Hasher::new();
     let prefix = hash_prefix(&mut file, covered.bytes, &mut hasher).map_err(read_error)?;
     if prefix.bytes < covered.bytes {
