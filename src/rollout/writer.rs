@@ -31,6 +31,12 @@ pub enum Durability {
 /// Once the writer's buffer holds this much, [`Durability::Buffered`] writes it out.
 const BUFFER_LIMIT: usize = 64 * 1024;
 
+/// How many times in a row a write that failed with [`io::ErrorKind::Interrupted`] is retried.
+/// A signal can interrupt a write before it wrote anything, and retrying is then right; a sink
+/// that reports `Interrupted` this many times in a row without taking a byte is failing, and its
+/// error is returned like any other (so that a writer never spins on it).
+const INTERRUPTED_RETRIES: u32 = 100;
+
 /// Appends lines to a rollout.
 ///
 /// Each `append_*` call is one batch: its lines are built in memory, then written whole, then
@@ -349,8 +355,11 @@ impl<S: RolloutSink> RolloutWriter<S> {
     }
 
     /// Writes pending bytes. On error, what the sink accepted is dropped from `pending` and the
-    /// rest stays for the next attempt: no byte is written twice, so no line is duplicated.
+    /// rest stays for the next attempt: no byte is written twice, so no line is duplicated. A
+    /// write interrupted before it wrote anything is retried, at most [`INTERRUPTED_RETRIES`]
+    /// times in a row.
     fn write_pending(&mut self) -> Result<(), RolloutWriteError> {
+        let mut interrupted = 0;
         while !self.pending.is_empty() {
             match self.sink.write(&self.pending) {
                 Ok(0) => {
@@ -368,8 +377,14 @@ impl<S: RolloutSink> RolloutWriter<S> {
                         self.pending_kinds.pop_front();
                     }
                     self.pending.drain(..written);
+                    interrupted = 0;
                 }
-                Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
+                Err(error)
+                    if error.kind() == io::ErrorKind::Interrupted
+                        && interrupted < INTERRUPTED_RETRIES =>
+                {
+                    interrupted += 1;
+                }
                 Err(source) => return Err(self.error(self.pending_step(), source)),
             }
         }
@@ -567,6 +582,99 @@ mod tests {
             "a later sync cannot vouch for the lost pages"
         );
         assert_eq!(writer.lines_appended(), 2);
+    }
+
+    /// A sink whose writes fail with `Interrupted`: the next `n` ones (`Some(n)`), or all of them
+    /// (`None`).
+    struct Interrupting {
+        data: Vec<u8>,
+        interruptions: Option<u32>,
+        calls: u64,
+    }
+
+    impl RolloutSink for Interrupting {
+        fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+            self.calls += 1;
+            let interrupted = match &mut self.interruptions {
+                None => true,
+                Some(0) => false,
+                Some(n) => {
+                    *n -= 1;
+                    true
+                }
+            };
+            if interrupted {
+                return Err(io::Error::from(io::ErrorKind::Interrupted));
+            }
+            self.data.extend_from_slice(bytes);
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+        fn sync_data(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    /// Runs `work` on a thread and waits for it at most ten seconds: a hang detector (the work
+    /// takes microseconds; a writer that spins never ends), not a timing assertion.
+    fn finishes<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) -> T {
+        let (sender, receiver) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = sender.send(work());
+        });
+        receiver
+            .recv_timeout(std::time::Duration::from_secs(10))
+            .expect("the writer returns instead of retrying forever")
+    }
+
+    #[test]
+    fn a_sink_that_is_always_interrupted_is_an_error_not_a_spin() {
+        let (mut writer, error) = finishes(|| {
+            let sink = Interrupting {
+                data: Vec::new(),
+                interruptions: Some(0),
+                calls: 0,
+            };
+            let mut writer = RolloutWriter::with_sink(sink, "mem", Durability::SyncData);
+            writer.append_rollback(1).expect("written");
+            writer.sink_mut().interruptions = None;
+            writer.sink_mut().calls = 0;
+            let error = writer.append_rollback(2).expect_err("fails");
+            (writer, error)
+        });
+        assert_eq!(error.source.kind(), io::ErrorKind::Interrupted);
+        assert_eq!(
+            error.step,
+            WriteStep::Write {
+                line_type: Some(LineKind::EventMsg),
+                line: 2
+            }
+        );
+        assert_eq!(writer.sink().calls, u64::from(INTERRUPTED_RETRIES) + 1);
+        assert_eq!((writer.lines_appended(), writer.durable_lines()), (2, 1));
+
+        // The line stayed pending: it is written once when the sink recovers.
+        writer.sink_mut().interruptions = Some(0);
+        writer.flush().expect("written");
+        assert_eq!(writer.durable_lines(), 2);
+        let text = String::from_utf8(writer.sink().data.clone()).expect("utf-8");
+        assert_eq!(text.lines().count(), 2);
+        assert_eq!(text.matches(r#""num_turns":2"#).count(), 1);
+    }
+
+    #[test]
+    fn interrupted_writes_are_retried() {
+        let sink = Interrupting {
+            data: Vec::new(),
+            interruptions: Some(INTERRUPTED_RETRIES),
+            calls: 0,
+        };
+        let mut writer = RolloutWriter::with_sink(sink, "mem", Durability::Flush);
+        writer.append_rollback(1).expect("retried until written");
+        assert_eq!(writer.durable_lines(), 1);
+        assert_eq!(writer.sink().calls, u64::from(INTERRUPTED_RETRIES) + 1);
     }
 
     #[test]
