@@ -160,6 +160,8 @@ impl Session<FileSink> {
     /// The new rollout holds its `session_meta`, then this session's complete lines (as Codex
     /// does, so the parent's `session_meta` follows as a non-first one), then a
     /// `thread_rolled_back` event for the turns left out. Resuming it gives the forked history.
+    /// When any of this fails, the new file is removed again (best effort), so that no fork with
+    /// only some of its lines is left to be resumed.
     ///
     /// # Errors
     ///
@@ -180,9 +182,18 @@ impl Session<FileSink> {
         meta.forked_from_id = Some(self.thread_id);
         let mut writer = RolloutWriter::create(path.as_ref(), &meta, durability)?;
         let parent = self.writer.path().to_owned();
-        copy_complete_lines(&parent, &mut writer)?;
-        if dropped_turns > 0 {
-            writer.append_rollback(dropped_turns as u64)?;
+        let copied = copy_complete_lines(&parent, &mut writer).and_then(|()| {
+            if dropped_turns > 0 {
+                writer.append_rollback(dropped_turns as u64)?;
+            }
+            Ok(())
+        });
+        if let Err(error) = copied {
+            // A fork without all its lines would resume to another history: remove it, as
+            // `RolloutWriter::create` removes a file it could not start (best effort: the error
+            // to report is the copy's).
+            let _ = writer.remove_new_file();
+            return Err(error);
         }
         Ok(Session {
             history,

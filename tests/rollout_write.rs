@@ -6,8 +6,8 @@ use std::io;
 
 use agent_history::{
     DEFAULT_TRUNCATION, Durability, EMPTY_SUMMARY, History, ProjectionOptions, ResumeOptions,
-    RolloutSink, RolloutWriter, SUMMARY_PREFIX, Session, SessionMeta, TruncationPolicy,
-    summary_text,
+    RolloutError, RolloutSink, RolloutWriter, SUMMARY_PREFIX, Session, SessionMeta,
+    TruncationPolicy, summary_text,
 };
 use common::{assistant, resume_bytes, resume_path, temp_dir, thread, user};
 
@@ -398,6 +398,38 @@ fn fork_shares_structure_and_resumes_to_the_forked_history() {
         )
         .expect("forked");
     assert_eq!(all.history().entries(), parent.history().entries());
+}
+
+/// A fork that cannot be completed leaves no file: a fork holding only some of its lines would
+/// resume to another history, and the path would stay blocked.
+#[test]
+fn a_fork_that_fails_leaves_no_file() {
+    let dir = temp_dir();
+    let parent_path = dir.path().join("parent.jsonl");
+    let fork_path = dir.path().join("fork.jsonl");
+    let mut parent = Session::create(
+        &parent_path,
+        SessionMeta::new(thread("thread-parent")),
+        DEFAULT_TRUNCATION,
+        Durability::Flush,
+    )
+    .expect("created");
+    parent.record_json(&user("one")).expect("recorded");
+    // The parent's file is gone: its lines cannot be copied.
+    std::fs::remove_file(&parent_path).expect("removed");
+    let error = parent
+        .fork(
+            1,
+            &fork_path,
+            SessionMeta::new(thread("thread-fork")),
+            Durability::SyncData,
+        )
+        .expect_err("the parent cannot be read");
+    assert!(
+        matches!(&error, agent_history::Error::Rollout(RolloutError::Io { path, .. }) if path == &parent_path),
+        "{error:?}"
+    );
+    assert!(!fork_path.exists(), "the partial fork is removed");
 }
 
 #[test]

@@ -111,6 +111,9 @@ pub enum WriteStep {
     Flush,
     /// Making written lines durable (`sync_data`).
     Sync,
+    /// Making a new rollout's directory entry durable (syncing the directory that holds it,
+    /// under [`Durability::SyncData`](super::Durability::SyncData)).
+    SyncDirectory,
 }
 
 impl fmt::Display for WriteStep {
@@ -129,6 +132,7 @@ impl fmt::Display for WriteStep {
             } => write!(f, "write copied line {line}"),
             WriteStep::Flush => f.write_str("flush"),
             WriteStep::Sync => f.write_str("sync_data"),
+            WriteStep::SyncDirectory => f.write_str("sync the directory that holds it"),
         }
     }
 }

@@ -12,7 +12,7 @@ use crate::history::Compacted;
 
 use super::error::{RolloutWriteError, WriteStep};
 use super::line::{LineKind, SessionMeta, timestamp};
-use super::sink::{FileSink, RolloutSink};
+use super::sink::{FileSink, RolloutSink, sync_parent_directory};
 
 /// How durable a batch is when an append returns. See `docs/rollout-format.md`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -79,25 +79,30 @@ impl<S: RolloutSink> std::fmt::Debug for RolloutWriter<S> {
 
 impl RolloutWriter<FileSink> {
     /// Creates a new rollout file at `path` (it must not exist) and writes `meta` as its first
-    /// line.
+    /// line. Under [`Durability::SyncData`] the directory that holds the file is synced too, so
+    /// that the file, and with it the line, survives a power loss.
+    ///
+    /// Creating is all or nothing: when a step after the file was created fails, the file is
+    /// removed again (it was created here, so it is nobody else's), and the path stays free for
+    /// another attempt. Removing is best effort: if it fails too, the error returned is still the
+    /// step's, and the empty or partial file remains.
     ///
     /// # Errors
     ///
-    /// [`RolloutWriteError`] when the file cannot be created or the line not written.
+    /// [`RolloutWriteError`] when the file cannot be created ([`WriteStep::Create`]), its
+    /// directory not synced ([`WriteStep::SyncDirectory`]), or the line not written.
     pub fn create(
         path: impl AsRef<Path>,
         meta: &SessionMeta,
         durability: Durability,
     ) -> Result<Self, RolloutWriteError> {
-        let path = path.as_ref();
-        let sink = FileSink::create_new(path).map_err(|source| RolloutWriteError {
-            path: path.to_owned(),
-            step: WriteStep::Create,
-            source,
-        })?;
-        let mut writer = RolloutWriter::with_sink(sink, path, durability);
-        writer.append_session_meta(meta)?;
-        Ok(writer)
+        RolloutWriter::create_with(
+            path.as_ref(),
+            meta,
+            durability,
+            |sink| sink,
+            sync_parent_directory,
+        )
     }
 
     /// Opens an existing rollout for appending (to continue a resumed session). A torn last line
@@ -121,6 +126,52 @@ impl RolloutWriter<FileSink> {
 }
 
 impl<S: RolloutSink> RolloutWriter<S> {
+    /// [`RolloutWriter::create`] with its file-system steps given, so that unit tests can make
+    /// them fail: `sink` turns the new file into the writer's sink, `sync_directory` syncs the
+    /// directory that holds `path`.
+    pub(crate) fn create_with(
+        path: &Path,
+        meta: &SessionMeta,
+        durability: Durability,
+        sink: impl FnOnce(FileSink) -> S,
+        sync_directory: fn(&Path) -> io::Result<()>,
+    ) -> Result<Self, RolloutWriteError> {
+        let file = FileSink::create_new(path).map_err(|source| RolloutWriteError {
+            path: path.to_owned(),
+            step: WriteStep::Create,
+            source,
+        })?;
+        let mut writer = RolloutWriter::with_sink(sink(file), path, durability);
+        // The directory entry first: the first line must not be reported durable in a file
+        // whose name a power loss could take with it.
+        let started = if durability == Durability::SyncData {
+            sync_directory(path).map_err(|source| writer.error(WriteStep::SyncDirectory, source))
+        } else {
+            Ok(())
+        };
+        match started.and_then(|()| writer.append_session_meta(meta)) {
+            Ok(()) => Ok(writer),
+            Err(error) => {
+                // Best effort: the error to report is the step's (see `create`).
+                let _ = writer.remove_new_file();
+                Err(error)
+            }
+        }
+    }
+
+    /// Removes the file this writer created, after a failure left it without the lines it was
+    /// created to hold: nothing pending is written, and the file is removed while the writer
+    /// still has it open, so that no other writer can take the path's file in between.
+    ///
+    /// # Errors
+    ///
+    /// The error of removing the file.
+    pub(crate) fn remove_new_file(mut self) -> io::Result<()> {
+        self.pending.clear();
+        self.pending_kinds.clear();
+        std::fs::remove_file(&self.path)
+    }
+
     /// A writer over any sink; `label` names it in errors. Writes nothing yet: a new rollout
     /// starts with [`RolloutWriter::append_session_meta`].
     pub fn with_sink(sink: S, label: impl Into<PathBuf>, durability: Durability) -> Self {
@@ -675,6 +726,145 @@ mod tests {
         writer.append_rollback(1).expect("retried until written");
         assert_eq!(writer.durable_lines(), 1);
         assert_eq!(writer.sink().calls, u64::from(INTERRUPTED_RETRIES) + 1);
+    }
+
+    /// A new rollout file whose writes fail.
+    struct FailingFile(#[allow(dead_code)] FileSink); // keeps the file open, as a real sink
+
+    impl RolloutSink for FailingFile {
+        fn write(&mut self, _: &[u8]) -> io::Result<usize> {
+            Err(io::Error::other("injected write failure"))
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+        fn sync_data(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    fn no_directory_sync(_: &Path) -> io::Result<()> {
+        Ok(())
+    }
+
+    fn failing_directory_sync(_: &Path) -> io::Result<()> {
+        Err(io::Error::other("injected directory sync failure"))
+    }
+
+    thread_local! {
+        static DIRECTORY_SYNCS: std::cell::RefCell<Vec<PathBuf>> = const {
+            std::cell::RefCell::new(Vec::new())
+        };
+    }
+
+    /// Syncs the directory for real, and records the path it was asked for.
+    fn recorded_directory_sync(path: &Path) -> io::Result<()> {
+        DIRECTORY_SYNCS.with(|syncs| syncs.borrow_mut().push(path.to_owned()));
+        sync_parent_directory(path)
+    }
+
+    #[test]
+    fn a_failed_first_line_removes_the_file_create_made() {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let path = dir.path().join("rollout.jsonl");
+        let meta = SessionMeta::new(ThreadId::random());
+        for durability in [Durability::Flush, Durability::SyncData] {
+            let error = RolloutWriter::create_with(
+                &path,
+                &meta,
+                durability,
+                FailingFile,
+                no_directory_sync,
+            )
+            .expect_err("the first line cannot be written");
+            assert_eq!(
+                error.step,
+                WriteStep::Write {
+                    line_type: Some(LineKind::SessionMeta),
+                    line: 1
+                }
+            );
+            assert!(!path.exists(), "{durability:?}: the file is removed again");
+        }
+        // The path is free: creating works, and the file holds the one line.
+        RolloutWriter::create(&path, &meta, Durability::Flush).expect("created");
+        assert_eq!(
+            std::fs::read_to_string(&path)
+                .expect("file")
+                .lines()
+                .count(),
+            1
+        );
+    }
+
+    #[test]
+    fn a_file_that_exists_is_neither_overwritten_nor_removed() {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let path = dir.path().join("rollout.jsonl");
+        std::fs::write(&path, "another session\n").expect("written");
+        let error = RolloutWriter::create_with(
+            &path,
+            &SessionMeta::new(ThreadId::random()),
+            Durability::SyncData,
+            FailingFile,
+            failing_directory_sync,
+        )
+        .expect_err("exists");
+        assert_eq!(error.step, WriteStep::Create);
+        assert_eq!(error.source.kind(), io::ErrorKind::AlreadyExists);
+        assert_eq!(
+            std::fs::read_to_string(&path).expect("kept"),
+            "another session\n"
+        );
+    }
+
+    #[test]
+    fn sync_data_creation_syncs_the_directory() {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let meta = SessionMeta::new(ThreadId::random());
+        for (name, durability, syncs) in [
+            ("synced.jsonl", Durability::SyncData, 1),
+            ("flushed.jsonl", Durability::Flush, 0),
+            ("buffered.jsonl", Durability::Buffered, 0),
+        ] {
+            let path = dir.path().join(name);
+            DIRECTORY_SYNCS.with(|calls| calls.borrow_mut().clear());
+            let writer = RolloutWriter::create_with(
+                &path,
+                &meta,
+                durability,
+                |sink| sink,
+                recorded_directory_sync,
+            )
+            .expect("created");
+            let calls = DIRECTORY_SYNCS.with(|calls| calls.borrow().clone());
+            assert_eq!(calls.len(), syncs, "{durability:?}");
+            assert!(calls.iter().all(|call| call == &path));
+            drop(writer);
+        }
+    }
+
+    #[test]
+    fn a_failed_directory_sync_fails_create_and_removes_the_file() {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let path = dir.path().join("rollout.jsonl");
+        let error = RolloutWriter::create_with(
+            &path,
+            &SessionMeta::new(ThreadId::random()),
+            Durability::SyncData,
+            |sink| sink,
+            failing_directory_sync,
+        )
+        .expect_err("the directory cannot be synced");
+        assert_eq!(error.step, WriteStep::SyncDirectory);
+        assert_eq!(
+            error.to_string(),
+            format!(
+                "rollout {}: cannot sync the directory that holds it",
+                path.display()
+            )
+        );
+        assert!(!path.exists(), "no line is left to look durable");
     }
 
     #[test]
