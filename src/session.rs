@@ -27,6 +27,11 @@ use crate::snapshot::SnapshotHeader;
 /// returned, the history keeps the change, and the line stays pending in the writer: it is written
 /// before the next line, or by [`Session::flush`].
 ///
+/// A session over a file ([`Session::create`], [`Session::resume`], [`Session::fork`]) holds the
+/// file's lock while it lives, so a second session on the same rollout, in this process or
+/// another, is refused ([`WriteStep::Locked`](crate::rollout::WriteStep::Locked)); dropping the
+/// session releases it. Reading the file (resume, snapshots, the command-line tool) takes no lock.
+///
 /// # Examples
 ///
 /// ```
@@ -40,9 +45,11 @@ use crate::snapshot::SnapshotHeader;
 /// let mut session = Session::create(&path, meta, DEFAULT_TRUNCATION, Durability::SyncData)?;
 /// session.record_json(r#"{"type":"message","role":"user","content":[{"type":"input_text","text":"hi"}]}"#)?;
 /// session.record_json(r#"{"type":"function_call","name":"ls","arguments":"{}","call_id":"c1"}"#)?;
+/// let live = session.history().clone();
+/// drop(session); // it holds the file's lock: no second writer while it lives
 ///
 /// let resumed = Session::resume(&path, &ResumeOptions::default(), Durability::SyncData)?;
-/// assert_eq!(resumed.session.history().entries(), session.history().entries());
+/// assert_eq!(resumed.session.history().entries(), live.entries());
 /// # std::fs::remove_dir_all(&dir).ok();
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
@@ -72,11 +79,12 @@ pub struct ResumedSession {
 
 impl Session<FileSink> {
     /// Starts a session: creates the rollout at `path` (it must not exist) with `meta` as its
-    /// first line.
+    /// first line, and holds the file's lock while the session lives (see [`FileSink`]). If the
+    /// first line cannot be written, the file is removed again ([`RolloutWriter::create`]).
     ///
     /// # Errors
     ///
-    /// [`Error::RolloutWrite`] when the file cannot be created or written.
+    /// [`Error::RolloutWrite`] when the file cannot be created, locked or written.
     pub fn create(
         path: impl AsRef<Path>,
         meta: SessionMeta,
@@ -93,15 +101,18 @@ impl Session<FileSink> {
     }
 
     /// Resumes the session in the rollout at `path` and continues appending to it. The file is
-    /// read first — through the snapshot [`ResumeOptions::snapshot`] names, when it stands for a
-    /// prefix of the file — and a torn last line is ended with a newline before anything is
-    /// appended. [`ResumeOptions::snapshot_ready`] does not apply: a session resumes every line,
-    /// since it appends after them.
+    /// opened and locked first (see [`FileSink`]: no other session or writer can append to it
+    /// while this one lives, nor between what is read and what is appended), then read — through
+    /// the snapshot [`ResumeOptions::snapshot`] names, when it stands for a prefix of the file —
+    /// and a torn last line is ended with a newline before anything is appended.
+    /// [`ResumeOptions::snapshot_ready`] does not apply: a session resumes every line, since it
+    /// appends after them.
     ///
     /// # Errors
     ///
-    /// [`Error::Rollout`] when the file cannot be read as a rollout, [`Error::RolloutWrite`] when
-    /// it cannot be opened for appending.
+    /// [`Error::RolloutWrite`] when the file cannot be opened for appending or locked
+    /// ([`WriteStep::Locked`](crate::rollout::WriteStep::Locked) when another writer holds it),
+    /// [`Error::Rollout`] when it cannot be read as a rollout.
     pub fn resume(
         path: impl AsRef<Path>,
         options: &ResumeOptions,
@@ -112,8 +123,11 @@ impl Session<FileSink> {
             snapshot_ready: false,
             ..options.clone()
         };
+        let mut sink = FileSink::open_locked(path)?;
         let resumed = resume_file(path, &options)?;
-        let writer = RolloutWriter::append_to(path, durability)?;
+        // After reading, so that the report still tells a torn tail.
+        sink.end_torn_line(path)?;
+        let writer = RolloutWriter::with_sink(sink, path, durability);
         Ok(ResumedSession {
             session: Session {
                 history: resumed.history,

@@ -7,7 +7,7 @@ use std::io;
 use agent_history::{
     DEFAULT_TRUNCATION, Durability, EMPTY_SUMMARY, History, ProjectionOptions, ResumeOptions,
     RolloutError, RolloutSink, RolloutWriter, SUMMARY_PREFIX, Session, SessionMeta,
-    TruncationPolicy, summary_text,
+    TruncationPolicy, WriteStep, summary_text,
 };
 use common::{assistant, resume_bytes, resume_path, temp_dir, thread, user};
 
@@ -430,6 +430,162 @@ fn a_fork_that_fails_leaves_no_file() {
         "{error:?}"
     );
     assert!(!fork_path.exists(), "the partial fork is removed");
+}
+
+fn assert_locked(error: &agent_history::Error, path: &std::path::Path) {
+    match error {
+        agent_history::Error::RolloutWrite(error) => {
+            assert_eq!(error.step, WriteStep::Locked, "{error}");
+            assert_eq!(error.source.kind(), io::ErrorKind::WouldBlock);
+            assert_eq!(error.path, path);
+            assert_eq!(
+                error.to_string(),
+                format!(
+                    "rollout {}: cannot open it for writing: it is locked by another writer",
+                    path.display()
+                )
+            );
+        }
+        other => panic!("not a lock error: {other:?}"),
+    }
+}
+
+/// One writer per rollout: while a session lives, a second session or writer on its file — on
+/// this thread or another — is refused, and the file is unchanged; readers are not stopped; once
+/// the session is dropped, the file can be resumed and appended to.
+#[test]
+fn a_second_writer_on_the_same_rollout_is_refused() {
+    let dir = temp_dir();
+    let path = dir.path().join("rollout.jsonl");
+    let mut session = Session::create(
+        &path,
+        SessionMeta::new(thread("thread-lock")),
+        DEFAULT_TRUNCATION,
+        Durability::Flush,
+    )
+    .expect("created");
+    session.record_json(&user("one")).expect("recorded");
+    let before = std::fs::read(&path).expect("file");
+
+    let error =
+        Session::resume(&path, &ResumeOptions::default(), Durability::Flush).expect_err("locked");
+    assert_locked(&error, &path);
+    let other_thread = {
+        let path = path.clone();
+        std::thread::spawn(move || {
+            Session::resume(&path, &ResumeOptions::default(), Durability::Flush).map(drop)
+        })
+        .join()
+        .expect("the thread ends")
+    };
+    assert_locked(&other_thread.expect_err("locked"), &path);
+    let error = RolloutWriter::append_to(&path, Durability::Flush).expect_err("locked");
+    assert_locked(&error.into(), &path);
+    assert_eq!(
+        std::fs::read(&path).expect("file"),
+        before,
+        "nothing written"
+    );
+
+    // Readers take no lock; a fork reads the parent and locks only its own file.
+    assert_eq!(resume_path(&path, DEFAULT_TRUNCATION).history().len(), 1);
+    let fork = session
+        .fork(
+            2,
+            dir.path().join("fork.jsonl"),
+            SessionMeta::new(thread("thread-fork")),
+            Durability::Flush,
+        )
+        .expect("forked");
+    let error = Session::resume(
+        dir.path().join("fork.jsonl"),
+        &ResumeOptions::default(),
+        Durability::Flush,
+    )
+    .expect_err("the fork is locked by its session");
+    assert_locked(&error, &dir.path().join("fork.jsonl"));
+    drop(fork);
+
+    // A session that was dropped let go of its lock.
+    drop(session);
+    let mut resumed = Session::resume(&path, &ResumeOptions::default(), Durability::Flush)
+        .expect("free again")
+        .session;
+    resumed.record_json(&user("two")).expect("recorded");
+    assert_eq!(resume_path(&path, DEFAULT_TRUNCATION).history().len(), 2);
+}
+
+/// A session takes the lock before it reads the file, so that no other writer can append between
+/// what it read and what it appends: a locked file is refused without being read (this one,
+/// empty, would be `RolloutError::Empty` if it were read first).
+#[test]
+fn resume_takes_the_lock_before_reading() {
+    let dir = temp_dir();
+    let path = dir.path().join("rollout.jsonl");
+    std::fs::write(&path, "").expect("an empty file");
+    let writer = RolloutWriter::append_to(&path, Durability::Flush).expect("opened");
+    let error =
+        Session::resume(&path, &ResumeOptions::default(), Durability::Flush).expect_err("locked");
+    assert_locked(&error, &path);
+    drop(writer);
+    let error =
+        Session::resume(&path, &ResumeOptions::default(), Durability::Flush).expect_err("empty");
+    assert!(
+        matches!(
+            error,
+            agent_history::Error::Rollout(RolloutError::Empty { .. })
+        ),
+        "{error:?}"
+    );
+}
+
+/// The environment variables through which `a_writer_in_another_process_is_refused` runs itself as
+/// the other process: the rollout to open, and whether it must find it locked.
+const CHILD_ROLLOUT: &str = "AGENT_HISTORY_TEST_LOCKED_ROLLOUT";
+const CHILD_EXPECTS_LOCK: &str = "AGENT_HISTORY_TEST_EXPECTS_LOCK";
+
+/// The lock holds across processes: this test runs its own binary again, as a child that tries
+/// to open the rollout while this process's session holds it (refused), then after it was dropped
+/// (opened).
+#[test]
+fn a_writer_in_another_process_is_refused() {
+    if let Ok(path) = std::env::var(CHILD_ROLLOUT) {
+        // The child.
+        let opened = RolloutWriter::append_to(&path, Durability::Flush);
+        if std::env::var(CHILD_EXPECTS_LOCK).as_deref() == Ok("1") {
+            let error = opened.expect_err("locked by the parent");
+            assert_locked(&error.into(), std::path::Path::new(&path));
+        } else {
+            opened.expect("the parent let go");
+        }
+        return;
+    }
+    let dir = temp_dir();
+    let path = dir.path().join("rollout.jsonl");
+    let session = Session::create(
+        &path,
+        SessionMeta::new(thread("thread-process")),
+        DEFAULT_TRUNCATION,
+        Durability::Flush,
+    )
+    .expect("created");
+    let child = |expects_lock: &str| {
+        let output = std::process::Command::new(std::env::current_exe().expect("test binary"))
+            .args(["a_writer_in_another_process_is_refused", "--exact"])
+            .env(CHILD_ROLLOUT, &path)
+            .env(CHILD_EXPECTS_LOCK, expects_lock)
+            .output()
+            .expect("the child runs");
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert!(
+            output.status.success() && stdout.contains("1 passed"),
+            "child (expects lock: {expects_lock}): {stdout}\n{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    };
+    child("1");
+    drop(session);
+    child("0");
 }
 
 #[test]

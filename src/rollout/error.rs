@@ -94,6 +94,13 @@ pub enum WriteStep {
     Create,
     /// Opening an existing rollout file for appending.
     OpenForAppend,
+    /// Another writer holds the file's lock ([`FileSink`](super::FileSink)): a second session or
+    /// writer on one rollout would interleave its lines with the first one's. The source's kind is
+    /// [`WouldBlock`](std::io::ErrorKind::WouldBlock).
+    Locked,
+    /// Taking the file's lock failed for another reason (the source says why: a file system
+    /// without locks, say).
+    Lock,
     /// Building a line of this type from a payload that is not valid: the batch was refused and
     /// nothing of it was written.
     Build {
@@ -121,6 +128,8 @@ impl fmt::Display for WriteStep {
         match self {
             WriteStep::Create => f.write_str("create the file"),
             WriteStep::OpenForAppend => f.write_str("open the file for appending"),
+            WriteStep::Locked => f.write_str("open it for writing: it is locked by another writer"),
+            WriteStep::Lock => f.write_str("lock the file for writing"),
             WriteStep::Build { line_type } => write!(f, "build a {line_type} line"),
             WriteStep::Write {
                 line_type: Some(line_type),

@@ -43,6 +43,9 @@ const INTERRUPTED_RETRIES: u32 = 100;
 /// flushed or synced as the [`Durability`] says. If the sink fails, the error names the file and
 /// the line, the unwritten bytes stay pending (written before the next batch, never twice), and
 /// [`RolloutWriter::durable_lines`] tells how many lines are safe.
+///
+/// A writer on a file ([`RolloutWriter::create`], [`RolloutWriter::append_to`]) holds the file's
+/// lock while it lives ([`FileSink`]): it is the rollout's only writer.
 pub struct RolloutWriter<S: RolloutSink = FileSink> {
     sink: S,
     path: PathBuf,
@@ -78,8 +81,8 @@ impl<S: RolloutSink> std::fmt::Debug for RolloutWriter<S> {
 }
 
 impl RolloutWriter<FileSink> {
-    /// Creates a new rollout file at `path` (it must not exist) and writes `meta` as its first
-    /// line. Under [`Durability::SyncData`] the directory that holds the file is synced too, so
+    /// Creates a new rollout file at `path` (it must not exist), locks it for as long as the
+    /// writer lives (see [`FileSink`]), and writes `meta` as its first line. Under [`Durability::SyncData`] the directory that holds the file is synced too, so
     /// that the file, and with it the line, survives a power loss.
     ///
     /// Creating is all or nothing: when a step after the file was created fails, the file is
@@ -89,8 +92,8 @@ impl RolloutWriter<FileSink> {
     ///
     /// # Errors
     ///
-    /// [`RolloutWriteError`] when the file cannot be created ([`WriteStep::Create`]), its
-    /// directory not synced ([`WriteStep::SyncDirectory`]), or the line not written.
+    /// [`RolloutWriteError`] when the file cannot be created ([`WriteStep::Create`]) or locked,
+    /// its directory not synced ([`WriteStep::SyncDirectory`]), or the line not written.
     pub fn create(
         path: impl AsRef<Path>,
         meta: &SessionMeta,
@@ -105,22 +108,19 @@ impl RolloutWriter<FileSink> {
         )
     }
 
-    /// Opens an existing rollout for appending (to continue a resumed session). A torn last line
-    /// is ended with a newline first.
+    /// Opens an existing rollout for appending (to continue a resumed session), and holds its
+    /// lock while the writer lives. A torn last line is ended with a newline first.
     ///
     /// # Errors
     ///
-    /// [`RolloutWriteError`] when the file cannot be opened.
+    /// [`RolloutWriteError`] when the file cannot be opened, or its lock cannot be taken:
+    /// [`WriteStep::Locked`] when another writer holds it (see [`FileSink`]).
     pub fn append_to(
         path: impl AsRef<Path>,
         durability: Durability,
     ) -> Result<Self, RolloutWriteError> {
         let path = path.as_ref();
-        let sink = FileSink::open_append(path).map_err(|source| RolloutWriteError {
-            path: path.to_owned(),
-            step: WriteStep::OpenForAppend,
-            source,
-        })?;
+        let sink = FileSink::open_append(path)?;
         Ok(RolloutWriter::with_sink(sink, path, durability))
     }
 }
@@ -136,11 +136,7 @@ impl<S: RolloutSink> RolloutWriter<S> {
         sink: impl FnOnce(FileSink) -> S,
         sync_directory: fn(&Path) -> io::Result<()>,
     ) -> Result<Self, RolloutWriteError> {
-        let file = FileSink::create_new(path).map_err(|source| RolloutWriteError {
-            path: path.to_owned(),
-            step: WriteStep::Create,
-            source,
-        })?;
+        let file = FileSink::create_new(path)?;
         let mut writer = RolloutWriter::with_sink(sink(file), path, durability);
         // The directory entry first: the first line must not be reported durable in a file
         // whose name a power loss could take with it.
