@@ -370,14 +370,28 @@ impl<S: RolloutSink> Session<S> {
         Ok(())
     }
 
-    /// Appends a line of another type (`turn_context`, `world_state`, an `event_msg`, …) with a
-    /// JSON payload. The history does not change.
+    /// Appends a line that resume does not interpret — `world_state`, `token_usage_record`, an
+    /// `event_msg` such as `agent_message` or `token_count`, a `session_meta` — with a JSON
+    /// payload. The history does not change, and resuming the file still gives it.
+    ///
+    /// Lines that resume interprets are refused, and nothing is written: the live history would
+    /// not change while the resumed one would. They are `response_item` and `compacted` lines
+    /// (record and compact through the session instead), `event_msg`s of type
+    /// `thread_rolled_back` (use [`Session::rollback`]), `turn_started`, `turn_complete`,
+    /// `turn_aborted` and `user_message`, which delimit and count the turns a later rollback
+    /// discards, and Codex's spellings of the turn events, `task_started` and `task_complete`;
+    /// `inter_agent_communication` lines, which resume counts as user turns; and `turn_context`
+    /// lines, from which resume takes the reference context item and the previous-turn settings
+    /// (and whose `turn_id` assigns lines to turns), where the live history takes nothing. An
+    /// `event_msg` payload must be an object with a string `type`. [`RolloutWriter::append_raw`]
+    /// writes any line: it keeps no history.
     ///
     /// # Errors
     ///
-    /// See [`RolloutWriter::append_raw`].
+    /// [`WriteStep::Interpreted`](crate::rollout::WriteStep::Interpreted), naming the line type
+    /// and the event type, for a refused line; otherwise as [`RolloutWriter::append_raw`].
     pub fn append_raw(&mut self, kind: &str, payload: &str) -> Result<(), RolloutWriteError> {
-        self.writer.append_raw(kind, payload)
+        self.writer.append_uninterpreted(kind, payload)
     }
 
     /// Writes everything pending, flushes, and syncs under [`Durability::SyncData`].

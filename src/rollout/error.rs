@@ -118,6 +118,16 @@ pub enum WriteStep {
     Flush,
     /// Making written lines durable (`sync_data`).
     Sync,
+    /// A session was asked to append, as a line its history does not hold, a line that resume
+    /// interprets: the line was refused and nothing was written. The live history would not
+    /// change while the one resumed from the file would, so a session writes such lines only
+    /// through its own methods (record, compact, roll back).
+    Interpreted {
+        /// The line's type.
+        line_type: LineKind,
+        /// The `type` of an `event_msg` payload.
+        event_type: Option<Box<str>>,
+    },
     /// Making a new rollout's directory entry durable (syncing the directory that holds it,
     /// under [`Durability::SyncData`](super::Durability::SyncData)).
     SyncDirectory,
@@ -142,6 +152,17 @@ impl fmt::Display for WriteStep {
             WriteStep::Flush => f.write_str("flush"),
             WriteStep::Sync => f.write_str("sync_data"),
             WriteStep::SyncDirectory => f.write_str("sync the directory that holds it"),
+            WriteStep::Interpreted {
+                line_type,
+                event_type: Some(event_type),
+            } => write!(
+                f,
+                "append a {event_type} {line_type} line, which resume interprets"
+            ),
+            WriteStep::Interpreted {
+                line_type,
+                event_type: None,
+            } => write!(f, "append a {line_type} line, which resume interprets"),
         }
     }
 }

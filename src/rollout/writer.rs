@@ -5,13 +5,14 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
+use serde::Deserialize;
 use serde_json::Value;
 use serde_json::value::RawValue;
 
 use crate::history::Compacted;
 
 use super::error::{RolloutWriteError, WriteStep};
-use super::line::{LineKind, SessionMeta, timestamp};
+use super::line::{Event, LineKind, SessionMeta, timestamp};
 use super::sink::{FileSink, RolloutSink, sync_parent_directory};
 
 /// How durable a batch is when an append returns. See `docs/rollout-format.md`.
@@ -297,6 +298,11 @@ impl<S: RolloutSink> RolloutWriter<S> {
     /// Appends a line of any type (`turn_context`, `world_state`, `event_msg`, …) with a payload
     /// given as JSON text.
     ///
+    /// This is the raw writer: it keeps no history, and writes lines that resume interprets
+    /// (`response_item`, `compacted`, a `thread_rolled_back` event, …) as readily as any other.
+    /// `Session::append_raw` (the session layer) refuses those, so that a session's history stays
+    /// what resuming its file gives.
+    ///
     /// # Errors
     ///
     /// `InvalidInput` when `kind` is not a snake_case name or the payload is not JSON; otherwise
@@ -319,6 +325,68 @@ impl<S: RolloutSink> RolloutWriter<S> {
         let payload = one_line(payload).map_err(|error| self.invalid(line_type.clone(), error))?;
         self.push_line(line_type, &payload);
         self.commit()
+    }
+
+    /// Appends a line of a type resume does not interpret, as [`RolloutWriter::append_raw`] does,
+    /// and refuses the others, writing nothing: `response_item`, `compacted`, `turn_context`,
+    /// `inter_agent_communication`, and an `event_msg` whose `type` is one of
+    /// [`Event::TURN_TYPES`]. A `session_meta` is accepted: only the first one of a file names the
+    /// thread, and resume ignores the later ones. An `event_msg` payload must be a JSON object
+    /// with a string `type` (one the reader could not read, or with two `type`s, is refused as
+    /// invalid).
+    ///
+    /// # Errors
+    ///
+    /// [`WriteStep::Interpreted`] for a refused line; otherwise as [`RolloutWriter::append_raw`].
+    pub(crate) fn append_uninterpreted(
+        &mut self,
+        kind: &str,
+        payload: &str,
+    ) -> Result<(), RolloutWriteError> {
+        #[derive(Deserialize)]
+        struct EventType<'a> {
+            #[serde(rename = "type", borrow)]
+            kind: std::borrow::Cow<'a, str>,
+        }
+        let line_type = LineKind::from_type(kind);
+        let refused = match &line_type {
+            LineKind::ResponseItem
+            | LineKind::Compacted
+            | LineKind::TurnContext
+            | LineKind::InterAgentCommunication => Some(None),
+            LineKind::EventMsg => {
+                let payload = payload.trim();
+                if !payload.starts_with('{') {
+                    return Err(self.error(
+                        WriteStep::Build { line_type },
+                        io::Error::new(
+                            io::ErrorKind::InvalidInput,
+                            "an event_msg payload is a JSON object with a string `type`",
+                        ),
+                    ));
+                }
+                let event: EventType<'_> = serde_json::from_str(payload)
+                    .map_err(|error| self.invalid(LineKind::EventMsg, error))?;
+                Event::TURN_TYPES
+                    .contains(&event.kind.as_ref())
+                    .then(|| Some(event.kind.as_ref().into()))
+            }
+            LineKind::SessionMeta | LineKind::Other(_) => None,
+        };
+        if let Some(event_type) = refused {
+            return Err(self.error(
+                WriteStep::Interpreted {
+                    line_type,
+                    event_type,
+                },
+                io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    "a session writes such lines only through its own methods (record, compact, \
+                     roll back), which change its history with the file",
+                ),
+            ));
+        }
+        self.append_raw(kind, payload)
     }
 
     /// Appends a complete line exactly as given (used to copy a parent's lines into a fork). The
