@@ -438,6 +438,7 @@ fn assert_locked(error: &agent_history::Error, path: &std::path::Path) {
             assert_eq!(error.step, WriteStep::Locked, "{error}");
             assert_eq!(error.source.kind(), io::ErrorKind::WouldBlock);
             assert_eq!(error.path, path);
+            assert!(!error.to_string().contains(&error.source.to_string()));
             assert_eq!(
                 error.to_string(),
                 format!(
@@ -956,6 +957,7 @@ fn append_raw_keeps_the_live_and_the_resumed_history_equal() {
                             );
                             assert_eq!(error.source.kind(), io::ErrorKind::InvalidInput);
                             let message = error.to_string();
+                            assert!(!message.contains(&error.source.to_string()));
                             assert!(
                                 message.contains(kind)
                                     && message.contains(event_type.unwrap_or(kind)),
