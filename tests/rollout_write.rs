@@ -425,10 +425,11 @@ fn a_fork_that_fails_leaves_no_file() {
             Durability::SyncData,
         )
         .expect_err("the parent cannot be read");
-    assert!(
-        matches!(&error, agent_history::Error::Rollout(RolloutError::Io { path, .. }) if path == &parent_path),
-        "{error:?}"
+    let read_parent = matches!(
+        &error,
+        agent_history::Error::Rollout(RolloutError::Io { path, .. }) if path == &parent_path
     );
+    assert!(read_parent, "{error:?}");
     assert!(!fork_path.exists(), "the partial fork is removed");
 }
 
@@ -800,8 +801,8 @@ enum Step {
     Assistant,
     Compact,
     Rollback(usize),
-    /// A raw line: through `Session::append_raw` in `append_raw_keeps_the_live_and_the_resumed_history_equal`;
-    /// written into the file behind the session's back in `each_refused_line_would_make_resume_differ`.
+    /// A raw line: `Session::append_raw` in the table test; written into the file behind the
+    /// session's back in the witness test.
     Raw(&'static str, String),
 }
 

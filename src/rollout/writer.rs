@@ -83,8 +83,9 @@ impl<S: RolloutSink> std::fmt::Debug for RolloutWriter<S> {
 
 impl RolloutWriter<FileSink> {
     /// Creates a new rollout file at `path` (it must not exist), locks it for as long as the
-    /// writer lives (see [`FileSink`]), and writes `meta` as its first line. Under [`Durability::SyncData`] the directory that holds the file is synced too, so
-    /// that the file, and with it the line, survives a power loss.
+    /// writer lives (see [`FileSink`]), and writes `meta` as its first line. Under
+    /// [`Durability::SyncData`] the directory that holds the file is synced too, before the line
+    /// is written, so that the file, and with it the line, survives a power loss.
     ///
     /// Creating is all or nothing: when a step after the file was created fails, the file is
     /// removed again (it was created here, so it is nobody else's), and the path stays free for
