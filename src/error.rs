@@ -96,8 +96,20 @@ mod tests {
             }
             .into(),
             RolloutWriteError {
-                path,
+                path: path.clone(),
                 step: WriteStep::Sync,
+                source: io(),
+            }
+            .into(),
+            RolloutWriteError {
+                path: path.clone(),
+                step: WriteStep::Locked,
+                source: std::io::ErrorKind::WouldBlock.into(),
+            }
+            .into(),
+            RolloutWriteError {
+                path,
+                step: WriteStep::SyncDirectory,
                 source: io(),
             }
             .into(),

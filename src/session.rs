@@ -27,6 +27,11 @@ use crate::snapshot::SnapshotHeader;
 /// returned, the history keeps the change, and the line stays pending in the writer: it is written
 /// before the next line, or by [`Session::flush`].
 ///
+/// A session over a file ([`Session::create`], [`Session::resume`], [`Session::fork`]) holds the
+/// file's lock while it lives, so a second session on the same rollout, in this process or
+/// another, is refused ([`WriteStep::Locked`](crate::rollout::WriteStep::Locked)); dropping the
+/// session releases it. Reading the file (resume, snapshots, the command-line tool) takes no lock.
+///
 /// # Examples
 ///
 /// ```
@@ -40,9 +45,11 @@ use crate::snapshot::SnapshotHeader;
 /// let mut session = Session::create(&path, meta, DEFAULT_TRUNCATION, Durability::SyncData)?;
 /// session.record_json(r#"{"type":"message","role":"user","content":[{"type":"input_text","text":"hi"}]}"#)?;
 /// session.record_json(r#"{"type":"function_call","name":"ls","arguments":"{}","call_id":"c1"}"#)?;
+/// let live = session.history().clone();
+/// drop(session); // it holds the file's lock: no second writer while it lives
 ///
 /// let resumed = Session::resume(&path, &ResumeOptions::default(), Durability::SyncData)?;
-/// assert_eq!(resumed.session.history().entries(), session.history().entries());
+/// assert_eq!(resumed.session.history().entries(), live.entries());
 /// # std::fs::remove_dir_all(&dir).ok();
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
@@ -72,11 +79,12 @@ pub struct ResumedSession {
 
 impl Session<FileSink> {
     /// Starts a session: creates the rollout at `path` (it must not exist) with `meta` as its
-    /// first line.
+    /// first line, and holds the file's lock while the session lives (see [`FileSink`]). If the
+    /// first line cannot be written, the file is removed again ([`RolloutWriter::create`]).
     ///
     /// # Errors
     ///
-    /// [`Error::RolloutWrite`] when the file cannot be created or written.
+    /// [`Error::RolloutWrite`] when the file cannot be created, locked or written.
     pub fn create(
         path: impl AsRef<Path>,
         meta: SessionMeta,
@@ -93,15 +101,18 @@ impl Session<FileSink> {
     }
 
     /// Resumes the session in the rollout at `path` and continues appending to it. The file is
-    /// read first — through the snapshot [`ResumeOptions::snapshot`] names, when it stands for a
-    /// prefix of the file — and a torn last line is ended with a newline before anything is
-    /// appended. [`ResumeOptions::snapshot_ready`] does not apply: a session resumes every line,
-    /// since it appends after them.
+    /// opened and locked first (see [`FileSink`]: no other session or writer can append to it
+    /// while this one lives, nor between what is read and what is appended), then read — through
+    /// the snapshot [`ResumeOptions::snapshot`] names, when it stands for a prefix of the file —
+    /// and a torn last line is ended with a newline before anything is appended.
+    /// [`ResumeOptions::snapshot_ready`] does not apply: a session resumes every line, since it
+    /// appends after them.
     ///
     /// # Errors
     ///
-    /// [`Error::Rollout`] when the file cannot be read as a rollout, [`Error::RolloutWrite`] when
-    /// it cannot be opened for appending.
+    /// [`Error::RolloutWrite`] when the file cannot be opened for appending or locked
+    /// ([`WriteStep::Locked`](crate::rollout::WriteStep::Locked) when another writer holds it),
+    /// [`Error::Rollout`] when it cannot be read as a rollout.
     pub fn resume(
         path: impl AsRef<Path>,
         options: &ResumeOptions,
@@ -112,8 +123,11 @@ impl Session<FileSink> {
             snapshot_ready: false,
             ..options.clone()
         };
+        let mut sink = FileSink::open_locked(path)?;
         let resumed = resume_file(path, &options)?;
-        let writer = RolloutWriter::append_to(path, durability)?;
+        // After reading, so that the report still tells a torn tail.
+        sink.end_torn_line(path)?;
+        let writer = RolloutWriter::with_sink(sink, path, durability);
         Ok(ResumedSession {
             session: Session {
                 history: resumed.history,
@@ -160,6 +174,8 @@ impl Session<FileSink> {
     /// The new rollout holds its `session_meta`, then this session's complete lines (as Codex
     /// does, so the parent's `session_meta` follows as a non-first one), then a
     /// `thread_rolled_back` event for the turns left out. Resuming it gives the forked history.
+    /// When any of this fails, the new file is removed again (best effort), so that no fork with
+    /// only some of its lines is left to be resumed.
     ///
     /// # Errors
     ///
@@ -180,9 +196,18 @@ impl Session<FileSink> {
         meta.forked_from_id = Some(self.thread_id);
         let mut writer = RolloutWriter::create(path.as_ref(), &meta, durability)?;
         let parent = self.writer.path().to_owned();
-        copy_complete_lines(&parent, &mut writer)?;
-        if dropped_turns > 0 {
-            writer.append_rollback(dropped_turns as u64)?;
+        let copied = copy_complete_lines(&parent, &mut writer).and_then(|()| {
+            if dropped_turns > 0 {
+                writer.append_rollback(dropped_turns as u64)?;
+            }
+            Ok(())
+        });
+        if let Err(error) = copied {
+            // A fork without all its lines would resume to another history: remove it, as
+            // `RolloutWriter::create` removes a file it could not start (best effort: the error
+            // to report is the copy's).
+            let _ = writer.remove_new_file();
+            return Err(error);
         }
         Ok(Session {
             history,
@@ -345,14 +370,28 @@ impl<S: RolloutSink> Session<S> {
         Ok(())
     }
 
-    /// Appends a line of another type (`turn_context`, `world_state`, an `event_msg`, …) with a
-    /// JSON payload. The history does not change.
+    /// Appends a line that resume does not interpret — `world_state`, `token_usage_record`, an
+    /// `event_msg` such as `agent_message` or `token_count`, a `session_meta` — with a JSON
+    /// payload. The history does not change, and resuming the file still gives it.
+    ///
+    /// Lines that resume interprets are refused, and nothing is written: the live history would
+    /// not change while the resumed one would. They are `response_item` and `compacted` lines
+    /// (record and compact through the session instead), `event_msg`s of type
+    /// `thread_rolled_back` (use [`Session::rollback`]), `turn_started`, `turn_complete`,
+    /// `turn_aborted` and `user_message`, which delimit and count the turns a later rollback
+    /// discards, and Codex's spellings of the turn events, `task_started` and `task_complete`;
+    /// `inter_agent_communication` lines, which resume counts as user turns; and `turn_context`
+    /// lines, from which resume takes the reference context item and the previous-turn settings
+    /// (and whose `turn_id` assigns lines to turns), where the live history takes nothing. An
+    /// `event_msg` payload must be an object with a string `type`. [`RolloutWriter::append_raw`]
+    /// writes any line: it keeps no history.
     ///
     /// # Errors
     ///
-    /// See [`RolloutWriter::append_raw`].
+    /// [`WriteStep::Interpreted`](crate::rollout::WriteStep::Interpreted), naming the line type
+    /// and the event type, for a refused line; otherwise as [`RolloutWriter::append_raw`].
     pub fn append_raw(&mut self, kind: &str, payload: &str) -> Result<(), RolloutWriteError> {
-        self.writer.append_raw(kind, payload)
+        self.writer.append_uninterpreted(kind, payload)
     }
 
     /// Writes everything pending, flushes, and syncs under [`Durability::SyncData`].

@@ -5,9 +5,9 @@ mod common;
 use std::io;
 
 use agent_history::{
-    DEFAULT_TRUNCATION, Durability, EMPTY_SUMMARY, History, ProjectionOptions, ResumeOptions,
-    RolloutSink, RolloutWriter, SUMMARY_PREFIX, Session, SessionMeta, TruncationPolicy,
-    summary_text,
+    DEFAULT_TRUNCATION, Durability, EMPTY_SUMMARY, History, LineKind, ProjectionOptions,
+    ResumeOptions, RolloutError, RolloutSink, RolloutWriter, SUMMARY_PREFIX, Session, SessionMeta,
+    TruncationPolicy, WriteStep, summary_text,
 };
 use common::{assistant, resume_bytes, resume_path, temp_dir, thread, user};
 
@@ -68,7 +68,7 @@ fn write_read_resume_is_exact_and_leaves_the_file_untouched() {
         session.record_json(&item).expect("recorded");
     }
     session
-        .append_raw("turn_context", r#"{"model":"m","cwd":"/"}"#)
+        .append_raw("world_state", r#"{"cwd":"/"}"#)
         .expect("raw line");
     assert!(
         session
@@ -400,6 +400,196 @@ fn fork_shares_structure_and_resumes_to_the_forked_history() {
     assert_eq!(all.history().entries(), parent.history().entries());
 }
 
+/// A fork that cannot be completed leaves no file: a fork holding only some of its lines would
+/// resume to another history, and the path would stay blocked.
+#[test]
+fn a_fork_that_fails_leaves_no_file() {
+    let dir = temp_dir();
+    let parent_path = dir.path().join("parent.jsonl");
+    let fork_path = dir.path().join("fork.jsonl");
+    let mut parent = Session::create(
+        &parent_path,
+        SessionMeta::new(thread("thread-parent")),
+        DEFAULT_TRUNCATION,
+        Durability::Flush,
+    )
+    .expect("created");
+    parent.record_json(&user("one")).expect("recorded");
+    // The parent's file is gone: its lines cannot be copied.
+    std::fs::remove_file(&parent_path).expect("removed");
+    let error = parent
+        .fork(
+            1,
+            &fork_path,
+            SessionMeta::new(thread("thread-fork")),
+            Durability::SyncData,
+        )
+        .expect_err("the parent cannot be read");
+    let read_parent = matches!(
+        &error,
+        agent_history::Error::Rollout(RolloutError::Io { path, .. }) if path == &parent_path
+    );
+    assert!(read_parent, "{error:?}");
+    assert!(!fork_path.exists(), "the partial fork is removed");
+}
+
+fn assert_locked(error: &agent_history::Error, path: &std::path::Path) {
+    match error {
+        agent_history::Error::RolloutWrite(error) => {
+            assert_eq!(error.step, WriteStep::Locked, "{error}");
+            assert_eq!(error.source.kind(), io::ErrorKind::WouldBlock);
+            assert_eq!(error.path, path);
+            assert!(!error.to_string().contains(&error.source.to_string()));
+            assert_eq!(
+                error.to_string(),
+                format!(
+                    "rollout {}: cannot open it for writing: it is locked by another writer",
+                    path.display()
+                )
+            );
+        }
+        other => panic!("not a lock error: {other:?}"),
+    }
+}
+
+/// One writer per rollout: while a session lives, a second session or writer on its file — on
+/// this thread or another — is refused, and the file is unchanged; readers are not stopped; once
+/// the session is dropped, the file can be resumed and appended to.
+#[test]
+fn a_second_writer_on_the_same_rollout_is_refused() {
+    let dir = temp_dir();
+    let path = dir.path().join("rollout.jsonl");
+    let mut session = Session::create(
+        &path,
+        SessionMeta::new(thread("thread-lock")),
+        DEFAULT_TRUNCATION,
+        Durability::Flush,
+    )
+    .expect("created");
+    session.record_json(&user("one")).expect("recorded");
+    let before = std::fs::read(&path).expect("file");
+
+    let error =
+        Session::resume(&path, &ResumeOptions::default(), Durability::Flush).expect_err("locked");
+    assert_locked(&error, &path);
+    let other_thread = {
+        let path = path.clone();
+        std::thread::spawn(move || {
+            Session::resume(&path, &ResumeOptions::default(), Durability::Flush).map(drop)
+        })
+        .join()
+        .expect("the thread ends")
+    };
+    assert_locked(&other_thread.expect_err("locked"), &path);
+    let error = RolloutWriter::append_to(&path, Durability::Flush).expect_err("locked");
+    assert_locked(&error.into(), &path);
+    assert_eq!(
+        std::fs::read(&path).expect("file"),
+        before,
+        "nothing written"
+    );
+
+    // Readers take no lock; a fork reads the parent and locks only its own file.
+    assert_eq!(resume_path(&path, DEFAULT_TRUNCATION).history().len(), 1);
+    let fork = session
+        .fork(
+            2,
+            dir.path().join("fork.jsonl"),
+            SessionMeta::new(thread("thread-fork")),
+            Durability::Flush,
+        )
+        .expect("forked");
+    let error = Session::resume(
+        dir.path().join("fork.jsonl"),
+        &ResumeOptions::default(),
+        Durability::Flush,
+    )
+    .expect_err("the fork is locked by its session");
+    assert_locked(&error, &dir.path().join("fork.jsonl"));
+    drop(fork);
+
+    // A session that was dropped let go of its lock.
+    drop(session);
+    let mut resumed = Session::resume(&path, &ResumeOptions::default(), Durability::Flush)
+        .expect("free again")
+        .session;
+    resumed.record_json(&user("two")).expect("recorded");
+    assert_eq!(resume_path(&path, DEFAULT_TRUNCATION).history().len(), 2);
+}
+
+/// A session takes the lock before it reads the file, so that no other writer can append between
+/// what it read and what it appends: a locked file is refused without being read (this one,
+/// empty, would be `RolloutError::Empty` if it were read first).
+#[test]
+fn resume_takes_the_lock_before_reading() {
+    let dir = temp_dir();
+    let path = dir.path().join("rollout.jsonl");
+    std::fs::write(&path, "").expect("an empty file");
+    let writer = RolloutWriter::append_to(&path, Durability::Flush).expect("opened");
+    let error =
+        Session::resume(&path, &ResumeOptions::default(), Durability::Flush).expect_err("locked");
+    assert_locked(&error, &path);
+    drop(writer);
+    let error =
+        Session::resume(&path, &ResumeOptions::default(), Durability::Flush).expect_err("empty");
+    assert!(
+        matches!(
+            error,
+            agent_history::Error::Rollout(RolloutError::Empty { .. })
+        ),
+        "{error:?}"
+    );
+}
+
+/// The environment variables through which `a_writer_in_another_process_is_refused` runs itself as
+/// the other process: the rollout to open, and whether it must find it locked.
+const CHILD_ROLLOUT: &str = "AGENT_HISTORY_TEST_LOCKED_ROLLOUT";
+const CHILD_EXPECTS_LOCK: &str = "AGENT_HISTORY_TEST_EXPECTS_LOCK";
+
+/// The lock holds across processes: this test runs its own binary again, as a child that tries
+/// to open the rollout while this process's session holds it (refused), then after it was dropped
+/// (opened).
+#[test]
+fn a_writer_in_another_process_is_refused() {
+    if let Ok(path) = std::env::var(CHILD_ROLLOUT) {
+        // The child.
+        let opened = RolloutWriter::append_to(&path, Durability::Flush);
+        if std::env::var(CHILD_EXPECTS_LOCK).as_deref() == Ok("1") {
+            let error = opened.expect_err("locked by the parent");
+            assert_locked(&error.into(), std::path::Path::new(&path));
+        } else {
+            opened.expect("the parent let go");
+        }
+        return;
+    }
+    let dir = temp_dir();
+    let path = dir.path().join("rollout.jsonl");
+    let session = Session::create(
+        &path,
+        SessionMeta::new(thread("thread-process")),
+        DEFAULT_TRUNCATION,
+        Durability::Flush,
+    )
+    .expect("created");
+    let child = |expects_lock: &str| {
+        let output = std::process::Command::new(std::env::current_exe().expect("test binary"))
+            .args(["a_writer_in_another_process_is_refused", "--exact"])
+            .env(CHILD_ROLLOUT, &path)
+            .env(CHILD_EXPECTS_LOCK, expects_lock)
+            .output()
+            .expect("the child runs");
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert!(
+            output.status.success() && stdout.contains("1 passed"),
+            "child (expects lock: {expects_lock}): {stdout}\n{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    };
+    child("1");
+    drop(session);
+    child("0");
+}
+
 #[test]
 fn resume_continues_appending_after_a_torn_tail() {
     let dir = temp_dir();
@@ -602,4 +792,360 @@ fn sessions_assign_missing_ids_that_survive_resume() {
             "{item}"
         );
     }
+}
+
+/// A line of a session script.
+#[derive(Debug, Clone)]
+enum Step {
+    User,
+    Assistant,
+    Compact,
+    Rollback(usize),
+    /// A raw line: `Session::append_raw` in the table test; written into the file behind the
+    /// session's back in the witness test.
+    Raw(&'static str, String),
+}
+
+/// Runs the non-raw steps on `session`.
+fn apply<S: RolloutSink>(session: &mut Session<S>, step: &Step, turn: &mut usize) {
+    match step {
+        Step::User => {
+            *turn += 1;
+            session
+                .record_json(&user(&format!("question {turn}")))
+                .expect("recorded");
+        }
+        Step::Assistant => {
+            session
+                .record_json(&assistant(&format!("answer {turn}")))
+                .expect("recorded");
+        }
+        Step::Compact => {
+            session
+                .compact(&summary_text("summary"))
+                .expect("compacted");
+        }
+        Step::Rollback(n) => session.rollback(*n).expect("rolled back"),
+        Step::Raw(..) => unreachable!("raw lines are the caller's"),
+    }
+}
+
+/// The raw lines a session refuses, with the event type the error names.
+fn refused_lines() -> Vec<(&'static str, String, Option<&'static str>)> {
+    let event = |json: &str| json.to_owned();
+    vec![
+        ("response_item", user("raw"), None),
+        (
+            "compacted",
+            r#"{"message":"s","replacement_history":[]}"#.to_owned(),
+            None,
+        ),
+        ("compacted", r#"{"message":"legacy"}"#.to_owned(), None),
+        ("turn_context", r#"{"model":"m"}"#.to_owned(), None),
+        (
+            "turn_context",
+            r#"{"turn_id":"t9","model":"m"}"#.to_owned(),
+            None,
+        ),
+        (
+            "inter_agent_communication",
+            r#"{"author":"a","content":"hi"}"#.to_owned(),
+            None,
+        ),
+        (
+            "event_msg",
+            event(r#"{"type":"thread_rolled_back","num_turns":1}"#),
+            Some("thread_rolled_back"),
+        ),
+        (
+            "event_msg",
+            event(r#"{"type":"turn_started","turn_id":"t9"}"#),
+            Some("turn_started"),
+        ),
+        (
+            "event_msg",
+            event(r#"{"type":"turn_complete","turn_id":"t9"}"#),
+            Some("turn_complete"),
+        ),
+        (
+            "event_msg",
+            event(r#"{"type":"turn_aborted","turn_id":"t9","reason":"interrupted"}"#),
+            Some("turn_aborted"),
+        ),
+        (
+            "event_msg",
+            event(r#"{"type":"user_message","message":"hi"}"#),
+            Some("user_message"),
+        ),
+        (
+            "event_msg",
+            event(r#"{"type":"task_started","turn_id":"t9"}"#),
+            Some("task_started"),
+        ),
+        (
+            "event_msg",
+            event(r#"{"type":"task_complete","turn_id":"t9"}"#),
+            Some("task_complete"),
+        ),
+    ]
+}
+
+/// `Session::append_raw` keeps the live history equal to the resumed one (entries, version,
+/// reference context item): a line resume interprets is refused with an error naming its type and
+/// leaves the file as it was; any other line is written. Each is tried at several points of a
+/// session of records, a compaction and rollbacks.
+#[test]
+fn append_raw_keeps_the_live_and_the_resumed_history_equal() {
+    let accepted = [
+        ("session_meta", common::meta_payload()),
+        ("world_state", r#"{"cwd":"/"}"#.to_owned()),
+        ("token_usage_record", r#"{"total":12}"#.to_owned()),
+        (
+            "event_msg",
+            r#"{"type":"agent_message","message":"hi"}"#.to_owned(),
+        ),
+        (
+            "event_msg",
+            r#"{"type":"token_count","info":null}"#.to_owned(),
+        ),
+        ("event_msg", r#"{"type":"context_compacted"}"#.to_owned()),
+    ];
+    let script = [
+        Step::User,
+        Step::Assistant,
+        Step::User,
+        Step::Assistant,
+        Step::Compact,
+        Step::User,
+        Step::Assistant,
+        Step::Rollback(1),
+        Step::User,
+    ];
+    let dir = temp_dir();
+    let lines = refused_lines()
+        .into_iter()
+        .map(|(kind, payload, event)| (kind, payload, Some(event)))
+        .chain(
+            accepted
+                .iter()
+                .map(|(kind, payload)| (*kind, payload.clone(), None)),
+        );
+    for (case, (kind, payload, refusal)) in lines.enumerate() {
+        for at in 0..=script.len() {
+            let path = dir.path().join(format!("rollout-{case}-{at}.jsonl"));
+            let mut session = Session::create(
+                &path,
+                SessionMeta::new(thread("thread-raw")),
+                DEFAULT_TRUNCATION,
+                Durability::Flush,
+            )
+            .expect("created");
+            let mut turn = 0;
+            for (position, step) in script.iter().enumerate() {
+                if position == at {
+                    let before = std::fs::read(&path).expect("file");
+                    let appended = session.writer().lines_appended();
+                    let outcome = session.append_raw(kind, &payload);
+                    match refusal {
+                        Some(event_type) => {
+                            let error = outcome.expect_err("refused");
+                            assert_eq!(
+                                error.step,
+                                WriteStep::Interpreted {
+                                    line_type: LineKind::from_type(kind),
+                                    event_type: event_type.map(Into::into),
+                                }
+                            );
+                            assert_eq!(error.source.kind(), io::ErrorKind::InvalidInput);
+                            let message = error.to_string();
+                            assert!(!message.contains(&error.source.to_string()));
+                            assert!(
+                                message.contains(kind)
+                                    && message.contains(event_type.unwrap_or(kind)),
+                                "{message}"
+                            );
+                            assert_eq!(std::fs::read(&path).expect("file"), before);
+                            assert_eq!(session.writer().lines_appended(), appended);
+                        }
+                        None => outcome.expect("accepted"),
+                    }
+                }
+                apply(&mut session, step, &mut turn);
+            }
+            let resumed = resume_path(&path, DEFAULT_TRUNCATION);
+            assert_eq!(
+                resumed.history(),
+                session.history(),
+                "{kind} {payload} before step {at}"
+            );
+        }
+    }
+}
+
+/// An `event_msg` payload a session cannot classify is refused as invalid.
+#[test]
+fn append_raw_refuses_an_event_without_one_string_type() {
+    let dir = temp_dir();
+    let path = dir.path().join("rollout.jsonl");
+    let mut session = Session::create(
+        &path,
+        SessionMeta::new(thread("thread-raw")),
+        DEFAULT_TRUNCATION,
+        Durability::Flush,
+    )
+    .expect("created");
+    for payload in [
+        r#"["thread_rolled_back"]"#,
+        r#"{"num_turns":1}"#,
+        r#"{"type":7}"#,
+        r#"{"type":"agent_message","type":"thread_rolled_back","num_turns":1}"#,
+        "{not json",
+    ] {
+        let error = session
+            .append_raw("event_msg", payload)
+            .expect_err("refused");
+        assert_eq!(
+            error.step,
+            WriteStep::Build {
+                line_type: LineKind::EventMsg
+            },
+            "{payload}"
+        );
+        assert_eq!(error.source.kind(), io::ErrorKind::InvalidInput);
+    }
+    assert_eq!(session.writer().lines_appended(), 1);
+}
+
+/// Why each line is refused: written into the file behind the session's back (as a raw writer
+/// would), it makes the resumed history differ from the live one in a session where, without it,
+/// they are equal. The scripts put turn events of another writer (Codex) into the file where a
+/// case needs them. `inter_agent_communication` (which resume counts as a user turn) and Codex's
+/// `task_started` / `task_complete` (which this reader does not read yet) are refused without a
+/// witness here.
+#[test]
+fn each_refused_line_would_make_resume_differ() {
+    use Step::{Assistant as A, Compact as C, Rollback as R, User as U};
+    let raw = |kind: &'static str, payload: &str| Step::Raw(kind, payload.to_owned());
+    let event = |payload: &str| raw("event_msg", payload);
+    // Each case: the steps before the line `x`, the line, the steps after it.
+    let cases: Vec<(&str, Vec<Step>, Step, Vec<Step>)> = vec![
+        (
+            "a rollback the live history did not make",
+            vec![U, A, U, A],
+            event(r#"{"type":"thread_rolled_back","num_turns":1}"#),
+            vec![],
+        ),
+        (
+            "an item it did not record",
+            vec![U],
+            raw("response_item", &user("raw")),
+            vec![],
+        ),
+        (
+            "a compaction it did not make",
+            vec![U, A],
+            raw("compacted", r#"{"message":"s","replacement_history":[]}"#),
+            vec![],
+        ),
+        (
+            "a legacy compaction it did not make",
+            vec![U, A],
+            raw("compacted", r#"{"message":"s"}"#),
+            vec![],
+        ),
+        (
+            "a reference context item it does not hold",
+            vec![U],
+            raw("turn_context", r#"{"model":"m"}"#),
+            vec![],
+        ),
+        (
+            "a turn that holds the later user turns, and the rollback discards its compaction",
+            vec![U, A],
+            event(r#"{"type":"turn_started","turn_id":"t9"}"#),
+            vec![U, C, U, R(1)],
+        ),
+        (
+            "a user turn that holds the next one, and the rollback discards its compaction",
+            vec![],
+            event(r#"{"type":"user_message","message":"hi"}"#),
+            vec![C, U, R(1)],
+        ),
+    ];
+    let mut scripts: Vec<(&str, Vec<Step>, Vec<Step>)> = cases
+        .into_iter()
+        .map(|(what, before, x, after)| {
+            let without = [before.clone(), after.clone()].concat();
+            let with = [before, vec![x], after].concat();
+            (what, with, without)
+        })
+        .collect();
+    // A file whose turns another writer (Codex) delimited: a turn id in the last turn's segment
+    // that its `turn_started` does not share joins it to the turn before, and the rollback then
+    // discards that turn's compaction too.
+    for (what, x) in [
+        (
+            "a turn_context whose turn id joins two turns",
+            raw("turn_context", r#"{"turn_id":"t9","model":"m"}"#),
+        ),
+        (
+            "a turn_complete whose turn id joins two turns",
+            event(r#"{"type":"turn_complete","turn_id":"t9"}"#),
+        ),
+        (
+            "a turn_aborted whose turn id joins two turns",
+            event(r#"{"type":"turn_aborted","turn_id":"t9"}"#),
+        ),
+    ] {
+        let before = vec![
+            event(r#"{"type":"turn_started","turn_id":"t1"}"#),
+            U,
+            C,
+            event(r#"{"type":"turn_complete","turn_id":"t1"}"#),
+            event(r#"{"type":"turn_started","turn_id":"t2"}"#),
+            U,
+            A,
+            event(r#"{"type":"turn_complete","turn_id":"t2"}"#),
+        ];
+        let without = [before.clone(), vec![R(1)]].concat();
+        let with = [before, vec![x, R(1)]].concat();
+        scripts.push((what, with, without));
+    }
+    for (what, with, without) in scripts {
+        let (live, resumed) = run_behind_the_back(&without);
+        assert_eq!(live, resumed, "{what}: the script without the line");
+        let (live, resumed) = run_behind_the_back(&with);
+        // Not only the version: what the history holds.
+        assert!(
+            live.entries() != resumed.entries()
+                || live.reference_context_item() != resumed.reference_context_item(),
+            "{what}: the script with the line"
+        );
+    }
+}
+
+/// Runs a script on a session over memory, writing `Step::Raw` lines into its rollout behind its
+/// back; returns the live history and the resumed one.
+fn run_behind_the_back(script: &[Step]) -> (History, History) {
+    let writer = RolloutWriter::with_sink(Vec::new(), "memory", Durability::Flush);
+    let mut session =
+        Session::from_parts(History::new(), writer, thread("t")).with_id_assignment(false);
+    session
+        .append_raw("session_meta", &common::meta_payload())
+        .expect("meta");
+    let mut turn = 0;
+    for step in script {
+        if let Step::Raw(kind, payload) = step {
+            let mut bytes = session.writer().sink().clone();
+            bytes.extend_from_slice(common::line(kind, payload).as_bytes());
+            bytes.push(b'\n');
+            let writer = RolloutWriter::with_sink(bytes, "memory", Durability::Flush);
+            session = Session::from_parts(session.history().clone(), writer, thread("t"))
+                .with_id_assignment(false);
+        } else {
+            apply(&mut session, step, &mut turn);
+        }
+    }
+    let resumed = resume_bytes(session.writer().sink(), DEFAULT_TRUNCATION);
+    (session.history().clone(), resumed.into_history())
 }

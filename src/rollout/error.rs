@@ -104,6 +104,13 @@ pub enum WriteStep {
     Create,
     /// Opening an existing rollout file for appending.
     OpenForAppend,
+    /// Another writer holds the file's lock ([`FileSink`](super::FileSink)): a second session or
+    /// writer on one rollout would interleave its lines with the first one's. The source's kind is
+    /// [`WouldBlock`](std::io::ErrorKind::WouldBlock).
+    Locked,
+    /// Taking the file's lock failed for another reason (the source says why: a file system
+    /// without locks, say).
+    Lock,
     /// Building a line of this type from a payload that is not valid: the batch was refused and
     /// nothing of it was written.
     Build {
@@ -121,6 +128,19 @@ pub enum WriteStep {
     Flush,
     /// Making written lines durable (`sync_data`).
     Sync,
+    /// A session was asked to append, as a line its history does not hold, a line that resume
+    /// interprets: the line was refused and nothing was written. The live history would not
+    /// change while the one resumed from the file would, so a session writes such lines only
+    /// through its own methods (record, compact, roll back).
+    Interpreted {
+        /// The line's type.
+        line_type: LineKind,
+        /// The `type` of an `event_msg` payload.
+        event_type: Option<Box<str>>,
+    },
+    /// Making a new rollout's directory entry durable (syncing the directory that holds it,
+    /// under [`Durability::SyncData`](super::Durability::SyncData)).
+    SyncDirectory,
 }
 
 impl fmt::Display for WriteStep {
@@ -128,6 +148,8 @@ impl fmt::Display for WriteStep {
         match self {
             WriteStep::Create => f.write_str("create the file"),
             WriteStep::OpenForAppend => f.write_str("open the file for appending"),
+            WriteStep::Locked => f.write_str("open it for writing: it is locked by another writer"),
+            WriteStep::Lock => f.write_str("lock the file for writing"),
             WriteStep::Build { line_type } => write!(f, "build a {line_type} line"),
             WriteStep::Write {
                 line_type: Some(line_type),
@@ -139,6 +161,18 @@ impl fmt::Display for WriteStep {
             } => write!(f, "write copied line {line}"),
             WriteStep::Flush => f.write_str("flush"),
             WriteStep::Sync => f.write_str("sync_data"),
+            WriteStep::SyncDirectory => f.write_str("sync the directory that holds it"),
+            WriteStep::Interpreted {
+                line_type,
+                event_type: Some(event_type),
+            } => write!(
+                f,
+                "append a {event_type} {line_type} line, which resume interprets"
+            ),
+            WriteStep::Interpreted {
+                line_type,
+                event_type: None,
+            } => write!(f, "append a {line_type} line, which resume interprets"),
         }
     }
 }

@@ -164,6 +164,25 @@ pub(crate) enum Event {
     Other,
 }
 
+impl Event {
+    /// The `event_msg` types that delimit, count or roll back turns: those the reader reads into
+    /// an [`Event`] other than [`Event::Other`], and Codex's own spellings of the turn events,
+    /// `task_started` and `task_complete`, which this reader does not read yet
+    /// (`docs/codex-compatibility.md`). A writer that keeps a history in step with its file
+    /// writes none of them as raw lines: resume would change the history, or the turns a later
+    /// rollback counts, where the live history does not change — and a file written now must not
+    /// change meaning when the reader learns Codex's spellings.
+    pub(crate) const TURN_TYPES: [&str; 7] = [
+        "thread_rolled_back",
+        "turn_started",
+        "turn_complete",
+        "turn_aborted",
+        "user_message",
+        "task_started",
+        "task_complete",
+    ];
+}
+
 /// The `session_meta` payload this library writes (the fields Codex requires). Fields it does
 /// not set are omitted; a reader ignores what it does not know.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -214,4 +233,60 @@ impl SessionMeta {
 /// `YYYY-MM-DDThh:mm:ss.mmmZ` in UTC: the rollout envelope's timestamp format.
 pub(crate) fn timestamp(time: SystemTime) -> String {
     humantime::format_rfc3339_millis(time).to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::validate::{Parsed, parse_envelope};
+    use super::*;
+
+    /// What the reader makes of an `event_msg` line with this payload.
+    fn event(payload: &str) -> Option<Event> {
+        let line = format!(r#"{{"timestamp":"t","type":"event_msg","payload":{payload}}}"#);
+        match parse_envelope(&line, false) {
+            Ok(Parsed::Line {
+                content:
+                    LineContent::Payload {
+                        facts: Facts::Event(event),
+                        ..
+                    },
+                ..
+            }) => Some(event),
+            _ => None,
+        }
+    }
+
+    /// Every event type the reader interprets is among the turn types a session refuses to write
+    /// raw; the others it reads as `Other`. Checked over every type the reader knows and Codex's
+    /// spellings, so that a reader that learns a new event fails here until the list has it.
+    #[test]
+    fn the_turn_types_cover_every_event_the_reader_interprets() {
+        let candidates = [
+            "thread_rolled_back",
+            "turn_started",
+            "turn_complete",
+            "turn_aborted",
+            "user_message",
+            "task_started",
+            "task_complete",
+            "agent_message",
+            "token_count",
+            "agent_reasoning",
+            "exec_command_end",
+            "context_compacted",
+            "error",
+        ];
+        for name in candidates {
+            let payload = format!(r#"{{"type":"{name}","num_turns":1,"turn_id":"t"}}"#);
+            let interpreted = event(&payload).expect("a usable event line") != Event::Other;
+            if interpreted {
+                assert!(Event::TURN_TYPES.contains(&name), "{name} is interpreted");
+            }
+            assert_eq!(
+                Event::TURN_TYPES.contains(&name),
+                interpreted || name.starts_with("task_"),
+                "{name}"
+            );
+        }
+    }
 }

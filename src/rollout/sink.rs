@@ -1,14 +1,20 @@
 //! Where a rollout writer's bytes go: the [`RolloutSink`] trait, a file ([`FileSink`]), or
 //! memory (`Vec<u8>`). Tests substitute a sink that fails.
 
+#[cfg(unix)]
+use std::fs::TryLockError;
 use std::fs::{File, OpenOptions};
 use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::path::Path;
 
+use super::error::{RolloutWriteError, WriteStep};
+
 /// Where rollout bytes go. A file by default; tests substitute one that fails.
 pub trait RolloutSink {
     /// Writes some of `bytes` and returns how many, like [`io::Write::write`]. An error means
-    /// nothing of this call was written.
+    /// nothing of this call was written. The writer retries an
+    /// [`Interrupted`](io::ErrorKind::Interrupted) error, up to 100 times in a row; after that it
+    /// returns it.
     ///
     /// # Errors
     ///
@@ -47,45 +53,125 @@ impl RolloutSink for Vec<u8> {
     }
 }
 
-/// A rollout file opened for appending.
+/// A rollout file opened for appending, and locked for writing while the sink lives.
+///
+/// The lock is an advisory exclusive lock on the file (`flock` on Unix): a second `FileSink` on
+/// the same file — in another process, or in this one — cannot be opened until this one is
+/// dropped, so two sessions or writers never interleave their lines in one rollout. Readers take
+/// no lock. A program that does not lock (another tool, an editor) is not stopped: the lock is
+/// advisory. On network file systems it is as reliable as their locking (NFS emulates `flock` with
+/// its byte-range locks, which need a working lock service). On Windows no lock is taken: there
+/// a lock would also keep this library's own readers of the file (resume, fork, snapshots) out.
 #[derive(Debug)]
 pub struct FileSink {
     file: File,
 }
 
 impl FileSink {
-    /// Creates a new file; fails if it exists, so that a session never overwrites another.
+    /// Creates a new file and locks it; fails if the file exists, so that a session never
+    /// overwrites another. If the lock cannot be taken, the new file is removed again.
     ///
     /// # Errors
     ///
-    /// Any I/O error, `AlreadyExists` among them.
-    pub fn create_new(path: &Path) -> io::Result<FileSink> {
+    /// [`WriteStep::Create`] with the I/O error (`AlreadyExists` among them);
+    /// [`WriteStep::Locked`] when another writer locked the new file first, [`WriteStep::Lock`]
+    /// when locking failed otherwise.
+    pub fn create_new(path: &Path) -> Result<FileSink, RolloutWriteError> {
         let file = OpenOptions::new()
             .append(true)
             .create_new(true)
-            .open(path)?;
+            .open(path)
+            .map_err(|source| error(path, WriteStep::Create, source))?;
+        if let Err(error) = lock(&file, path) {
+            // Created here and still empty: it must not block the path (best effort; the error
+            // to report is the lock's). Removed before it is closed, as `RolloutWriter` does.
+            let _ = std::fs::remove_file(path);
+            return Err(error);
+        }
         Ok(FileSink { file })
     }
 
-    /// Opens an existing file for appending. If the file does not end with a newline (a crash
-    /// tore its last line), a newline is written first, so that the torn line stays one skipped
-    /// line and the next line starts cleanly.
+    /// Opens an existing file for appending and locks it. If the file does not end with a
+    /// newline (a crash tore its last line), a newline is written first, so that the torn line
+    /// stays one skipped line and the next line starts cleanly.
     ///
     /// # Errors
     ///
-    /// Any I/O error.
-    pub fn open_append(path: &Path) -> io::Result<FileSink> {
-        let mut file = OpenOptions::new().read(true).append(true).open(path)?;
-        let len = file.metadata()?.len();
-        if len > 0 {
-            let mut last = [0u8; 1];
-            file.seek(SeekFrom::Start(len - 1))?;
-            file.read_exact(&mut last)?;
-            if last[0] != b'\n' {
-                file.write_all(b"\n")?;
-            }
-        }
+    /// [`WriteStep::OpenForAppend`] with the I/O error of opening the file or ending its torn
+    /// line; [`WriteStep::Locked`] when another writer holds the lock, [`WriteStep::Lock`] when
+    /// locking failed otherwise.
+    pub fn open_append(path: &Path) -> Result<FileSink, RolloutWriteError> {
+        let mut sink = FileSink::open_locked(path)?;
+        sink.end_torn_line(path)?;
+        Ok(sink)
+    }
+
+    /// Opens an existing file for appending and locks it, writing nothing: a session resuming
+    /// the file takes the lock before it reads, and ends a torn line
+    /// ([`FileSink::end_torn_line`]) after, so that what it read is what it appends to.
+    ///
+    /// # Errors
+    ///
+    /// As [`FileSink::open_append`].
+    pub(crate) fn open_locked(path: &Path) -> Result<FileSink, RolloutWriteError> {
+        let file = OpenOptions::new()
+            .read(true)
+            .append(true)
+            .open(path)
+            .map_err(|source| error(path, WriteStep::OpenForAppend, source))?;
+        lock(&file, path)?;
         Ok(FileSink { file })
+    }
+
+    /// Ends a torn last line with a newline (see [`FileSink::open_append`]); `path` names the
+    /// file in errors.
+    ///
+    /// # Errors
+    ///
+    /// [`WriteStep::OpenForAppend`] with the I/O error.
+    pub(crate) fn end_torn_line(&mut self, path: &Path) -> Result<(), RolloutWriteError> {
+        let file = &mut self.file;
+        let mut end = || -> io::Result<()> {
+            let len = file.metadata()?.len();
+            if len > 0 {
+                let mut last = [0u8; 1];
+                file.seek(SeekFrom::Start(len - 1))?;
+                file.read_exact(&mut last)?;
+                if last[0] != b'\n' {
+                    file.write_all(b"\n")?;
+                }
+            }
+            Ok(())
+        };
+        end().map_err(|source| error(path, WriteStep::OpenForAppend, source))
+    }
+}
+
+/// Takes the writer's lock on `file` without waiting (see [`FileSink`]).
+#[cfg(unix)]
+fn lock(file: &File, path: &Path) -> Result<(), RolloutWriteError> {
+    match file.try_lock() {
+        Ok(()) => Ok(()),
+        Err(TryLockError::WouldBlock) => Err(error(
+            path,
+            WriteStep::Locked,
+            io::ErrorKind::WouldBlock.into(),
+        )),
+        Err(TryLockError::Error(source)) => Err(error(path, WriteStep::Lock, source)),
+    }
+}
+
+/// Windows (and any platform that is not Unix): no lock (see [`FileSink`]).
+#[cfg(not(unix))]
+fn lock(_: &File, _: &Path) -> Result<(), RolloutWriteError> {
+    Ok(())
+}
+
+fn error(path: &Path, step: WriteStep, source: io::Error) -> RolloutWriteError {
+    RolloutWriteError {
+        path: path.to_owned(),
+        step,
+        source,
     }
 }
 
@@ -101,4 +187,21 @@ impl RolloutSink for FileSink {
     fn sync_data(&mut self) -> io::Result<()> {
         self.file.sync_data()
     }
+}
+
+/// Makes the directory entry of a new file durable: syncs the directory that holds `path`. Where
+/// directories cannot be opened to be synced (Windows), this does nothing.
+///
+/// # Errors
+///
+/// The error of opening or syncing the directory.
+pub(crate) fn sync_parent_directory(path: &Path) -> io::Result<()> {
+    let directory = match path.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => parent,
+        _ => Path::new("."),
+    };
+    if cfg!(unix) {
+        File::open(directory)?.sync_all()?;
+    }
+    Ok(())
 }

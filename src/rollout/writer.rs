@@ -5,14 +5,15 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
+use serde::Deserialize;
 use serde_json::Value;
 use serde_json::value::RawValue;
 
 use crate::history::Compacted;
 
 use super::error::{RolloutWriteError, WriteStep};
-use super::line::{LineKind, SessionMeta, timestamp};
-use super::sink::{FileSink, RolloutSink};
+use super::line::{Event, LineKind, SessionMeta, timestamp};
+use super::sink::{FileSink, RolloutSink, sync_parent_directory};
 
 /// How durable a batch is when an append returns. See `docs/rollout-format.md`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -31,12 +32,21 @@ pub enum Durability {
 /// Once the writer's buffer holds this much, [`Durability::Buffered`] writes it out.
 const BUFFER_LIMIT: usize = 64 * 1024;
 
+/// How many times in a row a write that failed with [`io::ErrorKind::Interrupted`] is retried.
+/// A signal can interrupt a write before it wrote anything, and retrying is then right; a sink
+/// that reports `Interrupted` this many times in a row without taking a byte is failing, and its
+/// error is returned like any other (so that a writer never spins on it).
+const INTERRUPTED_RETRIES: u32 = 100;
+
 /// Appends lines to a rollout.
 ///
 /// Each `append_*` call is one batch: its lines are built in memory, then written whole, then
 /// flushed or synced as the [`Durability`] says. If the sink fails, the error names the file and
 /// the line, the unwritten bytes stay pending (written before the next batch, never twice), and
 /// [`RolloutWriter::durable_lines`] tells how many lines are safe.
+///
+/// A writer on a file ([`RolloutWriter::create`], [`RolloutWriter::append_to`]) holds the file's
+/// lock while it lives ([`FileSink`]): it is the rollout's only writer.
 pub struct RolloutWriter<S: RolloutSink = FileSink> {
     sink: S,
     path: PathBuf,
@@ -72,49 +82,94 @@ impl<S: RolloutSink> std::fmt::Debug for RolloutWriter<S> {
 }
 
 impl RolloutWriter<FileSink> {
-    /// Creates a new rollout file at `path` (it must not exist) and writes `meta` as its first
-    /// line.
+    /// Creates a new rollout file at `path` (it must not exist), locks it for as long as the
+    /// writer lives (see [`FileSink`]), and writes `meta` as its first line. Under
+    /// [`Durability::SyncData`] the directory that holds the file is synced too, before the line
+    /// is written, so that the file, and with it the line, survives a power loss.
+    ///
+    /// Creating is all or nothing: when a step after the file was created fails, the file is
+    /// removed again (it was created here, so it is nobody else's), and the path stays free for
+    /// another attempt. Removing is best effort: if it fails too, the error returned is still the
+    /// step's, and the empty or partial file remains.
     ///
     /// # Errors
     ///
-    /// [`RolloutWriteError`] when the file cannot be created or the line not written.
+    /// [`RolloutWriteError`] when the file cannot be created ([`WriteStep::Create`]) or locked,
+    /// its directory not synced ([`WriteStep::SyncDirectory`]), or the line not written.
     pub fn create(
         path: impl AsRef<Path>,
         meta: &SessionMeta,
         durability: Durability,
     ) -> Result<Self, RolloutWriteError> {
-        let path = path.as_ref();
-        let sink = FileSink::create_new(path).map_err(|source| RolloutWriteError {
-            path: path.to_owned(),
-            step: WriteStep::Create,
-            source,
-        })?;
-        let mut writer = RolloutWriter::with_sink(sink, path, durability);
-        writer.append_session_meta(meta)?;
-        Ok(writer)
+        RolloutWriter::create_with(
+            path.as_ref(),
+            meta,
+            durability,
+            |sink| sink,
+            sync_parent_directory,
+        )
     }
 
-    /// Opens an existing rollout for appending (to continue a resumed session). A torn last line
-    /// is ended with a newline first.
+    /// Opens an existing rollout for appending (to continue a resumed session), and holds its
+    /// lock while the writer lives. A torn last line is ended with a newline first.
     ///
     /// # Errors
     ///
-    /// [`RolloutWriteError`] when the file cannot be opened.
+    /// [`RolloutWriteError`] when the file cannot be opened, or its lock cannot be taken:
+    /// [`WriteStep::Locked`] when another writer holds it (see [`FileSink`]).
     pub fn append_to(
         path: impl AsRef<Path>,
         durability: Durability,
     ) -> Result<Self, RolloutWriteError> {
         let path = path.as_ref();
-        let sink = FileSink::open_append(path).map_err(|source| RolloutWriteError {
-            path: path.to_owned(),
-            step: WriteStep::OpenForAppend,
-            source,
-        })?;
+        let sink = FileSink::open_append(path)?;
         Ok(RolloutWriter::with_sink(sink, path, durability))
     }
 }
 
 impl<S: RolloutSink> RolloutWriter<S> {
+    /// [`RolloutWriter::create`] with its file-system steps given, so that unit tests can make
+    /// them fail: `sink` turns the new file into the writer's sink, `sync_directory` syncs the
+    /// directory that holds `path`.
+    pub(crate) fn create_with(
+        path: &Path,
+        meta: &SessionMeta,
+        durability: Durability,
+        sink: impl FnOnce(FileSink) -> S,
+        sync_directory: fn(&Path) -> io::Result<()>,
+    ) -> Result<Self, RolloutWriteError> {
+        let file = FileSink::create_new(path)?;
+        let mut writer = RolloutWriter::with_sink(sink(file), path, durability);
+        // The directory entry first: the first line must not be reported durable in a file
+        // whose name a power loss could take with it.
+        let started = if durability == Durability::SyncData {
+            sync_directory(path).map_err(|source| writer.error(WriteStep::SyncDirectory, source))
+        } else {
+            Ok(())
+        };
+        match started.and_then(|()| writer.append_session_meta(meta)) {
+            Ok(()) => Ok(writer),
+            Err(error) => {
+                // Best effort: the error to report is the step's (see `create`).
+                let _ = writer.remove_new_file();
+                Err(error)
+            }
+        }
+    }
+
+    /// Removes the file this writer created, after a failure left it without the lines it was
+    /// created to hold: nothing pending is written, and the file is removed while the writer
+    /// still has it open, so that no other writer can take the path's file in between.
+    ///
+    /// # Errors
+    ///
+    /// The error of removing the file.
+    pub(crate) fn remove_new_file(mut self) -> io::Result<()> {
+        self.pending.clear();
+        self.pending_kinds.clear();
+        std::fs::remove_file(&self.path)
+    }
+
     /// A writer over any sink; `label` names it in errors. Writes nothing yet: a new rollout
     /// starts with [`RolloutWriter::append_session_meta`].
     pub fn with_sink(sink: S, label: impl Into<PathBuf>, durability: Durability) -> Self {
@@ -244,6 +299,11 @@ impl<S: RolloutSink> RolloutWriter<S> {
     /// Appends a line of any type (`turn_context`, `world_state`, `event_msg`, …) with a payload
     /// given as JSON text.
     ///
+    /// This is the raw writer: it keeps no history, and writes lines that resume interprets
+    /// (`response_item`, `compacted`, a `thread_rolled_back` event, …) as readily as any other.
+    /// `Session::append_raw` (the session layer) refuses those, so that a session's history stays
+    /// what resuming its file gives.
+    ///
     /// # Errors
     ///
     /// `InvalidInput` when `kind` is not a snake_case name or the payload is not JSON; otherwise
@@ -266,6 +326,68 @@ impl<S: RolloutSink> RolloutWriter<S> {
         let payload = one_line(payload).map_err(|error| self.invalid(line_type.clone(), error))?;
         self.push_line(line_type, &payload);
         self.commit()
+    }
+
+    /// Appends a line of a type resume does not interpret, as [`RolloutWriter::append_raw`] does,
+    /// and refuses the others, writing nothing: `response_item`, `compacted`, `turn_context`,
+    /// `inter_agent_communication`, and an `event_msg` whose `type` is one of
+    /// [`Event::TURN_TYPES`]. A `session_meta` is accepted: only the first one of a file names the
+    /// thread, and resume ignores the later ones. An `event_msg` payload must be a JSON object
+    /// with a string `type` (one the reader could not read, or with two `type`s, is refused as
+    /// invalid).
+    ///
+    /// # Errors
+    ///
+    /// [`WriteStep::Interpreted`] for a refused line; otherwise as [`RolloutWriter::append_raw`].
+    pub(crate) fn append_uninterpreted(
+        &mut self,
+        kind: &str,
+        payload: &str,
+    ) -> Result<(), RolloutWriteError> {
+        #[derive(Deserialize)]
+        struct EventType<'a> {
+            #[serde(rename = "type", borrow)]
+            kind: std::borrow::Cow<'a, str>,
+        }
+        let line_type = LineKind::from_type(kind);
+        let refused = match &line_type {
+            LineKind::ResponseItem
+            | LineKind::Compacted
+            | LineKind::TurnContext
+            | LineKind::InterAgentCommunication => Some(None),
+            LineKind::EventMsg => {
+                let payload = payload.trim();
+                if !payload.starts_with('{') {
+                    return Err(self.error(
+                        WriteStep::Build { line_type },
+                        io::Error::new(
+                            io::ErrorKind::InvalidInput,
+                            "an event_msg payload is a JSON object with a string `type`",
+                        ),
+                    ));
+                }
+                let event: EventType<'_> = serde_json::from_str(payload)
+                    .map_err(|error| self.invalid(LineKind::EventMsg, error))?;
+                Event::TURN_TYPES
+                    .contains(&event.kind.as_ref())
+                    .then(|| Some(event.kind.as_ref().into()))
+            }
+            LineKind::SessionMeta | LineKind::Other(_) => None,
+        };
+        if let Some(event_type) = refused {
+            return Err(self.error(
+                WriteStep::Interpreted {
+                    line_type,
+                    event_type,
+                },
+                io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    "a session writes such lines only through its own methods (record, compact, \
+                     roll back), which change its history with the file",
+                ),
+            ));
+        }
+        self.append_raw(kind, payload)
     }
 
     /// Appends a complete line exactly as given (used to copy a parent's lines into a fork). The
@@ -349,8 +471,11 @@ impl<S: RolloutSink> RolloutWriter<S> {
     }
 
     /// Writes pending bytes. On error, what the sink accepted is dropped from `pending` and the
-    /// rest stays for the next attempt: no byte is written twice, so no line is duplicated.
+    /// rest stays for the next attempt: no byte is written twice, so no line is duplicated. A
+    /// write interrupted before it wrote anything is retried, at most [`INTERRUPTED_RETRIES`]
+    /// times in a row.
     fn write_pending(&mut self) -> Result<(), RolloutWriteError> {
+        let mut interrupted = 0;
         while !self.pending.is_empty() {
             match self.sink.write(&self.pending) {
                 Ok(0) => {
@@ -368,8 +493,14 @@ impl<S: RolloutSink> RolloutWriter<S> {
                         self.pending_kinds.pop_front();
                     }
                     self.pending.drain(..written);
+                    interrupted = 0;
                 }
-                Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
+                Err(error)
+                    if error.kind() == io::ErrorKind::Interrupted
+                        && interrupted < INTERRUPTED_RETRIES =>
+                {
+                    interrupted += 1;
+                }
                 Err(source) => return Err(self.error(self.pending_step(), source)),
             }
         }
@@ -567,6 +698,238 @@ mod tests {
             "a later sync cannot vouch for the lost pages"
         );
         assert_eq!(writer.lines_appended(), 2);
+    }
+
+    /// A sink whose writes fail with `Interrupted`: the next `n` ones (`Some(n)`), or all of them
+    /// (`None`).
+    struct Interrupting {
+        data: Vec<u8>,
+        interruptions: Option<u32>,
+        calls: u64,
+    }
+
+    impl RolloutSink for Interrupting {
+        fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+            self.calls += 1;
+            let interrupted = match &mut self.interruptions {
+                None => true,
+                Some(0) => false,
+                Some(n) => {
+                    *n -= 1;
+                    true
+                }
+            };
+            if interrupted {
+                return Err(io::Error::from(io::ErrorKind::Interrupted));
+            }
+            self.data.extend_from_slice(bytes);
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+        fn sync_data(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    /// Runs `work` on a thread and waits for it at most ten seconds: a hang detector (the work
+    /// takes microseconds; a writer that spins never ends), not a timing assertion.
+    fn finishes<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) -> T {
+        let (sender, receiver) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = sender.send(work());
+        });
+        receiver
+            .recv_timeout(std::time::Duration::from_secs(10))
+            .expect("the writer returns instead of retrying forever")
+    }
+
+    #[test]
+    fn a_sink_that_is_always_interrupted_is_an_error_not_a_spin() {
+        let (mut writer, error) = finishes(|| {
+            let sink = Interrupting {
+                data: Vec::new(),
+                interruptions: Some(0),
+                calls: 0,
+            };
+            let mut writer = RolloutWriter::with_sink(sink, "mem", Durability::SyncData);
+            writer.append_rollback(1).expect("written");
+            writer.sink_mut().interruptions = None;
+            writer.sink_mut().calls = 0;
+            let error = writer.append_rollback(2).expect_err("fails");
+            (writer, error)
+        });
+        assert_eq!(error.source.kind(), io::ErrorKind::Interrupted);
+        assert_eq!(
+            error.step,
+            WriteStep::Write {
+                line_type: Some(LineKind::EventMsg),
+                line: 2
+            }
+        );
+        assert_eq!(writer.sink().calls, u64::from(INTERRUPTED_RETRIES) + 1);
+        assert_eq!((writer.lines_appended(), writer.durable_lines()), (2, 1));
+
+        // The line stayed pending: it is written once when the sink recovers.
+        writer.sink_mut().interruptions = Some(0);
+        writer.flush().expect("written");
+        assert_eq!(writer.durable_lines(), 2);
+        let text = String::from_utf8(writer.sink().data.clone()).expect("utf-8");
+        assert_eq!(text.lines().count(), 2);
+        assert_eq!(text.matches(r#""num_turns":2"#).count(), 1);
+    }
+
+    #[test]
+    fn interrupted_writes_are_retried() {
+        let sink = Interrupting {
+            data: Vec::new(),
+            interruptions: Some(INTERRUPTED_RETRIES),
+            calls: 0,
+        };
+        let mut writer = RolloutWriter::with_sink(sink, "mem", Durability::Flush);
+        writer.append_rollback(1).expect("retried until written");
+        assert_eq!(writer.durable_lines(), 1);
+        assert_eq!(writer.sink().calls, u64::from(INTERRUPTED_RETRIES) + 1);
+    }
+
+    /// A new rollout file whose writes fail.
+    struct FailingFile(#[allow(dead_code)] FileSink); // keeps the file open, as a real sink
+
+    impl RolloutSink for FailingFile {
+        fn write(&mut self, _: &[u8]) -> io::Result<usize> {
+            Err(io::Error::other("injected write failure"))
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+        fn sync_data(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    fn no_directory_sync(_: &Path) -> io::Result<()> {
+        Ok(())
+    }
+
+    fn failing_directory_sync(_: &Path) -> io::Result<()> {
+        Err(io::Error::other("injected directory sync failure"))
+    }
+
+    thread_local! {
+        static DIRECTORY_SYNCS: std::cell::RefCell<Vec<PathBuf>> = const {
+            std::cell::RefCell::new(Vec::new())
+        };
+    }
+
+    /// Syncs the directory for real, and records the path it was asked for.
+    fn recorded_directory_sync(path: &Path) -> io::Result<()> {
+        DIRECTORY_SYNCS.with(|syncs| syncs.borrow_mut().push(path.to_owned()));
+        sync_parent_directory(path)
+    }
+
+    #[test]
+    fn a_failed_first_line_removes_the_file_create_made() {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let path = dir.path().join("rollout.jsonl");
+        let meta = SessionMeta::new(ThreadId::random());
+        for durability in [Durability::Flush, Durability::SyncData] {
+            let error = RolloutWriter::create_with(
+                &path,
+                &meta,
+                durability,
+                FailingFile,
+                no_directory_sync,
+            )
+            .expect_err("the first line cannot be written");
+            assert_eq!(
+                error.step,
+                WriteStep::Write {
+                    line_type: Some(LineKind::SessionMeta),
+                    line: 1
+                }
+            );
+            assert!(!path.exists(), "{durability:?}: the file is removed again");
+        }
+        // The path is free: creating works, and the file holds the one line.
+        RolloutWriter::create(&path, &meta, Durability::Flush).expect("created");
+        assert_eq!(
+            std::fs::read_to_string(&path)
+                .expect("file")
+                .lines()
+                .count(),
+            1
+        );
+    }
+
+    #[test]
+    fn a_file_that_exists_is_neither_overwritten_nor_removed() {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let path = dir.path().join("rollout.jsonl");
+        std::fs::write(&path, "another session\n").expect("written");
+        let error = RolloutWriter::create_with(
+            &path,
+            &SessionMeta::new(ThreadId::random()),
+            Durability::SyncData,
+            FailingFile,
+            failing_directory_sync,
+        )
+        .expect_err("exists");
+        assert_eq!(error.step, WriteStep::Create);
+        assert_eq!(error.source.kind(), io::ErrorKind::AlreadyExists);
+        assert_eq!(
+            std::fs::read_to_string(&path).expect("kept"),
+            "another session\n"
+        );
+    }
+
+    #[test]
+    fn sync_data_creation_syncs_the_directory() {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let meta = SessionMeta::new(ThreadId::random());
+        for (name, durability, syncs) in [
+            ("synced.jsonl", Durability::SyncData, 1),
+            ("flushed.jsonl", Durability::Flush, 0),
+            ("buffered.jsonl", Durability::Buffered, 0),
+        ] {
+            let path = dir.path().join(name);
+            DIRECTORY_SYNCS.with(|calls| calls.borrow_mut().clear());
+            let writer = RolloutWriter::create_with(
+                &path,
+                &meta,
+                durability,
+                |sink| sink,
+                recorded_directory_sync,
+            )
+            .expect("created");
+            let calls = DIRECTORY_SYNCS.with(|calls| calls.borrow().clone());
+            assert_eq!(calls.len(), syncs, "{durability:?}");
+            assert!(calls.iter().all(|call| call == &path));
+            drop(writer);
+        }
+    }
+
+    #[test]
+    fn a_failed_directory_sync_fails_create_and_removes_the_file() {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let path = dir.path().join("rollout.jsonl");
+        let error = RolloutWriter::create_with(
+            &path,
+            &SessionMeta::new(ThreadId::random()),
+            Durability::SyncData,
+            |sink| sink,
+            failing_directory_sync,
+        )
+        .expect_err("the directory cannot be synced");
+        assert_eq!(error.step, WriteStep::SyncDirectory);
+        assert_eq!(
+            error.to_string(),
+            format!(
+                "rollout {}: cannot sync the directory that holds it",
+                path.display()
+            )
+        );
+        assert!(!path.exists(), "no line is left to look durable");
     }
 
     #[test]
