@@ -11,7 +11,7 @@ use crate::history::{Compacted, History, Recorded, TruncationPolicy};
 use crate::item::{Entry, ItemError, ItemKind, ResponseItem, ThreadId, parse_item};
 use crate::rollout::{
     Durability, FileSink, LoadReport, ResumeOptions, ResumeSource, RolloutError, RolloutSink,
-    RolloutWriteError, RolloutWriter, SessionMeta, resume_file,
+    RolloutWriteError, RolloutWriter, SessionMeta, WriteStep, resume_file,
 };
 use crate::snapshot::SnapshotHeader;
 
@@ -111,8 +111,9 @@ impl Session<FileSink> {
     /// # Errors
     ///
     /// [`Error::RolloutWrite`] when the file cannot be opened for appending or locked
-    /// ([`WriteStep::Locked`](crate::rollout::WriteStep::Locked) when another writer holds it),
-    /// [`Error::Rollout`] when it cannot be read as a rollout.
+    /// ([`WriteStep::Locked`](crate::rollout::WriteStep::Locked) when another writer holds it)
+    /// or is in the legacy format ([`WriteStep::LegacyFormat`]), [`Error::Rollout`] when it
+    /// cannot be read as a rollout.
     pub fn resume(
         path: impl AsRef<Path>,
         options: &ResumeOptions,
@@ -125,6 +126,15 @@ impl Session<FileSink> {
         };
         let mut sink = FileSink::open_locked(path)?;
         let resumed = resume_file(path, &options)?;
+        if resumed.report.legacy {
+            // What this writer appends would read back as unknown items of the legacy format.
+            return Err(RolloutWriteError {
+                path: path.to_owned(),
+                step: WriteStep::LegacyFormat,
+                source: std::io::Error::from(std::io::ErrorKind::InvalidInput),
+            }
+            .into());
+        }
         // After reading, so that the report still tells a torn tail.
         sink.end_torn_line(path)?;
         let writer = RolloutWriter::with_sink(sink, path, durability);

@@ -1149,3 +1149,29 @@ fn run_behind_the_back(script: &[Step]) -> (History, History) {
     let resumed = resume_bytes(session.writer().sink(), DEFAULT_TRUNCATION);
     (session.history().clone(), resumed.into_history())
 }
+
+/// A session does not continue a rollout in the legacy (pre-envelope) format: the envelope lines
+/// it would append read back as unknown items of that format. The file is left as it was.
+#[test]
+fn a_legacy_rollout_is_not_continued() {
+    let dir = temp_dir();
+    let path = dir.path().join("legacy.jsonl");
+    let text = format!(
+        "{}\n{}\n",
+        r#"{"id":"0f1e7c52-3d8a-4b7e-9c11-6a2b5d4e8f90","timestamp":"2025-05-07T17:24:21.123Z"}"#,
+        user("hello")
+    );
+    std::fs::write(&path, &text).expect("written");
+    let error =
+        Session::resume(&path, &ResumeOptions::default(), Durability::Flush).expect_err("refused");
+    match &error {
+        agent_history::Error::RolloutWrite(error) => {
+            assert_eq!(error.step, WriteStep::LegacyFormat);
+            assert!(error.to_string().contains("legacy format"), "{error}");
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(std::fs::read_to_string(&path).expect("read"), text);
+    // Reading it is fine.
+    assert_eq!(resume_path(&path, DEFAULT_TRUNCATION).history().len(), 1);
+}

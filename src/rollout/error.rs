@@ -141,6 +141,10 @@ pub enum WriteStep {
     /// Making a new rollout's directory entry durable (syncing the directory that holds it,
     /// under [`Durability::SyncData`](super::Durability::SyncData)).
     SyncDirectory,
+    /// Appending to a rollout in the legacy (pre-envelope) format: the writer writes envelope
+    /// lines, which a legacy file's reader would take for unknown items, so a session does not
+    /// continue such a file (resume it, and start a new session from its history).
+    LegacyFormat,
 }
 
 impl fmt::Display for WriteStep {
@@ -162,6 +166,9 @@ impl fmt::Display for WriteStep {
             WriteStep::Flush => f.write_str("flush"),
             WriteStep::Sync => f.write_str("sync_data"),
             WriteStep::SyncDirectory => f.write_str("sync the directory that holds it"),
+            WriteStep::LegacyFormat => f.write_str(
+                "append to it: it is in the legacy format, which this writer does not write",
+            ),
             WriteStep::Interpreted {
                 line_type,
                 event_type: Some(event_type),
