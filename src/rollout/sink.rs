@@ -188,20 +188,3 @@ impl RolloutSink for FileSink {
         self.file.sync_data()
     }
 }
-
-/// Makes the directory entry of a new file durable: syncs the directory that holds `path`. Where
-/// directories cannot be opened to be synced (Windows), this does nothing.
-///
-/// # Errors
-///
-/// The error of opening or syncing the directory.
-pub(crate) fn sync_parent_directory(path: &Path) -> io::Result<()> {
-    let directory = match path.parent() {
-        Some(parent) if !parent.as_os_str().is_empty() => parent,
-        _ => Path::new("."),
-    };
-    if cfg!(unix) {
-        File::open(directory)?.sync_all()?;
-    }
-    Ok(())
-}

@@ -10,10 +10,11 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 
 use crate::history::Compacted;
+use crate::snapshot::sync_parent_directory;
 
 use super::error::{RolloutWriteError, WriteStep};
 use super::line::{Event, LineKind, SessionMeta, timestamp};
-use super::sink::{FileSink, RolloutSink, sync_parent_directory};
+use super::sink::{FileSink, RolloutSink};
 
 /// How durable a batch is when an append returns. See `docs/rollout-format.md`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

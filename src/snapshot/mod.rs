@@ -34,7 +34,7 @@ use header::{HeaderProblem, MAGIC, PAYLOAD_OFFSET};
 pub use header::{RolloutPosition, SNAPSHOT_FORMAT_VERSION, SnapshotHeader};
 use map::MappedFile;
 pub use write::{ExistingFile, Replace};
-pub(crate) use write::{SnapshotTarget, write_snapshot};
+pub(crate) use write::{SnapshotTarget, sync_parent_directory, write_snapshot};
 
 /// What resuming the covered rollout prefix gave besides the history. A snapshot stores it, so
 /// that resuming from the snapshot gives what resuming the prefix did.

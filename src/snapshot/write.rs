@@ -294,16 +294,33 @@ pub(super) fn write_atomically_with(
 /// Makes a rename durable: sync the directory that holds `path` (a no-op where directories
 /// cannot be opened, as on Windows).
 fn sync_directory(path: &Path, faults: &mut dyn Faults) -> Result<(), SnapshotError> {
-    let directory = match path.parent() {
+    faults
+        .before(SnapshotStep::SyncDirectory)
+        .and_then(|()| sync_parent_directory(path))
+        .map_err(io_error(
+            &parent_directory(path),
+            SnapshotStep::SyncDirectory,
+        ))
+}
+
+/// The directory that holds `path` (`.` for a bare file name).
+fn parent_directory(path: &Path) -> PathBuf {
+    match path.parent() {
         Some(parent) if !parent.as_os_str().is_empty() => parent.to_owned(),
         _ => PathBuf::from("."),
-    };
+    }
+}
+
+/// Makes a new or renamed directory entry durable: syncs the directory that holds `path` (a
+/// no-op where directories cannot be opened to be synced, as on Windows). Snapshots use it after
+/// their rename, rollouts after they are created.
+///
+/// # Errors
+///
+/// The error of opening or syncing the directory.
+pub(crate) fn sync_parent_directory(path: &Path) -> std::io::Result<()> {
     if cfg!(unix) {
-        faults
-            .before(SnapshotStep::SyncDirectory)
-            .and_then(|()| File::open(&directory))
-            .and_then(|dir| dir.sync_all())
-            .map_err(io_error(&directory, SnapshotStep::SyncDirectory))?;
+        File::open(parent_directory(path))?.sync_all()?;
     }
     Ok(())
 }
