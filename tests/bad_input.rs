@@ -113,15 +113,19 @@ fn a_million_bad_lines_are_counted_not_kept() {
     assert_eq!(report.skip_counts.blank, 1_000_000);
     assert_eq!(report.skip_counts.invalid_json, 10_000);
     assert_eq!(report.skip_counts.total(), 1_010_000);
-    assert_eq!(report.skipped.len(), agent_history::DEFAULT_MAX_REPORTED);
+    // Up to the limit of each: the blank lines before them do not hide the malformed ones.
+    let limit = agent_history::DEFAULT_MAX_REPORTED;
+    assert_eq!(report.skipped.len(), 2 * limit);
+    assert_eq!(report.malformed().count(), limit);
+    assert_eq!(report.malformed().next().expect("listed").line, 1_000_002);
     assert_eq!(report.lines, 1_010_002);
     // A smaller list on request; a torn tail is always listed.
     let torn = format!("{text}{{\"timestamp\":");
     let resumed =
         resume_with(torn.as_bytes(), ReadOptions::default().max_reported(10)).expect("reads");
     let skipped = &resumed.report().skipped;
-    assert_eq!(skipped.len(), 11);
-    assert_eq!(skipped[10].line, 1_010_003);
+    assert_eq!(skipped.len(), 21);
+    assert_eq!(skipped[20].line, 1_010_003);
     assert!(resumed.report().torn_tail);
 }
 

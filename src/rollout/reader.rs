@@ -534,7 +534,14 @@ impl ReadState<'_> {
         if declares_meta == Some(true) && self.rejected_meta.is_none() {
             self.rejected_meta = Some(skipped.clone());
         }
-        if self.skipped.len() < self.options.max_reported || torn {
+        // Blank and malformed lines are listed up to the limit each, so that a run of blank lines
+        // never hides the malformed line after it.
+        let counted = if skipped.reason == SkipReason::Blank {
+            self.skip_counts.blank
+        } else {
+            self.skip_counts.malformed()
+        };
+        if counted <= self.options.max_reported as u64 || torn {
             self.skipped.push(skipped);
         }
         Ok(())

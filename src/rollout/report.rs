@@ -36,8 +36,8 @@ pub struct ReadOptions {
     /// Lines longer than this (in bytes, without the `\n`) are skipped as
     /// [`SkipReason::TooLong`] without being held in memory.
     pub max_line_bytes: usize,
-    /// How many skipped lines, and how many repairs, [`LoadReport`] lists one by one; all are
-    /// counted.
+    /// How many blank lines, how many malformed lines and how many repairs [`LoadReport`] lists
+    /// one by one; all are counted.
     pub max_reported: usize,
 }
 
@@ -257,8 +257,9 @@ pub struct LoadReport {
     /// Number of lines read, skipped ones included (after a snapshot: the number of the last line
     /// read, counting the lines the snapshot covers).
     pub lines: u64,
-    /// The first skipped lines (at most [`ReadOptions::max_reported`]), in file order, blank ones
-    /// among them; a torn last line is always listed, as the last entry. All are counted in
+    /// The first skipped lines, in file order: at most [`ReadOptions::max_reported`] blank ones
+    /// and as many malformed ones (so that blank lines never hide a malformed one); a torn last
+    /// line is always listed, as the last entry. All are counted in
     /// [`skip_counts`](LoadReport::skip_counts).
     pub skipped: Vec<SkippedLine>,
     /// Every skipped line, counted by reason.
