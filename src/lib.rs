@@ -30,10 +30,12 @@ pub use item::{
     synthetic_output_id,
 };
 
-// The history layer: the persistent history, recording, truncation, compaction.
+// The history layer: the persistent history, recording, truncation, compaction, sharing
+// between threads.
 pub use history::{
     COMPACT_USER_MESSAGE_TOKENS, Compacted, DEFAULT_TRUNCATION, EMPTY_SUMMARY, FilterReason,
-    History, Recorded, TruncationPolicy, summary_text, truncate_text,
+    History, HistoryPublisher, Published, Recorded, SharedHistory, TruncationPolicy, summary_text,
+    truncate_text,
 };
 
 // The projection layer: a history turned into a model's input, repaired and reported.

@@ -7,7 +7,9 @@ use std::path::{Path, PathBuf};
 use serde_json::value::RawValue;
 
 use crate::error::Error;
-use crate::history::{Compacted, History, Recorded, TruncationPolicy};
+use crate::history::{
+    Compacted, History, HistoryPublisher, Recorded, SharedHistory, TruncationPolicy,
+};
 use crate::item::{Entry, ItemError, ItemKind, ResponseItem, ThreadId, parse_item};
 use crate::rollout::{
     Durability, FileSink, LoadReport, ResumeOptions, ResumeSource, RolloutError, RolloutSink,
@@ -31,6 +33,9 @@ use crate::snapshot::SnapshotHeader;
 /// file's lock while it lives, so a second session on the same rollout, in this process or
 /// another, is refused ([`WriteStep::Locked`](crate::rollout::WriteStep::Locked)); dropping the
 /// session releases it. Reading the file (resume, snapshots, the command-line tool) takes no lock.
+///
+/// Other threads read the history through [`Session::share`]: once shared, the session publishes
+/// its history after every operation that changed it.
 ///
 /// # Examples
 ///
@@ -59,6 +64,8 @@ pub struct Session<S: RolloutSink = FileSink> {
     writer: RolloutWriter<S>,
     thread_id: ThreadId,
     assign_ids: bool,
+    /// Publishes the history to the readers of [`Session::share`], once there are any.
+    publisher: Option<HistoryPublisher>,
 }
 
 /// A session resumed from its rollout ([`Session::resume`]), and what resuming found.
@@ -97,6 +104,7 @@ impl Session<FileSink> {
             writer,
             thread_id: meta.id,
             assign_ids: true,
+            publisher: None,
         })
     }
 
@@ -144,6 +152,7 @@ impl Session<FileSink> {
                 writer,
                 thread_id: resumed.report.thread_id,
                 assign_ids: true,
+                publisher: None,
             },
             report: resumed.report,
             source: resumed.source,
@@ -224,6 +233,7 @@ impl Session<FileSink> {
             writer,
             thread_id: meta.id,
             assign_ids: self.assign_ids,
+            publisher: None,
         })
     }
 }
@@ -261,6 +271,7 @@ impl<S: RolloutSink> Session<S> {
             writer,
             thread_id,
             assign_ids: true,
+            publisher: None,
         }
     }
 
@@ -275,6 +286,33 @@ impl<S: RolloutSink> Session<S> {
     /// The history.
     pub fn history(&self) -> &History {
         &self.history
+    }
+
+    /// A handle through which other threads (a UI, a request builder) read this session's
+    /// history: [`SharedHistory::load`] returns the latest version, lock-free, without ever
+    /// blocking the session.
+    ///
+    /// From the first call on, the session publishes its history after each operation that
+    /// changed it — a recorded item, a batch of [`Session::record_all_json`] (once, for the whole
+    /// batch), a compaction, a rollback — when the operation returns, after its line was handed to
+    /// the writer. A reader thus sees the state of a completed operation, never half of one, and
+    /// sees what [`Session::history`] holds once the session's method has returned. A change whose
+    /// line could not be written is published too, since the history keeps it. An operation that
+    /// changed nothing publishes nothing. A fork starts unshared.
+    ///
+    /// Time: O(1); each later publication costs O(1) and one allocation.
+    pub fn share(&mut self) -> SharedHistory {
+        let history = &self.history;
+        self.publisher
+            .get_or_insert_with(|| HistoryPublisher::new(history.clone()))
+            .share()
+    }
+
+    /// Publishes the history to the readers of [`Session::share`], if it is shared.
+    fn publish(&mut self) {
+        if let Some(publisher) = &mut self.publisher {
+            publisher.publish(self.history.clone());
+        }
     }
 
     /// The writer (durable lines, path, sink).
@@ -303,7 +341,9 @@ impl<S: RolloutSink> Session<S> {
     pub fn record_json(&mut self, json: &str) -> Result<Recorded, Error> {
         let (recorded, line) = self.record_prepared(json)?;
         if let Some(entry) = line {
-            self.writer.append_response_items([entry.json()])?;
+            let written = self.writer.append_response_items([entry.json()]);
+            self.publish();
+            written?;
         }
         Ok(recorded)
     }
@@ -334,8 +374,11 @@ impl<S: RolloutSink> Session<S> {
             }
         }
         if !lines.is_empty() {
-            self.writer
-                .append_response_items(lines.iter().map(Entry::json))?;
+            let written = self
+                .writer
+                .append_response_items(lines.iter().map(Entry::json));
+            self.publish();
+            written?;
         }
         match failure {
             Some(error) => Err(error),
@@ -361,7 +404,9 @@ impl<S: RolloutSink> Session<S> {
     /// [`Error::RolloutWrite`] when the line could not be written (the history is compacted).
     pub fn compact(&mut self, summary_text: &str) -> Result<Compacted, Error> {
         let compacted = self.history.compact(summary_text)?;
-        self.writer.append_compacted(&compacted)?;
+        let written = self.writer.append_compacted(&compacted);
+        self.publish();
+        written?;
         Ok(compacted)
     }
 
@@ -376,7 +421,9 @@ impl<S: RolloutSink> Session<S> {
             return Ok(());
         }
         self.history.drop_last_n_user_turns(n)?;
-        self.writer.append_rollback(n as u64)?;
+        let written = self.writer.append_rollback(n as u64);
+        self.publish();
+        written?;
         Ok(())
     }
 

@@ -2,11 +2,14 @@
 //!
 //! Every inherent method of `History` that changes or reads the history lives in this folder:
 //! recording, replacing, removing and rolling back here, compaction in `compact.rs`, the pairing
-//! index it maintains in `index.rs`, record-time truncation in `truncate.rs`. Projecting a history
-//! into a request is the projection layer's work (`History::project` is defined there).
+//! index it maintains in `index.rs`, record-time truncation in `truncate.rs`. `shared.rs` shares a
+//! history between threads: one writer publishes versions, any number of readers load them.
+//! Projecting a history into a request is the projection layer's work (`History::project` is
+//! defined there).
 
 mod compact;
 mod index;
+mod shared;
 mod truncate;
 
 use std::sync::Arc;
@@ -24,6 +27,7 @@ use crate::item::{
 pub use compact::{COMPACT_USER_MESSAGE_TOKENS, Compacted, EMPTY_SUMMARY, summary_text};
 pub(crate) use compact::{UserWindow, real_user_text};
 pub(crate) use index::PairingIndex;
+pub use shared::{HistoryPublisher, Published, SharedHistory};
 pub use truncate::{TruncationPolicy, truncate_text};
 
 /// The truncation policy a history uses when none is given: 10,000 tokens, Codex's policy for
