@@ -357,22 +357,35 @@ mod tests {
     /// joined, read as injected context.
     #[test]
     fn compacting_again_matches_the_rewritten_history() -> Result<(), ItemError> {
-        let parts = ["<environment_context>", "</environment_context>"];
-        let mut message = Message::text(Role::User, parts[0]);
-        message.content.push(ContentItem::InputText {
-            text: parts[1].to_owned(),
-        });
-        let multipart = ResponseItem::Message(message);
+        // Two parts that read as user input one by one and as injected context once joined.
+        let split_context = |padding: usize| {
+            let mut message = Message::text(
+                Role::User,
+                format!("<environment_context>{}", "c".repeat(padding)),
+            );
+            message.content.push(ContentItem::InputText {
+                text: "</environment_context>".to_owned(),
+            });
+            ResponseItem::Message(message)
+        };
+        let user = |text: String| ResponseItem::Message(Message::text(Role::User, text));
         let big = "b".repeat(12_000 * 4);
         let mut history = History::new();
-        history.record(&ResponseItem::Message(Message::text(Role::User, &big)))?;
-        history.record(&multipart)?;
-        history.record(&ResponseItem::Message(Message::text(Role::User, &big)))?;
+        // Oldest first: one that the first compaction cuts (and whose cut text still reads as
+        // context), a small one, one that fits whole.
+        history.record(&split_context(30_000 * 4))?;
+        history.record(&split_context(0))?;
+        history.record(&user(big.clone()))?;
         let mut window = UserWindow::of(&history)?;
         assert_eq!(window.len(), 3);
-        for summary in ["", "second", ""] {
+        for summary in ["", "second", "", "fourth"] {
             history.compact(summary)?;
             window.compact();
+            assert_eq!(
+                window.len(),
+                window.texts().count(),
+                "ghosts are not counted"
+            );
             let replacement = UserWindow::replacement_history(window.texts(), summary)?;
             assert_eq!(
                 replacement.iter().collect::<Vec<_>>(),
@@ -380,13 +393,24 @@ mod tests {
                 "after compacting with {summary:?}"
             );
             window.push_summary(summary);
+            history.record(&user("more".to_owned()))?;
+            window.push("more".into());
         }
-        // The joined message was kept by the first compaction only.
-        assert!(
-            history
-                .user_messages()?
-                .iter()
-                .all(|text| !text.contains("context>"))
+        // The joined messages were kept by the first compaction only: what is left is the big
+        // message, the summaries that read as user input, and the messages since.
+        assert_eq!(
+            history.user_messages()?,
+            [
+                big.as_str(),
+                EMPTY_SUMMARY,
+                "more",
+                "second",
+                "more",
+                EMPTY_SUMMARY,
+                "more",
+                "fourth",
+                "more"
+            ]
         );
         Ok(())
     }
