@@ -1,0 +1,72 @@
+//! What the fuzz targets share: shaped item generators, a reference projection, checks of a
+//! rollout read against its bytes, and the few calls that touch files.
+//!
+//! `fuzz/README.md` says what each target checks.
+
+pub mod items;
+pub mod reference;
+pub mod rollout;
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use agent_history::{
+    History, Modalities, ProjectionOptions, RepairMode, Snapshot, SnapshotError, SnapshotOptions,
+    UnknownItems, open_snapshot,
+};
+
+/// Opens a snapshot for a target. The one place the targets call `open_snapshot`, so that a
+/// change of the snapshot API (an open mode for untrusted files, say) is made here once.
+pub fn open(path: &Path, verify_digest: bool) -> Result<Snapshot, SnapshotError> {
+    open_snapshot(path, SnapshotOptions { verify_digest })
+}
+
+/// A directory of this process for the files a target writes: in `/dev/shm` when there is one
+/// (a memory file system: writing and syncing cost no disk I/O), else the temporary directory.
+pub fn scratch_dir() -> &'static Path {
+    static DIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    DIR.get_or_init(|| {
+        let base = Path::new("/dev/shm");
+        let base = if base.is_dir() {
+            base.to_owned()
+        } else {
+            std::env::temp_dir()
+        };
+        let dir = base.join(format!("agent-history-fuzz-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("scratch directory");
+        dir
+    })
+}
+
+/// A path in the scratch directory; `name` plus a counter kept small, so that a long run reuses
+/// a few files instead of filling the directory.
+pub fn scratch_file(name: &str) -> PathBuf {
+    static N: AtomicU64 = AtomicU64::new(0);
+    scratch_dir().join(format!("{name}-{}", N.fetch_add(1, Ordering::Relaxed) % 4))
+}
+
+/// Every combination of projection options (modalities, repair mode, unknown items), from the
+/// bits of `choice`.
+pub fn projection_options(choice: u8) -> ProjectionOptions {
+    ProjectionOptions {
+        modalities: Modalities {
+            image: choice & 1 != 0,
+            audio: choice & 2 != 0,
+        },
+        repair: if choice & 4 != 0 {
+            RepairMode::Strict
+        } else {
+            RepairMode::Lenient
+        },
+        unknown_items: if choice & 8 != 0 {
+            UnknownItems::Send
+        } else {
+            UnknownItems::HoldBack
+        },
+    }
+}
+
+/// The entries' JSON texts, in order.
+pub fn jsons(history: &History) -> Vec<&str> {
+    history.iter().map(|entry| entry.json()).collect()
+}
