@@ -6,6 +6,7 @@
 pub mod items;
 pub mod reference;
 pub mod rollout;
+pub mod snapshot;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
