@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 corpus=fuzz/corpus
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-mkdir -p "$corpus"/{rollout_read,resume_snapshot,snapshot_file}
+mkdir -p "$corpus"/{record_json,rollout_read,resume_snapshot,snapshot_file}
 
 cargo build --quiet --bin agent-history
 cli=target/debug/agent-history
@@ -26,6 +26,8 @@ for rollout in examples/rollouts/*.jsonl fuzz/seeds/rollouts/*.jsonl; do
   # rollout_read: three option bytes (session_meta prefix, line limit, max reported), the bytes.
   { printf '\000\000\000'; cat "$rollout"; } >"$corpus/rollout_read/$name"
   { printf '\000\020\002'; cat "$rollout"; } >"$corpus/rollout_read/$name-limits"
+  # record_json: the items of the response_item lines, one a line.
+  sed -n 's/^.*"type":"response_item","payload":\(.*\)}\r*$/\1/p' "$rollout" >"$corpus/record_json/$name"
   # resume_snapshot: where to cut for the snapshot, then the bytes.
   { printf '\007'; cat "$rollout"; } >"$corpus/resume_snapshot/$name"
   for truncation in tokens:10000 bytes:64; do
@@ -38,4 +40,4 @@ for snapshot in "${snapshots[@]}"; do
   snapshot_input 1 "$snapshot" "$corpus/snapshot_file/$name-fixed"
   snapshot_input 0 "$snapshot" "$corpus/snapshot_file/$name-raw"
 done
-echo "seeded: $(ls "$corpus"/rollout_read | wc -l) rollout_read, $(ls "$corpus"/resume_snapshot | wc -l) resume_snapshot, $(ls "$corpus"/snapshot_file | wc -l) snapshot_file inputs"
+echo "seeded: $(ls "$corpus"/record_json | wc -l) record_json, $(ls "$corpus"/rollout_read | wc -l) rollout_read, $(ls "$corpus"/resume_snapshot | wc -l) resume_snapshot, $(ls "$corpus"/snapshot_file | wc -l) snapshot_file inputs"

@@ -290,6 +290,10 @@ fn execution(choice: u8, other: &Text) -> Execution {
     }
 }
 
+/// A web search action: its kind, a query or URL, queries, a pattern.
+#[derive(Arbitrary, Debug)]
+struct GenWebAction(u8, Option<Text>, Option<(u8, [Text; 2])>, Option<Text>);
+
 #[derive(Arbitrary, Debug)]
 enum GenItem {
     Message {
@@ -387,7 +391,7 @@ enum GenItem {
     WebSearchCall {
         id: Option<Text>,
         status: Option<Text>,
-        action: Option<(u8, Option<Text>, Option<(u8, [Text; 2])>, Option<Text>)>,
+        action: Option<GenWebAction>,
         encrypted: Option<Text>,
         meta: Option<GenValue>,
     },
@@ -680,23 +684,25 @@ impl GenItem {
             } => ResponseItem::WebSearchCall(WebSearchCall {
                 id: id(item_id),
                 status: opt_text(status),
-                action: action.as_ref().map(|(kind, a, queries, b)| match kind % 4 {
-                    0 => WebSearchAction::Search {
-                        query: opt_text(a),
-                        queries: queries.as_ref().map(|(n, qs)| {
-                            qs.iter()
-                                .take(usize::from(n % 3))
-                                .map(Text::build)
-                                .collect()
-                        }),
-                    },
-                    1 => WebSearchAction::OpenPage { url: opt_text(a) },
-                    2 => WebSearchAction::FindInPage {
-                        url: opt_text(a),
-                        pattern: opt_text(b),
-                    },
-                    _ => WebSearchAction::Other,
-                }),
+                action: action
+                    .as_ref()
+                    .map(|GenWebAction(kind, a, queries, b)| match kind % 4 {
+                        0 => WebSearchAction::Search {
+                            query: opt_text(a),
+                            queries: queries.as_ref().map(|(n, qs)| {
+                                qs.iter()
+                                    .take(usize::from(n % 3))
+                                    .map(Text::build)
+                                    .collect()
+                            }),
+                        },
+                        1 => WebSearchAction::OpenPage { url: opt_text(a) },
+                        2 => WebSearchAction::FindInPage {
+                            url: opt_text(a),
+                            pattern: opt_text(b),
+                        },
+                        _ => WebSearchAction::Other,
+                    }),
                 encrypted_content: opt_text(encrypted),
                 meta: meta(m),
             }),

@@ -77,6 +77,11 @@ enum Pairs {
     Not,
 }
 
+/// A server-executed tool-search output: it needs no call.
+fn server_search(family: Family, item: &Map<String, Value>) -> bool {
+    family == Family::ToolSearch && item.get("execution").and_then(Value::as_str) == Some("server")
+}
+
 fn pairs(item_type: &str) -> Pairs {
     let call = |family, violation, prefix| Pairs::Call {
         family,
@@ -277,8 +282,7 @@ fn reference(history: &History, options: &ProjectionOptions) -> Reference {
                 continue;
             }
             (Pairs::Output(family), Some(id))
-                if !calls.contains(&(family, id.clone()))
-                    && !(family == Family::ToolSearch && item["execution"] == "server") =>
+                if !calls.contains(&(family, id.clone())) && !server_search(family, &item) =>
             {
                 repairs.push((position, Done::Dropped));
                 violations.push((position, ViolationKind::OrphanOutput));
