@@ -327,3 +327,47 @@ fn an_execution_other_than_client_or_server_round_trips() {
     assert_eq!(server, Execution::Server);
     assert_eq!(server.as_str(), "server");
 }
+
+/// An item rewritten in a projection (media stripped) or at record time (output truncated) is
+/// read into a `serde_json::Value` and written back: the numbers of fields this library does not
+/// model must come back with the same digits, and so must those the typed model reads (found by
+/// the `item_roundtrip` fuzz target: `-7.225963999055804e-304` came back as `…803e-304`).
+#[test]
+fn floats_survive_rewriting_and_the_typed_model() {
+    let float = "-7.225963999055804e-304";
+    let image = format!(
+        r#"{{"type":"message","role":"user","content":[{{"type":"input_image","image_url":"data:,"}}],"x-extra":{float}}}"#
+    );
+    let output = format!(
+        r#"{{"type":"function_call_output","call_id":"c","output":"{}","x-extra":{float}}}"#,
+        "o".repeat(200)
+    );
+    let mut history = History::with_truncation(agent_history::TruncationPolicy::Bytes(16));
+    history.record_json(image).expect("recorded");
+    let recorded = history.record_json(output).expect("recorded");
+    assert!(matches!(
+        recorded,
+        agent_history::Recorded::Stored {
+            truncated: true,
+            ..
+        }
+    ));
+    assert!(history.get(1).expect("stored").json().contains(float));
+    let projection = history
+        .project(&ProjectionOptions::for_modalities(
+            agent_history::Modalities::TEXT,
+        ))
+        .expect("lenient");
+    let stripped = projection.iter().next().expect("sent");
+    assert!(stripped.contains(agent_history::IMAGE_PLACEHOLDER));
+    assert!(stripped.contains(float), "{stripped}");
+
+    let typed = format!(
+        r#"{{"type":"context_compaction","internal_chat_message_metadata_passthrough":[{float}]}}"#
+    );
+    let item = Entry::from_json(typed.as_str())
+        .expect("an item")
+        .to_item()
+        .expect("parses");
+    assert_eq!(to_json(&item), typed);
+}

@@ -1079,3 +1079,31 @@ fn every_kind_of_snapshot_damage_has_its_own_error() {
         "{error:?}"
     );
 }
+
+/// A crafted snapshot can claim any token count for an entry: the running total saturates at
+/// `u64::MAX`, and a rollback that removes such an entry leaves the total of what remains (found
+/// by the `snapshot_file` fuzz target: the total fell to 0, and the invariant check failed).
+#[test]
+fn a_crafted_token_count_that_saturates_the_total_survives_a_rollback() {
+    let dir = temp_dir();
+    // 0x3A5C tokens: a count whose bytes stand out in the payload.
+    let big = user(&"a".repeat(4 * 0x3A5C));
+    let text = format!(
+        "{}\n{}\n{}\n",
+        meta_line(),
+        item_line(&user("first")),
+        item_line(&big)
+    );
+    let (_, snapshot, _) = snapshot_of(dir.path(), text.as_bytes(), "r");
+    craft_payload(&snapshot, &0x3A5Cu64.to_le_bytes(), &u64::MAX.to_le_bytes());
+    let mut history = open_snapshot(&snapshot, SnapshotOptions::default())
+        .expect("opens")
+        .into_history();
+    assert_eq!(history.estimated_tokens(), u64::MAX);
+    history.drop_last_n_user_turns(1).expect("rolls back");
+    assert_eq!(history.len(), 1);
+    let kept = history.get(0).expect("kept").tokens();
+    assert_eq!(kept, 2);
+    assert_eq!(history.estimated_tokens(), kept);
+    history.assert_invariants();
+}

@@ -84,7 +84,10 @@ pub struct History {
     entries: Vector<Entry>,
     index: PairingIndex,
     version: u64,
-    tokens: u64,
+    /// The exact sum of the entries' estimates. It has 128 bits so that removing an entry undoes
+    /// adding it even past `u64::MAX` (which only the counts of a crafted snapshot reach): a
+    /// saturated 64-bit sum would lose what it could not hold.
+    tokens: u128,
     truncation: TruncationPolicy,
     reference_context_item: Option<Arc<Value>>,
 }
@@ -190,14 +193,14 @@ impl History {
         self.version
     }
 
-    /// Sum of the entries' token estimates. Time: O(1).
+    /// Sum of the entries' token estimates, saturating at `u64::MAX`. Time: O(1).
     pub fn estimated_tokens(&self) -> u64 {
-        self.tokens
+        u64::try_from(self.tokens).unwrap_or(u64::MAX)
     }
 
     /// The token estimate plus that of the base instructions ([`approx_token_count`]).
     pub fn estimated_tokens_with_base_instructions(&self, base_instructions: &str) -> u64 {
-        self.tokens
+        self.estimated_tokens()
             .saturating_add(approx_token_count(base_instructions) as u64)
     }
 
@@ -345,7 +348,7 @@ impl History {
     fn push(&mut self, entry: Entry) -> usize {
         let position = self.entries.len();
         self.index.push(position, &entry);
-        self.tokens = self.tokens.saturating_add(entry.tokens());
+        self.tokens += u128::from(entry.tokens());
         self.entries.push_back(entry);
         position
     }
@@ -403,10 +406,7 @@ impl History {
 
     fn set_entries(&mut self, entries: Vector<Entry>) {
         self.index = PairingIndex::build(entries.iter());
-        self.tokens = entries
-            .iter()
-            .map(Entry::tokens)
-            .fold(0, u64::saturating_add);
+        self.tokens = entries.iter().map(|entry| u128::from(entry.tokens())).sum();
         self.entries = entries;
     }
 
@@ -508,7 +508,7 @@ impl History {
                 break;
             };
             self.index.pop(position, &entry);
-            self.tokens = self.tokens.saturating_sub(entry.tokens());
+            self.tokens = self.tokens.saturating_sub(u128::from(entry.tokens()));
         }
     }
 
@@ -532,11 +532,11 @@ impl History {
             self.index, recomputed,
             "pairing index differs from a recomputation"
         );
-        let tokens = self
+        let tokens: u128 = self
             .entries
             .iter()
-            .map(Entry::tokens)
-            .fold(0, u64::saturating_add);
+            .map(|entry| u128::from(entry.tokens()))
+            .sum();
         assert_eq!(self.tokens, tokens, "token total differs from a recount");
         for entry in &self.entries {
             assert!(

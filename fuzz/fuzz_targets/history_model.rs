@@ -1,0 +1,425 @@
+//! History operations against a plain model: a `Vec` of item JSON texts with the documented
+//! semantics, in several forks at once.
+//!
+//! Arbitrary sequences of recording (as JSON, typed, and as built entries), rollback
+//! (`drop_last_n_user_turns`, `before_user_turn`), local compaction, `replace`,
+//! `remove_first_item`, setting the reference context item, forking and switching between forks
+//! are applied to a `History` and to the model. After every step, in every fork: the entries'
+//! texts match the model's in order (recording appends exactly the item, or filters it, or
+//! truncates a tool output it says it truncated), the version and the reference context item
+//! match the documented rules, each entry's user-turn flag matches the class the generator gave
+//! it, `user_messages` matches the model's real user messages, histories compare equal exactly
+//! when their models do (so a fork is unaffected by operations on the one it came from), and
+//! `assert_invariants` holds.
+#![no_main]
+
+use agent_history::{
+    COMPACT_USER_MESSAGE_TOKENS, EMPTY_SUMMARY, Entry, FilterReason, History, ItemError, Message,
+    Recorded, ResponseItem, Role, TruncationPolicy, approx_token_count, summary_text,
+    truncate_text,
+};
+use agent_history_fuzz::items::{
+    GenItem, Generated, TurnClass, is_real_user_input, message_class, text,
+};
+use arbitrary::Arbitrary;
+use libfuzzer_sys::fuzz_target;
+use serde_json::{Value, json};
+
+#[derive(Arbitrary, Debug)]
+enum Op {
+    RecordJson(GenItem),
+    RecordTyped(GenItem),
+    RecordEntry(GenItem),
+    Rollback(u8),
+    BeforeUserTurn(u8),
+    Compact(u8),
+    Replace {
+        picks: [u8; 4],
+        count: u8,
+        new: Option<GenItem>,
+    },
+    RemoveFirst,
+    SetReference(u8),
+    Fork,
+    Switch(u8),
+}
+
+#[derive(Arbitrary, Debug)]
+struct Input {
+    /// Record with a small truncation policy, so that most tool outputs are cut.
+    small_truncation: bool,
+    ops: Vec<Op>,
+}
+
+/// One item of the model.
+#[derive(Debug, Clone, PartialEq)]
+struct Item {
+    json: String,
+    class: TurnClass,
+    /// The text parts of a user message.
+    user_texts: Option<Vec<String>>,
+    item_type: String,
+    call_id: Option<String>,
+}
+
+impl Item {
+    fn new(json: String, class: TurnClass, user_texts: Option<Vec<String>>) -> Item {
+        let value: Value = serde_json::from_str(&json).expect("item JSON");
+        Item {
+            item_type: value["type"].as_str().expect("a type").to_owned(),
+            call_id: value
+                .get("call_id")
+                .and_then(Value::as_str)
+                .map(str::to_owned),
+            json,
+            class,
+            user_texts,
+        }
+    }
+
+    fn generated(generated: &Generated, json: String) -> Item {
+        Item::new(json, generated.class, generated.user_texts.clone())
+    }
+
+    /// A one-part user message, as compaction writes them.
+    fn user(text: &str) -> Item {
+        let message = ResponseItem::Message(Message::text(Role::User, text));
+        let json = serde_json::to_string(&message).expect("serializes");
+        Item::new(
+            json,
+            message_class("user", &[text.to_owned()]),
+            Some(vec![text.to_owned()]),
+        )
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+struct Model {
+    items: Vec<Item>,
+    version: u64,
+    reference: Option<Value>,
+}
+
+impl Model {
+    /// Rolls back `n` user turns: cut at the n-th last boundary (the first when there are
+    /// fewer), trim the context updates right above the cut (not above the first boundary),
+    /// clear the reference when one of them was mixed; bump the version, even with no turn.
+    fn rollback(&mut self, n: usize) {
+        if n == 0 {
+            return;
+        }
+        self.version += 1;
+        let boundaries: Vec<usize> = (0..self.items.len())
+            .filter(|&i| self.items[i].class == TurnClass::Boundary)
+            .collect();
+        let Some(&first) = boundaries.first() else {
+            return;
+        };
+        let mut cut = if n <= boundaries.len() {
+            boundaries[boundaries.len() - n]
+        } else {
+            first
+        };
+        while cut > first {
+            match self.items[cut - 1].class {
+                TurnClass::Context { mixed } => {
+                    if mixed {
+                        self.reference = None;
+                    }
+                    cut -= 1;
+                }
+                TurnClass::Boundary | TurnClass::Other => break,
+            }
+        }
+        self.items.truncate(cut);
+    }
+
+    fn user_turns(&self) -> usize {
+        self.items
+            .iter()
+            .filter(|item| item.class == TurnClass::Boundary)
+            .count()
+    }
+
+    /// The real user messages: user messages that are not context, not a summary, not empty,
+    /// their text parts joined with `\n`.
+    fn user_messages(&self) -> Vec<String> {
+        self.items
+            .iter()
+            .filter_map(|item| item.user_texts.as_ref())
+            .filter(|texts| is_real_user_input(texts))
+            .map(|texts| texts.join("\n"))
+            .collect()
+    }
+
+    /// Local compaction: the newest real user messages within the budget, newest first; the
+    /// first that does not fit is cut to what is left (if anything is), and selection stops;
+    /// then the summary. Bumps the version.
+    fn compact(&mut self, summary: &str) {
+        let mut kept = Vec::new();
+        let mut left = COMPACT_USER_MESSAGE_TOKENS;
+        for message in self.user_messages().into_iter().rev() {
+            let tokens = approx_token_count(&message);
+            if left == 0 {
+                break;
+            }
+            if tokens <= left {
+                left -= tokens;
+                kept.push(message);
+            } else {
+                kept.push(truncate_text(&message, TruncationPolicy::Tokens(left)).into_owned());
+                break;
+            }
+        }
+        kept.reverse();
+        let summary = if summary.is_empty() {
+            EMPTY_SUMMARY
+        } else {
+            summary
+        };
+        kept.push(summary.to_owned());
+        self.items = kept.iter().map(|text| Item::user(text)).collect();
+        self.version += 1;
+    }
+
+    /// Removes the first item and the first counterpart of it: a call's first output of its
+    /// family, an output's first call (a function output tries `function_call`, then
+    /// `local_shell_call`).
+    fn remove_first(&mut self) -> Vec<Item> {
+        if self.items.is_empty() {
+            return Vec::new();
+        }
+        let first = self.items.remove(0);
+        let counterparts: &[&str] = match first.item_type.as_str() {
+            "function_call" | "local_shell_call" => &["function_call_output"],
+            "custom_tool_call" => &["custom_tool_call_output"],
+            "tool_search_call" => &["tool_search_output"],
+            "function_call_output" => &["function_call", "local_shell_call"],
+            "custom_tool_call_output" => &["custom_tool_call"],
+            "tool_search_output" => &["tool_search_call"],
+            _ => &[],
+        };
+        let mut removed = vec![first];
+        if let Some(call_id) = removed[0].call_id.clone() {
+            for kind in counterparts {
+                if let Some(position) = self.items.iter().position(|item| {
+                    item.item_type == *kind && item.call_id.as_ref() == Some(&call_id)
+                }) {
+                    removed.push(self.items.remove(position));
+                    break;
+                }
+            }
+        }
+        removed
+    }
+}
+
+/// The kind of an item given as JSON.
+fn history_kind_of(json: &str) -> agent_history::ItemKind {
+    Entry::from_json(json).expect("valid").kind()
+}
+
+fn check(history: &History, model: &Model) {
+    history.assert_invariants();
+    let texts: Vec<&str> = history.iter().map(Entry::json).collect();
+    let expected: Vec<&str> = model.items.iter().map(|item| item.json.as_str()).collect();
+    assert_eq!(texts, expected, "entries");
+    assert_eq!(history.version(), model.version, "version");
+    assert_eq!(history.reference_context_item(), model.reference.as_ref());
+    for (entry, item) in history.iter().zip(&model.items) {
+        assert_eq!(
+            entry.flags().is_user_turn_boundary(),
+            item.class == TurnClass::Boundary,
+            "turn flag of {}",
+            item.json
+        );
+    }
+    assert_eq!(history.user_turn_count(), model.user_turns());
+    assert_eq!(
+        history.user_messages().expect("parses"),
+        model.user_messages()
+    );
+}
+
+/// Checks a record's outcome; returns the model item to append, if any.
+fn recorded(
+    history: &History,
+    result: Result<Recorded, ItemError>,
+    generated: &Generated,
+    expected_json: &str,
+) -> Option<Item> {
+    match result.expect("generated items record") {
+        Recorded::Filtered(reason) => {
+            assert!(generated.filtered, "{} filtered", generated.json);
+            let expected = if generated.json.contains("compaction_trigger") {
+                FilterReason::CompactionTrigger
+            } else {
+                FilterReason::SystemMessage
+            };
+            assert_eq!(reason, expected);
+            None
+        }
+        Recorded::Stored {
+            position,
+            truncated,
+        } => {
+            assert!(!generated.filtered, "{} stored", generated.json);
+            assert_eq!(position, history.len() - 1);
+            let entry = history.get(position).expect("stored");
+            if truncated {
+                assert_ne!(entry.json(), expected_json);
+                // (Not necessarily shorter: the marker can weigh what it replaces.)
+                assert_eq!(entry.kind(), history_kind_of(expected_json));
+            } else {
+                assert_eq!(entry.json(), expected_json);
+            }
+            Some(Item::generated(generated, entry.json().to_owned()))
+        }
+        other => panic!("unexpected {other:?}"),
+    }
+}
+
+fuzz_target!(|input: Input| {
+    let truncation = if input.small_truncation {
+        TruncationPolicy::Bytes(64)
+    } else {
+        TruncationPolicy::Tokens(10_000)
+    };
+    let empty = Model {
+        items: Vec::new(),
+        version: 0,
+        reference: None,
+    };
+    let mut forks = vec![(History::with_truncation(truncation), empty)];
+    let mut current = 0;
+    for op in input.ops.into_iter().take(40) {
+        let (history, model) = &mut forks[current];
+        match op {
+            Op::RecordJson(item) => {
+                let generated = item.build();
+                let result = history.record_json(generated.json.clone());
+                model
+                    .items
+                    .extend(recorded(history, result, &generated, &generated.json));
+            }
+            Op::RecordTyped(item) => {
+                let generated = item.build();
+                let typed: ResponseItem =
+                    serde_json::from_str(&generated.json).expect("generated items parse");
+                let result = history.record(&typed);
+                if matches!(typed, ResponseItem::Other) {
+                    assert!(matches!(result, Err(ItemError::NotStorable { .. })));
+                } else {
+                    let json = serde_json::to_string(&typed).expect("serializes");
+                    model
+                        .items
+                        .extend(recorded(history, result, &generated, &json));
+                }
+            }
+            Op::RecordEntry(item) => {
+                let generated = item.build();
+                match Entry::from_json(generated.json.clone()) {
+                    Ok(entry) => {
+                        let result = history.record_entry(entry);
+                        model
+                            .items
+                            .extend(recorded(history, result, &generated, &generated.json));
+                    }
+                    Err(error) => {
+                        assert!(generated.json.contains("compaction_trigger"), "{error}");
+                    }
+                }
+            }
+            Op::Rollback(n) => {
+                let n = usize::from(n % 5);
+                history.drop_last_n_user_turns(n).expect("parses");
+                model.rollback(n);
+            }
+            Op::BeforeUserTurn(turn) => {
+                let turn = usize::from(turn % 5);
+                let fork = history.before_user_turn(turn).expect("parses");
+                let mut fork_model = model.clone();
+                let total = model.user_turns();
+                if turn >= 1 && turn <= total {
+                    fork_model.rollback(total - turn + 1);
+                }
+                forks.push((fork, fork_model));
+                current = forks.len() - 1;
+            }
+            Op::Compact(choice) => {
+                let summary = match choice % 4 {
+                    0 => String::new(),
+                    1 => "the plain summary".to_owned(),
+                    2 => summary_text("the model's summary"),
+                    _ => text(choice / 4),
+                };
+                let compacted = history.compact(&summary).expect("compacts");
+                model.compact(&summary);
+                assert_eq!(compacted.message, summary);
+                let replacement: Vec<&str> = compacted
+                    .replacement_history
+                    .iter()
+                    .map(Entry::json)
+                    .collect();
+                let expected: Vec<&str> =
+                    model.items.iter().map(|item| item.json.as_str()).collect();
+                assert_eq!(replacement, expected, "replacement history");
+            }
+            Op::Replace { picks, count, new } => {
+                let mut entries = Vec::new();
+                let mut items = Vec::new();
+                if !model.items.is_empty() {
+                    for pick in picks.iter().take(usize::from(count % 5)) {
+                        let position = usize::from(*pick) % model.items.len();
+                        entries.push(history.get(position).expect("in range").clone());
+                        items.push(model.items[position].clone());
+                    }
+                }
+                if let Some(new) = new {
+                    let generated = new.build();
+                    if let Ok(entry) = Entry::from_json(generated.json.clone()) {
+                        entries.push(entry);
+                        items.push(Item::generated(&generated, generated.json.clone()));
+                    }
+                }
+                history.replace(entries);
+                model.items = items;
+                model.version += 1;
+            }
+            Op::RemoveFirst => {
+                let removed = history.remove_first_item();
+                let expected = model.remove_first();
+                let removed: Vec<&str> = removed.iter().map(Entry::json).collect();
+                let expected: Vec<&str> = expected.iter().map(|item| item.json.as_str()).collect();
+                assert_eq!(removed, expected, "removed entries");
+            }
+            Op::SetReference(choice) => {
+                let value = match choice % 3 {
+                    0 => None,
+                    1 => Some(json!({"cwd": "/a"})),
+                    _ => Some(json!({"cwd": "/b", "model": "m"})),
+                };
+                history.set_reference_context_item(value.clone());
+                model.reference = value;
+            }
+            Op::Fork => {
+                let fork = (history.clone(), model.clone());
+                forks.push(fork);
+                current = forks.len() - 1;
+            }
+            Op::Switch(n) => current = usize::from(n) % forks.len(),
+        }
+        if forks.len() > 8 {
+            forks.remove(0);
+            current = current.saturating_sub(1);
+        }
+        for (history, model) in &forks {
+            check(history, model);
+        }
+        for (i, (a, model_a)) in forks.iter().enumerate() {
+            for (b, model_b) in &forks[i + 1..] {
+                assert_eq!(a == b, model_a == model_b, "equality of forks");
+            }
+        }
+    }
+});

@@ -1,0 +1,87 @@
+//! Resume through a snapshot against a full resume of the same rollout bytes.
+//!
+//! The first input byte chooses where to cut (after which line the snapshot is taken) and the
+//! truncation policies; the rest are the rollout's bytes (seeded with real rollouts). The
+//! prefix is resumed ready for a snapshot and the snapshot written; then the whole rollout is
+//! resumed twice, in full and trying the snapshot first.
+//!
+//! Checked: the snapshot opens to the history of the prefix; whether or not the snapshot is used
+//! (`FallbackReason` says why not), the result equals the full resume: the same entries, version,
+//! reference context item, thread id and previous-turn settings (`docs/snapshot-format.md`,
+//! "Resume").
+#![no_main]
+
+use agent_history::{
+    DEFAULT_TRUNCATION, ResumeOptions, Resumed, RolloutError, TruncationPolicy, resume_file,
+};
+use agent_history_fuzz::{open, scratch_file};
+use libfuzzer_sys::fuzz_target;
+
+fn same(a: &Resumed, b: &Resumed) {
+    assert_eq!(a.history(), b.history(), "histories differ");
+    assert_eq!(
+        a.history().reference_context_item(),
+        b.history().reference_context_item()
+    );
+    assert_eq!(a.thread_id(), b.thread_id());
+    assert_eq!(
+        a.previous_turn_settings().map(|raw| raw.get()),
+        b.previous_turn_settings().map(|raw| raw.get())
+    );
+}
+
+fuzz_target!(|input: &[u8]| {
+    let Some((&choice, data)) = input.split_first() else {
+        return;
+    };
+    let policy = |bit: u8| {
+        if choice & bit != 0 {
+            TruncationPolicy::Bytes(64)
+        } else {
+            DEFAULT_TRUNCATION
+        }
+    };
+    let (written_with, resumed_with) = (policy(0x40), policy(0x80));
+    // Cut after line `choice % 64` (or at the end when there are fewer lines).
+    let cut = data
+        .iter()
+        .enumerate()
+        .filter(|(_, byte)| **byte == b'\n')
+        .map(|(index, _)| index + 1)
+        .nth(usize::from(choice % 64))
+        .unwrap_or(data.len());
+    let rollout = scratch_file("rollout.jsonl");
+    let snapshot = scratch_file("prefix.snap");
+    std::fs::write(&rollout, &data[..cut]).expect("write the prefix");
+    let prefix = match resume_file(&rollout, &ResumeOptions::new(written_with).snapshot_ready()) {
+        Ok(prefix) => prefix,
+        Err(
+            RolloutError::Empty { .. }
+            | RolloutError::NoSessionMeta { .. }
+            | RolloutError::NoCompleteLine { .. },
+        ) => return,
+        Err(error) => panic!("the prefix does not resume: {error:?}"),
+    };
+    prefix
+        .write_snapshot(&snapshot)
+        .expect("the snapshot writes");
+    let opened = open(&snapshot, true).expect("the snapshot opens");
+    assert_eq!(opened.history(), prefix.history());
+    assert_eq!(Some(opened.header().rollout), prefix.covered());
+
+    std::fs::write(&rollout, data).expect("write the rollout");
+    let full = resume_file(&rollout, &ResumeOptions::new(resumed_with)).expect("resumes");
+    let through = resume_file(
+        &rollout,
+        &ResumeOptions::new(resumed_with).with_snapshot(&snapshot),
+    )
+    .expect("resumes through the snapshot");
+    same(&full, &through);
+    through.history().assert_invariants();
+    if written_with != resumed_with {
+        assert!(
+            !through.used_snapshot(),
+            "a snapshot of another policy was used"
+        );
+    }
+});

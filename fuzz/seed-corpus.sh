@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Seeds fuzz/corpus/<target>/ (not committed: fuzz/corpus is ignored) from real inputs, so that
+# the targets that read files start from valid ones: the bundled sessions (examples/rollouts/),
+# the hand-written rollouts of fuzz/seeds/rollouts/ (every item kind, compactions and a rollback,
+# the legacy format), snapshots of all of them written by the command-line tool, and the golden
+# snapshot tests/fixtures/snapshot-v1.snap. Run from anywhere; safe to run again.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+corpus=fuzz/corpus
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+mkdir -p "$corpus"/{record_json,rollout_read,resume_snapshot,snapshot_file}
+
+cargo build --quiet --bin agent-history
+cli=target/debug/agent-history
+
+# A snapshot-file input: the mode byte, the 256 header bytes, the payload (after byte 4096).
+snapshot_input() { # mode file output
+  { printf "\\$(printf '%03o' "$1")"; head -c 256 "$2"; tail -c +4097 "$2"; } >"$3"
+}
+
+snapshots=(tests/fixtures/snapshot-v1.snap)
+for rollout in examples/rollouts/*.jsonl fuzz/seeds/rollouts/*.jsonl; do
+  name=$(basename "$rollout" .jsonl)
+  # rollout_read: three option bytes (session_meta prefix, line limit, max reported), the bytes.
+  { printf '\000\000\000'; cat "$rollout"; } >"$corpus/rollout_read/$name"
+  { printf '\000\020\002'; cat "$rollout"; } >"$corpus/rollout_read/$name-limits"
+  # record_json: the items of the response_item lines, one a line.
+  sed -n 's/^.*"type":"response_item","payload":\(.*\)}\r*$/\1/p' "$rollout" >"$corpus/record_json/$name"
+  # resume_snapshot: where to cut for the snapshot, then the bytes.
+  { printf '\007'; cat "$rollout"; } >"$corpus/resume_snapshot/$name"
+  for truncation in tokens:10000 bytes:64; do
+    "$cli" snapshot "$rollout" -o "$work/$name-${truncation/:/-}.snap" --truncation "$truncation" >/dev/null
+    snapshots+=("$work/$name-${truncation/:/-}.snap")
+  done
+done
+for snapshot in "${snapshots[@]}"; do
+  name=$(basename "$snapshot" .snap)
+  snapshot_input 1 "$snapshot" "$corpus/snapshot_file/$name-fixed"
+  snapshot_input 0 "$snapshot" "$corpus/snapshot_file/$name-raw"
+done
+echo "seeded: $(ls "$corpus"/record_json | wc -l) record_json, $(ls "$corpus"/rollout_read | wc -l) rollout_read, $(ls "$corpus"/resume_snapshot | wc -l) resume_snapshot, $(ls "$corpus"/snapshot_file | wc -l) snapshot_file inputs"

@@ -1,0 +1,232 @@
+//! Checks of a rollout read against the bytes it was read from: line numbers and offsets, skip
+//! counts, the listed skipped lines, the torn tail, and the errors a read may give.
+
+use agent_history::{
+    LoadReport, ReadMode, ReadOptions, Rollout, RolloutError, SkipReason, SkippedLine,
+};
+
+/// The lines of `data` as the reader cuts them: each line's offset, its content (without the
+/// `\n`) and whether a `\n` ended it.
+pub struct Lines<'a> {
+    /// (offset, content, terminated) per line.
+    pub lines: Vec<(u64, &'a [u8], bool)>,
+}
+
+impl<'a> Lines<'a> {
+    /// Cuts `data` at each `\n`; a last line without one counts when it is not empty.
+    pub fn of(data: &'a [u8]) -> Lines<'a> {
+        let mut lines = Vec::new();
+        let mut start = 0;
+        for (index, byte) in data.iter().enumerate() {
+            if *byte == b'\n' {
+                lines.push((start as u64, &data[start..index], true));
+                start = index + 1;
+            }
+        }
+        if start < data.len() {
+            lines.push((start as u64, &data[start..], false));
+        }
+        Lines { lines }
+    }
+
+    /// The line with this 1-based number.
+    pub fn get(&self, number: u64) -> (u64, &'a [u8], bool) {
+        let index = usize::try_from(number).expect("small") - 1;
+        self.lines[index]
+    }
+
+    /// Whether line `number` (1-based) is over the limit.
+    fn too_long(&self, number: u64, limit: usize) -> bool {
+        self.get(number).1.len() > limit
+    }
+
+    /// Whether line `number` is blank as the reader sees it: not over the limit, UTF-8 (after a
+    /// byte-order mark at the very start of the file), and only white space.
+    fn blank(&self, number: u64, limit: usize) -> bool {
+        let (offset, mut content, _) = self.get(number);
+        if content.len() > limit {
+            return false;
+        }
+        if offset == 0 {
+            content = content.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(content);
+        }
+        std::str::from_utf8(content).is_ok_and(|text| text.trim().is_empty())
+    }
+}
+
+fn check_skipped(lines: &Lines<'_>, skipped: &SkippedLine, limit: usize) {
+    let (offset, content, _) = lines.get(skipped.line);
+    assert_eq!(
+        skipped.offset, offset,
+        "offset of skipped line {}",
+        skipped.line
+    );
+    match &skipped.reason {
+        SkipReason::TooLong { bytes, limit: said } => {
+            assert_eq!(
+                *bytes,
+                content.len() as u64,
+                "length of line {}",
+                skipped.line
+            );
+            assert_eq!(*said, limit);
+            assert!(*bytes > limit as u64);
+        }
+        SkipReason::Blank => assert!(lines.blank(skipped.line, limit), "not blank"),
+        _ => assert!(
+            !lines.too_long(skipped.line, limit) && !lines.blank(skipped.line, limit),
+            "line {} skipped as {:?}",
+            skipped.line,
+            skipped.reason
+        ),
+    }
+}
+
+/// Checks a report against the bytes: counts, listed lines, torn tail, repairs.
+pub fn check_report(data: &[u8], options: ReadOptions, report: &LoadReport, usable: u64) {
+    let lines = Lines::of(data);
+    let limit = options.max_line_bytes;
+    let total = lines.lines.len() as u64;
+    assert_eq!(report.lines, total, "line count");
+    let counts = report.skip_counts;
+    assert_eq!(
+        counts.total(),
+        counts.blank + counts.malformed(),
+        "skip counts do not add up"
+    );
+    let too_long = (1..=total).filter(|&n| lines.too_long(n, limit)).count() as u64;
+    assert_eq!(counts.too_long, too_long, "lines over the limit");
+    let blank = (1..=total).filter(|&n| lines.blank(n, limit)).count() as u64;
+    assert_eq!(counts.blank, blank, "blank lines");
+    // Every line is usable, skipped, a legacy state line, or a ghost snapshot (which are also
+    // counted when dropped from a replacement history).
+    let accounted = usable + counts.total() + report.state_lines;
+    assert!(
+        accounted <= total,
+        "{accounted} lines accounted for, {total} read"
+    );
+    assert!(
+        total <= accounted + report.ghost_snapshots,
+        "{total} lines read, {accounted} accounted for"
+    );
+    // The first `max_reported` skipped lines are listed, and a torn last line always.
+    let listed = report.skipped.len() as u64;
+    let room = options.max_reported as u64 + u64::from(report.torn_tail);
+    assert_eq!(listed, counts.total().min(room), "listed skipped lines");
+    assert!(
+        report
+            .skipped
+            .windows(2)
+            .all(|pair| pair[0].line < pair[1].line),
+        "skipped lines out of order"
+    );
+    for skipped in &report.skipped {
+        check_skipped(&lines, skipped, limit);
+    }
+    let last_torn = lines
+        .lines
+        .last()
+        .is_some_and(|(_, _, terminated)| !terminated);
+    if report.torn_tail {
+        assert!(last_torn, "a torn tail in a file that ends with a newline");
+        let last = report.skipped.last().expect("a torn tail is listed");
+        assert_eq!(last.line, total);
+        assert!(last.reason.is_malformed());
+    } else if last_torn {
+        assert!(
+            report
+                .skipped
+                .last()
+                .is_none_or(|last| last.line != total || !last.reason.is_malformed()),
+            "an unusable unterminated last line is not reported as torn"
+        );
+    }
+    assert!(report.repaired.len() <= options.max_reported);
+    assert!(
+        report
+            .repaired
+            .windows(2)
+            .all(|pair| pair[0].line <= pair[1].line),
+        "repairs out of order"
+    );
+    for repaired in &report.repaired {
+        assert_eq!(repaired.offset, lines.get(repaired.line).0);
+    }
+}
+
+/// Checks what `Rollout::read` returned for `data` read with `options`.
+pub fn check_read(data: &[u8], options: ReadOptions, result: &Result<Rollout, RolloutError>) {
+    let lines = Lines::of(data);
+    match result {
+        Ok(rollout) => {
+            let usable = rollout.lines.len() as u64;
+            check_report(data, options, &rollout.report, usable);
+            assert!(
+                rollout
+                    .lines
+                    .windows(2)
+                    .all(|pair| pair[0].number < pair[1].number),
+                "usable lines out of order"
+            );
+            let listed: Vec<u64> = rollout
+                .report
+                .skipped
+                .iter()
+                .map(|line| line.line)
+                .collect();
+            for line in &rollout.lines {
+                let (offset, content, _) = lines.get(line.number);
+                assert_eq!(line.offset, offset, "offset of line {}", line.number);
+                assert!(content.len() <= options.max_line_bytes);
+                assert!(
+                    !listed.contains(&line.number),
+                    "line {} used and skipped",
+                    line.number
+                );
+                if let Some(entry) = line.item() {
+                    assert_eq!(entry.json(), line.payload_json());
+                }
+            }
+            if options.mode == ReadMode::Strict {
+                assert_eq!(rollout.report.skip_counts.malformed(), 0);
+            }
+        }
+        Err(RolloutError::Empty { .. }) => {
+            let total = lines.lines.len() as u64;
+            assert!(
+                (1..=total).all(|n| lines.blank(n, options.max_line_bytes)),
+                "Empty for a file with a non-blank line"
+            );
+        }
+        Err(RolloutError::NoSessionMeta { lines: count, .. }) => {
+            assert_eq!(*count, lines.lines.len() as u64);
+        }
+        Err(RolloutError::BadLine {
+            line,
+            offset,
+            reason,
+            torn_tail,
+            ..
+        }) => {
+            assert_eq!(
+                options.mode,
+                ReadMode::Strict,
+                "a bad line fails a lenient read"
+            );
+            assert!(reason.is_malformed());
+            let (expected_offset, _, terminated) = lines.get(*line);
+            assert_eq!(*offset, expected_offset);
+            assert_eq!(*torn_tail, !terminated);
+            check_skipped(
+                &lines,
+                &SkippedLine {
+                    line: *line,
+                    offset: *offset,
+                    reason: reason.clone(),
+                },
+                options.max_line_bytes,
+            );
+        }
+        Err(error) => panic!("reading bytes failed with {error:?}"),
+    }
+}
