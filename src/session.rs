@@ -434,9 +434,9 @@ impl<S: RolloutSink> Session<S> {
     /// Lines that resume interprets are refused, and nothing is written: the live history would
     /// not change while the resumed one would. They are `response_item` and `compacted` lines
     /// (record and compact through the session instead), `event_msg`s of type
-    /// `thread_rolled_back` (use [`Session::rollback`]), `turn_started`, `turn_complete`,
-    /// `turn_aborted` and `user_message`, which delimit and count the turns a later rollback
-    /// discards, and Codex's spellings of the turn events, `task_started` and `task_complete`;
+    /// `thread_rolled_back` (use [`Session::rollback`]), `task_started`, `task_complete` (and
+    /// their aliases `turn_started`, `turn_complete`), `turn_aborted` and `user_message`, which
+    /// delimit and count the turns a later rollback discards;
     /// `inter_agent_communication` lines, which resume counts as user turns; and `turn_context`
     /// lines, from which resume takes the reference context item and the previous-turn settings
     /// (and whose `turn_id` assigns lines to turns), where the live history takes nothing. An

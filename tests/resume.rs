@@ -45,19 +45,19 @@ fn rollback(num_turns: u64) -> String {
     ))
 }
 
-/// A complete user turn with lifecycle events: `turn_started`, `user_message`, `turn_context`
-/// (model `m<n>`), the user item, an assistant reply, `turn_complete`.
+/// A complete user turn with lifecycle events: `task_started`, `user_message`, `turn_context`
+/// (model `m<n>`), the user item, an assistant reply, `task_complete`.
 fn user_turn(n: u32) -> Vec<String> {
     let id = format!("turn-{n}");
     vec![
-        event(&format!(r#"{{"type":"turn_started","turn_id":"{id}"}}"#)),
+        event(&format!(r#"{{"type":"task_started","turn_id":"{id}"}}"#)),
         event(&format!(
             r#"{{"type":"user_message","message":"question {n}"}}"#
         )),
         line("turn_context", &turn_context(Some(&id), &format!("m{n}"))),
         item(&user(&format!("question {n}"))),
         item(&assistant(&format!("answer {n}"))),
-        event(&format!(r#"{{"type":"turn_complete","turn_id":"{id}"}}"#)),
+        event(&format!(r#"{{"type":"task_complete","turn_id":"{id}"}}"#)),
     ]
 }
 
@@ -177,10 +177,10 @@ fn bare_turn_context_does_not_hydrate_previous_turn_settings_or_reference_contex
     // With turn events but no user input in the turn, neither.
     let resumed = resume(&[
         meta(),
-        event(r#"{"type":"turn_started","turn_id":"t1"}"#),
+        event(r#"{"type":"task_started","turn_id":"t1"}"#),
         line("turn_context", &turn_context(Some("t1"), "m1")),
         item(&assistant("nothing asked")),
-        event(r#"{"type":"turn_complete","turn_id":"t1"}"#),
+        event(r#"{"type":"task_complete","turn_id":"t1"}"#),
     ]);
     assert!(resumed.previous_turn_settings().is_none());
     assert!(resumed.history().reference_context_item().is_none());
@@ -191,12 +191,12 @@ fn hydrates_previous_turn_settings_from_lifecycle_turn_with_missing_turn_context
     let context = turn_context(None, "gpt-x");
     let resumed = resume(&[
         meta(),
-        event(r#"{"type":"turn_started","turn_id":"t1"}"#),
+        event(r#"{"type":"task_started","turn_id":"t1"}"#),
         event(r#"{"type":"user_message","message":"hi"}"#),
         item(&user("hi")),
         line("turn_context", &context),
         item(&assistant("hello")),
-        event(r#"{"type":"turn_complete","turn_id":"t1"}"#),
+        event(r#"{"type":"task_complete","turn_id":"t1"}"#),
     ]);
     assert_eq!(
         resumed.previous_turn_settings().map(|raw| raw.get()),
@@ -208,18 +208,18 @@ fn hydrates_previous_turn_settings_from_lifecycle_turn_with_missing_turn_context
 
 #[test]
 fn a_turn_context_of_another_turn_is_not_used() {
-    // The segment's turn id is t2 (from turn_complete); a turn_context naming t1 inside it does
+    // The segment's turn id is t2 (from task_complete); a turn_context naming t1 inside it does
     // not count, so the settings come from the turn_context of t1's own segment.
     let resumed = resume(&[
         meta(),
-        event(r#"{"type":"turn_started","turn_id":"t1"}"#),
+        event(r#"{"type":"task_started","turn_id":"t1"}"#),
         item(&user("one")),
         line("turn_context", &turn_context(Some("t1"), "m1")),
-        event(r#"{"type":"turn_complete","turn_id":"t1"}"#),
-        event(r#"{"type":"turn_started","turn_id":"t2"}"#),
+        event(r#"{"type":"task_complete","turn_id":"t1"}"#),
+        event(r#"{"type":"task_started","turn_id":"t2"}"#),
         item(&user("two")),
         line("turn_context", &turn_context(Some("t1"), "stale")),
-        event(r#"{"type":"turn_complete","turn_id":"t2"}"#),
+        event(r#"{"type":"task_complete","turn_id":"t2"}"#),
     ]);
     assert_eq!(
         model_of(resumed.previous_turn_settings()).as_deref(),
@@ -282,10 +282,10 @@ fn rollback_skips_non_user_turns_for_history_and_metadata() {
     lines.extend(user_turn(2));
     // A turn without user input (a background turn): its own settings and an assistant item.
     lines.extend([
-        event(r#"{"type":"turn_started","turn_id":"turn-3"}"#),
+        event(r#"{"type":"task_started","turn_id":"turn-3"}"#),
         line("turn_context", &turn_context(Some("turn-3"), "m3")),
         item(&assistant("background note")),
-        event(r#"{"type":"turn_complete","turn_id":"turn-3"}"#),
+        event(r#"{"type":"task_complete","turn_id":"turn-3"}"#),
         rollback(1),
     ]);
     let resumed = resume(&lines);
@@ -380,7 +380,7 @@ fn a_rollback_that_discards_a_segment_with_a_compaction_does_not_use_it_as_base(
     let mut lines = vec![meta()];
     lines.extend(user_turn(1));
     let mut turn2 = user_turn(2);
-    let complete = turn2.pop().expect("turn_complete");
+    let complete = turn2.pop().expect("task_complete");
     // A mid-turn compaction, then the turn's context is established again.
     turn2.push(compacted(
         &summary,
@@ -430,9 +430,9 @@ fn a_compaction_clears_the_reference_context_unless_a_newer_turn_context_sets_it
     lines.extend(user_turn(1));
     // A manual compaction: a turn of its own, no user input, no turn_context after it.
     lines.extend([
-        event(r#"{"type":"turn_started","turn_id":"compact"}"#),
+        event(r#"{"type":"task_started","turn_id":"compact"}"#),
         compacted(&summary, Some(&[user("question 1"), user(&summary)])),
-        event(r#"{"type":"turn_complete","turn_id":"compact"}"#),
+        event(r#"{"type":"task_complete","turn_id":"compact"}"#),
     ]);
     let resumed = resume(&lines);
     assert!(
@@ -802,5 +802,113 @@ fn resuming_legacy_compactions_is_linear_in_the_file() {
     assert!(
         large <= small * 11,
         "300 pairs: {small} conversions; 3,000 pairs: {large}"
+    );
+}
+
+/// A Codex-shaped session as Codex writes it (turn events spelled `task_started` /
+/// `task_complete`), four turns that each hold two user messages (the second steers the turn),
+/// token counts and exec events between items, and a mid-turn compaction in turn 3.
+fn codex_session_with_two_messages_a_turn() -> Vec<String> {
+    let mut lines = vec![meta()];
+    for turn in 1..=4 {
+        let id = format!("turn-{turn}");
+        lines.push(event(&format!(
+            r#"{{"type":"task_started","turn_id":"{id}","model_context_window":258400}}"#
+        )));
+        lines.push(line(
+            "turn_context",
+            &turn_context(Some(&id), &format!("m{turn}")),
+        ));
+        for part in ["a", "b"] {
+            let text = format!("question {turn}{part}");
+            lines.push(event(&format!(
+                r#"{{"type":"user_message","message":"{text}","images":[]}}"#
+            )));
+            lines.push(item(&user(&text)));
+            lines.push(event(
+                r#"{"type":"token_count","info":null,"rate_limits":null}"#,
+            ));
+            if turn == 3 && part == "b" {
+                let summary = summary_text("turns 1 to 3");
+                let mut replacement: Vec<String> = (1..=3)
+                    .flat_map(|t| ["a", "b"].map(|p| user(&format!("question {t}{p}"))))
+                    .collect();
+                replacement.push(user(&summary));
+                lines.push(compacted(&summary, Some(&replacement)));
+                lines.push(line(
+                    "turn_context",
+                    &turn_context(Some(&id), "m3-compacted"),
+                ));
+            }
+            lines.push(event(
+                r#"{"type":"exec_command_end","call_id":"c","stdout":"","exit_code":0}"#,
+            ));
+            lines.push(item(&assistant(&format!("answer {turn}{part}"))));
+        }
+        lines.push(event(&format!(
+            r#"{{"type":"task_complete","turn_id":"{id}","last_agent_message":null}}"#
+        )));
+    }
+    lines
+}
+
+/// Codex writes its turn events as `task_started` / `task_complete` and reads `turn_started` /
+/// `turn_complete` as aliases: a file and its alias twin resume to the same history, settings and
+/// reference context after a rollback of every depth (and with a turn recorded after it). Read
+/// with only the alias names, the `task_*` file falls back to one segment per user message, and
+/// the rollbacks that reach into turn 3 choose another compaction base.
+#[test]
+fn a_file_and_its_alias_twin_resume_alike_after_rollbacks_of_every_depth() {
+    let codex = codex_session_with_two_messages_a_turn();
+    let twin = |lines: &[String]| -> Vec<String> {
+        lines
+            .iter()
+            .map(|line| {
+                line.replace(r#""type":"task_started""#, r#""type":"turn_started""#)
+                    .replace(r#""type":"task_complete""#, r#""type":"turn_complete""#)
+            })
+            .collect()
+    };
+    assert_ne!(twin(&codex), codex, "the twin differs in spelling");
+    for depth in 0..=9 {
+        for then_another_turn in [false, true] {
+            let mut lines = codex.clone();
+            lines.push(rollback(depth));
+            if then_another_turn {
+                lines.extend(user_turn(5));
+            }
+            let (written, aliased) = (resume(&lines), resume(&twin(&lines)));
+            let case = format!("rollback {depth}, then another turn: {then_another_turn}");
+            assert_eq!(jsons(written.history()), jsons(aliased.history()), "{case}");
+            assert_eq!(
+                written.previous_turn_settings().map(|raw| raw.get()),
+                aliased.previous_turn_settings().map(|raw| raw.get()),
+                "{case}"
+            );
+            assert_eq!(
+                reference_model(&written),
+                reference_model(&aliased),
+                "{case}"
+            );
+            assert_eq!(
+                written.compactions().expect("every line read").base,
+                aliased.compactions().expect("every line read").base,
+                "{case}"
+            );
+            assert_eq!(
+                written.ends_inside_turn(),
+                aliased.ends_inside_turn(),
+                "{case}"
+            );
+        }
+    }
+    // A rollback of one turn discards the whole of turn 4 (its two messages are one segment),
+    // so the previous-turn settings are turn 3's after its compaction.
+    let mut lines = codex.clone();
+    lines.push(rollback(1));
+    let resumed = resume(&lines);
+    assert_eq!(
+        model_of(resumed.previous_turn_settings()).as_deref(),
+        Some("m3-compacted")
     );
 }

@@ -181,7 +181,7 @@ fn lines_expose_number_offset_kind_and_the_payload_byte_for_byte() {
         meta_line(),
         String::new(),
         line("response_item", odd),
-        line("event_msg", r#"{"type":"turn_started","turn_id":"t1"}"#),
+        line("event_msg", r#"{"type":"task_started","turn_id":"t1"}"#),
         line("turn_context", r#"{"turn_id":"t1","model":"m"}"#),
         line("compacted", r#"{"message":"m","replacement_history":[]}"#),
     ]);
@@ -552,7 +552,7 @@ fn a_rollout_cut_at_every_byte_offset_resumes_the_complete_lines() {
     for turn in 0..34 {
         lines.push(line(
             "event_msg",
-            &format!(r#"{{"type":"turn_started","turn_id":"t{turn}"}}"#),
+            &format!(r#"{{"type":"task_started","turn_id":"t{turn}"}}"#),
         ));
         items.push(None);
         let item = match turn % 4 {
@@ -571,7 +571,7 @@ fn a_rollout_cut_at_every_byte_offset_resumes_the_complete_lines() {
         items.push(Some(item));
         lines.push(line(
             "event_msg",
-            &format!(r#"{{"type":"turn_complete","turn_id":"t{turn}"}}"#),
+            &format!(r#"{{"type":"task_complete","turn_id":"t{turn}"}}"#),
         ));
         items.push(None);
     }

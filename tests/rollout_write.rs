@@ -859,6 +859,16 @@ fn refused_lines() -> Vec<(&'static str, String, Option<&'static str>)> {
         ),
         (
             "event_msg",
+            event(r#"{"type":"task_started","turn_id":"t9"}"#),
+            Some("task_started"),
+        ),
+        (
+            "event_msg",
+            event(r#"{"type":"task_complete","turn_id":"t9"}"#),
+            Some("task_complete"),
+        ),
+        (
+            "event_msg",
             event(r#"{"type":"turn_started","turn_id":"t9"}"#),
             Some("turn_started"),
         ),
@@ -1062,7 +1072,7 @@ fn each_refused_line_would_make_resume_differ() {
         (
             "a turn that holds the later user turns, and the rollback discards its compaction",
             vec![U, A],
-            event(r#"{"type":"turn_started","turn_id":"t9"}"#),
+            event(r#"{"type":"task_started","turn_id":"t9"}"#),
             vec![U, C, U, R(1)],
         ),
         (
@@ -1081,7 +1091,7 @@ fn each_refused_line_would_make_resume_differ() {
         })
         .collect();
     // A file whose turns another writer (Codex) delimited: a turn id in the last turn's segment
-    // that its `turn_started` does not share joins it to the turn before, and the rollback then
+    // that its `task_started` does not share joins it to the turn before, and the rollback then
     // discards that turn's compaction too.
     for (what, x) in [
         (
@@ -1089,8 +1099,8 @@ fn each_refused_line_would_make_resume_differ() {
             raw("turn_context", r#"{"turn_id":"t9","model":"m"}"#),
         ),
         (
-            "a turn_complete whose turn id joins two turns",
-            event(r#"{"type":"turn_complete","turn_id":"t9"}"#),
+            "a task_complete whose turn id joins two turns",
+            event(r#"{"type":"task_complete","turn_id":"t9"}"#),
         ),
         (
             "a turn_aborted whose turn id joins two turns",
@@ -1098,14 +1108,14 @@ fn each_refused_line_would_make_resume_differ() {
         ),
     ] {
         let before = vec![
-            event(r#"{"type":"turn_started","turn_id":"t1"}"#),
+            event(r#"{"type":"task_started","turn_id":"t1"}"#),
             U,
             C,
-            event(r#"{"type":"turn_complete","turn_id":"t1"}"#),
-            event(r#"{"type":"turn_started","turn_id":"t2"}"#),
+            event(r#"{"type":"task_complete","turn_id":"t1"}"#),
+            event(r#"{"type":"task_started","turn_id":"t2"}"#),
             U,
             A,
-            event(r#"{"type":"turn_complete","turn_id":"t2"}"#),
+            event(r#"{"type":"task_complete","turn_id":"t2"}"#),
         ];
         let without = [before.clone(), vec![R(1)]].concat();
         let with = [before, vec![x, R(1)]].concat();

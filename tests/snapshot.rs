@@ -36,7 +36,7 @@ fn small_rollout() -> String {
             r#"{"type":"function_call_output","call_id":"gone","output":[{"type":"input_image","image_url":"data:image/png;base64,AAAA"}]}"#,
         ),
         item_line(r#"{"type":"future_thing","x":1}"#),
-        line("event_msg", r#"{"type":"turn_started","turn_id":"t9"}"#),
+        line("event_msg", r#"{"type":"task_started","turn_id":"t9"}"#),
     ];
     lines.iter().map(|line| format!("{line}\n")).collect()
 }
@@ -287,10 +287,13 @@ fn version_and_format_errors_say_what_was_found() {
 /// version) with `AGENT_HISTORY_WRITE_GOLDEN=1 cargo test --test snapshot golden`.
 #[test]
 fn golden_snapshot_v1_reads_and_rewrites_identically() {
-    let golden = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/snapshot-v1.snap");
-    // The example ends with a torn line: the snapshot covers the complete lines before it.
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+    let golden = fixtures.join("snapshot-v1.snap");
+    // The rollout the golden was written from (an earlier copy of the bundled session, with the
+    // turn events' alias names). It ends with a torn line: the snapshot covers the complete lines
+    // before it.
     let resumed = resume_file(
-        example("session.jsonl"),
+        fixtures.join("snapshot-v1.jsonl"),
         &ResumeOptions::new(DEFAULT_TRUNCATION).snapshot_ready(),
     )
     .expect("resumes");
@@ -575,7 +578,7 @@ fn a_later_line_that_could_change_the_prefix_falls_back() {
             LaterLine::Rollback,
         ),
         (
-            line("event_msg", r#"{"type":"turn_started","turn_id":"t"}"#),
+            line("event_msg", r#"{"type":"task_started","turn_id":"t"}"#),
             LaterLine::TurnEvent,
         ),
         (

@@ -22,7 +22,7 @@ pub enum LineKind {
     /// `compacted`: a compaction's summary and, in all but very old files, its replacement
     /// history.
     Compacted,
-    /// `event_msg`: a protocol event (`turn_started`, `thread_rolled_back`, …).
+    /// `event_msg`: a protocol event (`task_started`, `thread_rolled_back`, …).
     EventMsg,
     /// `turn_context`: one turn's settings.
     TurnContext,
@@ -152,9 +152,9 @@ pub(crate) struct CompactedPayload {
 /// A protocol event of an `event_msg` line, as far as resume cares.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Event {
-    /// `turn_started`.
+    /// `task_started` (Codex's spelling) or its alias `turn_started`.
     TurnStarted { turn_id: Option<TurnId> },
-    /// `turn_complete` or `turn_aborted`.
+    /// `task_complete` (Codex's spelling), its alias `turn_complete`, or `turn_aborted`.
     TurnEnded { turn_id: Option<TurnId> },
     /// `user_message`.
     UserMessage,
@@ -166,20 +166,18 @@ pub(crate) enum Event {
 
 impl Event {
     /// The `event_msg` types that delimit, count or roll back turns: those the reader reads into
-    /// an [`Event`] other than [`Event::Other`], and Codex's own spellings of the turn events,
-    /// `task_started` and `task_complete`, which this reader does not read yet
-    /// (`docs/codex-compatibility.md`). A writer that keeps a history in step with its file
-    /// writes none of them as raw lines: resume would change the history, or the turns a later
-    /// rollback counts, where the live history does not change — and a file written now must not
-    /// change meaning when the reader learns Codex's spellings.
+    /// an [`Event`] other than [`Event::Other`], in both spellings of the turn events. A writer
+    /// that keeps a history in step with its file writes none of them as raw lines: resume would
+    /// change the history, or the turns a later rollback counts, where the live history does not
+    /// change.
     pub(crate) const TURN_TYPES: [&str; 7] = [
         "thread_rolled_back",
+        "task_started",
+        "task_complete",
         "turn_started",
         "turn_complete",
         "turn_aborted",
         "user_message",
-        "task_started",
-        "task_complete",
     ];
 }
 
@@ -256,6 +254,30 @@ mod tests {
         }
     }
 
+    /// Codex's spellings of the turn events and their aliases read as the same event.
+    #[test]
+    fn both_spellings_of_the_turn_events_read_alike() {
+        for (codex, alias) in [
+            ("task_started", "turn_started"),
+            ("task_complete", "turn_complete"),
+        ] {
+            let read = |name: &str| event(&format!(r#"{{"type":"{name}","turn_id":"t7"}}"#));
+            assert_eq!(read(codex), read(alias), "{codex}");
+            assert_ne!(read(codex), Some(Event::Other), "{codex}");
+        }
+        let turn_id = Some(serde_json::from_str::<TurnId>(r#""t7""#).expect("a turn id"));
+        assert_eq!(
+            event(r#"{"type":"task_started","turn_id":"t7"}"#),
+            Some(Event::TurnStarted {
+                turn_id: turn_id.clone()
+            })
+        );
+        assert_eq!(
+            event(r#"{"type":"task_complete","turn_id":"t7"}"#),
+            Some(Event::TurnEnded { turn_id })
+        );
+    }
+
     /// Every event type the reader interprets is among the turn types a session refuses to write
     /// raw; the others it reads as `Other`. Checked over every type the reader knows and Codex's
     /// spellings, so that a reader that learns a new event fails here until the list has it.
@@ -282,11 +304,7 @@ mod tests {
             if interpreted {
                 assert!(Event::TURN_TYPES.contains(&name), "{name} is interpreted");
             }
-            assert_eq!(
-                Event::TURN_TYPES.contains(&name),
-                interpreted || name.starts_with("task_"),
-                "{name}"
-            );
+            assert_eq!(Event::TURN_TYPES.contains(&name), interpreted, "{name}");
         }
     }
 }

@@ -319,10 +319,12 @@ fn parse_event(payload: &str) -> Result<Event, String> {
             .map_err(|error| format!("{kind}: `turn_id`: {error}")),
     };
     Ok(match kind {
-        "turn_started" => Event::TurnStarted {
+        // Codex writes `task_started` / `task_complete` and reads `turn_started` /
+        // `turn_complete` as aliases: both spellings mean the same event.
+        "task_started" | "turn_started" => Event::TurnStarted {
             turn_id: turn_id()?,
         },
-        "turn_complete" | "turn_aborted" => Event::TurnEnded {
+        "task_complete" | "turn_complete" | "turn_aborted" => Event::TurnEnded {
             turn_id: turn_id()?,
         },
         "user_message" => Event::UserMessage,

@@ -263,7 +263,7 @@ impl Resumed {
         self.previous_turn_settings.as_deref()
     }
 
-    /// Whether the rollout ends inside a turn (a `turn_started` without its end).
+    /// Whether the rollout ends inside a turn (a `task_started` without its end).
     pub fn ends_inside_turn(&self) -> bool {
         self.ends_inside_turn
     }
@@ -391,9 +391,11 @@ impl Rollout {
     /// It follows Codex's two phases.
     ///
     /// **Phase 1, reverse scan.** From the newest line back, lines are grouped into turn
-    /// *segments*. A segment is closed by a `turn_started` event whose turn id is compatible with
-    /// the segment's (one of the two is unknown, or they are equal); a `turn_started` with another
-    /// id stays inside the segment. The segment's turn id comes from `turn_complete`,
+    /// *segments*. A segment is closed by a `task_started` event (Codex's name; `turn_started` is
+    /// read as the same event, as `turn_complete` is as `task_complete`) whose turn id is
+    /// compatible with the segment's (one of the two is unknown, or they are equal); a
+    /// `task_started` with another id stays inside the segment. The segment's turn id comes from
+    /// `task_complete`,
     /// `turn_aborted` or a `turn_context`, whichever is newest. A segment *counts as a user turn*
     /// when it holds a `user_message` event, an `inter_agent_communication` line or a
     /// `response_item` that is a user-turn boundary. Per segment the scan keeps the newest
@@ -406,9 +408,9 @@ impl Rollout {
     /// previous-turn settings and the reference context item. The scan stops once all three are
     /// known.
     ///
-    /// Lines outside any turn — not between a `turn_started` and the `turn_complete` /
+    /// Lines outside any turn — not between a `task_started` and the `task_complete` /
     /// `turn_aborted` that ends it, which is the whole file in hand-written rollouts, in old Codex
-    /// files and in files this library writes — have no `turn_started` to close their segments.
+    /// files and in files this library writes — have no `task_started` to close their segments.
     /// There each user-turn line starts a segment of its own (a `user_message` event and the
     /// user-turn item that follows it start one segment together), so rollbacks count the same
     /// turns as [`History::drop_last_n_user_turns`]. Lines before the first user turn form the
@@ -419,7 +421,7 @@ impl Rollout {
     ///   a `Latest` reference context item (a bare `turn_context` does not, as in Codex's tests);
     ///   if it holds a `compacted` line (a manual compaction turn) it clears the reference context
     ///   item.
-    /// * Compatibility applies to `turn_context` lines as to `turn_started`: a `turn_context`
+    /// * Compatibility applies to `turn_context` lines as to `task_started`: a `turn_context`
     ///   whose turn id differs from the segment's known one is ignored.
     ///
     /// **Phase 2, forward replay** into an empty [`History`] with the caller's truncation policy:

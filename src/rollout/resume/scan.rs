@@ -233,7 +233,7 @@ fn free_segment_starts(lines: &[RolloutLine]) -> Vec<bool> {
     starts
 }
 
-/// Whether the lines end inside a turn: a `turn_started` without its `turn_complete` or
+/// Whether the lines end inside a turn: a `task_started` without its `task_complete` or
 /// `turn_aborted`. (A snapshot records it: lines appended later may then belong to that turn.)
 pub(super) fn ends_inside_turn(lines: &[RolloutLine]) -> bool {
     let mut in_turn = false;

@@ -26,7 +26,8 @@ use super::{FallbackReason, ResumeOptions, ResumeSource, Resumed};
 pub enum LaterLine {
     /// A `thread_rolled_back` event: it can discard covered turns and compactions.
     Rollback,
-    /// A turn event (`turn_started`, `turn_complete`, `turn_aborted`): it moves turn segments.
+    /// A turn event (`task_started`, `task_complete`, their `turn_*` aliases, `turn_aborted`): it
+    /// moves turn segments.
     TurnEvent,
     /// A `turn_context` line: it can change the previous-turn settings and the reference
     /// context item.
