@@ -20,10 +20,11 @@ use crate::snapshot::SnapshotHeader;
 /// A history whose every change is appended to a rollout: recorded items as `response_item`
 /// lines (as given, before truncation; never filtered items, never projection repairs),
 /// compactions as `compacted` lines, rollbacks as `thread_rolled_back` events. Resuming the file
-/// gives a history equal to this one, entry for entry — with one exception that follows Codex:
-/// a rollback (or a fork) that reaches back across a compaction. Live, it cuts the compacted
-/// history; resume discards the compaction with the rolled-back turns and restores the items from
-/// before it (`docs/codex-compatibility.md`).
+/// gives a history equal to this one, entry for entry, and one that a later rollback changes as it
+/// changes this one — across compactions too ([`History::drop_last_n_user_turns`]). A session
+/// resumed through a snapshot is the exception: a version 1 snapshot does not hold the states
+/// before the compactions it covers, so a rollback does not return past them
+/// (`docs/codex-compatibility.md`).
 ///
 /// The history changes first, then the line is written. If the write fails, the error is
 /// returned, the history keeps the change, and the line stays pending in the writer: it is written
@@ -165,7 +166,7 @@ impl Session<FileSink> {
     /// after it. Pending lines are flushed first.
     ///
     /// The snapshot stands for what resuming the rollout gives, which is this session's history
-    /// except after a rollback across a compaction (see [`Session`]). To get it without reading
+    /// (see [`Session`]). To get it without reading
     /// the whole file, the snapshot already at `path` is tried as a base: refreshing a snapshot
     /// reads only the lines appended since it was written — unless one of them is a rollback, a
     /// compaction or a turn line, which make resume read the whole file (see
@@ -211,7 +212,7 @@ impl Session<FileSink> {
     ) -> Result<Session<FileSink>, Error> {
         self.writer.flush()?;
         let history = self.history.before_user_turn(turn)?;
-        let dropped_turns = self.history.user_turn_count() - history.user_turn_count();
+        let dropped_turns = self.history.reachable_user_turns() - history.reachable_user_turns();
         meta.forked_from_id = Some(self.thread_id);
         let mut writer = RolloutWriter::create(path.as_ref(), &meta, durability)?;
         let parent = self.writer.path().to_owned();

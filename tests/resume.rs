@@ -302,8 +302,11 @@ fn rollback_skips_non_user_turns_for_history_and_metadata() {
 // The reverse scan and the forward replay.
 // ---------------------------------------------------------------------------------------------
 
+/// The history is rebuilt from the newest compaction's replacement history (the items before it
+/// are not sent), and keeps the states before each compaction, as the live history does: the
+/// version counts both replaces, and a rollback of the turns since returns before the compaction.
 #[test]
-fn the_compaction_base_is_found_by_the_reverse_scan_and_earlier_items_are_ignored() {
+fn the_newest_compaction_is_the_base_and_the_states_before_stay_reachable() {
     let summary = summary_text("we listed the files");
     let old_summary = summary_text("older");
     let mut lines = vec![meta()];
@@ -337,12 +340,20 @@ fn the_compaction_base_is_found_by_the_reverse_scan_and_earlier_items_are_ignore
         jsons(resumed.history()),
         [replacement.to_vec(), turn_items(3)].concat()
     );
-    assert_eq!(
-        resumed.history().version(),
-        1,
-        "one replace, by the base only"
-    );
+    assert_eq!(resumed.history().version(), 2, "two replaces, as live");
     assert_eq!(reference_model(&resumed).as_deref(), Some("m3"));
+    assert_eq!(resumed.history().compactions_reachable(), 2);
+    assert_eq!(resumed.history().reachable_user_turns(), 3);
+    // Rolling back turns 3 and 2 returns to the history before the second compaction, less turn
+    // 2: the first compaction's replacement history.
+    let mut history = resumed.history().clone();
+    history.drop_last_n_user_turns(2).expect("rolled back");
+    assert_eq!(jsons(&history), [user("question 1"), user(&old_summary)]);
+    assert_eq!(history.compactions_reachable(), 1);
+    // And all three turns: the session before its first turn.
+    let mut history = resumed.history().clone();
+    history.drop_last_n_user_turns(3).expect("rolled back");
+    assert!(history.is_empty(), "{:?}", jsons(&history));
 }
 
 #[test]
@@ -911,4 +922,63 @@ fn a_file_and_its_alias_twin_resume_alike_after_rollbacks_of_every_depth() {
         model_of(resumed.previous_turn_settings()).as_deref(),
         Some("m3-compacted")
     );
+}
+
+/// Turn events, `user_message` events and `inter_agent_communication` lines do not change the
+/// history a rollout resumes to (rollback counts the user turns the history holds), but they
+/// group lines into turns, and so decide which `turn_context` line resume takes the previous-turn
+/// settings and the reference context item from after a rollback. For each, inserted somewhere
+/// into a Codex-shaped session that ends with a rollback, the settings or the reference change
+/// while the history does not. (This is why a `Session` refuses to write them raw.)
+#[test]
+fn each_turn_line_changes_what_resume_takes_from_turn_contexts() {
+    // Codex's file, and one without turn events (as older files and hand-written ones are).
+    let mut codex = codex_session_with_two_messages_a_turn();
+    codex.push(rollback(1));
+    let mut free = vec![meta()];
+    for turn in 1..=3 {
+        free.push(line(
+            "turn_context",
+            &turn_context(None, &format!("m{turn}")),
+        ));
+        free.push(item(&user(&format!("question {turn}"))));
+        free.push(item(&assistant(&format!("answer {turn}"))));
+    }
+    free.push(rollback(1));
+    let outcome = |lines: &[String]| {
+        let resumed = resume(lines);
+        (
+            jsons(resumed.history()),
+            resumed
+                .previous_turn_settings()
+                .map(|raw| raw.get().to_owned()),
+            reference_model(&resumed),
+        )
+    };
+    let candidates = [
+        event(r#"{"type":"task_started","turn_id":"turn-9"}"#),
+        event(r#"{"type":"turn_started","turn_id":"turn-9"}"#),
+        event(r#"{"type":"task_complete","turn_id":"turn-9"}"#),
+        event(r#"{"type":"turn_complete","turn_id":"turn-9"}"#),
+        event(r#"{"type":"turn_aborted","turn_id":"turn-9","reason":"interrupted"}"#),
+        event(r#"{"type":"user_message","message":"hi"}"#),
+        line(
+            "inter_agent_communication",
+            r#"{"author":"a","recipient":"b","content":"hi"}"#,
+        ),
+    ];
+    for candidate in candidates {
+        let mut witnessed = false;
+        for base in [&codex, &free] {
+            let (history, settings, reference) = outcome(base);
+            for position in 1..base.len() {
+                let mut lines = base.clone();
+                lines.insert(position, candidate.clone());
+                let (changed_history, changed_settings, changed_reference) = outcome(&lines);
+                assert_eq!(changed_history, history, "{candidate} at {position}");
+                witnessed |= changed_settings != settings || changed_reference != reference;
+            }
+        }
+        assert!(witnessed, "{candidate} changes nothing resume takes");
+    }
 }

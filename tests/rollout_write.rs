@@ -686,9 +686,9 @@ mod round_trip_property {
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(128))]
 
-        /// Any session of records, rollbacks and compactions resumes to the live history, except
-        /// a rollback that reaches back across a compaction (documented: resume follows Codex
-        /// there), which the generator leaves out.
+        /// Any session of records, rollbacks and compactions resumes to the live history,
+        /// rollbacks that reach back across compactions included; and the resumed history rolls
+        /// back as the live one does, to every depth.
         #[test]
         fn sessions_resume_to_the_live_history(actions in proptest::collection::vec(action(), 0..40)) {
             let writer = RolloutWriter::with_sink(Vec::new(), "memory", Durability::Flush);
@@ -696,13 +696,10 @@ mod round_trip_property {
             session
                 .append_raw("session_meta", &common::meta_payload())
                 .expect("meta");
-            // User turns recorded since the last compaction: how far a rollback may reach.
-            let mut turns_since_compaction = 0usize;
             for action in &actions {
                 match action {
                     Action::User(n) => {
                         session.record_json(&user(&format!("question {n}"))).expect("recorded");
-                        turns_since_compaction += 1;
                     }
                     Action::Context => {
                         session
@@ -718,15 +715,10 @@ mod round_trip_property {
                         session.record_json(&assistant("done")).expect("recorded");
                     }
                     Action::Rollback(n) => {
-                        let n = usize::from(*n);
-                        if n <= turns_since_compaction {
-                            session.rollback(n).expect("rolled back");
-                            turns_since_compaction -= n;
-                        }
+                        session.rollback(usize::from(*n)).expect("rolled back");
                     }
                     Action::Compact => {
                         session.compact(&summary_text("summary")).expect("compacted");
-                        turns_since_compaction = 0;
                     }
                 }
                 session.history().assert_invariants();
@@ -734,7 +726,18 @@ mod round_trip_property {
             let bytes = session.writer().sink().clone();
             let resumed = resume_bytes(bytes.as_slice(), DEFAULT_TRUNCATION);
             prop_assert_eq!(resumed.history().entries(), session.history().entries(), "actions: {:?}", actions);
+            prop_assert_eq!(resumed.history().version(), session.history().version());
             prop_assert_eq!(projection_bytes(resumed.history()), projection_bytes(session.history()));
+            let live = session.history();
+            prop_assert_eq!(resumed.history().reachable_user_turns(), live.reachable_user_turns());
+            prop_assert_eq!(resumed.history().compactions_reachable(), live.compactions_reachable());
+            for depth in 1..=live.reachable_user_turns() + 1 {
+                let mut from_file = resumed.history().clone();
+                let mut from_memory = live.clone();
+                from_file.drop_last_n_user_turns(depth).expect("rolled back");
+                from_memory.drop_last_n_user_turns(depth).expect("rolled back");
+                prop_assert_eq!(from_file.entries(), from_memory.entries(), "depth {}", depth);
+            }
         }
     }
 }
@@ -1028,13 +1031,13 @@ fn append_raw_refuses_an_event_without_one_string_type() {
 
 /// Why each line is refused: written into the file behind the session's back (as a raw writer
 /// would), it makes the resumed history differ from the live one in a session where, without it,
-/// they are equal. The scripts put turn events of another writer (Codex) into the file where a
-/// case needs them. `inter_agent_communication` (which resume counts as a user turn) and Codex's
-/// `task_started` / `task_complete` (which this reader does not read yet) are refused without a
-/// witness here.
+/// they are equal. The turn events and `inter_agent_communication` lines change what resume takes
+/// from `turn_context` lines (the reference context item, the previous-turn settings), which a
+/// session does not write: their witness is
+/// `resume::each_turn_line_changes_what_resume_takes_from_turn_contexts`.
 #[test]
 fn each_refused_line_would_make_resume_differ() {
-    use Step::{Assistant as A, Compact as C, Rollback as R, User as U};
+    use Step::{Assistant as A, User as U};
     let raw = |kind: &'static str, payload: &str| Step::Raw(kind, payload.to_owned());
     let event = |payload: &str| raw("event_msg", payload);
     // Each case: the steps before the line `x`, the line, the steps after it.
@@ -1069,20 +1072,8 @@ fn each_refused_line_would_make_resume_differ() {
             raw("turn_context", r#"{"model":"m"}"#),
             vec![],
         ),
-        (
-            "a turn that holds the later user turns, and the rollback discards its compaction",
-            vec![U, A],
-            event(r#"{"type":"task_started","turn_id":"t9"}"#),
-            vec![U, C, U, R(1)],
-        ),
-        (
-            "a user turn that holds the next one, and the rollback discards its compaction",
-            vec![],
-            event(r#"{"type":"user_message","message":"hi"}"#),
-            vec![C, U, R(1)],
-        ),
     ];
-    let mut scripts: Vec<(&str, Vec<Step>, Vec<Step>)> = cases
+    let scripts: Vec<(&str, Vec<Step>, Vec<Step>)> = cases
         .into_iter()
         .map(|(what, before, x, after)| {
             let without = [before.clone(), after.clone()].concat();
@@ -1090,37 +1081,6 @@ fn each_refused_line_would_make_resume_differ() {
             (what, with, without)
         })
         .collect();
-    // A file whose turns another writer (Codex) delimited: a turn id in the last turn's segment
-    // that its `task_started` does not share joins it to the turn before, and the rollback then
-    // discards that turn's compaction too.
-    for (what, x) in [
-        (
-            "a turn_context whose turn id joins two turns",
-            raw("turn_context", r#"{"turn_id":"t9","model":"m"}"#),
-        ),
-        (
-            "a task_complete whose turn id joins two turns",
-            event(r#"{"type":"task_complete","turn_id":"t9"}"#),
-        ),
-        (
-            "a turn_aborted whose turn id joins two turns",
-            event(r#"{"type":"turn_aborted","turn_id":"t9"}"#),
-        ),
-    ] {
-        let before = vec![
-            event(r#"{"type":"task_started","turn_id":"t1"}"#),
-            U,
-            C,
-            event(r#"{"type":"task_complete","turn_id":"t1"}"#),
-            event(r#"{"type":"task_started","turn_id":"t2"}"#),
-            U,
-            A,
-            event(r#"{"type":"task_complete","turn_id":"t2"}"#),
-        ];
-        let without = [before.clone(), vec![R(1)]].concat();
-        let with = [before, vec![x, R(1)]].concat();
-        scripts.push((what, with, without));
-    }
     for (what, with, without) in scripts {
         let (live, resumed) = run_behind_the_back(&without);
         assert_eq!(live, resumed, "{what}: the script without the line");

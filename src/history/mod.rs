@@ -1,14 +1,16 @@
 //! The history layer: [`History`], the persistent, structurally shared conversation history.
 //!
 //! Every inherent method of `History` that changes or reads the history lives in this folder:
-//! recording, replacing, removing and rolling back here, compaction in `compact.rs`, the pairing
-//! index it maintains in `index.rs`, record-time truncation in `truncate.rs`. `shared.rs` shares a
+//! recording, replacing and removing here, rollback (and the states before compactions it can
+//! return to) in `rollback.rs`, compaction in `compact.rs`, the pairing index it maintains in
+//! `index.rs`, record-time truncation in `truncate.rs`. `shared.rs` shares a
 //! history between threads: one writer publishes versions, any number of readers load them.
 //! Projecting a history into a request is the projection layer's work (`History::project` is
 //! defined there).
 
 mod compact;
 mod index;
+mod rollback;
 mod shared;
 mod truncate;
 
@@ -20,8 +22,8 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 
 use crate::item::{
-    Entry, ItemError, ItemKind, OutputBody, Pairing, ResponseItem, Role, TurnRole,
-    approx_token_count, parse_item, turn_role,
+    Entry, ItemError, ItemKind, OutputBody, Pairing, ResponseItem, Role, approx_token_count,
+    parse_item,
 };
 
 pub use compact::{COMPACT_USER_MESSAGE_TOKENS, Compacted, EMPTY_SUMMARY, summary_text};
@@ -90,6 +92,13 @@ pub struct History {
     tokens: u128,
     truncation: TruncationPolicy,
     reference_context_item: Option<Arc<Value>>,
+    /// The first position whose user turns are this state's own: the items before it came from
+    /// the replacement history of the compaction that began this state, and their user messages
+    /// stand for turns of an earlier state. 0 when there is no earlier state.
+    turns_from: usize,
+    /// The states before each compaction (or other [`History::replace`]) that a rollback can
+    /// return to, oldest first (`rollback.rs`).
+    earlier: Vector<Arc<rollback::Earlier>>,
 }
 
 impl Default for History {
@@ -100,7 +109,8 @@ impl Default for History {
 
 impl PartialEq for History {
     /// Histories are equal when their entries, version, truncation policy and reference context
-    /// are equal (the index and token total are derived from the entries).
+    /// are equal (the index and token total are derived from the entries; the earlier states a
+    /// rollback can return to are not compared).
     fn eq(&self, other: &Self) -> bool {
         self.version == other.version
             && self.truncation == other.truncation
@@ -136,6 +146,8 @@ impl History {
             tokens: 0,
             truncation: policy,
             reference_context_item: None,
+            turns_from: 0,
+            earlier: Vector::new(),
         }
     }
 
@@ -396,10 +408,15 @@ impl History {
         Ok((Entry::from_json(value.to_string())?, true))
     }
 
-    /// Replaces all items with `entries` (used for compaction and rollback). Bumps the version
-    /// (saturating) and rebuilds the index. Time: O(n log n).
+    /// Replaces all items with `entries` (compaction does this). Bumps the version (saturating)
+    /// and rebuilds the index. The history as it was stays reachable: a rollback of more user
+    /// turns than were recorded since returns to it (see [`History::drop_last_n_user_turns`]).
+    /// The user messages in `entries` are not turns of their own: they stand for turns of the
+    /// history before. Time: O(n log n) for the n new entries; the earlier state is kept in O(1).
     pub fn replace(&mut self, entries: impl IntoIterator<Item = Entry>) {
         let entries: Vector<Entry> = entries.into_iter().collect();
+        self.keep_earlier_state();
+        self.turns_from = entries.len();
         self.set_entries(entries);
         self.version = self.version.saturating_add(1);
     }
@@ -412,104 +429,26 @@ impl History {
 
     /// Removes the first item and then the first item that pairs with it: a call takes
     /// its first output along, an output its first call (a `function_call_output` looks for a
-    /// `function_call` first, then a `local_shell_call`). Does not bump the version. Returns the
-    /// removed entries (none on an empty history). Time: O(n).
+    /// `function_call` first, then a `local_shell_call`). Does not bump the version, and does not
+    /// change the states a rollback can return to. Returns the removed entries (none on an empty
+    /// history). Time: O(n).
     pub fn remove_first_item(&mut self) -> Vec<Entry> {
         let mut entries = self.entries.clone();
         let Some(first) = entries.pop_front() else {
             return Vec::new();
         };
         let mut removed = vec![first.clone()];
+        let mut removed_before_turns = 1;
         if let Some(position) = counterpart_position(&entries, &first) {
+            // `position` is in the shortened vector: the entry was at `position + 1`.
+            if position + 1 < self.turns_from {
+                removed_before_turns += 1;
+            }
             removed.push(entries.remove(position));
         }
+        self.turns_from = self.turns_from.saturating_sub(removed_before_turns);
         self.set_entries(entries);
         removed
-    }
-
-    /// Number of user turns in the history (entries flagged
-    /// [`EntryFlags::is_user_turn_boundary`](crate::item::EntryFlags::is_user_turn_boundary)).
-    /// Time: O(1).
-    pub fn user_turn_count(&self) -> usize {
-        self.index.user_turns().len()
-    }
-
-    /// Rolls back the last `n` user turns: cuts at the `n`-th last user-turn boundary (or the
-    /// first, if there are fewer), trims the context updates directly above the cut (clearing the
-    /// reference context item when one of them also held other text), and replaces the history
-    /// with what remains (bumping the version). Items before the first user turn always survive.
-    /// With no user turn at all the items are kept but the version is still bumped, as Codex does.
-    /// Time: O(k log n) for k removed items.
-    ///
-    /// # Errors
-    ///
-    /// [`ItemError::InvalidJson`] when a message above the cut does not parse (an entry from a
-    /// crafted snapshot, see [`Entry::to_item`]); the history is then unchanged.
-    pub fn drop_last_n_user_turns(&mut self, n: usize) -> Result<(), ItemError> {
-        if n == 0 {
-            return Ok(());
-        }
-        let turns = self.index.user_turns();
-        let Some(&first_boundary) = turns.get_min() else {
-            self.version = self.version.saturating_add(1);
-            return Ok(());
-        };
-        // The n-th boundary from the end; with fewer than n turns, the first one.
-        let mut cut = turns
-            .iter()
-            .rev()
-            .nth(n - 1)
-            .copied()
-            .unwrap_or(first_boundary);
-        let mut clears_reference = false;
-        while cut > first_boundary {
-            let Some(above) = self.entries.get(cut - 1) else {
-                break;
-            };
-            match turn_role(above)? {
-                TurnRole::ContextUpdate { mixed } => {
-                    clears_reference |= mixed;
-                    cut -= 1;
-                }
-                TurnRole::Boundary | TurnRole::Other => break,
-            }
-        }
-        if clears_reference {
-            self.reference_context_item = None;
-        }
-        self.truncate(cut);
-        self.version = self.version.saturating_add(1);
-        Ok(())
-    }
-
-    /// The history as it was before its user turn number `turn` (1-based) began: the first
-    /// `turn − 1` user turns and everything before them, with the context updates that preceded
-    /// turn `turn` trimmed as a rollback does. `turn` past the last turn gives a plain clone.
-    /// The result shares structure with `self`. Time: O(1) for a clone, O(k log n) for k items
-    /// cut off.
-    ///
-    /// # Errors
-    ///
-    /// As [`History::drop_last_n_user_turns`].
-    pub fn before_user_turn(&self, turn: usize) -> Result<History, ItemError> {
-        let mut fork = self.clone();
-        let total = self.user_turn_count();
-        if turn >= 1 && turn <= total {
-            fork.drop_last_n_user_turns(total - turn + 1)?;
-        }
-        Ok(fork)
-    }
-
-    /// Keeps the first `len` items, undoing their index entries one by one.
-    fn truncate(&mut self, len: usize) {
-        while self.entries.len() > len {
-            let position = self.entries.len() - 1;
-            let Some(entry) = self.entries.pop_back() else {
-                break;
-            };
-            self.index.pop(position, &entry);
-            self.tokens = self.tokens.saturating_sub(u128::from(entry.tokens()));
-        }
     }
 
     /// The pairing index (crate-internal: read by projection).
@@ -538,6 +477,14 @@ impl History {
             .map(|entry| u128::from(entry.tokens()))
             .sum();
         assert_eq!(self.tokens, tokens, "token total differs from a recount");
+        assert!(
+            self.turns_from <= self.entries.len(),
+            "the first position of the state's own turns is past its end"
+        );
+        assert!(
+            !self.earlier.is_empty() || self.turns_from == 0,
+            "a history with no earlier state has turns before its own"
+        );
         for entry in &self.entries {
             assert!(
                 entry.payload.stored_json().is_some(),

@@ -76,6 +76,20 @@ pub(crate) fn compare_history(history: &History, model: &ModelHistory) -> Result
             model.has_reference_context
         ));
     }
+    if history.reachable_user_turns() != model.reachable_user_turns() {
+        return Err(format!(
+            "reachable user turns: library {} model {}",
+            history.reachable_user_turns(),
+            model.reachable_user_turns()
+        ));
+    }
+    if history.compactions_reachable() != model.earlier.len() {
+        return Err(format!(
+            "earlier states: library {} model {}",
+            history.compactions_reachable(),
+            model.earlier.len()
+        ));
+    }
     history.assert_invariants();
     Ok(())
 }

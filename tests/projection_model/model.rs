@@ -7,9 +7,14 @@ use crate::spec::*;
 #[derive(Debug, Clone, Default)]
 pub(crate) struct ModelHistory {
     pub(crate) items: Vec<String>,
+    /// For each item, whether it was recorded into this state (not put there by a replace, whose
+    /// user messages stand for turns of an earlier state).
+    pub(crate) own: Vec<bool>,
     pub(crate) version: u64,
     /// Whether a reference context item is set.
     pub(crate) has_reference_context: bool,
+    /// The states each replace replaced, oldest first: a rollback can return to them.
+    pub(crate) earlier: Vec<(Vec<String>, Vec<bool>)>,
 }
 
 /// How an item counts for rollback (rollback and user turns).
@@ -97,6 +102,7 @@ impl ModelHistory {
             "compaction_trigger" => Recorded::Filtered(FilterReason::CompactionTrigger),
             _ => {
                 self.items.push(json.to_owned());
+                self.own.push(true);
                 Recorded::Stored {
                     position: self.items.len() - 1,
                     truncated: false,
@@ -111,6 +117,7 @@ impl ModelHistory {
             return Vec::new();
         }
         let first = self.items.remove(0);
+        self.own.remove(0);
         let item = parse(&first);
         let mut removed = vec![first];
         let Some(call_id) = str_field(&item, "call_id").filter(|_| has_call_id_field(&item)) else {
@@ -132,39 +139,79 @@ impl ModelHistory {
             });
             if let Some(position) = found {
                 removed.push(self.items.remove(position));
+                self.own.remove(position);
                 break;
             }
         }
         removed
     }
 
+    /// The user turns a rollback can undo: boundaries recorded into a reachable state.
+    pub(crate) fn reachable_user_turns(&self) -> usize {
+        self.earlier
+            .iter()
+            .map(|(items, own)| (items, own))
+            .chain(std::iter::once((&self.items, &self.own)))
+            .map(|(items, own)| {
+                items
+                    .iter()
+                    .zip(own)
+                    .filter(|(json, own)| **own && turn_class(&parse(json)) == TurnClass::Boundary)
+                    .count()
+            })
+            .sum()
+    }
+
+    /// Replace: the state before is kept for rollbacks, and none of the new items is a turn of
+    /// its own.
     pub(crate) fn replace(&mut self, items: Vec<String>) {
-        self.items = items;
+        let own = vec![false; items.len()];
+        let before_items = std::mem::replace(&mut self.items, items);
+        let before_own = std::mem::replace(&mut self.own, own);
+        self.earlier.push((before_items, before_own));
         self.version = self.version.saturating_add(1);
     }
 
-    /// Rollback. Returns how many context items were trimmed above the cut (for coverage checks).
+    /// Rollback: the history returns to what it was before the n-th last user turn recorded into
+    /// it (in any state, oldest first) began. Returns how many context items were trimmed above
+    /// the cut (for coverage checks).
     pub(crate) fn drop_last_n_user_turns(&mut self, n: usize) -> usize {
         if n == 0 {
             return 0;
         }
-        let values = self.values();
-        let boundaries: Vec<usize> = values
+        // Every turn recorded into a state still reachable: (state, position), oldest first;
+        // state `earlier.len()` is the current one.
+        let mut turns = Vec::new();
+        let states = self
+            .earlier
             .iter()
-            .enumerate()
-            .filter(|(_, item)| turn_class(item) == TurnClass::Boundary)
-            .map(|(position, _)| position)
-            .collect();
-        let Some(&first) = boundaries.first() else {
-            self.replace(self.items.clone());
+            .map(|(items, own)| (items, own))
+            .chain(std::iter::once((&self.items, &self.own)));
+        for (state, (items, own)) in states.enumerate() {
+            for (position, json) in items.iter().enumerate() {
+                if own[position] && turn_class(&parse(json)) == TurnClass::Boundary {
+                    turns.push((state, position));
+                }
+            }
+        }
+        if turns.is_empty() {
+            self.version = self.version.saturating_add(1);
             return 0;
-        };
-        let mut cut = if n >= boundaries.len() {
-            first
-        } else {
-            boundaries[boundaries.len() - n]
-        };
-        let boundary_cut = cut;
+        }
+        let (state, boundary_cut) = turns[turns.len() - n.min(turns.len())];
+        if state < self.earlier.len() {
+            let (items, own) = self.earlier[state].clone();
+            self.items = items;
+            self.own = own;
+            self.earlier.truncate(state);
+            self.has_reference_context = false;
+        }
+        let values = self.values();
+        let first = values
+            .iter()
+            .position(|item| turn_class(item) == TurnClass::Boundary)
+            .expect("the cut is at a boundary");
+        let mut cut = boundary_cut;
         while cut > first {
             match turn_class(&values[cut - 1]) {
                 TurnClass::Context { mixed } => {
@@ -176,7 +223,9 @@ impl ModelHistory {
                 TurnClass::Boundary | TurnClass::Other => break,
             }
         }
-        self.replace(self.items[..cut].to_vec());
+        self.items.truncate(cut);
+        self.own.truncate(cut);
+        self.version = self.version.saturating_add(1);
         boundary_cut - cut
     }
 }

@@ -220,7 +220,8 @@ pub struct Resumed {
 /// lines the snapshot covers, so it has none of these ([`Resumed::compactions`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Compactions {
-    /// The line number of the `compacted` line the history was rebuilt from, if any.
+    /// The line number of the `compacted` line (with a replacement history) the history's
+    /// current state began with, if any: the newest one that no later rollback returned past.
     pub base: Option<u64>,
     /// Number of `compacted` lines in the file (Codex's fallback window number).
     pub lines: u64,
@@ -446,12 +447,7 @@ impl Rollout {
     pub fn resume(&self, truncation: TruncationPolicy) -> Result<Resumed, RolloutError> {
         let scan = reverse_scan(&self.lines);
         let mut replay = Replay::new(History::with_truncation(truncation), Vec::new());
-        let mut replay_from = 0;
-        if let Some(base) = scan.base {
-            replay.rebase(base.replacement_history, self.lines[base.position].number);
-            replay_from = base.position + 1;
-        }
-        replay.lines(&self.lines[replay_from..], self.path())?;
+        replay.lines(&self.lines, self.path())?;
         let replay = replay.finish(self.path())?;
         let reference_context_item = match scan.reference {
             Reference::Latest(value) if !replay.legacy_compaction => Some(value.clone()),
@@ -466,7 +462,7 @@ impl Rollout {
             previous_turn_settings: scan.settings.map(ToOwned::to_owned),
             ends_inside_turn: scan::ends_inside_turn(&self.lines),
             compactions: Some(Compactions {
-                base: scan.base.map(|base| self.lines[base.position].number),
+                base: replay.base,
                 lines: count_compacted(&self.lines),
                 legacy_rebuilt: replay.legacy_compaction,
             }),

@@ -1,5 +1,9 @@
 //! Phase 2 of resume: the forward replay of lines onto a history. One function for every way of
-//! resuming: after the base of a full resume, and after the prefix a snapshot covers.
+//! resuming: from the first line of a full resume, and after the prefix a snapshot covers.
+//!
+//! Compactions and rollbacks are replayed through the same [`History`] operations a live session
+//! uses, so the resumed history keeps the states before each compaction that a rollback can
+//! return to, and equals the live one.
 //!
 //! Legacy compactions (a `compacted` line without replacement history) are rebuilt as local
 //! compaction would, through one [`UserWindow`] of real user messages: the compacted history is
@@ -9,7 +13,7 @@
 use std::path::Path;
 
 use crate::history::{History, Recorded, UserWindow, real_user_text};
-use crate::item::{Entry, ItemError};
+use crate::item::ItemError;
 
 use super::super::error::RolloutError;
 use super::super::line::{Event, Facts, LineContent, RolloutLine};
@@ -38,6 +42,11 @@ pub(super) struct Replay {
     history: History,
     /// For each entry, the 1-based number of its line (0 when unknown: an entry of a snapshot).
     entry_lines: Vec<u64>,
+    /// The `compacted` line the current state of the history began with, if any.
+    base: Option<u64>,
+    /// For each earlier state of the history (oldest first, as the history keeps them): its
+    /// entries' lines and its base.
+    earlier: Vec<(Vec<u64>, Option<u64>)>,
     /// A `compacted` line without replacement history was rebuilt by local compaction.
     legacy_compaction: bool,
     pending: Option<PendingCompaction>,
@@ -49,24 +58,20 @@ impl Replay {
         Replay {
             history,
             entry_lines,
+            base: None,
+            earlier: Vec::new(),
             legacy_compaction: false,
             pending: None,
         }
     }
 
-    /// Replaces the history with the replacement history of the base, the `compacted` line
-    /// `line`.
-    pub(super) fn rebase(&mut self, replacement_history: &[Entry], line: u64) {
-        self.history.replace(replacement_history.iter().cloned());
-        self.entry_lines = vec![line; self.history.len()];
-    }
-
     /// Replays `lines` in order: a `response_item` is recorded (record filter and truncation, as
-    /// live), a `compacted` line without replacement history (legacy) is rebuilt as local
-    /// compaction would, a `thread_rolled_back` event rolls back user turns. A `compacted` line
-    /// *with* a replacement history is never the base here: it lies in a rolled-back segment and is
-    /// ignored, as Codex ignores every other line. `inter_agent_communication` lines are not
-    /// converted to items (they only count as user turns in the scan).
+    /// live); a `compacted` line with a replacement history replaces the history with it
+    /// ([`History::replace`], which keeps the state before for rollbacks); one without
+    /// (legacy) is rebuilt as local compaction would, and no rollback returns past it (its
+    /// earlier states are not rebuilt); a `thread_rolled_back` event rolls back user turns
+    /// ([`History::drop_last_n_user_turns`]). `inter_agent_communication` lines are not converted
+    /// to items (they only count as user turns in the scan).
     ///
     /// # Errors
     ///
@@ -105,18 +110,31 @@ impl Replay {
                 }
             },
             LineContent::Payload { facts, .. } => match facts {
-                Facts::Compacted(compacted) if compacted.replacement_history.is_none() => {
-                    self.compact_legacy(&compacted.message, line.number)?;
-                }
+                Facts::Compacted(compacted) => match &compacted.replacement_history {
+                    None => self.compact_legacy(&compacted.message, line.number)?,
+                    Some(replacement_history) => {
+                        self.settle()?;
+                        self.history.replace(replacement_history.iter().cloned());
+                        let lines = vec![line.number; self.history.len()];
+                        let before = std::mem::replace(&mut self.entry_lines, lines);
+                        self.earlier.push((before, self.base.replace(line.number)));
+                    }
+                },
                 Facts::Event(Event::ThreadRolledBack { num_turns }) => {
                     self.settle()?;
                     // More turns than a `usize` counts means all of them.
                     let turns = usize::try_from(*num_turns).unwrap_or(usize::MAX);
                     self.history.drop_last_n_user_turns(turns)?;
+                    // The earlier states the rollback returned through.
+                    while self.earlier.len() > self.history.compactions_reachable() {
+                        if let Some((lines, base)) = self.earlier.pop() {
+                            self.entry_lines = lines;
+                            self.base = base;
+                        }
+                    }
                     self.entry_lines.truncate(self.history.len());
                 }
-                Facts::Compacted(_)
-                | Facts::Event(_)
+                Facts::Event(_)
                 | Facts::TurnContext { .. }
                 | Facts::SessionMeta(_)
                 | Facts::None => {}
@@ -158,6 +176,11 @@ impl Replay {
         let kept = pending.window.texts().take(pending.kept);
         self.history
             .replace(UserWindow::replacement_history(kept, &pending.summary)?);
+        // The states between the legacy compactions were never built: no rollback returns past
+        // them, and the user messages the compaction kept count as turns, as in Codex.
+        self.history.forget_earlier_states();
+        self.earlier.clear();
+        self.base = None;
         self.history.set_version(pending.version);
         self.entry_lines = vec![pending.line; self.history.len()];
         self.history.extend_recorded(pending.since.iter().cloned());
@@ -181,6 +204,7 @@ impl Replay {
         Ok(Replayed {
             history: self.history,
             entry_lines: self.entry_lines,
+            base: self.base,
             legacy_compaction: self.legacy_compaction,
         })
     }
@@ -191,6 +215,9 @@ pub(super) struct Replayed {
     pub(super) history: History,
     /// For each entry, the 1-based number of its line (0 when unknown: an entry of a snapshot).
     pub(super) entry_lines: Vec<u64>,
+    /// The `compacted` line (with a replacement history) the history's current state began
+    /// with, if any.
+    pub(super) base: Option<u64>,
     /// A `compacted` line without replacement history was rebuilt by local compaction.
     pub(super) legacy_compaction: bool,
 }

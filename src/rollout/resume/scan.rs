@@ -1,23 +1,14 @@
 //! Phase 1 of resume: the reverse scan that groups lines into turn segments, applies rollbacks to
-//! them, and settles the base, the previous-turn settings and the reference context item.
+//! them, and settles the previous-turn settings and the reference context item.
 
 use std::sync::Arc;
 
 use serde_json::Value;
 use serde_json::value::RawValue;
 
-use crate::item::{Entry, TurnId};
+use crate::item::TurnId;
 
 use super::super::line::{Event, Facts, LineContent, LineKind, RolloutLine};
-
-/// The newest kept `compacted` line with a replacement history: the history is rebuilt from it.
-#[derive(Clone, Copy)]
-pub(super) struct Base<'a> {
-    /// Its index among the lines.
-    pub(super) position: usize,
-    /// Its replacement history.
-    pub(super) replacement_history: &'a [Entry],
-}
 
 /// The reference context item's state in the reverse scan.
 #[derive(Clone, Copy)]
@@ -42,7 +33,6 @@ struct Segment<'a> {
     user_turn: bool,
     settings: Option<&'a RawValue>,
     reference: Reference<'a>,
-    base: Option<Base<'a>>,
     compaction: bool,
 }
 
@@ -53,7 +43,6 @@ impl<'a> Segment<'a> {
             user_turn: false,
             settings: None,
             reference: Reference::NeverSet,
-            base: None,
             compaction: false,
         }
     }
@@ -76,8 +65,6 @@ impl<'a> Segment<'a> {
 
 /// What the reverse scan found.
 pub(super) struct Scan<'a> {
-    /// The base, if any.
-    pub(super) base: Option<Base<'a>>,
     /// The previous turn's settings: the newest `turn_context` payload of a kept user turn.
     pub(super) settings: Option<&'a RawValue>,
     /// The reference context item.
@@ -87,7 +74,7 @@ pub(super) struct Scan<'a> {
 
 impl<'a> Scan<'a> {
     fn done(&self) -> bool {
-        self.base.is_some() && self.settings.is_some() && !self.reference.is_never_set()
+        self.settings.is_some() && !self.reference.is_never_set()
     }
 
     /// Takes what a finished segment contributes, unless a pending rollback discards it.
@@ -97,9 +84,6 @@ impl<'a> Scan<'a> {
                 self.pending_rollback -= 1;
             }
             return;
-        }
-        if self.base.is_none() {
-            self.base = segment.base;
         }
         if segment.user_turn {
             if self.settings.is_none() {
@@ -118,7 +102,6 @@ impl<'a> Scan<'a> {
 pub(super) fn reverse_scan(lines: &[RolloutLine]) -> Scan<'_> {
     let starts = free_segment_starts(lines);
     let mut scan = Scan {
-        base: None,
         settings: None,
         reference: Reference::NeverSet,
         pending_rollback: 0,
@@ -153,18 +136,10 @@ pub(super) fn reverse_scan(lines: &[RolloutLine]) -> Scan<'_> {
                         }
                     }
                 }
-                Facts::Compacted(compacted) => {
+                Facts::Compacted(_) => {
                     segment.compaction = true;
                     if segment.reference.is_never_set() {
                         segment.reference = Reference::Cleared;
-                    }
-                    if let Some(replacement_history) = &compacted.replacement_history
-                        && segment.base.is_none()
-                    {
-                        segment.base = Some(Base {
-                            position,
-                            replacement_history,
-                        });
                     }
                 }
                 Facts::SessionMeta(_) => {}

@@ -1,0 +1,206 @@
+//! Rollback: returning the history to what it was before its last user turns began, across
+//! compactions too.
+//!
+//! Codex cuts the history at the n-th last user message it holds. After a compaction that cut
+//! reaches into the replacement history, whose user messages are copies kept for the model, so a
+//! rollback past a compaction would leave a summary of turns that were rolled back. Here a
+//! rollback means what a user means by it: the history returns to what it was before the
+//! rolled-back turns began. Each [`History::replace`] (a compaction) keeps the state it replaces
+//! — O(1), the entries are shared — and a rollback of more turns than were recorded since returns
+//! to that state and goes on rolling back there. Within one state the cut is Codex's.
+//!
+//! Resume replays a rollout through the same operations, so a resumed history equals the live one
+//! (`docs/codex-compatibility.md`, "Rollback").
+
+use std::sync::Arc;
+
+use imbl::Vector;
+
+use crate::item::{Entry, ItemError, TurnRole, turn_role};
+
+use super::{History, PairingIndex};
+
+/// A state of the history before a compaction (or another replace), kept for rollbacks.
+#[derive(Clone)]
+pub(super) struct Earlier {
+    entries: Vector<Entry>,
+    index: PairingIndex,
+    tokens: u128,
+    turns_from: usize,
+}
+
+impl History {
+    /// Number of user turns in the history (entries flagged
+    /// [`EntryFlags::is_user_turn_boundary`](crate::item::EntryFlags::is_user_turn_boundary)),
+    /// the copies in a compaction's replacement history included. Time: O(1).
+    pub fn user_turn_count(&self) -> usize {
+        self.index.user_turns().len()
+    }
+
+    /// Number of user turns a rollback can undo: those recorded since the history began that it
+    /// still holds, across compactions, each counted once (a user message that a compaction kept
+    /// in its replacement history is not a turn of its own). Equals
+    /// [`History::user_turn_count`] when the history was never replaced. Time: O(t) for t turns
+    /// held in the current state, plus O(c) for c earlier states.
+    pub fn reachable_user_turns(&self) -> usize {
+        let earlier: usize = self
+            .earlier
+            .iter()
+            .map(|state| own_turns(&state.index, state.turns_from))
+            .sum();
+        earlier + own_turns(&self.index, self.turns_from)
+    }
+
+    /// Number of states before a compaction (or another [`History::replace`]) that a rollback
+    /// can still return to. Time: O(1).
+    pub fn compactions_reachable(&self) -> usize {
+        self.earlier.len()
+    }
+
+    /// Rolls back the last `n` user turns: the history returns to what it was before the `n`-th
+    /// last user turn began, across compactions too, and the version is bumped once. The `n` user
+    /// turns are those recorded into the history ([`History::reachable_user_turns`]); with fewer,
+    /// all of them are rolled back, and items before the first user turn always survive.
+    ///
+    /// Within the turns recorded since the last compaction the cut is Codex's: at the `n`-th last
+    /// user-turn boundary, with the context updates directly above it trimmed (the reference
+    /// context item is cleared when one of them also held other text). When `n` is larger, the
+    /// history returns to the state that compaction replaced (kept when it was made, so this is
+    /// exact) and rolls back the remaining turns there; the reference context item is then
+    /// cleared, so that the next turn sends the full context. With no user turn at all the items
+    /// are kept and the version is still bumped, as Codex does. Time: O(t + c) to count the t
+    /// user turns and c earlier states, O(1) for each compaction crossed, O(k log n) for k
+    /// removed items.
+    ///
+    /// # Errors
+    ///
+    /// [`ItemError::InvalidJson`] when a message above the cut does not parse (an entry from a
+    /// crafted snapshot, see [`Entry::to_item`]); the history is then unchanged.
+    pub fn drop_last_n_user_turns(&mut self, n: usize) -> Result<(), ItemError> {
+        if n == 0 {
+            return Ok(());
+        }
+        let mut target = self.clone();
+        // Rolling back more turns than there are rolls back all of them, and no further: the
+        // states before the first turn stay.
+        let mut n = n.min(self.reachable_user_turns());
+        let mut crossed = false;
+        loop {
+            let own = own_turns(&target.index, target.turns_from);
+            if n <= own {
+                break;
+            }
+            let Some(earlier) = target.earlier.pop_back() else {
+                break;
+            };
+            n -= own;
+            target.restore(&earlier);
+            crossed = true;
+        }
+        if crossed {
+            target.reference_context_item = None;
+        }
+        if n > 0 {
+            target.cut_last_n_user_turns(n)?;
+        }
+        target.version = self.version.saturating_add(1);
+        *self = target;
+        Ok(())
+    }
+
+    /// The history as it was before its user turn number `turn` (1-based, counting
+    /// [`History::reachable_user_turns`]) began: the first `turn − 1` user turns and everything
+    /// before them, with the context updates that preceded turn `turn` trimmed as a rollback does.
+    /// `turn` past the last turn gives a plain clone. The result shares structure with `self`.
+    /// Time: O(1) for a clone, O(k log n) for k items cut off.
+    ///
+    /// # Errors
+    ///
+    /// As [`History::drop_last_n_user_turns`].
+    pub fn before_user_turn(&self, turn: usize) -> Result<History, ItemError> {
+        let mut fork = self.clone();
+        let total = self.reachable_user_turns();
+        if turn >= 1 && turn <= total {
+            fork.drop_last_n_user_turns(total - turn + 1)?;
+        }
+        Ok(fork)
+    }
+
+    /// Keeps the current state as one a rollback can return to (before a replace).
+    pub(super) fn keep_earlier_state(&mut self) {
+        self.earlier.push_back(Arc::new(Earlier {
+            entries: self.entries.clone(),
+            index: self.index.clone(),
+            tokens: self.tokens,
+            turns_from: self.turns_from,
+        }));
+    }
+
+    /// Forgets every earlier state: no rollback returns past this point, and the user messages
+    /// the history holds now count as turns (resume does this after a legacy compaction, whose
+    /// earlier states it does not rebuild).
+    pub(crate) fn forget_earlier_states(&mut self) {
+        self.earlier = Vector::new();
+        self.turns_from = 0;
+    }
+
+    /// Makes `earlier` the current state (the version is the caller's).
+    fn restore(&mut self, earlier: &Earlier) {
+        self.entries = earlier.entries.clone();
+        self.index = earlier.index.clone();
+        self.tokens = earlier.tokens;
+        self.turns_from = earlier.turns_from;
+    }
+
+    /// Codex's cut within the current state: at the `n`-th last user-turn boundary (the first,
+    /// with fewer), trimming the context updates directly above it. Does not bump the version.
+    fn cut_last_n_user_turns(&mut self, n: usize) -> Result<(), ItemError> {
+        let turns = self.index.user_turns();
+        let Some(&first_boundary) = turns.get_min() else {
+            return Ok(());
+        };
+        // The n-th boundary from the end; with fewer than n turns, the first one.
+        let mut cut = turns
+            .iter()
+            .rev()
+            .nth(n - 1)
+            .copied()
+            .unwrap_or(first_boundary);
+        let mut clears_reference = false;
+        while cut > first_boundary {
+            let Some(above) = self.entries.get(cut - 1) else {
+                break;
+            };
+            match turn_role(above)? {
+                TurnRole::ContextUpdate { mixed } => {
+                    clears_reference |= mixed;
+                    cut -= 1;
+                }
+                TurnRole::Boundary | TurnRole::Other => break,
+            }
+        }
+        if clears_reference {
+            self.reference_context_item = None;
+        }
+        self.truncate(cut);
+        Ok(())
+    }
+
+    /// Keeps the first `len` items, undoing their index entries one by one.
+    fn truncate(&mut self, len: usize) {
+        while self.entries.len() > len {
+            let position = self.entries.len() - 1;
+            let Some(entry) = self.entries.pop_back() else {
+                break;
+            };
+            self.index.pop(position, &entry);
+            self.tokens = self.tokens.saturating_sub(u128::from(entry.tokens()));
+        }
+        self.turns_from = self.turns_from.min(len);
+    }
+}
+
+/// The user turns of a state: its boundaries at or after `turns_from`.
+fn own_turns(index: &PairingIndex, turns_from: usize) -> usize {
+    index.user_turns().range(turns_from..).count()
+}
