@@ -45,10 +45,11 @@ pub use projection::{
     RepairMode, RepairReport, UnknownItems, Violation, ViolationKind,
 };
 
-// The request layer: prompts, model requests, the Responses API body.
+// The request layer: prompts, model requests, the Responses API body, tools files.
 pub use request::{
-    ModelRequest, OUTPUT_SCHEMA_NAME, Prompt, PromptCompiler, ReasoningConfig, RequestError,
-    RequestSettings, StepContext, Verbosity,
+    MAX_TOOLS_FILE_BYTES, ModelRequest, OUTPUT_SCHEMA_NAME, Prompt, PromptCompiler,
+    REASONING_ENCRYPTED_CONTENT, ReasoningConfig, RequestError, RequestSettings, ResponseOptions,
+    StepContext, ToolChoice, ToolsError, Verbosity, read_tools,
 };
 
 // The snapshot layer: memory-mapped archives of a history.
