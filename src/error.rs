@@ -1,13 +1,14 @@
 //! [`Error`]: any error of this crate.
 //!
 //! Each layer defines its errors beside its operations ([`ItemError`] in the item layer,
-//! [`ProjectionError`] in projection, [`RequestError`] in request, [`SnapshotError`] in snapshot,
-//! [`RolloutError`] and [`RolloutWriteError`] in rollout); this module only aggregates them, for
-//! callers — and the session layer — that do several kinds of work.
+//! [`ProjectionError`] in projection, [`RequestError`] and [`ToolsError`] in request,
+//! [`SnapshotError`] in snapshot, [`RolloutError`] and [`RolloutWriteError`] in rollout); this
+//! module only aggregates them, for callers — and the session layer — that do several kinds of
+//! work.
 
 use crate::item::ItemError;
 use crate::projection::ProjectionError;
-use crate::request::RequestError;
+use crate::request::{RequestError, ToolsError};
 use crate::rollout::{RolloutError, RolloutWriteError};
 use crate::snapshot::SnapshotError;
 
@@ -24,6 +25,9 @@ pub enum Error {
     /// See [`RequestError`].
     #[error(transparent)]
     Request(#[from] RequestError),
+    /// See [`ToolsError`].
+    #[error(transparent)]
+    Tools(#[from] ToolsError),
     /// See [`SnapshotError`].
     #[error(transparent)]
     Snapshot(#[from] SnapshotError),
@@ -75,6 +79,16 @@ mod tests {
             RequestError::Io(io()).into(),
             RequestError::Serialize {
                 field: "tools",
+                source: json(),
+            }
+            .into(),
+            ToolsError::Io {
+                path: path.clone(),
+                source: io(),
+            }
+            .into(),
+            ToolsError::Json {
+                path: path.clone(),
                 source: json(),
             }
             .into(),

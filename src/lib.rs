@@ -45,10 +45,11 @@ pub use projection::{
     RepairMode, RepairReport, UnknownItems, Violation, ViolationKind,
 };
 
-// The request layer: prompts, model requests, the Responses API body.
+// The request layer: prompts, model requests, the Responses API body, tools files.
 pub use request::{
-    ModelRequest, OUTPUT_SCHEMA_NAME, Prompt, PromptCompiler, ReasoningConfig, RequestError,
-    RequestSettings, StepContext, Verbosity,
+    MAX_TOOLS_FILE_BYTES, ModelRequest, OUTPUT_SCHEMA_NAME, Prompt, PromptCompiler,
+    REASONING_ENCRYPTED_CONTENT, ReasoningConfig, RequestError, RequestSettings, ResponseOptions,
+    StepContext, ToolChoice, ToolsError, Verbosity, read_tools,
 };
 
 // The snapshot layer: memory-mapped archives of a history.
@@ -60,11 +61,11 @@ pub use snapshot::{
 
 // The rollout layer: reading, resuming and writing Codex rollout files.
 pub use rollout::{
-    Compactions, DEFAULT_MAX_LINE_BYTES, DEFAULT_MAX_REPORTED, Durability, FallbackReason,
-    FileSink, LaterLine, LineKind, LineRepair, LoadReport, READER_LABEL, ReadMode, ReadOptions,
-    RepairedLine, ResumeOptions, ResumeSource, Resumed, Rollout, RolloutError, RolloutLine,
-    RolloutSink, RolloutWriteError, RolloutWriter, SessionMeta, SkipCounts, SkipReason,
-    SkippedLine, WriteStep, open_rollout, resume_file, resume_reader,
+    BaseInstructions, Compactions, DEFAULT_MAX_LINE_BYTES, DEFAULT_MAX_REPORTED, Durability,
+    FallbackReason, FileSink, LaterLine, LineKind, LineRepair, LoadReport, READER_LABEL, ReadMode,
+    ReadOptions, RepairedLine, ResumeOptions, ResumeSource, Resumed, Rollout, RolloutError,
+    RolloutLine, RolloutSink, RolloutWriteError, RolloutWriter, SessionMeta, SkipCounts,
+    SkipReason, SkippedLine, WriteStep, open_rollout, resume_file, resume_reader,
 };
 
 // The session layer: a history and its rollout kept in step.

@@ -6,9 +6,10 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use agent_history::{
-    Modalities, ProjectionOptions, PromptCompiler, RepairKind, Replace, RequestSettings,
-    ResumeOptions, Resumed, SNAPSHOT_FORMAT_VERSION, SnapshotOptions, SnapshotTrust, StepContext,
-    TruncationPolicy, UnknownItems, is_snapshot, open_rollout, open_snapshot, resume_reader,
+    Modalities, ProjectionOptions, PromptCompiler, ReasoningConfig, RepairKind, Replace,
+    RequestSettings, ResponseOptions, ResumeOptions, Resumed, SNAPSHOT_FORMAT_VERSION,
+    SnapshotOptions, SnapshotTrust, StepContext, ToolChoice, TruncationPolicy, UnknownItems,
+    is_snapshot, open_rollout, open_snapshot, read_tools, resume_reader,
 };
 use anyhow::Context as _;
 use clap::{Parser, Subcommand};
@@ -51,15 +52,44 @@ enum Command {
         /// Record-time truncation of tool outputs, as `tokens:N` or `bytes:N`.
         #[arg(long, default_value = "tokens:10000", value_parser = parse_truncation)]
         truncation: TruncationPolicy,
-        /// Print the whole Responses API request body instead of the input array.
+        /// Print the whole Responses API request body instead of the input array: the request
+        /// a resumed session would send, with the session's base instructions and Codex's
+        /// settings unless the flags below say otherwise.
         #[arg(long, requires = "model")]
         request: bool,
         /// The model slug of the request body.
-        #[arg(long)]
+        #[arg(long, requires = "request")]
         model: Option<String>,
-        /// Base instructions of the request body.
-        #[arg(long, default_value = "")]
-        instructions: String,
+        /// Base instructions of the request body, instead of those the rollout's `session_meta`
+        /// records (empty when it records none, and for a snapshot).
+        #[arg(long, requires = "request")]
+        instructions: Option<String>,
+        /// A JSON file holding the request's tools: an array of tool spec objects.
+        #[arg(long, requires = "request", value_name = "FILE")]
+        tools: Option<PathBuf>,
+        /// Let the model call tools in parallel (`parallel_tool_calls`; default false).
+        #[arg(long, requires = "request")]
+        parallel_tool_calls: bool,
+        /// `tool_choice`: auto (Codex's), none, required, or a JSON object such as
+        /// '{"type":"function","name":"shell"}'.
+        #[arg(long, requires = "request", value_parser = parse_tool_choice, value_name = "CHOICE")]
+        tool_choice: Option<ToolChoice>,
+        /// `store`: whether the provider keeps the response (Codex's: false).
+        #[arg(long, requires = "request", value_name = "BOOL")]
+        store: Option<bool>,
+        /// `stream`: whether the response is streamed (Codex's: true).
+        #[arg(long, requires = "request", value_name = "BOOL")]
+        stream: Option<bool>,
+        /// Reasoning effort (e.g. low, medium, high); sets `reasoning`, which is null otherwise.
+        #[arg(long, requires = "request", value_name = "EFFORT")]
+        reasoning_effort: Option<String>,
+        /// Reasoning summary mode (e.g. auto, concise, detailed); sets `reasoning`.
+        #[arg(long, requires = "request", value_name = "MODE")]
+        reasoning_summary: Option<String>,
+        /// `include`, as a comma-separated list ('' for none). Codex's: reasoning.encrypted_content
+        /// when reasoning is set, nothing otherwise.
+        #[arg(long, requires = "request", value_name = "LIST")]
+        include: Option<String>,
     },
     /// Lint a rollout: unpaired calls, orphan outputs, media a text-only model would lose,
     /// unknown item types, skipped and torn lines, each with its line number.
@@ -100,6 +130,20 @@ enum Command {
 
 fn parse_modalities(text: &str) -> Result<Modalities, String> {
     text.parse().map_err(|error| format!("{error}"))
+}
+
+fn parse_tool_choice(text: &str) -> Result<ToolChoice, String> {
+    match text {
+        "auto" => Ok(ToolChoice::Auto),
+        "none" => Ok(ToolChoice::None),
+        "required" => Ok(ToolChoice::Required),
+        _ => match serde_json::from_str::<serde_json::Value>(text) {
+            Ok(value) if value.is_object() => Ok(ToolChoice::Other(value)),
+            _ => Err(format!(
+                "expected auto, none, required or a JSON object, got `{text}`"
+            )),
+        },
+    }
 }
 
 fn parse_truncation(text: &str) -> Result<TruncationPolicy, String> {
@@ -175,8 +219,21 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             request,
             model,
             instructions,
+            tools,
+            parallel_tool_calls,
+            tool_choice,
+            store,
+            stream,
+            reasoning_effort,
+            reasoning_summary,
+            include,
         } => {
-            let (history, thread_id) = if is_snapshot(&rollout) {
+            // Before the rollout, which can be large: a wrong tools file fails at once.
+            let tools = match tools {
+                Some(path) => read_tools(path)?,
+                None => Vec::new(),
+            };
+            let (history, thread_id, recorded) = if is_snapshot(&rollout) {
                 let options = SnapshotOptions {
                     trust: if trusted {
                         SnapshotTrust::Own
@@ -192,12 +249,16 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     opened.header().rollout.lines
                 );
                 let thread_id = opened.state().thread_id;
-                (opened.into_history(), thread_id)
+                (opened.into_history(), thread_id, Recorded::NotInSnapshot)
             } else {
                 let resumed = resume(&rollout, &ResumeOptions::new(truncation))?;
                 report_load(&resumed);
                 let thread_id = resumed.thread_id();
-                (resumed.into_history(), Some(thread_id))
+                let recorded = match &resumed.report().base_instructions {
+                    Some(recorded) => Recorded::Text(recorded.text.clone()),
+                    None => Recorded::None,
+                };
+                (resumed.into_history(), Some(thread_id), recorded)
             };
             let mut options = ProjectionOptions::for_modalities(modalities);
             if strict {
@@ -208,14 +269,53 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             }
             let mut out = stdout();
             let repairs = if request {
+                let instructions = match (instructions, recorded) {
+                    (Some(given), _) => given,
+                    (None, Recorded::Text(text)) => {
+                        status!("instructions: from session_meta ({} bytes)", text.len());
+                        text
+                    }
+                    (None, Recorded::None) => {
+                        status!("instructions: none (session_meta records none)");
+                        String::new()
+                    }
+                    (None, Recorded::NotInSnapshot) => {
+                        status!(
+                            "instructions: none (a snapshot does not keep the session's base \
+                             instructions; pass --instructions or project the rollout)"
+                        );
+                        String::new()
+                    }
+                };
+                let reasoning = (reasoning_effort.is_some() || reasoning_summary.is_some())
+                    .then_some(ReasoningConfig {
+                        effort: reasoning_effort,
+                        summary: reasoning_summary,
+                    });
                 let settings = RequestSettings {
                     model: model.unwrap_or_default(),
+                    reasoning,
                     prompt_cache_key: thread_id.map(|id| id.to_string()),
                     ..RequestSettings::default()
+                };
+                let defaults = ResponseOptions::default();
+                let response = ResponseOptions {
+                    tool_choice: tool_choice.unwrap_or(defaults.tool_choice),
+                    store: store.unwrap_or(defaults.store),
+                    stream: stream.unwrap_or(defaults.stream),
+                    include: include.map(|list| {
+                        list.split(',')
+                            .map(str::trim)
+                            .filter(|name| !name.is_empty())
+                            .map(str::to_owned)
+                            .collect()
+                    }),
                 };
                 let compiled = PromptCompiler::new(settings)
                     .with_projection(options)
                     .with_base_instructions(instructions)
+                    .with_tools(tools, parallel_tool_calls)
+                    .with_response_options(response)
                     .compile(&history, StepContext::default())?;
                 compiled
                     .write_body(&mut out)
@@ -348,6 +448,16 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             finish(out)
         }
     }
+}
+
+/// The base instructions the input of `project` records.
+enum Recorded {
+    /// The rollout's `session_meta` records these.
+    Text(String),
+    /// The rollout's `session_meta` records none.
+    None,
+    /// The input is a snapshot, which does not keep them.
+    NotInSnapshot,
 }
 
 /// Rollouts larger than this get a progress bar when stderr is a terminal.

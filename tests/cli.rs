@@ -542,3 +542,327 @@ fn no_command_modifies_a_rollout() {
         }
     }
 }
+
+/// A rollout whose `session_meta` records `base_instructions` as `field` (JSON), then one user
+/// message; returns its directory and path.
+fn rollout_with_instructions(field: &str) -> (tempfile::TempDir, String) {
+    let dir = temp_dir();
+    let path = dir.path().join("r.jsonl");
+    let meta = common::line(
+        "session_meta",
+        &format!(
+            r#"{{"id":"{}","timestamp":"t","base_instructions":{field}}}"#,
+            common::THREAD_ID
+        ),
+    );
+    std::fs::write(&path, format!("{meta}\n{}\n", item_line(&user("hi")))).expect("written");
+    let path = path.to_str().expect("utf-8 path").to_owned();
+    (dir, path)
+}
+
+fn body_of(output: &Output) -> serde_json::Value {
+    assert!(output.status.success(), "stderr: {}", text(&output.stderr));
+    serde_json::from_slice(&output.stdout).expect("JSON body")
+}
+
+/// Without flags beyond the model, the body is what it was before the request settings existed,
+/// byte for byte: Codex's `tool_choice`, `store`, `stream`, `include`, no tools, and (the example
+/// records none) empty instructions.
+#[test]
+fn project_request_default_body_is_unchanged() {
+    let path = example("interrupted.jsonl");
+    let output = run(&[
+        "project",
+        path.to_str().expect("utf-8 path"),
+        "--request",
+        "--model",
+        "m",
+    ]);
+    assert!(output.status.success(), "stderr: {}", text(&output.stderr));
+    assert_eq!(
+        text(&output.stdout),
+        concat!(
+            r#"{"model":"m","instructions":"","input":[{"type":"function_call","id":"fc_existing","name":"shell","arguments":"{\"command\":[\"cargo\",\"test\"]}","call_id":"missing-output-call"},"#,
+            r#"{"type":"function_call_output","id":"fco_742749b0-3645-5d32-a172-676827826a07","call_id":"missing-output-call","output":"aborted"}],"#,
+            r#""tools":[],"tool_choice":"auto","parallel_tool_calls":false,"reasoning":null,"store":false,"stream":true,"include":[],"#,
+            r#""prompt_cache_key":"5973b6c0-94b8-487b-a530-2aeb6098ae0c"}"#,
+            "\n"
+        )
+    );
+    let stderr = text(&output.stderr);
+    assert!(
+        stderr.contains("instructions: none (session_meta records none)"),
+        "{stderr}"
+    );
+}
+
+/// The request a resumed session would send carries the base instructions its `session_meta`
+/// records; `--instructions` overrides them.
+#[test]
+fn project_request_takes_the_recorded_instructions_unless_overridden() {
+    let (_dir, path) = rollout_with_instructions(
+        r#"{"text":"You are Codex.\nBe \"precise\".","provenance":"model"}"#,
+    );
+    let recorded = run(&["project", &path, "--request", "--model", "m"]);
+    assert_eq!(
+        body_of(&recorded)["instructions"],
+        "You are Codex.\nBe \"precise\"."
+    );
+    let stderr = text(&recorded.stderr);
+    assert!(
+        stderr.contains("instructions: from session_meta (28 bytes)"),
+        "{stderr}"
+    );
+
+    let overridden = run(&[
+        "project",
+        &path,
+        "--request",
+        "--model",
+        "m",
+        "--instructions",
+        "Mine.",
+    ]);
+    assert_eq!(body_of(&overridden)["instructions"], "Mine.");
+    // An empty override is an override too.
+    let emptied = run(&[
+        "project",
+        &path,
+        "--request",
+        "--model",
+        "m",
+        "--instructions",
+        "",
+    ]);
+    assert_eq!(body_of(&emptied)["instructions"], "");
+
+    let (_dir, plain) = rollout_with_instructions(r#""Plain string.""#);
+    let output = run(&["project", &plain, "--request", "--model", "m"]);
+    assert_eq!(body_of(&output)["instructions"], "Plain string.");
+}
+
+/// A `base_instructions` of a shape the reader does not know: the request goes out without
+/// instructions, and stderr says why (as `check` does).
+#[test]
+fn project_request_falls_back_on_an_unknown_instructions_shape_and_says_so() {
+    let (_dir, path) = rollout_with_instructions(r#"{"txt":"typo"}"#);
+    let output = run(&["project", &path, "--request", "--model", "m"]);
+    assert_eq!(body_of(&output)["instructions"], "");
+    let stderr = text(&output.stderr);
+    assert!(
+        stderr.contains(
+            "repaired line 1 (byte 0): session_meta's base_instructions read as absent (an object without `text`)"
+        ),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("instructions: none (session_meta records none)"),
+        "{stderr}"
+    );
+    let check = run(&["check", &path]);
+    assert!(
+        text(&check.stdout).contains("line 1 (byte 0): repaired: session_meta's base_instructions"),
+        "{}",
+        text(&check.stdout)
+    );
+}
+
+/// A snapshot keeps no `session_meta`: the body has no instructions unless given, and stderr
+/// says so.
+#[test]
+fn project_request_from_a_snapshot_needs_instructions_given() {
+    let (dir, path) = rollout_with_instructions(r#"{"text":"recorded"}"#);
+    let snapshot = dir.path().join("r.snap");
+    let snapshot = snapshot.to_str().expect("utf-8 path");
+    assert!(run(&["snapshot", &path, "-o", snapshot]).status.success());
+    let output = run(&["project", snapshot, "--request", "--model", "m"]);
+    assert_eq!(body_of(&output)["instructions"], "");
+    assert!(
+        text(&output.stderr).contains("a snapshot does not keep the session's base instructions"),
+        "{}",
+        text(&output.stderr)
+    );
+    let given = run(&[
+        "project",
+        snapshot,
+        "--request",
+        "--model",
+        "m",
+        "--instructions",
+        "recorded",
+    ]);
+    assert_eq!(body_of(&given)["instructions"], "recorded");
+}
+
+#[test]
+fn project_request_sends_the_tools_of_a_file_and_the_settings_given() {
+    let dir = temp_dir();
+    let tools = dir.path().join("tools.json");
+    std::fs::write(
+        &tools,
+        r#"[{"type":"function","name":"shell","parameters":{"type":"object"}},{"type":"web_search"}]"#,
+    )
+    .expect("written");
+    let path = example("interrupted.jsonl");
+    let path = path.to_str().expect("utf-8 path");
+    let output = run(&[
+        "project",
+        path,
+        "--request",
+        "--model",
+        "m",
+        "--tools",
+        tools.to_str().expect("utf-8 path"),
+        "--parallel-tool-calls",
+        "--tool-choice",
+        "required",
+        "--store",
+        "true",
+        "--stream",
+        "false",
+        "--reasoning-effort",
+        "high",
+        "--reasoning-summary",
+        "auto",
+    ]);
+    let stdout = text(&output.stdout);
+    assert!(
+        stdout.contains(r#""tools":[{"type":"function","name":"shell","parameters":{"type":"object"}},{"type":"web_search"}],"tool_choice":"required","parallel_tool_calls":true,"reasoning":{"effort":"high","summary":"auto"},"store":true,"stream":false,"include":["reasoning.encrypted_content"],"#),
+        "{stdout}"
+    );
+    body_of(&output);
+
+    let object = run(&[
+        "project",
+        path,
+        "--request",
+        "--model",
+        "m",
+        "--tool-choice",
+        r#"{"type":"function","name":"shell"}"#,
+        "--reasoning-summary",
+        "concise",
+        "--include",
+        "a, b",
+    ]);
+    let body = body_of(&object);
+    assert_eq!(
+        body["tool_choice"],
+        serde_json::json!({"type":"function","name":"shell"})
+    );
+    assert_eq!(body["reasoning"], serde_json::json!({"summary":"concise"}));
+    assert_eq!(body["include"], serde_json::json!(["a", "b"]));
+    let none = run(&[
+        "project",
+        path,
+        "--request",
+        "--model",
+        "m",
+        "--reasoning-effort",
+        "low",
+        "--include",
+        "",
+        "--tool-choice",
+        "none",
+    ]);
+    let body = body_of(&none);
+    assert_eq!(body["include"], serde_json::json!([]));
+    assert_eq!(body["tool_choice"], "none");
+
+    let bad_choice = run(&[
+        "project",
+        path,
+        "--request",
+        "--model",
+        "m",
+        "--tool-choice",
+        "sometimes",
+    ]);
+    assert_eq!(bad_choice.status.code(), Some(2));
+    assert!(text(&bad_choice.stderr).contains("expected auto, none, required or a JSON object"));
+}
+
+/// A tools file that is not a JSON array of objects: one clear line naming the file and the
+/// problem, exit status 1, nothing on stdout.
+#[test]
+fn a_bad_tools_file_gets_one_clear_line() {
+    let dir = temp_dir();
+    let tools = dir.path().join("tools.json");
+    let tools_arg = tools.to_str().expect("utf-8 path");
+    let path = example("interrupted.jsonl");
+    let path = path.to_str().expect("utf-8 path");
+    let cases: [(Option<&str>, &str); 4] = [
+        (
+            Some(r#"{"type":"function"}"#),
+            "holds an object, not a JSON array of tool specs",
+        ),
+        (
+            Some(r#"[{"type":"function"},"shell"]"#),
+            "element 1 of the array is a string, not a tool spec object",
+        ),
+        (Some("[{"), "is not JSON: EOF while parsing"),
+        (None, "cannot read tools file"),
+    ];
+    for (content, problem) in cases {
+        match content {
+            Some(content) => std::fs::write(&tools, content).expect("written"),
+            None => {
+                let _ = std::fs::remove_file(&tools);
+            }
+        }
+        let output = run(&[
+            "project",
+            path,
+            "--request",
+            "--model",
+            "m",
+            "--tools",
+            tools_arg,
+        ]);
+        assert_eq!(output.status.code(), Some(1), "{problem}");
+        assert!(output.stdout.is_empty(), "{problem}");
+        let stderr = text(&output.stderr);
+        assert_eq!(stderr.lines().count(), 1, "{stderr}");
+        assert!(stderr.contains(tools_arg), "{stderr}");
+        assert!(stderr.contains(problem), "{stderr}");
+    }
+}
+
+/// The flags that shape the request body are usage errors without `--request`, as `--model`
+/// and `--instructions` are; `--request` needs `--model`.
+#[test]
+fn request_flags_without_request_are_usage_errors() {
+    let path = example("interrupted.jsonl");
+    let path = path.to_str().expect("utf-8 path");
+    let flags: [&[&str]; 11] = [
+        &["--model", "m"],
+        &["--instructions", "x"],
+        &["--tools", "tools.json"],
+        &["--parallel-tool-calls"],
+        &["--tool-choice", "auto"],
+        &["--store", "false"],
+        &["--stream", "true"],
+        &["--reasoning-effort", "high"],
+        &["--reasoning-summary", "auto"],
+        &["--include", ""],
+        &["--request"],
+    ];
+    for flag in flags {
+        let mut args = vec!["project", path];
+        args.extend_from_slice(flag);
+        let output = run(&args);
+        assert_eq!(output.status.code(), Some(2), "{flag:?}");
+        assert!(output.stdout.is_empty(), "{flag:?}");
+        let stderr = text(&output.stderr);
+        assert!(
+            stderr.contains("the following required arguments were not provided"),
+            "{flag:?}: {stderr}"
+        );
+        let missing = if flag == ["--request"] {
+            "--model"
+        } else {
+            "--request"
+        };
+        assert!(stderr.contains(missing), "{flag:?}: {stderr}");
+    }
+}

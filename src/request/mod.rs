@@ -1,15 +1,22 @@
 //! The request layer: the [`Prompt`], the [`ModelRequest`] around it, the [`PromptCompiler`]
 //! that composes them, and the Responses API body writer (keys and values as Codex sends them).
+//! `tools.rs` reads tool specs from a file ([`read_tools`]).
+
+mod tools;
 
 use std::io::Write;
 use std::sync::Arc;
 
 use serde::Serialize;
+use serde::ser::{Error as _, SerializeSeq, SerializeStruct, Serializer};
 use serde_json::Value;
+use serde_json::value::RawValue;
 
 use crate::history::History;
 use crate::item::TurnId;
 use crate::projection::{Projection, ProjectionError, ProjectionOptions};
+
+pub use tools::{MAX_TOOLS_FILE_BYTES, ToolsError, read_tools};
 
 /// Writing a request body failed.
 #[derive(Debug, thiserror::Error)]
@@ -83,6 +90,63 @@ pub struct StepContext {
     pub tool_plan_generation: u64,
 }
 
+/// What the model may do with the tools: the request's `tool_choice`.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum ToolChoice {
+    /// `"auto"`: the model decides (Codex's choice, always).
+    #[default]
+    Auto,
+    /// `"none"`: no tool call.
+    None,
+    /// `"required"`: at least one tool call.
+    Required,
+    /// Any other value the API accepts, sent as given, e.g.
+    /// `{"type":"function","name":"shell"}`.
+    Other(Value),
+}
+
+impl Serialize for ToolChoice {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            ToolChoice::Auto => serializer.serialize_str("auto"),
+            ToolChoice::None => serializer.serialize_str("none"),
+            ToolChoice::Required => serializer.serialize_str("required"),
+            ToolChoice::Other(value) => value.serialize(serializer),
+        }
+    }
+}
+
+/// What Codex puts in `include` when reasoning is set: the reasoning items' encrypted content, so
+/// that they can be sent back in later requests.
+pub const REASONING_ENCRYPTED_CONTENT: &str = "reasoning.encrypted_content";
+
+/// How the answer is asked for: `tool_choice`, `store`, `stream` and `include`. The default is
+/// what Codex sends.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResponseOptions {
+    /// `tool_choice`; Codex's: [`ToolChoice::Auto`].
+    pub tool_choice: ToolChoice,
+    /// `store`: whether the provider keeps the response; Codex's: `false`.
+    pub store: bool,
+    /// `stream`: whether the response comes as server-sent events; Codex's: `true`.
+    pub stream: bool,
+    /// `include`; `None` sends Codex's: `["reasoning.encrypted_content"]`
+    /// ([`REASONING_ENCRYPTED_CONTENT`]) when [`RequestSettings::reasoning`] is set, `[]`
+    /// otherwise.
+    pub include: Option<Vec<String>>,
+}
+
+impl Default for ResponseOptions {
+    fn default() -> Self {
+        ResponseOptions {
+            tool_choice: ToolChoice::Auto,
+            store: false,
+            stream: true,
+            include: None,
+        }
+    }
+}
+
 /// Request settings that do not come from the history.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct RequestSettings {
@@ -98,24 +162,33 @@ pub struct RequestSettings {
     pub service_tier: Option<String>,
 }
 
-/// A complete model request: the prompt, the request settings and the step it belongs to.
+/// A complete model request: the prompt, the request settings, how the answer is asked for, and
+/// the step it belongs to.
+///
+/// Two ways to the body: [`ModelRequest::write_body`] copies each input item's bytes, and the
+/// [`Serialize`] impl lets the request go straight into an HTTP client's JSON body (say
+/// `serde_json::to_vec(&request)`). With `serde_json` both give the same bytes.
 #[derive(Debug, Clone)]
 pub struct ModelRequest {
     /// The prompt.
     pub prompt: Prompt,
     /// Request settings.
     pub settings: RequestSettings,
+    /// `tool_choice`, `store`, `stream`, `include`.
+    pub response: ResponseOptions,
     /// Turn, step and tool-plan generation (not sent).
     pub step: StepContext,
 }
 
 impl ModelRequest {
-    /// Writes the Responses API request body, copying each input item's JSON bytes.
+    /// Writes the Responses API request body, copying each input item's JSON bytes (without any
+    /// white space around an item's text, which is not part of its JSON value).
     ///
-    /// Keys, in order: `model`, `instructions`, `input`, `tools`, `tool_choice` (`"auto"`),
-    /// `parallel_tool_calls`, `reasoning`, `store` (`false`), `stream` (`true`), `include`,
-    /// `prompt_cache_key` (if any), `text` (if verbosity or an output schema), `service_tier`
-    /// (if any).
+    /// Keys, in order: `model`, `instructions`, `input`, `tools`, `tool_choice`,
+    /// `parallel_tool_calls`, `reasoning`, `store`, `stream`, `include` (the last four from
+    /// [`ResponseOptions`], by default Codex's `"auto"`, `false`, `true`, and
+    /// `["reasoning.encrypted_content"]` or `[]`), `prompt_cache_key` (if any), `text` (if
+    /// verbosity or an output schema), `service_tier` (if any).
     ///
     /// # Errors
     ///
@@ -124,25 +197,32 @@ impl ModelRequest {
     pub fn write_body<W: Write + ?Sized>(&self, out: &mut W) -> Result<(), RequestError> {
         let settings = &self.settings;
         let prompt = &self.prompt;
+        let response = &self.response;
         out.write_all(b"{\"model\":")?;
         write_json(out, "model", &settings.model)?;
         out.write_all(b",\"instructions\":")?;
         write_json(out, "instructions", &*prompt.base_instructions)?;
-        out.write_all(b",\"input\":")?;
-        prompt.input.write_json_array(out)?;
-        out.write_all(b",\"tools\":")?;
+        out.write_all(b",\"input\":[")?;
+        for (index, json) in prompt.input.iter().enumerate() {
+            if index > 0 {
+                out.write_all(b",")?;
+            }
+            out.write_all(trim_json_space(json).as_bytes())?;
+        }
+        out.write_all(b"],\"tools\":")?;
         write_json(out, "tools", &*prompt.tools)?;
-        out.write_all(b",\"tool_choice\":\"auto\",\"parallel_tool_calls\":")?;
+        out.write_all(b",\"tool_choice\":")?;
+        write_json(out, "tool_choice", &response.tool_choice)?;
+        out.write_all(b",\"parallel_tool_calls\":")?;
         write_json(out, "parallel_tool_calls", &prompt.parallel_tool_calls)?;
         out.write_all(b",\"reasoning\":")?;
         write_json(out, "reasoning", &settings.reasoning)?;
-        out.write_all(b",\"store\":false,\"stream\":true,\"include\":")?;
-        let include: &[&str] = if settings.reasoning.is_some() {
-            &["reasoning.encrypted_content"]
-        } else {
-            &[]
-        };
-        write_json(out, "include", &include)?;
+        out.write_all(b",\"store\":")?;
+        write_json(out, "store", &response.store)?;
+        out.write_all(b",\"stream\":")?;
+        write_json(out, "stream", &response.stream)?;
+        out.write_all(b",\"include\":")?;
+        write_json(out, "include", &self.include())?;
         if let Some(key) = &settings.prompt_cache_key {
             out.write_all(b",\"prompt_cache_key\":")?;
             write_json(out, "prompt_cache_key", key)?;
@@ -170,6 +250,15 @@ impl ModelRequest {
         Ok(out)
     }
 
+    /// The `include` list: the one set in [`ResponseOptions::include`], or Codex's.
+    fn include(&self) -> Vec<&str> {
+        match &self.response.include {
+            Some(include) => include.iter().map(String::as_str).collect(),
+            None if self.settings.reasoning.is_some() => vec![REASONING_ENCRYPTED_CONTENT],
+            None => Vec::new(),
+        }
+    }
+
     fn text_controls(&self) -> Option<TextControls<'_>> {
         let format = self.prompt.output_schema.as_deref().map(|schema| Format {
             kind: "json_schema",
@@ -185,6 +274,73 @@ impl ModelRequest {
             format,
         })
     }
+}
+
+/// The request body, as [`ModelRequest::write_body`] writes it: with `serde_json`, the same
+/// bytes. Each input item is passed on as a [`RawValue`], so its text is checked to be JSON (the
+/// items of a history always are; a snapshot opened as trusted is taken without that check) but
+/// not rebuilt: key order, spacing and number spelling stay as recorded. Meant for JSON
+/// serializers: another format gets `serde_json`'s raw-value wrapper for each item.
+///
+/// # Errors
+///
+/// The serializer's error when an input item is not JSON, naming its position.
+impl Serialize for ModelRequest {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let settings = &self.settings;
+        let prompt = &self.prompt;
+        let response = &self.response;
+        let text = self.text_controls();
+        let fields = 10
+            + usize::from(settings.prompt_cache_key.is_some())
+            + usize::from(text.is_some())
+            + usize::from(settings.service_tier.is_some());
+        let mut body = serializer.serialize_struct("ModelRequest", fields)?;
+        body.serialize_field("model", &settings.model)?;
+        body.serialize_field("instructions", &*prompt.base_instructions)?;
+        body.serialize_field("input", &Input(&prompt.input))?;
+        body.serialize_field("tools", &*prompt.tools)?;
+        body.serialize_field("tool_choice", &response.tool_choice)?;
+        body.serialize_field("parallel_tool_calls", &prompt.parallel_tool_calls)?;
+        body.serialize_field("reasoning", &settings.reasoning)?;
+        body.serialize_field("store", &response.store)?;
+        body.serialize_field("stream", &response.stream)?;
+        body.serialize_field("include", &self.include())?;
+        match &settings.prompt_cache_key {
+            Some(key) => body.serialize_field("prompt_cache_key", key)?,
+            None => body.skip_field("prompt_cache_key")?,
+        }
+        match &text {
+            Some(text) => body.serialize_field("text", text)?,
+            None => body.skip_field("text")?,
+        }
+        match &settings.service_tier {
+            Some(tier) => body.serialize_field("service_tier", tier)?,
+            None => body.skip_field("service_tier")?,
+        }
+        body.end()
+    }
+}
+
+/// The input items of a request, each passed on as its JSON text.
+struct Input<'a>(&'a Projection);
+
+impl Serialize for Input<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut items = serializer.serialize_seq(Some(self.0.len()))?;
+        for (index, json) in self.0.iter().enumerate() {
+            let item: &RawValue = serde_json::from_str(json).map_err(|error| {
+                S::Error::custom(format_args!("input item {index} is not JSON: {error}"))
+            })?;
+            items.serialize_element(item)?;
+        }
+        items.end()
+    }
+}
+
+/// `text` without the JSON white space (space, tab, line feed, carriage return) around it.
+fn trim_json_space(text: &str) -> &str {
+    text.trim_matches([' ', '\t', '\n', '\r'])
 }
 
 #[derive(Serialize)]
@@ -245,12 +401,15 @@ pub struct PromptCompiler {
     parallel_tool_calls: bool,
     output_schema: Option<Arc<Value>>,
     output_schema_strict: bool,
+    response: ResponseOptions,
 }
 
 impl PromptCompiler {
-    /// A compiler with these settings, default projection options, no instructions and no tools.
+    /// A compiler with these settings, default projection options, no instructions, no tools and
+    /// Codex's [`ResponseOptions`].
     pub fn new(settings: RequestSettings) -> Self {
         PromptCompiler {
+            response: ResponseOptions::default(),
             settings,
             projection: ProjectionOptions::default(),
             base_instructions: Arc::from(""),
@@ -287,6 +446,12 @@ impl PromptCompiler {
         self
     }
 
+    /// Sets `tool_choice`, `store`, `stream` and `include`.
+    pub fn with_response_options(mut self, options: ResponseOptions) -> Self {
+        self.response = options;
+        self
+    }
+
     /// Projects `history` and composes the request for `step`.
     ///
     /// # Errors
@@ -308,6 +473,7 @@ impl PromptCompiler {
                 output_schema_strict: self.output_schema_strict,
             },
             settings: self.settings.clone(),
+            response: self.response.clone(),
             step,
         })
     }

@@ -1,6 +1,6 @@
 //! The line types of a rollout: what a line is ([`LineKind`]), a usable line with what was read
-//! from it ([`RolloutLine`]), and the `session_meta` payload this library writes
-//! ([`SessionMeta`]).
+//! from it ([`RolloutLine`]), the `session_meta` payload this library writes ([`SessionMeta`]),
+//! and the session's base instructions a `session_meta` records ([`BaseInstructions`]).
 
 use std::fmt;
 use std::sync::Arc;
@@ -11,6 +11,8 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 
 use crate::item::{Entry, OutputBody, ThreadId, TurnId};
+
+use super::validate::json_type;
 
 /// The rollout item type of a line: the envelope's `type`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -203,7 +205,11 @@ pub struct SessionMeta {
     /// The model provider (key always written, may be null).
     #[serde(default)]
     pub model_provider: Option<String>,
-    /// Base instructions `{text, …}` (key always written, may be null).
+    /// Base instructions `{text, provenance?}` (key always written, may be null); see
+    /// [`BaseInstructions`], which serializes to this shape, and [`LoadReport::base_instructions`]
+    /// for what a reader takes from it.
+    ///
+    /// [`LoadReport::base_instructions`]: super::LoadReport::base_instructions
     #[serde(default)]
     pub base_instructions: Option<Value>,
 }
@@ -224,6 +230,91 @@ impl SessionMeta {
             source: Value::String("exec".into()),
             model_provider: None,
             base_instructions: None,
+        }
+    }
+}
+
+/// A session's base instructions, as a `session_meta` line records them in `base_instructions`:
+/// the text Codex sends as a request's `instructions`, and where it came from.
+///
+/// Serialized as Codex writes the field, `{"text": …, "provenance": …}` (`provenance` omitted
+/// when `None`), so that it can be put in [`SessionMeta::base_instructions`].
+///
+/// # Examples
+///
+/// ```
+/// use agent_history::{BaseInstructions, SessionMeta, ThreadId};
+///
+/// let mut meta = SessionMeta::new(ThreadId::random());
+/// meta.base_instructions = Some(serde_json::to_value(BaseInstructions::new("Be brief."))?);
+/// assert_eq!(meta.base_instructions, Some(serde_json::json!({"text": "Be brief."})));
+/// # Ok::<(), serde_json::Error>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct BaseInstructions {
+    /// The text.
+    pub text: String,
+    /// Where the text came from, as recorded (its shape is not interpreted); `None` when the
+    /// field is absent or null.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub provenance: Option<Value>,
+}
+
+impl BaseInstructions {
+    /// Instructions with this text and no provenance.
+    pub fn new(text: impl Into<String>) -> BaseInstructions {
+        BaseInstructions {
+            text: text.into(),
+            provenance: None,
+        }
+    }
+}
+
+/// What a `session_meta` payload says about the session's base instructions.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum InstructionsField {
+    /// The field holds instructions.
+    Set(BaseInstructions),
+    /// The field is absent or null.
+    Unset,
+    /// The field has a shape this reader does not know; why.
+    Unknown(String),
+}
+
+/// Reads the `base_instructions` field of a `session_meta` payload (an object; a duplicate key is
+/// read as its last occurrence). Accepted: `{text, provenance?}` with a string `text` (Codex's
+/// shape; other keys are ignored) and a plain string (taken as the text). Absent or `null` is
+/// [`InstructionsField::Unset`]; anything else is [`InstructionsField::Unknown`], never an error.
+pub(crate) fn base_instructions_field(payload: &str) -> InstructionsField {
+    #[derive(Deserialize)]
+    struct Field {
+        #[serde(default)]
+        base_instructions: Option<Value>,
+    }
+    let value = match serde_json::from_str::<Field>(payload) {
+        Ok(field) => field.base_instructions,
+        // A duplicate key, say: read it as the lenient reader reads a damaged `session_meta`.
+        Err(_) => match serde_json::from_str::<serde_json::Map<String, Value>>(payload) {
+            Ok(mut meta) => meta.remove("base_instructions"),
+            Err(error) => return InstructionsField::Unknown(format!("unreadable ({error})")),
+        },
+    };
+    match value {
+        None | Some(Value::Null) => InstructionsField::Unset,
+        Some(Value::String(text)) => InstructionsField::Set(BaseInstructions::new(text)),
+        Some(Value::Object(mut object)) => match object.remove("text") {
+            Some(Value::String(text)) => InstructionsField::Set(BaseInstructions {
+                text,
+                provenance: object.remove("provenance").filter(|value| !value.is_null()),
+            }),
+            Some(other) => InstructionsField::Unknown(format!(
+                "its `text` is {}, not a string",
+                json_type(&other)
+            )),
+            None => InstructionsField::Unknown("an object without `text`".into()),
+        },
+        Some(other) => {
+            InstructionsField::Unknown(format!("{}, not {{text, provenance?}}", json_type(&other)))
         }
     }
 }

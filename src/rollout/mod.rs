@@ -22,7 +22,7 @@ mod validate;
 mod writer;
 
 pub use error::{RolloutError, RolloutWriteError, WriteStep};
-pub use line::{LineKind, RolloutLine, SessionMeta};
+pub use line::{BaseInstructions, LineKind, RolloutLine, SessionMeta};
 pub use reader::{READER_LABEL, Rollout, open_rollout};
 pub use report::{
     DEFAULT_MAX_LINE_BYTES, DEFAULT_MAX_REPORTED, LineRepair, LoadReport, ReadMode, ReadOptions,

@@ -9,7 +9,9 @@ use std::path::{Path, PathBuf};
 use crate::item::ThreadId;
 
 use super::error::RolloutError;
-use super::line::{Facts, RolloutLine};
+use super::line::{
+    BaseInstructions, Facts, InstructionsField, LineKind, RolloutLine, base_instructions_field,
+};
 use super::report::{
     LineRepair, LoadReport, ReadMode, ReadOptions, RepairedLine, SkipCounts, SkipReason,
     SkippedLine,
@@ -280,6 +282,10 @@ pub(super) fn read_lines(
         torn_tail: false,
         repaired: Vec::new(),
         thread_id,
+        base_instructions: None,
+        // The first `session_meta` that records instructions wins: after a snapshot, those of
+        // the prefix were not read, so none of the later lines may stand for them.
+        seek_instructions: lines_before == 0,
         legacy: false,
         ghost_snapshots: 0,
         state_lines: 0,
@@ -389,6 +395,9 @@ struct ReadState<'v> {
     torn_tail: bool,
     repaired: Vec<RepairedLine>,
     thread_id: Option<ThreadId>,
+    base_instructions: Option<BaseInstructions>,
+    /// Whether the `session_meta` lines read may give the base instructions (a whole file).
+    seek_instructions: bool,
     legacy: bool,
     ghost_snapshots: u64,
     state_lines: u64,
@@ -441,6 +450,20 @@ impl ReadState<'_> {
                 {
                     self.thread_id = Some(*id);
                 }
+                if line.kind == LineKind::SessionMeta
+                    && self.seek_instructions
+                    && self.base_instructions.is_none()
+                {
+                    match base_instructions_field(line.payload_json()) {
+                        InstructionsField::Set(instructions) => {
+                            self.base_instructions = Some(instructions);
+                        }
+                        InstructionsField::Unset => {}
+                        InstructionsField::Unknown(why) => {
+                            self.repair(number, offset, LineRepair::UnknownBaseInstructions(why));
+                        }
+                    }
+                }
                 (self.visit)(line);
                 Ok(())
             }
@@ -477,7 +500,7 @@ impl ReadState<'_> {
         match self.parse(&text) {
             Ok(
                 parsed @ Parsed::Line {
-                    kind: super::line::LineKind::SessionMeta,
+                    kind: LineKind::SessionMeta,
                     ..
                 },
             ) => {
@@ -601,6 +624,7 @@ impl ReadState<'_> {
             torn_tail: self.torn_tail,
             repaired: self.repaired,
             thread_id,
+            base_instructions: self.base_instructions,
             legacy: self.legacy,
             ghost_snapshots: self.ghost_snapshots,
             state_lines: self.state_lines,

@@ -5,6 +5,8 @@ use std::fmt;
 
 use crate::item::ThreadId;
 
+use super::line::BaseInstructions;
+
 /// How the reader treats a line it cannot use.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Hash)]
 pub enum ReadMode {
@@ -202,7 +204,8 @@ impl SkipCounts {
     }
 }
 
-/// What the reader repaired to use a line it would otherwise have skipped.
+/// What the reader repaired to use a line it would otherwise have skipped, or passed over in a
+/// line it used.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum LineRepair {
@@ -214,6 +217,10 @@ pub enum LineRepair {
     /// A `session_meta` payload that does not have the strict shape (a duplicate key, say) was
     /// read leniently for its thread id; the strict reading's message says what was wrong.
     LenientSessionMeta(String),
+    /// The `base_instructions` of a `session_meta` has a shape this reader does not know (it
+    /// reads `{text, provenance?}`, a plain string and `null`): the line was used and the field
+    /// read as absent ([`LoadReport::base_instructions`]). The message says what was found.
+    UnknownBaseInstructions(String),
 }
 
 impl fmt::Display for LineRepair {
@@ -225,6 +232,9 @@ impl fmt::Display for LineRepair {
             }
             LineRepair::LenientSessionMeta(why) => {
                 write!(f, "session_meta read leniently for its id ({why})")
+            }
+            LineRepair::UnknownBaseInstructions(why) => {
+                write!(f, "session_meta's base_instructions read as absent ({why})")
             }
         }
     }
@@ -271,6 +281,16 @@ pub struct LoadReport {
     pub repaired: Vec<RepairedLine>,
     /// The thread id: the `id` of the first `session_meta` line.
     pub thread_id: ThreadId,
+    /// The session's base instructions: the `base_instructions` of the first `session_meta` line
+    /// that records them, as Codex takes them on resume (a fork whose own `session_meta` records
+    /// none gets its parent's). `{text, provenance?}` and a plain string (taken as the text) are
+    /// read; `null`, an absent field and a shape this reader does not know
+    /// ([`LineRepair::UnknownBaseInstructions`], reported) record none.
+    ///
+    /// `None` also when the `session_meta` lines were not read: after a snapshot stood for the
+    /// rollout's prefix ([`ResumeSource::Snapshot`](crate::ResumeSource::Snapshot)), only the
+    /// lines after it were.
+    pub base_instructions: Option<BaseInstructions>,
     /// The file is in the legacy, pre-envelope format.
     pub legacy: bool,
     /// Legacy `ghost_snapshot` items dropped (as lines, or from replacement histories). Not a

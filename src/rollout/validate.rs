@@ -361,7 +361,8 @@ fn parse_turn_context(payload: &str) -> Result<Facts, String> {
     })
 }
 
-fn json_type(value: &Value) -> &'static str {
+/// The kind of a JSON value, with its article, for messages.
+pub(super) fn json_type(value: &Value) -> &'static str {
     match value {
         Value::Null => "null",
         Value::Bool(_) => "a boolean",

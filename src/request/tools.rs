@@ -1,0 +1,140 @@
+//! Tool specs read from a file: a JSON array of objects, each one tool as the Responses API
+//! takes it (`{"type":"function","name":…,"parameters":…}`, say).
+
+use std::fs::File;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+/// The largest tools file [`read_tools`] reads: 64 MiB. Real tool lists are kilobytes; the limit
+/// keeps a wrong path (a device, a huge log) from being read into memory.
+pub const MAX_TOOLS_FILE_BYTES: u64 = 64 * 1024 * 1024;
+
+/// Reading tool specs from a file failed. Every variant names the file.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ToolsError {
+    /// The file cannot be opened or read.
+    #[error("cannot read tools file {}", path.display())]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// What the system said.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The file is larger than [`MAX_TOOLS_FILE_BYTES`].
+    #[error(
+        "tools file {} is larger than {limit} bytes, too large for a list of tools",
+        path.display()
+    )]
+    TooLarge {
+        /// The file.
+        path: PathBuf,
+        /// The limit, [`MAX_TOOLS_FILE_BYTES`].
+        limit: u64,
+    },
+    /// The file is not one JSON value.
+    #[error("tools file {} is not JSON", path.display())]
+    Json {
+        /// The file.
+        path: PathBuf,
+        /// What serde_json found, with its line and column.
+        #[source]
+        source: serde_json::Error,
+    },
+    /// The file is JSON, but not an array.
+    #[error("tools file {} holds {found}, not a JSON array of tool specs", path.display())]
+    NotAnArray {
+        /// The file.
+        path: PathBuf,
+        /// What it holds: "an object", "a string", …
+        found: &'static str,
+    },
+    /// An element of the array is not an object.
+    #[error(
+        "tools file {}: element {index} of the array is {found}, not a tool spec object",
+        path.display()
+    )]
+    NotAnObject {
+        /// The file.
+        path: PathBuf,
+        /// The element's 0-based index.
+        index: usize,
+        /// What it is: "a string", "null", …
+        found: &'static str,
+    },
+}
+
+/// Reads tool specs from the JSON file at `path`: an array of objects, each passed on as given
+/// (keys in the file's order) to [`PromptCompiler::with_tools`](super::PromptCompiler::with_tools).
+/// The objects' contents are not checked: the provider knows which tool types it takes.
+///
+/// # Errors
+///
+/// [`ToolsError::Io`] when the file cannot be read, [`ToolsError::TooLarge`] over
+/// [`MAX_TOOLS_FILE_BYTES`], [`ToolsError::Json`] when it is not JSON,
+/// [`ToolsError::NotAnArray`] and [`ToolsError::NotAnObject`] when it is JSON of another shape.
+///
+/// # Examples
+///
+/// ```
+/// use agent_history::{ToolsError, read_tools};
+///
+/// let dir = tempfile::tempdir()?;
+/// let path = dir.path().join("tools.json");
+/// std::fs::write(&path, r#"[{"type":"function","name":"shell","parameters":{"type":"object"}}]"#)?;
+/// assert_eq!(read_tools(&path)?[0]["name"], "shell");
+///
+/// std::fs::write(&path, r#"{"type":"function","name":"shell"}"#)?;
+/// assert!(matches!(read_tools(&path), Err(ToolsError::NotAnArray { found: "an object", .. })));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn read_tools(path: impl AsRef<Path>) -> Result<Vec<Value>, ToolsError> {
+    let path = path.as_ref();
+    let io_error = |source| ToolsError::Io {
+        path: path.to_owned(),
+        source,
+    };
+    let mut bytes = Vec::new();
+    File::open(path)
+        .and_then(|file| file.take(MAX_TOOLS_FILE_BYTES + 1).read_to_end(&mut bytes))
+        .map_err(io_error)?;
+    if bytes.len() as u64 > MAX_TOOLS_FILE_BYTES {
+        return Err(ToolsError::TooLarge {
+            path: path.to_owned(),
+            limit: MAX_TOOLS_FILE_BYTES,
+        });
+    }
+    let value: Value = serde_json::from_slice(&bytes).map_err(|source| ToolsError::Json {
+        path: path.to_owned(),
+        source,
+    })?;
+    let Value::Array(tools) = value else {
+        return Err(ToolsError::NotAnArray {
+            path: path.to_owned(),
+            found: kind(&value),
+        });
+    };
+    if let Some((index, tool)) = tools.iter().enumerate().find(|(_, tool)| !tool.is_object()) {
+        return Err(ToolsError::NotAnObject {
+            path: path.to_owned(),
+            index,
+            found: kind(tool),
+        });
+    }
+    Ok(tools)
+}
+
+/// The kind of a JSON value, with its article, for messages.
+fn kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
