@@ -74,8 +74,5 @@ pub use session::{ResumedSession, Session};
 // Any error of the crate.
 pub use error::Error;
 
-/// Support for tests of this crate and of code built on it (the `testing` feature).
 #[cfg(feature = "testing")]
-pub mod testing {
-    pub use crate::item::item_conversions;
-}
+pub mod testing;

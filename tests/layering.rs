@@ -20,6 +20,7 @@ const LAYERS: &[&str] = &[
     "rollout",
     "error",
     "session",
+    "testing",
 ];
 
 /// Files outside the layers: the crate root, which re-exports every layer, and the command-line

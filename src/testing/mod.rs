@@ -1,0 +1,8 @@
+//! Support for tests of this crate and of code built on it (the `testing` feature): item
+//! conversions for property tests, and [`CodexRollout`], which writes rollouts in the shape Codex
+//! writes them.
+
+mod codex_rollout;
+
+pub use crate::item::item_conversions;
+pub use codex_rollout::{CodexRollout, CodexRolloutError};
