@@ -1775,7 +1775,7 @@ fn for_prompt_assigns_stable_id_to_synthetic_output_without_reordering_history()
 /// history is built as a compaction's replacement history is, without the record rules.
 #[test]
 fn normalize_adds_missing_output_for_tool_search_call() {
-    let items = vec![
+    let items = [
         tool_search_call(Some("tsc_abc"), Some("ts_1"), "client"),
         tool_search_call(Some("tsc_srv"), Some("ts_2"), "server"),
         tool_search_call(Some("tsc_none"), None, "client"),

@@ -46,7 +46,7 @@ pub(crate) enum Canonical {
         /// The new text.
         json: String,
         /// The item it parses into.
-        item: ResponseItem,
+        item: Box<ResponseItem>,
     },
 }
 
@@ -75,7 +75,7 @@ pub(crate) fn canonicalize(
         ));
     }
     let arguments = canonical_arguments(&call.arguments);
-    if arguments.to_string() == call.arguments.to_string() {
+    if arguments == call.arguments && same_key_order(&arguments, &call.arguments) {
         return Ok(Canonical::Unchanged);
     }
     let rewritten = ResponseItem::ToolSearchCall(ToolSearchCall {
@@ -103,8 +103,18 @@ pub(crate) fn canonicalize(
     };
     Ok(Canonical::Rewritten {
         json,
-        item: rewritten,
+        item: Box::new(rewritten),
     })
+}
+
+/// Whether two equal values list their keys in the same order (object equality ignores it; the
+/// canonical form does not). Only the top level matters: the canonical values inside are a
+/// string and a number.
+fn same_key_order(a: &Value, b: &Value) -> bool {
+    match (a.as_object(), b.as_object()) {
+        (Some(a), Some(b)) => a.keys().eq(b.keys()),
+        _ => true,
+    }
 }
 
 /// Canonicalizes an entry (recorded from a rollout, say): only a `tool_search_call` that is not
@@ -171,6 +181,31 @@ mod tests {
                 "{invalid}"
             );
         }
+    }
+
+    /// Object equality ignores key order; canonical arguments do not: `limit` before `query` is
+    /// rewritten, the canonical order is left alone.
+    #[test]
+    fn key_order_alone_is_rewritten() {
+        let text = |arguments: &str| {
+            format!(
+                r#"{{"type":"tool_search_call","call_id":"c","execution":"client","arguments":{arguments}}}"#
+            )
+        };
+        let reordered = text(r#"{"limit":3,"query":"q"}"#);
+        let item = crate::item::parse_item(&reordered).expect("an item");
+        match canonicalize(Some(&reordered), &item).expect("canonicalizes") {
+            Canonical::Rewritten { json, .. } => {
+                assert_eq!(json, text(r#"{"query":"q","limit":3}"#));
+            }
+            other => panic!("{other:?}"),
+        }
+        let canonical = text(r#"{"query":"q","limit":3}"#);
+        let item = crate::item::parse_item(&canonical).expect("an item");
+        assert!(matches!(
+            canonicalize(Some(&canonical), &item).expect("canonicalizes"),
+            Canonical::Unchanged
+        ));
     }
 
     #[test]
