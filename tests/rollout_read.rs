@@ -736,3 +736,45 @@ fn streaming_visits_the_lines_read_would_keep() {
     assert_eq!(report.skipped, read.report.skipped);
     assert_eq!(report.torn_tail, read.report.torn_tail);
 }
+
+/// `configuration_update` (newer Codex) is kept as an unknown item, whatever the line's envelope
+/// `metadata` says, and held back from requests by default; `UnknownItems::Send` sends it as it
+/// is (`docs/codex-compatibility.md` says why provenance is not read yet).
+#[test]
+fn configuration_updates_are_kept_as_unknown_items_and_held_back() {
+    let update = r#"{"type":"configuration_update","reasoning":{"effort":"high"}}"#;
+    let authored = format!(
+        r#"{{"timestamp":"2026-11-03T14:00:01.137Z","type":"response_item","payload":{update},"metadata":{{"client_authored":false,"harness_authored_configuration":true}}}}"#
+    );
+    let (text, _) = join(&[
+        meta_line(),
+        line("response_item", &user("hi")),
+        line("response_item", update),
+        authored,
+    ]);
+    let resumed = read(&text)
+        .expect("reads")
+        .resume(DEFAULT_TRUNCATION)
+        .expect("replays");
+    let history = resumed.history();
+    assert_eq!(
+        jsons(history),
+        [user("hi"), update.to_owned(), update.to_owned()]
+    );
+    assert!(
+        history
+            .iter()
+            .skip(1)
+            .all(|entry| entry.kind() == agent_history::ItemKind::Unknown)
+    );
+    let held_back = history
+        .project(&agent_history::ProjectionOptions::default())
+        .expect("lenient");
+    assert_eq!(held_back.iter().collect::<Vec<_>>(), [user("hi").as_str()]);
+    let send = agent_history::ProjectionOptions {
+        unknown_items: agent_history::UnknownItems::Send,
+        ..agent_history::ProjectionOptions::default()
+    };
+    let sent = history.project(&send).expect("lenient");
+    assert_eq!(sent.len(), 3);
+}
