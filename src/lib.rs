@@ -62,10 +62,10 @@ pub use snapshot::{
 // The rollout layer: reading, resuming and writing Codex rollout files.
 pub use rollout::{
     BaseInstructions, Compactions, DEFAULT_MAX_LINE_BYTES, DEFAULT_MAX_REPORTED, Durability,
-    FallbackReason, FileSink, LaterLine, LineKind, LineRepair, LoadReport, READER_LABEL, ReadMode,
-    ReadOptions, RepairedLine, ResumeOptions, ResumeSource, Resumed, Rollout, RolloutError,
-    RolloutLine, RolloutSink, RolloutWriteError, RolloutWriter, SessionMeta, SkipCounts,
-    SkipReason, SkippedLine, WriteStep, open_rollout, resume_file, resume_reader,
+    FallbackReason, FileSink, LaterLine, LeftOut, LineKind, LineRepair, LoadReport, READER_LABEL,
+    ReadMode, ReadOptions, RepairedLine, ResumeOptions, ResumeSource, Resumed, Rollout,
+    RolloutError, RolloutLine, RolloutSink, RolloutWriteError, RolloutWriter, SessionMeta,
+    SkipCounts, SkipReason, SkippedLine, WriteStep, open_rollout, resume_file, resume_reader,
 };
 
 // The session layer: a history and its rollout kept in step.

@@ -354,6 +354,11 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 resumed.history().user_turn_count()
             )
             .context("cannot write to stdout")?;
+            let left_out = &resumed.report().left_out;
+            if !left_out.is_empty() {
+                writeln!(out, "left out by resume (not history content): {left_out}")
+                    .context("cannot write to stdout")?;
+            }
             for finding in &findings {
                 writeln!(out, "  {finding}").context("cannot write to stdout")?;
             }
@@ -523,6 +528,12 @@ fn report_load(resumed: &Resumed) {
             ""
         }
     );
+    if !report.left_out.is_empty() {
+        status!(
+            "  left out by resume (not history content): {}",
+            report.left_out
+        );
+    }
     let mut listed = 0;
     for line in report.malformed() {
         status!("  skipped {line}");
@@ -536,15 +547,49 @@ fn report_load(resumed: &Resumed) {
     }
 }
 
+/// Media a text-only model would lose, in the items of one compaction's replacement history:
+/// they all come from its `compacted` line, which `check` reports once, with the totals.
+#[derive(Default)]
+struct ReplacementMedia {
+    /// Items carrying the medium.
+    items: u64,
+    /// Parts (a generated image counts as one).
+    parts: u64,
+}
+
 /// The lint of `check`, one finding per line, in line order.
 fn check(resumed: &Resumed) -> Vec<String> {
     let mut findings: Vec<(u64, String)> = Vec::new();
     let line_of = |position: usize| resumed.entry_line(position).unwrap_or(0);
+    // The `compacted` line the history was rebuilt from: its replacement history's items all
+    // have its number.
+    let base = resumed
+        .compactions()
+        .and_then(|compactions| compactions.base);
+    let mut replacement_images = ReplacementMedia::default();
+    let mut replacement_audio = ReplacementMedia::default();
     // A text-only, lenient projection reports every repair a request would need.
     let options = ProjectionOptions::for_modalities(Modalities::TEXT);
     if let Ok(projection) = resumed.history().project(&options) {
         for repair in projection.report().repairs() {
             let line = line_of(repair.at.position);
+            if Some(line) == base {
+                let counted = match &repair.kind {
+                    RepairKind::StrippedImages { parts } => {
+                        Some((&mut replacement_images, *parts as u64))
+                    }
+                    RepairKind::ClearedImageGenerationResult => Some((&mut replacement_images, 1)),
+                    RepairKind::StrippedAudio { parts } => {
+                        Some((&mut replacement_audio, *parts as u64))
+                    }
+                    _ => None,
+                };
+                if let Some((media, parts)) = counted {
+                    media.items += 1;
+                    media.parts += parts;
+                    continue;
+                }
+            }
             let item_kind = repair.at.item_kind;
             let call = repair
                 .at
@@ -587,6 +632,20 @@ fn check(resumed: &Resumed) -> Vec<String> {
                 other => format!("{}: {other:?}", item_kind),
             };
             findings.push((line, format!("line {line}: {what}")));
+        }
+    }
+    if let Some(line) = base {
+        for (media, what) in [(replacement_images, "image"), (replacement_audio, "audio")] {
+            if media.items > 0 {
+                findings.push((
+                    line,
+                    format!(
+                        "line {line}: the compaction's replacement history carries {} {what} \
+                         part(s) in {} item(s) a text-only model would lose",
+                        media.parts, media.items
+                    ),
+                ));
+            }
         }
     }
     for skipped in resumed.report().malformed() {
@@ -649,6 +708,16 @@ fn stats(path: &Path, resumed: &Resumed) -> String {
             ", torn last line"
         } else {
             ""
+        }
+    ));
+    let left_out = &resumed.report().left_out;
+    out.push_str(&format!(
+        "left out       {}{}\n",
+        left_out.total(),
+        if left_out.is_empty() {
+            String::new()
+        } else {
+            format!(" ({left_out})")
         }
     ));
     out.push_str(&format!("items          {}\n", history.len()));

@@ -18,7 +18,9 @@ use crate::rollout::{
 use crate::snapshot::SnapshotHeader;
 
 /// A history whose every change is appended to a rollout: recorded items as `response_item`
-/// lines (as given, before truncation; never filtered items, never projection repairs),
+/// lines (as the history keeps them before truncation — a client `tool_search_call` with its
+/// canonical arguments, see [`History::record_json`]; never filtered items, never projection
+/// repairs),
 /// compactions as `compacted` lines, rollbacks as `thread_rolled_back` events. Resuming the file
 /// gives a history equal to this one, entry for entry, and one that a later rollback changes as it
 /// changes this one — across compactions too ([`History::drop_last_n_user_turns`]). A session
@@ -462,14 +464,16 @@ impl<S: RolloutSink> Session<S> {
     }
 
     /// Records an item into the history; returns the outcome and, when it was stored, the entry
-    /// whose text the `response_item` line holds (as given, before truncation).
+    /// whose text the `response_item` line holds (as recorded — a client tool search with
+    /// canonical arguments — before truncation).
     fn record_prepared(&mut self, json: &str) -> Result<(Recorded, Option<Entry>), ItemError> {
         let (text, item) = self.prepare(json)?;
-        if let Some(reason) = History::record_filter(&item) {
-            return Ok((Recorded::Filtered(reason), None));
-        }
-        let entry = Entry::from_parts(text.into_boxed_str(), &item)?;
-        let recorded = self.history.record_item_entry(entry.clone(), &item)?;
+        // The record filter and canonicalization: the line holds what the history keeps.
+        let entry = match History::durable_entry(text.into_boxed_str(), &item)? {
+            Ok(entry) => entry,
+            Err(reason) => return Ok((Recorded::Filtered(reason), None)),
+        };
+        let recorded = self.history.record_durable_entry(entry.clone(), &item)?;
         Ok((recorded, Some(entry)))
     }
 

@@ -217,6 +217,87 @@ fn check_of_a_clean_rollout_finds_nothing_even_in_strict_mode() {
     assert!(text(&output.stdout).contains("no findings"));
 }
 
+/// A rollout whose compaction's replacement history holds images, beside lines resume leaves
+/// out: a `world_state` line and a legacy ghost snapshot.
+fn compacted_with_images() -> (tempfile::TempDir, std::path::PathBuf) {
+    let dir = temp_dir();
+    let path = dir.path().join("compacted.jsonl");
+    let image = |n: usize| {
+        let parts: Vec<String> = (0..n)
+            .map(|_| {
+                r#"{"type":"input_image","image_url":"data:image/png;base64,AAAA"}"#.to_owned()
+            })
+            .collect();
+        format!(
+            r#"{{"type":"message","role":"user","content":[{{"type":"input_text","text":"look"}},{}]}}"#,
+            parts.join(",")
+        )
+    };
+    let replacement = [image(2), user("plain"), image(1)].join(",");
+    let lines = [
+        meta_line(),
+        item_line(&user("before")),
+        common::line(
+            "compacted",
+            &format!(r#"{{"message":"summary","replacement_history":[{replacement}]}}"#),
+        ),
+        common::line("world_state", r#"{"full":true,"state":{}}"#),
+        item_line(r#"{"type":"ghost_snapshot","ghost_commit":{"id":"abc"}}"#),
+        item_line(&image(1)),
+    ];
+    std::fs::write(&path, lines.join("\n") + "\n").expect("write");
+    (dir, path)
+}
+
+/// The images of a replacement history all come from the `compacted` line: `check` reports that
+/// line once, with the number of parts and items, not once per item at the same line number; an
+/// image in a `response_item` line is still reported on its own line. What resume leaves out is
+/// shown, and is not a finding.
+#[test]
+fn check_reports_a_replacement_historys_images_once_and_what_resume_leaves_out() {
+    let (_dir, path) = compacted_with_images();
+    let output = run(&["check", path.to_str().expect("utf-8 path")]);
+    assert!(output.status.success(), "stderr: {}", text(&output.stderr));
+    let stdout = text(&output.stdout);
+    let at_line_3: Vec<&str> = stdout
+        .lines()
+        .filter(|line| line.trim_start().starts_with("line 3:"))
+        .collect();
+    assert_eq!(
+        at_line_3,
+        [
+            "  line 3: the compaction's replacement history carries 3 image part(s) in 2 item(s) \
+             a text-only model would lose"
+        ],
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("  line 6: message carries 1 image part(s) a text-only model would lose"),
+        "{stdout}"
+    );
+    assert!(
+        stdout
+            .contains("left out by resume (not history content): 1 ghost_snapshot, 1 world_state"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("2 finding(s)"), "{stdout}");
+    let stats = run(&["stats", path.to_str().expect("utf-8 path")]);
+    let stats = text(&stats.stdout);
+    assert!(
+        stats
+            .lines()
+            .any(|line| line == "left out       2 (1 ghost_snapshot, 1 world_state)"),
+        "{stats}"
+    );
+    let project = run(&["project", path.to_str().expect("utf-8 path")]);
+    assert!(
+        text(&project.stderr)
+            .contains("left out by resume (not history content): 1 ghost_snapshot, 1 world_state"),
+        "{}",
+        text(&project.stderr)
+    );
+}
+
 #[test]
 fn stats_summarizes_the_session() {
     let path = example("session.jsonl");
@@ -234,6 +315,7 @@ fn stats_summarizes_the_session() {
     assert_eq!(field("user turns"), "2");
     assert_eq!(field("compactions"), "0");
     assert_eq!(field("lines"), "28 (2 skipped, torn last line)");
+    assert_eq!(field("left out"), "0");
     let kinds: Vec<&str> = stdout
         .lines()
         .skip_while(|line| !line.starts_with("kind"))

@@ -132,7 +132,7 @@ fn the_codex_session_resumes_to_its_live_history() {
     let resumed = resume_bytes(session.bytes(), DEFAULT_TRUNCATION);
     assert_eq!(texts(resumed.history()), texts(session.history()));
     assert_eq!(resumed.history().version(), session.history().version());
-    assert_eq!(resumed.report().ghost_snapshots, 1);
+    assert_eq!(resumed.report().left_out.ghost_snapshots, 1);
     assert!(!resumed.ends_inside_turn());
     let settings: Value =
         serde_json::from_str(resumed.previous_turn_settings().expect("settings").get())

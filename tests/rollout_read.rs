@@ -5,10 +5,12 @@
 mod common;
 
 use agent_history::{
-    DEFAULT_TRUNCATION, History, LineKind, READER_LABEL, ReadMode, ResumeOptions, Rollout,
+    DEFAULT_TRUNCATION, History, LeftOut, LineKind, READER_LABEL, ReadMode, ResumeOptions, Rollout,
     RolloutError, SkipReason, SkippedLine, TruncationPolicy,
 };
-use common::{THREAD_ID, assistant, example, jsons, line, meta_line, resume_path, temp_dir, user};
+use common::{
+    THREAD_ID, assistant, example, jsons, line, message, meta_line, resume_path, temp_dir, user,
+};
 
 /// Thread ids for the tests of which `session_meta` counts.
 const CHILD: &str = "00000000-0000-4000-8000-00000000000c";
@@ -458,8 +460,9 @@ fn legacy_files_read_bare_meta_and_items_and_skip_state_lines() {
     let report = &rollout.report;
     assert!(report.legacy);
     assert_eq!(report.thread_id.to_string(), LEGACY);
-    assert_eq!(report.state_lines, 2);
-    assert_eq!(report.ghost_snapshots, 1);
+    assert_eq!(report.left_out.state_lines, 2);
+    assert_eq!(report.left_out.ghost_snapshots, 1);
+    assert_eq!(report.left_out.total(), 3);
     assert_eq!(
         report.skipped.len(),
         1,
@@ -506,10 +509,98 @@ fn ghost_snapshots_are_dropped_from_lines_and_replacement_histories() {
     ]);
     let rollout = read(&text).expect("reads");
     assert!(!rollout.report.legacy);
-    assert_eq!(rollout.report.ghost_snapshots, 3);
+    assert_eq!(rollout.report.left_out.ghost_snapshots, 3);
     assert!(rollout.report.skipped.is_empty());
     let resumed = rollout.resume(DEFAULT_TRUNCATION).expect("replays");
     assert_eq!(jsons(resumed.history()), [user("a"), user("b"), user("c")]);
+}
+
+/// What resume leaves out by design is counted by kind: line types whose content does not become
+/// items (by their `type`), `system` messages the record filter keeps out, ghost snapshots. The
+/// lines that carry settings, metadata or events (`session_meta`, `turn_context`, `event_msg`)
+/// are not content left out, and neither is an item a later rollback removes.
+#[test]
+fn the_report_counts_what_resume_leaves_out_by_kind() {
+    let ghost = r#"{"type":"ghost_snapshot","ghost_commit":{"id":"abc"}}"#;
+    let (text, _) = join(&[
+        meta_line(),
+        line("turn_context", r#"{"model":"m"}"#),
+        line("event_msg", r#"{"type":"agent_message","message":"hi"}"#),
+        line("response_item", &user("a")),
+        line("response_item", &message("system", "be nice")),
+        line("world_state", r#"{"full":true,"state":{}}"#),
+        line("world_state", r#"{"full":false,"state":{}}"#),
+        line("token_usage_record", r#"{"total":1}"#),
+        line(
+            "inter_agent_communication",
+            r#"{"author":"/root","recipient":"/root/w","content":"go"}"#,
+        ),
+        line("response_item", ghost),
+        line(
+            "event_msg",
+            r#"{"type":"thread_rolled_back","num_turns":1}"#,
+        ),
+        line("response_item", &user("b")),
+        meta_line(),
+    ]);
+    let rollout = read(&text).expect("reads");
+    let left_out = &rollout.report.left_out;
+    assert!(rollout.report.skipped.is_empty());
+    assert_eq!(left_out.ghost_snapshots, 1);
+    assert_eq!(left_out.state_lines, 0);
+    assert_eq!(left_out.system_messages, 1);
+    assert_eq!(
+        left_out.line_types().collect::<Vec<_>>(),
+        [
+            ("inter_agent_communication", 1),
+            ("token_usage_record", 1),
+            ("world_state", 2)
+        ]
+    );
+    assert_eq!(left_out.line_type("world_state"), 2);
+    assert_eq!(left_out.line_type("event_msg"), 0);
+    assert_eq!(left_out.other_line_types(), 0);
+    assert_eq!(left_out.total(), 6);
+    assert_eq!(
+        left_out.to_string(),
+        "1 ghost_snapshot, 1 system message, 1 inter_agent_communication, \
+         1 token_usage_record, 2 world_state"
+    );
+    // What is counted as left out is indeed not in the history: the system message and the
+    // payloads of the other types never are.
+    let resumed = rollout.resume(DEFAULT_TRUNCATION).expect("replays");
+    let history = jsons(resumed.history());
+    assert!(history.iter().all(|json| !json.contains("be nice")));
+    assert_eq!(resumed.report().left_out, *left_out);
+}
+
+/// The type names come from the file: only so many are kept, each only so long; the rest are
+/// counted together, so a file of a million invented types costs no more memory than one of a
+/// few.
+#[test]
+fn left_out_line_types_are_capped_in_number_and_length() {
+    let long_name = "x".repeat(LeftOut::MAX_TYPE_NAME_BYTES + 1);
+    let mut lines = vec![meta_line(), line(&long_name, "{}")];
+    for n in 0..LeftOut::MAX_LINE_TYPES + 10 {
+        lines.push(line(&format!("type_{n:03}"), "{}"));
+        lines.push(line(&format!("type_{n:03}"), "{}"));
+    }
+    let (text, _) = join(&lines);
+    let rollout = read(&text).expect("reads");
+    let left_out = &rollout.report.left_out;
+    assert_eq!(left_out.line_types().count(), LeftOut::MAX_LINE_TYPES);
+    assert_eq!(
+        left_out.line_type("type_000"),
+        2,
+        "kept types count every line"
+    );
+    assert_eq!(left_out.line_type(&long_name), 0);
+    assert_eq!(left_out.other_line_types(), 1 + 2 * 10);
+    assert_eq!(
+        left_out.total(),
+        1 + 2 * (LeftOut::MAX_LINE_TYPES as u64 + 10)
+    );
+    assert!(left_out.to_string().ends_with("21 of other line types"));
 }
 
 #[test]
@@ -644,4 +735,46 @@ fn streaming_visits_the_lines_read_would_keep() {
     assert_eq!(report.lines, read.report.lines);
     assert_eq!(report.skipped, read.report.skipped);
     assert_eq!(report.torn_tail, read.report.torn_tail);
+}
+
+/// `configuration_update` (newer Codex) is kept as an unknown item, whatever the line's envelope
+/// `metadata` says, and held back from requests by default; `UnknownItems::Send` sends it as it
+/// is (`docs/codex-compatibility.md` says why provenance is not read yet).
+#[test]
+fn configuration_updates_are_kept_as_unknown_items_and_held_back() {
+    let update = r#"{"type":"configuration_update","reasoning":{"effort":"high"}}"#;
+    let authored = format!(
+        r#"{{"timestamp":"2026-11-03T14:00:01.137Z","type":"response_item","payload":{update},"metadata":{{"client_authored":false,"harness_authored_configuration":true}}}}"#
+    );
+    let (text, _) = join(&[
+        meta_line(),
+        line("response_item", &user("hi")),
+        line("response_item", update),
+        authored,
+    ]);
+    let resumed = read(&text)
+        .expect("reads")
+        .resume(DEFAULT_TRUNCATION)
+        .expect("replays");
+    let history = resumed.history();
+    assert_eq!(
+        jsons(history),
+        [user("hi"), update.to_owned(), update.to_owned()]
+    );
+    assert!(
+        history
+            .iter()
+            .skip(1)
+            .all(|entry| entry.kind() == agent_history::ItemKind::Unknown)
+    );
+    let held_back = history
+        .project(&agent_history::ProjectionOptions::default())
+        .expect("lenient");
+    assert_eq!(held_back.iter().collect::<Vec<_>>(), [user("hi").as_str()]);
+    let send = agent_history::ProjectionOptions {
+        unknown_items: agent_history::UnknownItems::Send,
+        ..agent_history::ProjectionOptions::default()
+    };
+    let sent = history.project(&send).expect("lenient");
+    assert_eq!(sent.len(), 3);
 }

@@ -1145,3 +1145,124 @@ fn a_legacy_rollout_is_not_continued() {
     // Reading it is fine.
     assert_eq!(resume_path(&path, DEFAULT_TRUNCATION).history().len(), 1);
 }
+
+/// A session records a client `tool_search_call` in its canonical form and its rollout line holds
+/// that same text (so the live and the resumed history are equal); a call without a call id is
+/// neither recorded nor written; a server-executed call is written as given.
+#[test]
+fn a_sessions_rollout_line_holds_the_canonical_tool_search_call() {
+    use agent_history::{FilterReason, Recorded};
+    let dir = temp_dir();
+    let path = dir.path().join("rollout.jsonl");
+    let mut session = Session::create(
+        &path,
+        SessionMeta::new(thread("thread-tool-search")),
+        DEFAULT_TRUNCATION,
+        Durability::Flush,
+    )
+    .expect("created");
+    let given = r#"{"type":"tool_search_call","id":"tsc_1","call_id":"ts_1","execution":"client","arguments":{"limit":3,"mode":"fast","query":"calendar"}}"#;
+    let canonical = r#"{"type":"tool_search_call","id":"tsc_1","call_id":"ts_1","execution":"client","arguments":{"query":"calendar","limit":3}}"#;
+    let server = r#"{"type":"tool_search_call","id":"tsc_2","call_id":"ts_2","execution":"server","arguments":{"limit":"x","mode":"fast"}}"#;
+    let without_id = r#"{"type":"tool_search_call","id":"tsc_3","call_id":"","execution":"client","arguments":{"query":"q"}}"#;
+    session.record_json(given).expect("recorded");
+    assert_eq!(
+        session.record_json(without_id).expect("an item"),
+        Recorded::Filtered(FilterReason::ClientToolSearchWithoutCallId)
+    );
+    let recorded = session
+        .record_all_json([server, without_id])
+        .expect("recorded");
+    assert_eq!(
+        recorded[1],
+        Recorded::Filtered(FilterReason::ClientToolSearchWithoutCallId)
+    );
+    let typed: agent_history::ResponseItem = serde_json::from_str(given).expect("an item");
+    session.record(&typed).expect("recorded");
+    session.flush().expect("flushed");
+    let live: Vec<String> = session
+        .history()
+        .iter()
+        .map(|entry| entry.json().to_owned())
+        .collect();
+    assert_eq!(live[..2], [canonical, server]);
+    assert_eq!(
+        serde_json::from_str::<serde_json::Value>(&live[2]).expect("JSON"),
+        serde_json::from_str::<serde_json::Value>(canonical).expect("JSON")
+    );
+    let text = std::fs::read_to_string(&path).expect("read");
+    let payloads: Vec<String> = text
+        .lines()
+        .map(|line| serde_json::from_str::<serde_json::Value>(line).expect("a line"))
+        .filter(|line| line["type"] == "response_item")
+        .map(|line| line["payload"].to_string())
+        .collect();
+    assert_eq!(payloads, live, "each line holds the stored text");
+    assert!(!text.contains("tsc_3"), "the dropped call is not written");
+    assert!(!text.contains("fast\",\"query"), "{text}");
+    drop(session);
+    let resumed = resume_path(&path, DEFAULT_TRUNCATION);
+    assert_eq!(
+        resumed
+            .history()
+            .iter()
+            .map(|entry| entry.json().to_owned())
+            .collect::<Vec<_>>(),
+        live
+    );
+}
+
+/// Resume replays items through the record rules, so a rollout written without them (by an older
+/// writer) resumes to the canonical history: arguments rewritten, a client call without a call id
+/// left out — and its output, now without a call, dropped from requests as an orphan.
+#[test]
+fn resume_canonicalizes_client_tool_searches_of_an_older_rollout() {
+    let lines = [
+        common::meta_line(),
+        common::item_line(&user("find a tool")),
+        common::item_line(
+            r#"{"type":"tool_search_call","call_id":"ts_1","execution":"client","arguments":{"extra":true,"query":"calendar","limit":null}}"#,
+        ),
+        common::item_line(
+            r#"{"type":"tool_search_output","call_id":"ts_1","status":"completed","execution":"client","tools":[]}"#,
+        ),
+        common::item_line(
+            r#"{"type":"tool_search_call","call_id":"ts_2","execution":"client","arguments":{"query":["not","a","string"]}}"#,
+        ),
+        common::item_line(
+            r#"{"type":"tool_search_call","call_id":"","execution":"client","arguments":{"query":"lost"}}"#,
+        ),
+        common::item_line(
+            r#"{"type":"tool_search_output","call_id":"","status":"completed","execution":"client","tools":[]}"#,
+        ),
+    ];
+    let bytes = lines.join("\n") + "\n";
+    let resumed = resume_bytes(bytes.as_bytes(), DEFAULT_TRUNCATION);
+    let history = resumed.history();
+    history.assert_invariants();
+    let stored: Vec<&str> = history.iter().map(|entry| entry.json()).collect();
+    assert_eq!(
+        stored,
+        [
+            user("find a tool").as_str(),
+            r#"{"type":"tool_search_call","call_id":"ts_1","execution":"client","arguments":{"query":"calendar"}}"#,
+            r#"{"type":"tool_search_output","call_id":"ts_1","status":"completed","execution":"client","tools":[]}"#,
+            r#"{"type":"tool_search_call","call_id":"ts_2","execution":"client","arguments":{"query":"[invalid tool_search arguments omitted]"}}"#,
+            r#"{"type":"tool_search_output","call_id":"","status":"completed","execution":"client","tools":[]}"#,
+        ]
+    );
+    assert_eq!(resumed.entry_line(4), Some(7));
+    let projection = history
+        .project(&ProjectionOptions::default())
+        .expect("lenient");
+    let sent: Vec<&str> = projection.iter().collect();
+    assert!(
+        !sent.iter().any(|item| item.contains(r#""call_id":"""#)),
+        "{sent:?}"
+    );
+    assert_eq!(
+        projection.report().repairs().len(),
+        2,
+        "orphan dropped, ts_2 answered"
+    );
+}

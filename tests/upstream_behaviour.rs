@@ -12,10 +12,10 @@
 mod common;
 
 use agent_history::{
-    CallId, CustomToolCallOutput, FilterReason, FunctionCall, History, ItemError, ItemId, ItemKind,
-    Location, Message, Modalities, OutputPayload, Projection, ProjectionError, ProjectionOptions,
-    Reasoning, ReasoningSummary, Recorded, Repair, RepairKind, ResponseItem, Role,
-    TruncationPolicy, UnknownItems, Violation, ViolationKind,
+    CallId, CustomToolCallOutput, Entry, FilterReason, FunctionCall, History, ItemError, ItemId,
+    ItemKind, Location, Message, Modalities, OutputPayload, Projection, ProjectionError,
+    ProjectionOptions, Reasoning, ReasoningSummary, Recorded, Repair, RepairKind, ResponseItem,
+    Role, TruncationPolicy, UnknownItems, Violation, ViolationKind,
 };
 use common::{assistant, developer, jsons, message, user};
 use serde_json::{Value, json};
@@ -1769,15 +1769,25 @@ fn for_prompt_assigns_stable_id_to_synthetic_output_without_reordering_history()
 /// Codex's history test: a `tool_search_call` with a call id and no output gets a `tool_search_output`
 /// with status "completed", execution "client" and no tools, id `tso_<uuidv5>`. The call's own
 /// execution is not checked; a call without a call id gets nothing.
+///
+/// Codex's test fills its history below the session, where the client call without a call id is
+/// kept; recording here drops that call (durable-history canonicalization, tested below), so the
+/// history is built as a compaction's replacement history is, without the record rules.
 #[test]
 fn normalize_adds_missing_output_for_tool_search_call() {
-    let items = vec![
+    let items = [
         tool_search_call(Some("tsc_abc"), Some("ts_1"), "client"),
         tool_search_call(Some("tsc_srv"), Some("ts_2"), "server"),
         tool_search_call(Some("tsc_none"), None, "client"),
         user("next"),
     ];
-    let history = history_of(&items);
+    let mut history = History::new();
+    history.replace(
+        items
+            .iter()
+            .map(|json| Entry::from_json(json.as_str()).expect("an item")),
+    );
+    history.assert_invariants();
     let tso_srv = expected_synthetic_id("tso", "tsc_srv");
     let expected = vec![
         items[0].clone(),
@@ -1865,4 +1875,188 @@ fn normalize_keeps_server_tool_search_output_without_matching_call() {
     assert_eq!(sent(&projection), items);
     assert!(projection.report().is_empty());
     assert_eq!(sent(&strict_ok(&history)), items);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Durable-history canonicalization of client tool searches
+// ---------------------------------------------------------------------------------------------
+
+const INVALID_TOOL_SEARCH: &str = r#"{"query":"[invalid tool_search arguments omitted]"}"#;
+
+/// A client `tool_search_call` with call id `c1` and `arguments` given as JSON text.
+fn client_search(arguments: &str) -> String {
+    format!(
+        r#"{{"type":"tool_search_call","id":"tsc_1","call_id":"c1","status":"completed","execution":"client","arguments":{arguments}}}"#
+    )
+}
+
+/// Records `json` into a new history and returns the stored text.
+fn stored_text(json: &str) -> String {
+    let mut history = History::new();
+    let recorded = history.record_json(json).expect("an item");
+    assert_eq!(
+        recorded,
+        Recorded::Stored {
+            position: 0,
+            truncated: false
+        }
+    );
+    history.assert_invariants();
+    history.get(0).expect("stored").json().to_owned()
+}
+
+/// Codex's rule: a client `tool_search_call` without a call id — the key missing, `null` or an
+/// empty string — is not recorded into the durable history, whichever way it is recorded.
+#[test]
+fn a_client_tool_search_call_without_call_id_is_not_recorded() {
+    let missing = r#"{"type":"tool_search_call","execution":"client","arguments":{"query":"q"}}"#;
+    let null = r#"{"type":"tool_search_call","call_id":null,"execution":"client","arguments":{"query":"q"}}"#;
+    let empty = r#"{"type":"tool_search_call","call_id":"","execution":"client","arguments":{"query":"q"}}"#;
+    for json in [missing, null, empty] {
+        let filtered = Recorded::Filtered(FilterReason::ClientToolSearchWithoutCallId);
+        let mut history = History::new();
+        assert_eq!(
+            history.record_json(json).expect("an item"),
+            filtered,
+            "{json}"
+        );
+        let item: ResponseItem = serde_json::from_str(json).expect("an item");
+        assert_eq!(history.record(&item).expect("typed"), filtered, "{json}");
+        let entry = Entry::from_json(json).expect("an entry");
+        assert_eq!(
+            history.record_entry(entry).expect("entry"),
+            filtered,
+            "{json}"
+        );
+        assert!(history.is_empty());
+    }
+}
+
+/// Codex's rule: the arguments are read through `{query: string, limit?: integer}` and written
+/// back — unknown keys dropped, `query` before `limit`, a `null` limit left out. Only `arguments`
+/// changes in the stored text; the other keys keep their order and text.
+#[test]
+fn client_tool_search_arguments_are_rewritten_to_the_schema() {
+    assert_eq!(
+        stored_text(&client_search(
+            r#"{"limit":5,"filters":{"a":1},"query":"calendar"}"#
+        )),
+        client_search(r#"{"query":"calendar","limit":5}"#)
+    );
+    assert_eq!(
+        stored_text(&client_search(r#"{"query":"calendar","limit":null}"#)),
+        client_search(r#"{"query":"calendar"}"#)
+    );
+    // Canonical arguments leave the text byte for byte as it was given.
+    let canonical = client_search(r#"{"query":"calendar","limit":2}"#);
+    assert_eq!(stored_text(&canonical), canonical);
+    // The token estimate is that of the stored arguments.
+    let mut history = History::new();
+    history
+        .record_json(client_search(
+            r#"{"query":"q","padding":"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"}"#,
+        ))
+        .expect("recorded");
+    let expected = Entry::from_json(client_search(r#"{"query":"q"}"#)).expect("an entry");
+    assert_eq!(history.get(0).expect("stored"), &expected);
+}
+
+/// Codex's rule: arguments that do not fit the schema become
+/// `{"query":"[invalid tool_search arguments omitted]"}` — a limit that is not a whole number, a
+/// query that is not a string or is missing, arguments that are not a JSON object (a string of
+/// text that is not JSON, say).
+#[test]
+fn client_tool_search_arguments_that_do_not_fit_become_the_invalid_marker() {
+    for arguments in [
+        r#"{"query":"q","limit":"5"}"#,
+        r#"{"query":"q","limit":2.5}"#,
+        r#"{"query":"q","limit":-1}"#,
+        r#"{"query":7}"#,
+        r#"{"limit":3}"#,
+        r#""query: calendar, not JSON""#,
+        r#""{\"query\":\"calendar\"}""#,
+        "null",
+    ] {
+        assert_eq!(
+            stored_text(&client_search(arguments)),
+            client_search(INVALID_TOOL_SEARCH),
+            "{arguments}"
+        );
+    }
+}
+
+/// The typed record and the entry record canonicalize as the JSON record does.
+#[test]
+fn every_record_entry_point_canonicalizes() {
+    let given = client_search(r#"{"query":"q","extra":1}"#);
+    let expected = client_search(r#"{"query":"q"}"#);
+    let mut history = History::new();
+    let item: ResponseItem = serde_json::from_str(&given).expect("an item");
+    history.record(&item).expect("typed");
+    history
+        .record_entry(Entry::from_json(given.as_str()).expect("an entry"))
+        .expect("entry");
+    history.record_json(given.as_str()).expect("json");
+    let texts = stored(&history);
+    assert_eq!(texts[1], expected);
+    assert_eq!(texts[2], expected);
+    // The typed record serializes the item: same value, keys in the model's order.
+    assert_eq!(parse(&texts[0]), parse(&expected));
+    history.assert_invariants();
+}
+
+/// Server-executed tool searches (and any other `execution`), function-call arguments and custom
+/// tool input are never rewritten, whatever they hold.
+#[test]
+fn only_client_tool_searches_are_canonicalized() {
+    for json in [
+        r#"{"type":"tool_search_call","call_id":"c","execution":"server","arguments":{"limit":"x","extra":1}}"#,
+        r#"{"type":"tool_search_call","call_id":null,"execution":"server","arguments":"not json"}"#,
+        r#"{"type":"tool_search_call","call_id":"","execution":"elsewhere","arguments":{"extra":1}}"#,
+        r#"{"type":"function_call","name":"f","arguments":"{\"limit\":\"x\",\"extra\":1}","call_id":"c"}"#,
+        r#"{"type":"function_call","name":"f","arguments":"not json","call_id":"c"}"#,
+        r#"{"type":"custom_tool_call","call_id":"c","name":"t","input":"{\"query\":7}"}"#,
+        r#"{"type":"tool_search_output","call_id":"","status":"completed","execution":"client","tools":[]}"#,
+    ] {
+        assert_eq!(stored_text(json), json);
+    }
+}
+
+/// Codex's behaviour: once the call without a call id is dropped, an output that answers it has
+/// no call in the history, and projection drops it as an orphan (strict mode: a violation). The
+/// pairing index agrees with a recomputation throughout.
+#[test]
+fn the_output_of_a_dropped_tool_search_call_is_an_orphan() {
+    let call = r#"{"type":"tool_search_call","call_id":"","execution":"client","arguments":{"query":"q"}}"#;
+    let output = r#"{"type":"tool_search_output","call_id":"","status":"completed","execution":"client","tools":[]}"#;
+    let items = [
+        user("find"),
+        call.to_owned(),
+        output.to_owned(),
+        assistant("ok"),
+    ];
+    let mut history = History::new();
+    for item in &items {
+        history.record_json(item.as_str()).expect("an item");
+        history.assert_invariants();
+    }
+    assert_eq!(
+        stored(&history),
+        [items[0].clone(), items[2].clone(), items[3].clone()]
+    );
+    let projection = lenient(&history);
+    assert_eq!(sent(&projection), [items[0].clone(), items[3].clone()]);
+    assert_eq!(
+        projection.report().repairs(),
+        [dropped_orphan(1, ItemKind::ToolSearchOutput, "")]
+    );
+    assert_eq!(
+        strict_violations(&history),
+        [violation(
+            ViolationKind::OrphanOutput,
+            1,
+            ItemKind::ToolSearchOutput,
+            ""
+        )]
+    );
 }

@@ -253,6 +253,8 @@ fn recorded(
             assert!(generated.filtered, "{} filtered", generated.json);
             let expected = if generated.json.contains("compaction_trigger") {
                 FilterReason::CompactionTrigger
+            } else if generated.json.contains("tool_search_call") {
+                FilterReason::ClientToolSearchWithoutCallId
             } else {
                 FilterReason::SystemMessage
             };

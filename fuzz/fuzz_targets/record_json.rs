@@ -3,7 +3,9 @@
 //!
 //! Checked for each line: `Entry::from_json` and `History::record_json` agree (both refuse what
 //! is not an item, with the same error; `compaction_trigger` is refused as an entry and filtered
-//! as a record; `system` messages are filtered); a built entry keeps the text verbatim; its
+//! as a record; `system` messages and client tool searches without a call id are filtered; a
+//! client tool search stored with other text has canonical arguments); a built entry keeps the
+//! text verbatim; its
 //! typed item, serialized and built again, gives an entry with the same header (kind, role, call
 //! id, item id, flags, token estimate), and the typed model reaches a fixed point after one more
 //! round. For the whole input: the history keeps its invariants and projects as the reference
@@ -15,8 +17,10 @@ use agent_history::{
     Entry, FilterReason, History, ItemError, READER_LABEL, Recorded, ResponseItem, ResumeOptions,
     resume_reader,
 };
-use agent_history_fuzz::projection_options;
 use agent_history_fuzz::reference::project_and_check;
+use agent_history_fuzz::{
+    check_canonicalized, client_tool_search_without_call_id, projection_options,
+};
 use libfuzzer_sys::fuzz_target;
 
 fn same_header(a: &Entry, b: &Entry) {
@@ -41,8 +45,13 @@ fn check_line(history: &mut History, line: &str) {
             return;
         }
         (Ok(entry), Ok(Recorded::Filtered(reason))) => {
-            assert_eq!(reason, FilterReason::SystemMessage);
-            assert_eq!(entry.role(), Some(agent_history::Role::System));
+            let item = entry.to_item().expect("a built entry parses");
+            if client_tool_search_without_call_id(&item) {
+                assert_eq!(reason, FilterReason::ClientToolSearchWithoutCallId);
+            } else {
+                assert_eq!(reason, FilterReason::SystemMessage);
+                assert_eq!(entry.role(), Some(agent_history::Role::System));
+            }
             entry
         }
         (
@@ -53,8 +62,12 @@ fn check_line(history: &mut History, line: &str) {
             }),
         ) => {
             let stored = history.get(position).expect("stored");
-            assert_eq!(truncated, stored.json() != line);
-            if !truncated {
+            if truncated {
+                assert_ne!(stored.json(), line);
+            } else if stored.json() != line {
+                // Canonicalized: a client tool search's arguments.
+                check_canonicalized(&entry.to_item().expect("parses"), stored);
+            } else {
                 assert_eq!(stored, &entry);
             }
             entry

@@ -174,7 +174,8 @@ pub struct Generated {
     pub class: TurnClass,
     /// The text parts of a user message (what compaction reads); `None` for anything else.
     pub user_texts: Option<Vec<String>>,
-    /// The record filter keeps it out of a history (`system` messages, `compaction_trigger`).
+    /// The record rules keep it out of a history (`system` messages, `compaction_trigger`, a
+    /// client `tool_search_call` without a call id).
     pub filtered: bool,
 }
 
@@ -321,9 +322,13 @@ impl GenItem {
             Shape::CustomToolCall => plain(
                 json!({"type": "custom_tool_call", "call_id": call, "name": "t", "input": first}),
             ),
-            Shape::ToolSearchCall => plain(json!({"type": "tool_search_call",
-                "call_id": nullable_call, "execution": execution,
-                "arguments": {"query": first}})),
+            // Canonical arguments; a client call without a call id is not recorded.
+            Shape::ToolSearchCall => Generated {
+                filtered: execution == "client" && (self.flag || call.is_empty()),
+                ..plain(json!({"type": "tool_search_call",
+                    "call_id": nullable_call, "execution": execution,
+                    "arguments": {"query": first}}))
+            },
             Shape::FunctionCallOutput => plain(json!({"type": "function_call_output",
                 "call_id": call, "output": output_body(self.variant, self.text)})),
             Shape::NamedOutputWithoutCallId => plain(json!({"type": "function_call_output",

@@ -12,8 +12,8 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use agent_history::{
-    History, Modalities, ProjectionOptions, RepairMode, Snapshot, SnapshotError, SnapshotOptions,
-    UnknownItems, open_snapshot,
+    Entry, Execution, History, Modalities, ProjectionOptions, Recorded, RepairMode, ResponseItem,
+    Snapshot, SnapshotError, SnapshotOptions, ToolSearchCall, UnknownItems, open_snapshot,
 };
 
 /// Opens a snapshot for a target as one this program wrote (the digest verified or not). The
@@ -83,4 +83,56 @@ pub fn projection_options(choice: u8) -> ProjectionOptions {
 /// The entries' JSON texts, in order.
 pub fn jsons(history: &History) -> Vec<&str> {
     history.iter().map(|entry| entry.json()).collect()
+}
+
+/// The call of a client-executed `tool_search_call`: the one item that durable-history
+/// canonicalization rewrites (its arguments) or keeps out (without a call id).
+pub fn client_tool_search(item: &ResponseItem) -> Option<&ToolSearchCall> {
+    match item {
+        ResponseItem::ToolSearchCall(call) if call.execution == Execution::Client => Some(call),
+        _ => None,
+    }
+}
+
+/// Whether a client tool search is kept out of a history: it has no call id, or an empty one.
+pub fn client_tool_search_without_call_id(item: &ResponseItem) -> bool {
+    client_tool_search(item)
+        .is_some_and(|call| call.call_id.as_ref().is_none_or(|id| id.is_empty()))
+}
+
+/// Checks a stored client tool search that differs from what was recorded: only its arguments
+/// changed, they are canonical — `{"query": <string>}` with an optional whole `limit` after it, or
+/// the invalid-arguments marker — and recording the stored text again keeps it as it is.
+pub fn check_canonicalized(recorded: &ResponseItem, stored: &Entry) {
+    let given = client_tool_search(recorded).expect("only client tool searches are rewritten");
+    let item = stored.to_item().expect("a stored entry parses");
+    let call = client_tool_search(&item).expect("still a client tool search");
+    assert_eq!(call.call_id, given.call_id);
+    assert_eq!(call.id, given.id);
+    let object = call
+        .arguments
+        .as_object()
+        .expect("canonical arguments are an object");
+    let keys: Vec<&str> = object.keys().map(String::as_str).collect();
+    assert!(
+        keys == ["query"] || keys == ["query", "limit"],
+        "{}",
+        call.arguments
+    );
+    assert!(object["query"].is_string());
+    assert!(object.get("limit").is_none_or(|limit| limit.is_u64()));
+    let mut again = History::new();
+    let recorded_again = again.record_json(stored.json()).expect("records again");
+    assert!(matches!(
+        recorded_again,
+        Recorded::Stored {
+            truncated: false,
+            ..
+        }
+    ));
+    assert_eq!(
+        again.get(0).expect("stored").json(),
+        stored.json(),
+        "a fixed point"
+    );
 }

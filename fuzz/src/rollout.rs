@@ -100,13 +100,13 @@ pub fn check_report(data: &[u8], options: ReadOptions, report: &LoadReport, usab
     assert_eq!(counts.blank, blank, "blank lines");
     // Every line is usable, skipped, a legacy state line, or a ghost snapshot (which are also
     // counted when dropped from a replacement history).
-    let accounted = usable + counts.total() + report.state_lines;
+    let accounted = usable + counts.total() + report.left_out.state_lines;
     assert!(
         accounted <= total,
         "{accounted} lines accounted for, {total} read"
     );
     assert!(
-        total <= accounted + report.ghost_snapshots,
+        total <= accounted + report.left_out.ghost_snapshots,
         "{total} lines read, {accounted} accounted for"
     );
     // The first `max_reported` skipped lines are listed, and a torn last line always.

@@ -8,6 +8,7 @@
 //! Projecting a history into a request is the projection layer's work (`History::project` is
 //! defined there).
 
+mod canonical;
 mod compact;
 mod index;
 mod rollback;
@@ -26,6 +27,7 @@ use crate::item::{
     parse_item,
 };
 
+pub(crate) use canonical::{Canonical, canonicalize};
 pub use compact::{COMPACT_USER_MESSAGE_TOKENS, Compacted, EMPTY_SUMMARY, summary_text};
 pub(crate) use compact::{UserWindow, real_user_text};
 pub(crate) use index::PairingIndex;
@@ -44,6 +46,10 @@ pub enum FilterReason {
     SystemMessage,
     /// `compaction_trigger` is a request control item.
     CompactionTrigger,
+    /// A client-executed `tool_search_call` without a call id (missing, `null` or empty): no
+    /// output could ever answer it, so it is kept out of the durable history (an output that
+    /// names it is then an orphan, which projection drops).
+    ClientToolSearchWithoutCallId,
 }
 
 /// What recording an item did.
@@ -245,8 +251,10 @@ impl History {
     }
 
     /// Records a typed item: applies the record filter (`system` messages and
-    /// `compaction_trigger` are not recorded) and record-time truncation of tool outputs,
-    /// serializes it once and appends it. Time: O(log n) plus the item's size.
+    /// `compaction_trigger` are not recorded), the canonicalization of client tool searches (see
+    /// [`FilterReason::ClientToolSearchWithoutCallId`] and [`History::record_json`]) and
+    /// record-time truncation of tool outputs, serializes it once and appends it. Time: O(log n)
+    /// plus the item's size.
     ///
     /// # Errors
     ///
@@ -256,12 +264,26 @@ impl History {
         if let Some(reason) = History::record_filter(item) {
             return Ok(Recorded::Filtered(reason));
         }
-        let entry = Entry::from_item(item)?;
+        let entry = match canonicalize(None, item)? {
+            Canonical::Unchanged => Entry::from_item(item)?,
+            Canonical::Filtered(reason) => return Ok(Recorded::Filtered(reason)),
+            Canonical::Rewritten { json, item } => Entry::from_parts(json.into(), &item)?,
+        };
         self.store(entry, OutputBody::of(item))
     }
 
-    /// Records an item given as JSON text, which is kept verbatim unless truncation rewrites the
-    /// output. An item of unknown type is stored (and held back by projection by default).
+    /// Records an item given as JSON text, which is kept verbatim unless a record-time rule
+    /// rewrites it. An item of unknown type is stored (and held back by projection by default).
+    ///
+    /// Two rules rewrite: truncation of a tool output's body (reported as
+    /// [`Recorded::Stored`]`{ truncated: true, .. }`), and the canonicalization of a client
+    /// `tool_search_call`'s `arguments`, which the durable history keeps in the schema
+    /// `{"query": string, "limit"?: integer}` — unknown keys dropped, `query` first, a `null`
+    /// limit omitted — or, when they do not fit it, as
+    /// `{"query":"[invalid tool_search arguments omitted]"}` (only `arguments` is replaced in the
+    /// text). A client `tool_search_call` without a call id is not recorded
+    /// ([`FilterReason::ClientToolSearchWithoutCallId`]). Server-executed tool searches,
+    /// function-call arguments and custom tool input are never rewritten.
     ///
     /// # Errors
     ///
@@ -269,35 +291,54 @@ impl History {
     pub fn record_json(&mut self, json: impl Into<Box<str>>) -> Result<Recorded, ItemError> {
         let json = json.into();
         let item = parse_item(&json)?;
-        if let Some(reason) = History::record_filter(&item) {
-            return Ok(Recorded::Filtered(reason));
+        match History::durable_entry(json, &item)? {
+            Ok(entry) => self.store(entry, OutputBody::of(&item)),
+            Err(reason) => Ok(Recorded::Filtered(reason)),
         }
-        let entry = Entry::from_parts(json, &item)?;
-        self.store(entry, OutputBody::of(&item))
     }
 
-    /// Records `entry`, built from `item` (for callers that have both): the record filter,
-    /// truncation, storing.
-    pub(crate) fn record_item_entry(
+    /// What a history keeps of an item given as `json` that parses into `item`, before
+    /// truncation — the text a rollout line holds — or why it keeps nothing: the record filter,
+    /// then the canonicalization of client tool searches.
+    ///
+    /// # Errors
+    ///
+    /// As [`Entry::from_json`].
+    pub(crate) fn durable_entry(
+        json: Box<str>,
+        item: &ResponseItem,
+    ) -> Result<Result<Entry, FilterReason>, ItemError> {
+        if let Some(reason) = History::record_filter(item) {
+            return Ok(Err(reason));
+        }
+        Ok(Ok(match canonicalize(Some(&json), item)? {
+            Canonical::Unchanged => Entry::from_parts(json, item)?,
+            Canonical::Filtered(reason) => return Ok(Err(reason)),
+            Canonical::Rewritten { json, item } => Entry::from_parts(json.into(), &item)?,
+        }))
+    }
+
+    /// Stores an entry made by [`History::durable_entry`] from `item` (the session, which also
+    /// writes the entry's text to its rollout): truncation, storing.
+    pub(crate) fn record_durable_entry(
         &mut self,
         entry: Entry,
         item: &ResponseItem,
     ) -> Result<Recorded, ItemError> {
-        if let Some(reason) = History::record_filter(item) {
-            return Ok(Recorded::Filtered(reason));
-        }
         self.store(entry, OutputBody::of(item))
     }
 
     /// Records an entry that is already built (made with [`Entry::from_json`], say): the same
-    /// record filter and truncation as [`History::record_json`], without building the item again.
-    /// A tool output's text is read to see whether truncation must cut it, and parsed when it
-    /// must.
+    /// record filter, canonicalization and truncation as [`History::record_json`], without
+    /// building the item again (a `tool_search_call` that is not server-executed is read again
+    /// to canonicalize it). A tool output's text is read to see whether truncation must cut it,
+    /// and parsed when it must.
     ///
     /// # Errors
     ///
-    /// [`ItemError::InvalidJson`] when an output that must be truncated does not parse (an entry
-    /// from a crafted snapshot, see [`Entry::to_item`]).
+    /// [`ItemError::InvalidJson`] when an output that must be truncated, or a tool search that
+    /// must be canonicalized, does not parse (an entry from a crafted snapshot, see
+    /// [`Entry::to_item`]).
     pub fn record_entry(&mut self, entry: Entry) -> Result<Recorded, ItemError> {
         self.record_entry_with(entry, OutputBody::Unknown)
     }
@@ -312,6 +353,11 @@ impl History {
         if entry.kind() == ItemKind::Message && entry.role() == Some(Role::System) {
             return Ok(Recorded::Filtered(FilterReason::SystemMessage));
         }
+        let entry = match canonical::canonicalize_entry(&entry)? {
+            Canonical::Unchanged => entry,
+            Canonical::Filtered(reason) => return Ok(Recorded::Filtered(reason)),
+            Canonical::Rewritten { json, item } => Entry::from_parts(json.into(), &item)?,
+        };
         self.store(entry, output)
     }
 

@@ -25,8 +25,8 @@ pub use error::{RolloutError, RolloutWriteError, WriteStep};
 pub use line::{BaseInstructions, LineKind, RolloutLine, SessionMeta};
 pub use reader::{READER_LABEL, Rollout, open_rollout};
 pub use report::{
-    DEFAULT_MAX_LINE_BYTES, DEFAULT_MAX_REPORTED, LineRepair, LoadReport, ReadMode, ReadOptions,
-    RepairedLine, SkipCounts, SkipReason, SkippedLine,
+    DEFAULT_MAX_LINE_BYTES, DEFAULT_MAX_REPORTED, LeftOut, LineRepair, LoadReport, ReadMode,
+    ReadOptions, RepairedLine, SkipCounts, SkipReason, SkippedLine,
 };
 pub use resume::{
     Compactions, FallbackReason, LaterLine, ResumeOptions, ResumeSource, Resumed, resume_file,

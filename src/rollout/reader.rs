@@ -6,14 +6,14 @@ use std::fs::File;
 use std::io::{BufRead, BufReader, ErrorKind, Read};
 use std::path::{Path, PathBuf};
 
-use crate::item::ThreadId;
+use crate::item::{ItemKind, Role, ThreadId};
 
 use super::error::RolloutError;
 use super::line::{
     BaseInstructions, Facts, InstructionsField, LineKind, RolloutLine, base_instructions_field,
 };
 use super::report::{
-    LineRepair, LoadReport, ReadMode, ReadOptions, RepairedLine, SkipCounts, SkipReason,
+    LeftOut, LineRepair, LoadReport, ReadMode, ReadOptions, RepairedLine, SkipCounts, SkipReason,
     SkippedLine,
 };
 use super::validate::{
@@ -55,13 +55,14 @@ pub const READER_LABEL: &str = "<reader>";
 /// Envelope keys other than `type` and `payload` (`timestamp`, `ordinal`, `metadata`) are not
 /// checked: a line without a `timestamp` is used. A line ends at `\n`; a `\r` before it is JSON
 /// white space, so CRLF files read. `ghost_snapshot` items (legacy) are dropped, as lines and
-/// from replacement histories, and counted in [`LoadReport::ghost_snapshots`].
+/// from replacement histories, and counted in [`LoadReport::left_out`], with the other content
+/// resume leaves out by design (see [`LeftOut`]).
 ///
 /// **Legacy format.** The format is decided by the first line that is a JSON object: a bare
 /// session meta (an `id` and a `timestamp`, not a `type` + `payload` envelope) makes the file
 /// legacy ([`LoadReport::legacy`]); it is read as the `session_meta` line, every later line as a
 /// bare `response_item`, except `{"record_type":"state",…}` lines, which are passed over
-/// ([`LoadReport::state_lines`]).
+/// (counted in [`LoadReport::left_out`]).
 ///
 /// Not implemented: Codex aborts the load when the first `session_meta` has a `history_mode` it
 /// does not recognise; the recognised values are not known to this project, so `history_mode` is
@@ -287,8 +288,7 @@ pub(super) fn read_lines(
         // the prefix were not read, so none of the later lines may stand for them.
         seek_instructions: lines_before == 0,
         legacy: false,
-        ghost_snapshots: 0,
-        state_lines: 0,
+        left_out: LeftOut::default(),
         visit,
         non_blank: false,
         unfinished: 0,
@@ -399,8 +399,8 @@ struct ReadState<'v> {
     /// Whether the `session_meta` lines read may give the base instructions (a whole file).
     seek_instructions: bool,
     legacy: bool,
-    ghost_snapshots: u64,
-    state_lines: u64,
+    /// What resume leaves out, counted as lines are read.
+    left_out: LeftOut,
     visit: &'v mut dyn FnMut(RolloutLine),
     non_blank: bool,
     /// Bytes of a last line left unread because it has no `\n` yet (complete lines only).
@@ -434,7 +434,7 @@ impl ReadState<'_> {
                 ghost_snapshots,
                 repair,
             }) => {
-                self.ghost_snapshots += ghost_snapshots;
+                self.left_out.ghost_snapshots += ghost_snapshots;
                 repairs.extend(repair);
                 for repair in repairs {
                     self.repair(number, offset, repair);
@@ -464,15 +464,16 @@ impl ReadState<'_> {
                         }
                     }
                 }
+                self.count_left_out(&line);
                 (self.visit)(line);
                 Ok(())
             }
             Ok(Parsed::Ignored(Ignored::GhostSnapshot)) => {
-                self.ghost_snapshots += 1;
+                self.left_out.ghost_snapshots += 1;
                 Ok(())
             }
             Ok(Parsed::Ignored(Ignored::StateLine)) => {
-                self.state_lines += 1;
+                self.left_out.state_lines += 1;
                 Ok(())
             }
             Err(reason) => {
@@ -481,6 +482,28 @@ impl ReadState<'_> {
                     .any(|window| window == b"\"session_meta\"");
                 self.skip(reason, offset, terminated, Some(declares_meta))
             }
+        }
+    }
+
+    /// Counts a usable line whose content resume leaves out (see [`LeftOut`]). Every line kind
+    /// is decided here, without a catch-all arm, so that a new kind does not compile until
+    /// someone decides.
+    fn count_left_out(&mut self, line: &RolloutLine) {
+        match &line.kind {
+            LineKind::ResponseItem => {
+                if line.item().is_some_and(|entry| {
+                    entry.kind() == ItemKind::Message && entry.role() == Some(Role::System)
+                }) {
+                    self.left_out.system_messages += 1;
+                }
+            }
+            LineKind::InterAgentCommunication | LineKind::Other(_) => {
+                self.left_out.count_line_type(line.kind.as_str());
+            }
+            LineKind::SessionMeta
+            | LineKind::Compacted
+            | LineKind::EventMsg
+            | LineKind::TurnContext => {}
         }
     }
 
@@ -626,8 +649,7 @@ impl ReadState<'_> {
             thread_id,
             base_instructions: self.base_instructions,
             legacy: self.legacy,
-            ghost_snapshots: self.ghost_snapshots,
-            state_lines: self.state_lines,
+            left_out: self.left_out,
         })
     }
 }

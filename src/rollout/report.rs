@@ -1,6 +1,7 @@
 //! How to read a rollout ([`ReadOptions`]), and what reading found besides its usable lines: the
-//! [`LoadReport`], why a line was skipped, and what was repaired.
+//! [`LoadReport`], why a line was skipped, what was repaired, and what resume leaves out.
 
+use std::collections::BTreeMap;
 use std::fmt;
 
 use crate::item::ThreadId;
@@ -261,6 +262,129 @@ impl fmt::Display for RepairedLine {
     }
 }
 
+/// What the reader read, and used, but resume does not bring into the history: content left out
+/// by design, counted by kind. Not a problem, so not in [`LoadReport::skipped`].
+///
+/// "Left out" means content that never reaches the history whatever the rest of the file says:
+///
+/// * legacy `ghost_snapshot` items, dropped as lines and from compaction replacement histories;
+/// * legacy `{"record_type":"state",…}` lines;
+/// * `response_item` lines holding a `system` message, which the record filter keeps out;
+/// * lines of a type whose payload resume does not turn into items, counted by their `type`:
+///   `inter_agent_communication` (it only counts as a user turn), `world_state`,
+///   `token_usage_record` and any other type resume does not interpret.
+///
+/// Not counted: `session_meta`, `turn_context` and `event_msg` lines, which carry metadata,
+/// settings and protocol events rather than history content (an `event_msg` such as
+/// `user_message` or `agent_message` repeats what an item holds); and items that a rollback or a
+/// compaction later in the file removes, which are history operations, not content left out.
+///
+/// Memory does not grow with the file: at most [`LeftOut::MAX_LINE_TYPES`] type names of at most
+/// [`LeftOut::MAX_TYPE_NAME_BYTES`] bytes are kept (the type names come from the file); lines of
+/// further types are counted together in [`LeftOut::other_line_types`].
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub struct LeftOut {
+    /// Legacy `ghost_snapshot` items dropped, as lines or from replacement histories.
+    pub ghost_snapshots: u64,
+    /// Legacy `{"record_type":"state",…}` lines passed over.
+    pub state_lines: u64,
+    /// `response_item` lines holding a `system` message.
+    pub system_messages: u64,
+    /// Lines whose type resume does not turn into items, by type name.
+    line_types: BTreeMap<Box<str>, u64>,
+    /// Lines of further types, once [`LeftOut::MAX_LINE_TYPES`] names are kept, or with a name
+    /// over [`LeftOut::MAX_TYPE_NAME_BYTES`].
+    other_line_types: u64,
+}
+
+impl LeftOut {
+    /// How many distinct line types are counted by name.
+    pub const MAX_LINE_TYPES: usize = 32;
+
+    /// The longest line type name counted by name, in bytes.
+    pub const MAX_TYPE_NAME_BYTES: usize = 64;
+
+    /// Counts one more line of type `name`. Time: O(log [`MAX_LINE_TYPES`](Self::MAX_LINE_TYPES)).
+    pub(crate) fn count_line_type(&mut self, name: &str) {
+        if let Some(count) = self.line_types.get_mut(name) {
+            *count += 1;
+        } else if self.line_types.len() < Self::MAX_LINE_TYPES
+            && name.len() <= Self::MAX_TYPE_NAME_BYTES
+        {
+            self.line_types.insert(name.into(), 1);
+        } else {
+            self.other_line_types += 1;
+        }
+    }
+
+    /// The line types counted by name, with their counts, in name order.
+    pub fn line_types(&self) -> impl Iterator<Item = (&str, u64)> + '_ {
+        self.line_types
+            .iter()
+            .map(|(name, count)| (name.as_ref(), *count))
+    }
+
+    /// The count of lines of type `name` (0 for a type not counted by name).
+    pub fn line_type(&self, name: &str) -> u64 {
+        self.line_types.get(name).copied().unwrap_or(0)
+    }
+
+    /// Lines of types not counted by name: those after the first
+    /// [`MAX_LINE_TYPES`](Self::MAX_LINE_TYPES) types, and those with a longer name than
+    /// [`MAX_TYPE_NAME_BYTES`](Self::MAX_TYPE_NAME_BYTES).
+    pub fn other_line_types(&self) -> u64 {
+        self.other_line_types
+    }
+
+    /// Everything left out: items and lines of every kind.
+    pub fn total(&self) -> u64 {
+        self.ghost_snapshots
+            + self.state_lines
+            + self.system_messages
+            + self.line_types.values().sum::<u64>()
+            + self.other_line_types
+    }
+
+    /// Whether nothing was left out.
+    pub fn is_empty(&self) -> bool {
+        self.total() == 0
+    }
+}
+
+impl fmt::Display for LeftOut {
+    /// One line: each kind with its count, `nothing` when empty, e.g.
+    /// `2 ghost_snapshot, 1 system message, 3 world_state`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let fixed = [
+            (self.ghost_snapshots, "ghost_snapshot"),
+            (self.state_lines, "legacy state line"),
+            (self.system_messages, "system message"),
+        ];
+        let named = self.line_types();
+        let other = (self.other_line_types, "of other line types");
+        let mut first = true;
+        for (count, name) in fixed
+            .into_iter()
+            .chain(named.map(|(name, count)| (count, name)))
+            .chain([other])
+        {
+            if count == 0 {
+                continue;
+            }
+            if !first {
+                f.write_str(", ")?;
+            }
+            write!(f, "{count} {name}")?;
+            first = false;
+        }
+        if first {
+            f.write_str("nothing")?;
+        }
+        Ok(())
+    }
+}
+
 /// What reading a rollout found besides its usable lines.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LoadReport {
@@ -293,12 +417,9 @@ pub struct LoadReport {
     pub base_instructions: Option<BaseInstructions>,
     /// The file is in the legacy, pre-envelope format.
     pub legacy: bool,
-    /// Legacy `ghost_snapshot` items dropped (as lines, or from replacement histories). Not a
-    /// problem, so not in `skipped`.
-    pub ghost_snapshots: u64,
-    /// Legacy `{"record_type":"state",…}` lines passed over. Not a problem, so not in
-    /// `skipped`.
-    pub state_lines: u64,
+    /// What resume leaves out: legacy ghost snapshots and state lines, `system` messages, lines
+    /// of types resume does not turn into items, counted by kind.
+    pub left_out: LeftOut,
 }
 
 impl LoadReport {

@@ -17,6 +17,9 @@ pub(crate) fn sequence_features(jsons: &[String]) -> HashSet<&'static str> {
             Recorded::Filtered(FilterReason::CompactionTrigger) => {
                 features.insert("filtered compaction_trigger")
             }
+            Recorded::Filtered(FilterReason::ClientToolSearchWithoutCallId) => {
+                features.insert("filtered client tool search without call id")
+            }
             _ => false,
         };
     }
@@ -213,6 +216,7 @@ pub(crate) fn generators_reach_every_case() {
         "dropped function output",
         "dropped tool search output",
         "empty call id paired",
+        "filtered client tool search without call id",
         "filtered compaction_trigger",
         "filtered system",
         "held back unknown",

@@ -183,7 +183,8 @@ pub(crate) fn empty_call_id_is_a_call_id_but_an_absent_one_is_not() {
 pub(crate) fn null_call_ids_and_server_tool_search_outputs_are_left_alone() {
     let history = history_of(&[
         json!({"type":"local_shell_call","call_id":null,"status":"completed","action":{"type":"exec","command":["ls"],"timeout_ms":null,"working_directory":null,"env":null,"user":null}}),
-        json!({"type":"tool_search_call","call_id":null,"execution":"client","arguments":{}}),
+        // (A client call without a call id is not recorded at all: canonicalization.)
+        json!({"type":"tool_search_call","call_id":null,"execution":"server","arguments":{}}),
         json!({"type":"tool_search_output","call_id":null,"status":"completed","execution":"client","tools":[]}),
         json!({"type":"tool_search_output","call_id":"nowhere","status":"completed","execution":"server","tools":[]}),
     ]);
@@ -196,7 +197,7 @@ pub(crate) fn null_call_ids_and_server_tool_search_outputs_are_left_alone() {
 #[test]
 pub(crate) fn a_server_tool_search_output_answers_a_call() {
     let history = history_of(&[
-        json!({"type":"tool_search_call","call_id":"a","execution":"client","arguments":{}}),
+        json!({"type":"tool_search_call","call_id":"a","execution":"client","arguments":{"query":"q"}}),
         json!({"type":"tool_search_output","call_id":"a","status":"completed","execution":"server","tools":[]}),
     ]);
     let (items, _) = project_values(&history, &ProjectionOptions::default());
@@ -231,7 +232,7 @@ pub(crate) fn families_do_not_answer_each_other() {
 pub(crate) fn strict_mode_repairs_function_calls_but_refuses_custom_calls_and_orphans() {
     let quiet = history_of(&[
         json!({"type":"function_call","name":"f","arguments":"{}","call_id":"a"}),
-        json!({"type":"tool_search_call","call_id":"b","execution":"client","arguments":{}}),
+        json!({"type":"tool_search_call","call_id":"b","execution":"client","arguments":{"query":"q"}}),
     ]);
     let strict = quiet
         .project(&ProjectionOptions::default().strict())

@@ -100,6 +100,14 @@ impl ModelHistory {
                 Recorded::Filtered(FilterReason::SystemMessage)
             }
             "compaction_trigger" => Recorded::Filtered(FilterReason::CompactionTrigger),
+            // The generators write canonical arguments, so canonicalization only drops the
+            // client calls without a call id.
+            "tool_search_call"
+                if str_field(&item, "execution") == Some("client")
+                    && str_field(&item, "call_id").is_none_or(str::is_empty) =>
+            {
+                Recorded::Filtered(FilterReason::ClientToolSearchWithoutCallId)
+            }
             _ => {
                 self.items.push(json.to_owned());
                 self.own.push(true);
