@@ -32,6 +32,34 @@ fn legacy(pairs: usize) -> Vec<u8> {
     text.into_bytes()
 }
 
+/// `turns` turns of a user message and an answer, a compaction (with a replacement history of
+/// the last three user messages and the summary) after every fourth: resume replays every
+/// compaction and keeps the state before each for rollbacks.
+fn compacting(turns: usize) -> Vec<u8> {
+    let mut text = format!("{META}\n");
+    let user_item = |n: usize| {
+        format!(
+            r#"{{"type":"message","role":"user","content":[{{"type":"input_text","text":"question {n}"}}]}}"#
+        )
+    };
+    for n in 0..turns {
+        text.push_str(&user_line(n));
+        text.push('\n');
+        text.push_str(r#"{"timestamp":"2026-11-03T14:00:01.500Z","type":"response_item","payload":{"type":"message","role":"assistant","content":[{"type":"output_text","text":"an answer"}]}}"#);
+        text.push('\n');
+        if n % 4 == 3 {
+            let kept: Vec<String> = (n - 2..=n).map(user_item).collect();
+            text.push_str(&format!(
+                r#"{{"timestamp":"2026-11-03T14:00:02.000Z","type":"compacted","payload":{{"message":"summary","replacement_history":[{},{}]}}}}"#,
+                kept.join(","),
+                r#"{"type":"message","role":"user","content":[{"type":"input_text","text":"summary"}]}"#
+            ));
+            text.push('\n');
+        }
+    }
+    text.into_bytes()
+}
+
 fn resume(bytes: &[u8]) {
     black_box(
         resume_reader(bytes, READER_LABEL, &ResumeOptions::new(DEFAULT_TRUNCATION))
@@ -48,6 +76,17 @@ fn main() {
         "legacy compactions: 10,000 pairs vs 1,000 pairs (10 = linear)",
         large_time,
         "1,000",
+        small_time,
+    );
+
+    let small = compacting(4_000);
+    let large = compacting(40_000);
+    let small_time = median(5, || resume(&small));
+    let large_time = median(3, || resume(&large));
+    ratio(
+        "compactions with replacement histories: 40,000 turns vs 4,000 (10 = linear)",
+        large_time,
+        "4,000",
         small_time,
     );
 
