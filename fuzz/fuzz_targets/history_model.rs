@@ -7,7 +7,8 @@
 //! are applied to a `History` and to the model. After every step, in every fork: the entries'
 //! texts match the model's in order (recording appends exactly the item, or filters it, or
 //! truncates a tool output it says it truncated), the version and the reference context item
-//! match the documented rules, each entry's user-turn flag matches the class the generator gave
+//! match the documented rules (a rollback returns across compactions to the state before them),
+//! each entry's user-turn flag matches the class the generator gave
 //! it, `user_messages` matches the model's real user messages, histories compare equal exactly
 //! when their models do (so a fork is unaffected by operations on the one it came from), and
 //! `assert_invariants` holds.
@@ -93,33 +94,86 @@ impl Item {
     }
 }
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 struct Model {
     items: Vec<Item>,
+    /// Per item: recorded into this state (not put there by a compaction or replace, whose
+    /// user messages stand for turns of an earlier state).
+    own: Vec<bool>,
     version: u64,
     reference: Option<Value>,
+    /// The states each compaction or replace replaced, oldest first: a rollback returns to them.
+    earlier: Vec<(Vec<Item>, Vec<bool>)>,
+}
+
+impl PartialEq for Model {
+    /// As `History`'s equality: the items, the version and the reference, not the earlier states.
+    fn eq(&self, other: &Self) -> bool {
+        self.items == other.items
+            && self.version == other.version
+            && self.reference == other.reference
+    }
 }
 
 impl Model {
-    /// Rolls back `n` user turns: cut at the n-th last boundary (the first when there are
-    /// fewer), trim the context updates right above the cut (not above the first boundary),
-    /// clear the reference when one of them was mixed; bump the version, even with no turn.
+    /// Marks the items recorded since the last call as the state's own.
+    fn mark_recorded(&mut self) {
+        self.own.resize(self.items.len(), true);
+    }
+
+    /// A compaction or replace: the state before is kept; none of the new items is a turn.
+    fn replace_items(&mut self, items: Vec<Item>) {
+        let own = vec![false; items.len()];
+        let items = std::mem::replace(&mut self.items, items);
+        let before_own = std::mem::replace(&mut self.own, own);
+        self.earlier.push((items, before_own));
+        self.version += 1;
+    }
+
+    /// Every turn a rollback can undo, oldest first: (state, position), the current state being
+    /// `earlier.len()`.
+    fn turns(&self) -> Vec<(usize, usize)> {
+        let states = self
+            .earlier
+            .iter()
+            .map(|(items, own)| (items, own))
+            .chain(std::iter::once((&self.items, &self.own)));
+        let mut turns = Vec::new();
+        for (state, (items, own)) in states.enumerate() {
+            for (position, item) in items.iter().enumerate() {
+                if own[position] && item.class == TurnClass::Boundary {
+                    turns.push((state, position));
+                }
+            }
+        }
+        turns
+    }
+
+    /// Rolls back `n` user turns: back to before the n-th last turn recorded into any reachable
+    /// state (all of them when there are fewer); a turn of an earlier state makes that state the
+    /// current one and clears the reference. Then cut there, trim the context updates right above
+    /// the cut (not above the state's first boundary), clear the reference when one of them was
+    /// mixed; bump the version, even with no turn.
     fn rollback(&mut self, n: usize) {
         if n == 0 {
             return;
         }
         self.version += 1;
-        let boundaries: Vec<usize> = (0..self.items.len())
-            .filter(|&i| self.items[i].class == TurnClass::Boundary)
-            .collect();
-        let Some(&first) = boundaries.first() else {
+        let turns = self.turns();
+        if turns.is_empty() {
             return;
-        };
-        let mut cut = if n <= boundaries.len() {
-            boundaries[boundaries.len() - n]
-        } else {
-            first
-        };
+        }
+        let (state, mut cut) = turns[turns.len() - n.min(turns.len())];
+        if state < self.earlier.len() {
+            let (items, own) = self.earlier[state].clone();
+            self.items = items;
+            self.own = own;
+            self.earlier.truncate(state);
+            self.reference = None;
+        }
+        let first = (0..self.items.len())
+            .find(|&i| self.items[i].class == TurnClass::Boundary)
+            .expect("the cut is a boundary");
         while cut > first {
             match self.items[cut - 1].class {
                 TurnClass::Context { mixed } => {
@@ -132,6 +186,7 @@ impl Model {
             }
         }
         self.items.truncate(cut);
+        self.own.truncate(cut);
     }
 
     fn user_turns(&self) -> usize {
@@ -178,8 +233,7 @@ impl Model {
             summary
         };
         kept.push(summary.to_owned());
-        self.items = kept.iter().map(|text| Item::user(text)).collect();
-        self.version += 1;
+        self.replace_items(kept.iter().map(|text| Item::user(text)).collect());
     }
 
     /// Removes the first item and the first counterpart of it: a call's first output of its
@@ -190,6 +244,7 @@ impl Model {
             return Vec::new();
         }
         let first = self.items.remove(0);
+        self.own.remove(0);
         let counterparts: &[&str] = match first.item_type.as_str() {
             "function_call" | "local_shell_call" => &["function_call_output"],
             "custom_tool_call" => &["custom_tool_call_output"],
@@ -206,6 +261,7 @@ impl Model {
                     item.item_type == *kind && item.call_id.as_ref() == Some(&call_id)
                 }) {
                     removed.push(self.items.remove(position));
+                    self.own.remove(position);
                     break;
                 }
             }
@@ -235,6 +291,8 @@ fn check(history: &History, model: &Model) {
         );
     }
     assert_eq!(history.user_turn_count(), model.user_turns());
+    assert_eq!(history.reachable_user_turns(), model.turns().len());
+    assert_eq!(history.compactions_reachable(), model.earlier.len());
     assert_eq!(
         history.user_messages().expect("parses"),
         model.user_messages()
@@ -289,8 +347,10 @@ fuzz_target!(|input: Input| {
     };
     let empty = Model {
         items: Vec::new(),
+        own: Vec::new(),
         version: 0,
         reference: None,
+        earlier: Vec::new(),
     };
     let mut forks = vec![(History::with_truncation(truncation), empty)];
     let mut current = 0;
@@ -341,7 +401,7 @@ fuzz_target!(|input: Input| {
                 let turn = usize::from(turn % 5);
                 let fork = history.before_user_turn(turn).expect("parses");
                 let mut fork_model = model.clone();
-                let total = model.user_turns();
+                let total = model.turns().len();
                 if turn >= 1 && turn <= total {
                     fork_model.rollback(total - turn + 1);
                 }
@@ -385,8 +445,7 @@ fuzz_target!(|input: Input| {
                     }
                 }
                 history.replace(entries);
-                model.items = items;
-                model.version += 1;
+                model.replace_items(items);
             }
             Op::RemoveFirst => {
                 let removed = history.remove_first_item();
@@ -414,6 +473,9 @@ fuzz_target!(|input: Input| {
         if forks.len() > 8 {
             forks.remove(0);
             current = current.saturating_sub(1);
+        }
+        for (_, model) in &mut forks {
+            model.mark_recorded();
         }
         for (history, model) in &forks {
             check(history, model);
