@@ -70,10 +70,14 @@ fn rolling_back_to_the_first_turn_strips_its_settings_fragments() {
     let items = two_turns(true);
     let mut history = recorded(&items);
     history.drop_last_n_user_turns(2).expect("rolled back");
+    let mut stripped = developer_parts(&[PERMISSIONS, CUSTOM]);
+    // The kinds Codex writes back, aligned with the parts left (none were recorded: unknown).
+    stripped["internal_chat_message_metadata_passthrough"] =
+        json!({"turn_id": "t1", "content_item_kinds": ["unknown", "unknown"]});
     assert_eq!(
         jsons(&history),
         [
-            with_turn(developer_parts(&[PERMISSIONS, CUSTOM]), "t1"),
+            stripped.to_string(),
             // The message that held only a model switch is gone.
             items[2].clone(),
         ]
@@ -99,6 +103,47 @@ fn other_cuts_and_items_without_turn_ids_keep_their_fragments() {
     let mut history = recorded(&items);
     history.drop_last_n_user_turns(2).expect("rolled back");
     assert_eq!(jsons(&history), items[..3]);
+}
+
+/// Codex's history test `drop_last_n_user_turns_preserves_annotations_for_surviving_developer_fragments`:
+/// the first turn's developer message keeps its other parts, and its content kinds stay aligned.
+#[test]
+fn the_surviving_parts_keep_their_content_kinds() {
+    let developer = json!({
+        "type": "message",
+        "role": "developer",
+        "content": [
+            {"type": "input_text", "text": "persistent developer instructions"},
+            {"type": "input_text", "text": "<model_switch>\nswitched model instructions\n</model_switch>"},
+            {"type": "input_text", "text": "<persistent_mode>\nFollow up on the completed task.\n</persistent_mode>"},
+            {"type": "input_text", "text": "persistent environment instructions"}
+        ],
+        "internal_chat_message_metadata_passthrough": {
+            "turn_id": "rolled-back-turn",
+            "content_item_kinds": [
+                "generic.developer_instructions",
+                "model_switch.instructions",
+                "persistent_mode.instructions",
+                "environments.instructions"
+            ]
+        }
+    });
+    let user = with_turn(message("user", "turn to roll back"), "rolled-back-turn");
+    let mut history = recorded(&[developer.to_string(), user]);
+    history.drop_last_n_user_turns(1).expect("rolled back");
+    let expected = json!({
+        "type": "message",
+        "role": "developer",
+        "content": [
+            {"type": "input_text", "text": "persistent developer instructions"},
+            {"type": "input_text", "text": "persistent environment instructions"}
+        ],
+        "internal_chat_message_metadata_passthrough": {
+            "turn_id": "rolled-back-turn",
+            "content_item_kinds": ["generic.developer_instructions", "environments.instructions"]
+        }
+    });
+    assert_eq!(jsons(&history), [expected.to_string()]);
 }
 
 /// Resume replays the rollback through the same operation: the resumed history is the live one.

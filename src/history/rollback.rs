@@ -219,10 +219,10 @@ impl History {
     /// Codex's rule for a rollback back to the very first turn: the developer messages of that
     /// turn (those whose host metadata names its turn id) lose their model-switch and
     /// persistent-mode fragments, which the next turn rebuilds from its own model and settings;
-    /// a message left without content is dropped. Only `input_text` parts are looked at, and the
-    /// metadata is kept as it is (this library does not interpret it, so `content_item_kinds`
-    /// entries aligned with removed parts stay). A history without turn ids in its items' host
-    /// metadata — one this library records, or an older Codex's — has nothing to strip.
+    /// a message left without content is dropped. Only `input_text` parts are looked at. As
+    /// Codex does, the `content_item_kinds` of those messages' host metadata is rewritten
+    /// aligned with the parts left. A history without turn ids in its items' host metadata —
+    /// one this library records, or an older Codex's — has no first turn to strip.
     /// Returns the positions of the dropped messages. Time: O(p) for the p items left, plus O(p)
     /// to rebuild the index when something changed.
     fn strip_first_turn_settings(&mut self, turn_id: &str) -> Result<Vec<usize>, ItemError> {
@@ -308,29 +308,60 @@ enum Stripped {
     Empty,
 }
 
+/// The first turn's developer message `entry` as Codex rewrites it: its `input_text`
+/// model-switch and persistent-mode parts removed, and its host metadata's
+/// `content_item_kinds` rewritten to stay aligned with the parts left (a missing kind reads as
+/// `"unknown"`; Codex writes the aligned list back even when no part was removed).
 fn without_settings_fragments(entry: &Entry) -> Result<Stripped, ItemError> {
     let mut item: Value =
         serde_json::from_str(entry.json()).map_err(|source| invalid(entry, source))?;
-    let Some(content) = item.get_mut("content").and_then(Value::as_array_mut) else {
+    let Some(Value::Array(content)) = item.get_mut("content").map(std::mem::take) else {
         return Ok(Stripped::Unchanged);
     };
-    let before = content.len();
-    content.retain(|part| {
-        let settings = part.get("type").and_then(Value::as_str) == Some("input_text")
-            && part
-                .get("text")
-                .and_then(Value::as_str)
-                .is_some_and(is_first_turn_settings_text);
-        !settings
-    });
-    if content.len() == before {
-        return Ok(Stripped::Unchanged);
-    }
-    if content.is_empty() {
+    let meta = item
+        .get_mut("internal_chat_message_metadata_passthrough")
+        .and_then(Value::as_object_mut);
+    // Kinds that are not a list of strings read as none, as Codex reads them.
+    let kinds: Vec<Value> = meta
+        .as_ref()
+        .and_then(|meta| meta.get("content_item_kinds"))
+        .and_then(Value::as_array)
+        .filter(|kinds| kinds.iter().all(Value::is_string))
+        .cloned()
+        .unwrap_or_default();
+    let kinds = kinds
+        .into_iter()
+        .chain(std::iter::repeat(Value::from("unknown")));
+    let (parts, kinds): (Vec<Value>, Vec<Value>) = content
+        .into_iter()
+        .zip(kinds)
+        .filter(|(part, _)| !is_settings_part(part))
+        .unzip();
+    if parts.is_empty() {
         return Ok(Stripped::Empty);
     }
+    if let Some(object) = item.as_object_mut() {
+        object.insert("content".to_owned(), Value::Array(parts));
+        if let Some(Value::Object(meta)) =
+            object.get_mut("internal_chat_message_metadata_passthrough")
+        {
+            meta.insert("content_item_kinds".to_owned(), Value::Array(kinds));
+        }
+    }
     let json = serde_json::to_string(&item).map_err(ItemError::Serialize)?;
+    if json == entry.json() {
+        return Ok(Stripped::Unchanged);
+    }
     Ok(Stripped::Changed(Entry::from_json(json)?))
+}
+
+/// An `input_text` part holding a model-switch or persistent-mode fragment.
+fn is_settings_part(part: &Value) -> bool {
+    part.get("type").and_then(Value::as_str) == Some("input_text")
+        && part
+            .get("text")
+            .and_then(Value::as_str)
+            .is_some_and(is_first_turn_settings_text)
 }
 
 /// The user turns of a state: its boundaries at or after `turns_from`.
