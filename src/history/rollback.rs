@@ -68,7 +68,9 @@ impl History {
     ///
     /// Within the turns recorded since the last compaction the cut is Codex's: at the `n`-th last
     /// user-turn boundary, with the context updates directly above it trimmed (the reference
-    /// context item is cleared when one of them also held other text). When `n` is larger, the
+    /// context item is cleared when one of them also held other text; back at the very first
+    /// turn, the model-switch and persistent-mode fragments of that turn's developer messages
+    /// go too, as `docs/codex-compatibility.md` describes). When `n` is larger, the
     /// history returns to the state that compaction replaced (kept when it was made, so this is
     /// exact) and rolls back the remaining turns there; the reference context item is then
     /// cleared, so that the next turn sends the full context. With no user turn at all the items
