@@ -11,7 +11,7 @@
 //! The payload's fields, as Codex reads them: `id` (optional string), `author` and `recipient`
 //! (agent paths), `other_recipients` (agent paths, absent means none), `content` (string),
 //! `encrypted_content` (optional string), `internal_chat_message_metadata_passthrough` (optional
-//! host metadata, kept verbatim) and `trigger_turn` (boolean). Other keys are ignored. A payload
+//! host metadata, an object kept verbatim) and `trigger_turn` (boolean). Other keys are ignored. A payload
 //! without that shape is not a communication: Codex cannot read such a line and skips it.
 
 use serde::Deserialize;
@@ -49,7 +49,17 @@ impl InterAgentCommunication {
                 "an inter-agent communication is a JSON object",
             ));
         }
-        serde_json::from_str(json)
+        let communication: Self = serde_json::from_str(json)?;
+        if communication
+            .internal_chat_message_metadata_passthrough
+            .as_ref()
+            .is_some_and(|meta| !meta.is_object())
+        {
+            return Err(serde::de::Error::custom(
+                "internal_chat_message_metadata_passthrough is not an object",
+            ));
+        }
+        Ok(communication)
     }
 
     /// The model input item Codex turns the communication into on resume: an `agent_message`
@@ -175,6 +185,7 @@ mod tests {
             r#"{"author":"/x","recipient":"/root/w","content":"","trigger_turn":true}"#,
             r#"{"author":"/root","recipient":"/root/w","content":"","trigger_turn":"yes"}"#,
             r#"{"author":"/root","recipient":"/root/w","other_recipients":null,"content":"","trigger_turn":true}"#,
+            r#"{"author":"/root","recipient":"/root/w","content":"","internal_chat_message_metadata_passthrough":"x","trigger_turn":true}"#,
             "author: /root\nrecipient: /root/w",
             r#"["/root"]"#,
         ] {
