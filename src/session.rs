@@ -439,10 +439,10 @@ impl<S: RolloutSink> Session<S> {
     /// (record and compact through the session instead), `event_msg`s of type
     /// `thread_rolled_back` (use [`Session::rollback`]), `task_started`, `task_complete` (and
     /// their aliases `turn_started`, `turn_complete`), `turn_aborted` and `user_message`, which
-    /// delimit and count the turns a later rollback discards;
-    /// `inter_agent_communication` lines, which resume counts as user turns; and `turn_context`
-    /// lines, from which resume takes the reference context item and the previous-turn settings
-    /// (and whose `turn_id` assigns lines to turns), where the live history takes nothing. An
+    /// delimit and count the turns a later rollback discards; `inter_agent_communication` lines,
+    /// which resume records as `agent_message` items (user turns); and `turn_context` lines, from
+    /// which resume takes the reference context item and the previous-turn settings (and whose
+    /// `turn_id` assigns lines to turns), where the live history takes nothing. An
     /// `event_msg` payload must be an object with a string `type`. [`RolloutWriter::append_raw`]
     /// writes any line: it keeps no history.
     ///

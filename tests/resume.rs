@@ -924,8 +924,8 @@ fn a_file_and_its_alias_twin_resume_alike_after_rollbacks_of_every_depth() {
     );
 }
 
-/// Turn events, `user_message` events and `inter_agent_communication` lines do not change the
-/// history a rollout resumes to (rollback counts the user turns the history holds), but they
+/// Turn events and `user_message` events do not change the history a rollout resumes to
+/// (rollback counts the user turns the history holds), but they
 /// group lines into turns, and so decide which `turn_context` line resume takes the previous-turn
 /// settings and the reference context item from after a rollback. For each, inserted somewhere
 /// into a Codex-shaped session that ends with a rollback, the settings or the reference change
@@ -962,10 +962,6 @@ fn each_turn_line_changes_what_resume_takes_from_turn_contexts() {
         event(r#"{"type":"turn_complete","turn_id":"turn-9"}"#),
         event(r#"{"type":"turn_aborted","turn_id":"turn-9","reason":"interrupted"}"#),
         event(r#"{"type":"user_message","message":"hi"}"#),
-        line(
-            "inter_agent_communication",
-            r#"{"author":"a","recipient":"b","content":"hi"}"#,
-        ),
     ];
     for candidate in candidates {
         let mut witnessed = false;

@@ -1031,10 +1031,10 @@ fn append_raw_refuses_an_event_without_one_string_type() {
 
 /// Why each line is refused: written into the file behind the session's back (as a raw writer
 /// would), it makes the resumed history differ from the live one in a session where, without it,
-/// they are equal. The turn events and `inter_agent_communication` lines change what resume takes
-/// from `turn_context` lines (the reference context item, the previous-turn settings), which a
-/// session does not write: their witness is
-/// `resume::each_turn_line_changes_what_resume_takes_from_turn_contexts`.
+/// they are equal. The turn events change what resume takes from `turn_context` lines (the
+/// reference context item, the previous-turn settings), which a session does not write: their
+/// witness is `resume::each_turn_line_changes_what_resume_takes_from_turn_contexts`. An
+/// `inter_agent_communication` line is an item resume records.
 #[test]
 fn each_refused_line_would_make_resume_differ() {
     use Step::{Assistant as A, User as U};
@@ -1070,6 +1070,15 @@ fn each_refused_line_would_make_resume_differ() {
             "a reference context item it does not hold",
             vec![U],
             raw("turn_context", r#"{"model":"m"}"#),
+            vec![],
+        ),
+        (
+            "an agent message it did not record",
+            vec![U, A],
+            raw(
+                "inter_agent_communication",
+                r#"{"author":"/root","recipient":"/root/w","content":"go","trigger_turn":true}"#,
+            ),
             vec![],
         ),
     ];

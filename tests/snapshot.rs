@@ -590,7 +590,10 @@ fn a_later_line_that_could_change_the_prefix_falls_back() {
             LaterLine::Compaction,
         ),
         (
-            line("inter_agent_communication", r#"{"author":"/root"}"#),
+            line(
+                "inter_agent_communication",
+                r#"{"author":"/root","recipient":"/root/w","content":"go","trigger_turn":true}"#,
+            ),
             LaterLine::InterAgent,
         ),
     ];

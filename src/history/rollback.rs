@@ -16,7 +16,11 @@ use std::sync::Arc;
 
 use imbl::Vector;
 
-use crate::item::{Entry, ItemError, TurnRole, turn_role};
+use serde_json::Value;
+
+use crate::item::{
+    Entry, ItemError, ItemKind, Role, TurnRole, is_first_turn_settings_text, turn_role,
+};
 
 use super::{History, PairingIndex};
 
@@ -64,7 +68,9 @@ impl History {
     ///
     /// Within the turns recorded since the last compaction the cut is Codex's: at the `n`-th last
     /// user-turn boundary, with the context updates directly above it trimmed (the reference
-    /// context item is cleared when one of them also held other text). When `n` is larger, the
+    /// context item is cleared when one of them also held other text; back at the very first
+    /// turn, the model-switch and persistent-mode fragments of that turn's developer messages
+    /// go too, as `docs/codex-compatibility.md` describes). When `n` is larger, the
     /// history returns to the state that compaction replaced (kept when it was made, so this is
     /// exact) and rolls back the remaining turns there; the reference context item is then
     /// cleared, so that the next turn sends the full context. With no user turn at all the items
@@ -77,8 +83,18 @@ impl History {
     /// [`ItemError::InvalidJson`] when a message above the cut does not parse (an entry from a
     /// crafted snapshot, see [`Entry::to_item`]); the history is then unchanged.
     pub fn drop_last_n_user_turns(&mut self, n: usize) -> Result<(), ItemError> {
+        self.drop_last_n_user_turns_tracked(n).map(drop)
+    }
+
+    /// [`History::drop_last_n_user_turns`], returning the positions (ascending, in the history
+    /// as it was cut, before they were removed) of the developer messages a rollback to the
+    /// very first turn dropped (resume keeps each entry's line beside it).
+    pub(crate) fn drop_last_n_user_turns_tracked(
+        &mut self,
+        n: usize,
+    ) -> Result<Vec<usize>, ItemError> {
         if n == 0 {
-            return Ok(());
+            return Ok(Vec::new());
         }
         let mut target = self.clone();
         // Rolling back more turns than there are rolls back all of them, and no further: the
@@ -100,12 +116,13 @@ impl History {
         if crossed {
             target.reference_context_item = None;
         }
+        let mut dropped = Vec::new();
         if n > 0 {
-            target.cut_last_n_user_turns(n)?;
+            dropped = target.cut_last_n_user_turns(n)?;
         }
         target.version = self.version.saturating_add(1);
         *self = target;
-        Ok(())
+        Ok(dropped)
     }
 
     /// The history as it was before its user turn number `turn` (1-based, counting
@@ -153,11 +170,13 @@ impl History {
     }
 
     /// Codex's cut within the current state: at the `n`-th last user-turn boundary (the first,
-    /// with fewer), trimming the context updates directly above it. Does not bump the version.
-    fn cut_last_n_user_turns(&mut self, n: usize) -> Result<(), ItemError> {
+    /// with fewer), trimming the context updates directly above it; back at the first boundary,
+    /// that turn's settings fragments are stripped too. Returns the positions of the messages the
+    /// strip dropped. Does not bump the version.
+    fn cut_last_n_user_turns(&mut self, n: usize) -> Result<Vec<usize>, ItemError> {
         let turns = self.index.user_turns();
         let Some(&first_boundary) = turns.get_min() else {
-            return Ok(());
+            return Ok(Vec::new());
         };
         // The n-th boundary from the end; with fewer than n turns, the first one.
         let mut cut = turns
@@ -182,8 +201,62 @@ impl History {
         if clears_reference {
             self.reference_context_item = None;
         }
+        // Back to the very first turn: its settings fragments go too (below). Read the turn id
+        // before the boundary is cut off.
+        let first_turn = if cut == first_boundary {
+            match self.entries.get(first_boundary) {
+                Some(entry) => turn_id_of(entry)?,
+                None => None,
+            }
+        } else {
+            None
+        };
         self.truncate(cut);
-        Ok(())
+        match first_turn {
+            Some(turn_id) => self.strip_first_turn_settings(&turn_id),
+            None => Ok(Vec::new()),
+        }
+    }
+
+    /// Codex's rule for a rollback back to the very first turn: the developer messages of that
+    /// turn (those whose host metadata names its turn id) lose their model-switch and
+    /// persistent-mode fragments, which the next turn rebuilds from its own model and settings;
+    /// a message left without content is dropped. Only `input_text` parts are looked at. As
+    /// Codex does, the `content_item_kinds` of those messages' host metadata is rewritten
+    /// aligned with the parts left. A history without turn ids in its items' host metadata —
+    /// one this library records, or an older Codex's — has no first turn to strip.
+    /// Returns the positions of the dropped messages. Time: O(p) for the p items left, plus O(p)
+    /// to rebuild the index when something changed.
+    fn strip_first_turn_settings(&mut self, turn_id: &str) -> Result<Vec<usize>, ItemError> {
+        let mut kept = Vector::new();
+        let mut dropped = Vec::new();
+        let mut changed = false;
+        for (position, entry) in self.entries.iter().enumerate() {
+            if entry.kind() != ItemKind::Message
+                || entry.role() != Some(Role::Developer)
+                || turn_id_of(entry)?.as_deref() != Some(turn_id)
+            {
+                kept.push_back(entry.clone());
+                continue;
+            }
+            match without_settings_fragments(entry)? {
+                Stripped::Unchanged => kept.push_back(entry.clone()),
+                Stripped::Changed(entry) => {
+                    changed = true;
+                    kept.push_back(entry);
+                }
+                Stripped::Empty => {
+                    changed = true;
+                    dropped.push(position);
+                }
+            }
+        }
+        if changed {
+            let before_turns = dropped.iter().filter(|&&p| p < self.turns_from).count();
+            self.turns_from -= before_turns;
+            self.set_entries(kept);
+        }
+        Ok(dropped)
     }
 
     /// Keeps the first `len` items, undoing their index entries one by one.
@@ -198,6 +271,99 @@ impl History {
         }
         self.turns_from = self.turns_from.min(len);
     }
+}
+
+/// The turn id an item's host metadata (`internal_chat_message_metadata_passthrough`) names.
+fn turn_id_of(entry: &Entry) -> Result<Option<String>, ItemError> {
+    #[derive(serde::Deserialize)]
+    struct Item {
+        #[serde(default)]
+        internal_chat_message_metadata_passthrough: Option<Value>,
+    }
+    // Only items that carry metadata are parsed.
+    if !entry
+        .json()
+        .contains("internal_chat_message_metadata_passthrough")
+    {
+        return Ok(None);
+    }
+    let item: Item = serde_json::from_str(entry.json()).map_err(|source| invalid(entry, source))?;
+    Ok(item
+        .internal_chat_message_metadata_passthrough
+        .as_ref()
+        .and_then(|meta| meta.get("turn_id"))
+        .and_then(Value::as_str)
+        .map(str::to_owned))
+}
+
+fn invalid(entry: &Entry, source: serde_json::Error) -> ItemError {
+    ItemError::InvalidJson {
+        item_type: Some(entry.kind().as_str().to_owned()),
+        source,
+    }
+}
+
+/// A developer message without its model-switch and persistent-mode fragments.
+enum Stripped {
+    Unchanged,
+    Changed(Entry),
+    Empty,
+}
+
+/// The first turn's developer message `entry` as Codex rewrites it: its `input_text`
+/// model-switch and persistent-mode parts removed, and its host metadata's
+/// `content_item_kinds` rewritten to stay aligned with the parts left (a missing kind reads as
+/// `"unknown"`; Codex writes the aligned list back even when no part was removed).
+fn without_settings_fragments(entry: &Entry) -> Result<Stripped, ItemError> {
+    let mut item: Value =
+        serde_json::from_str(entry.json()).map_err(|source| invalid(entry, source))?;
+    let Some(Value::Array(content)) = item.get_mut("content").map(std::mem::take) else {
+        return Ok(Stripped::Unchanged);
+    };
+    let meta = item
+        .get_mut("internal_chat_message_metadata_passthrough")
+        .and_then(Value::as_object_mut);
+    // Kinds that are not a list of strings read as none, as Codex reads them.
+    let kinds: Vec<Value> = meta
+        .as_ref()
+        .and_then(|meta| meta.get("content_item_kinds"))
+        .and_then(Value::as_array)
+        .filter(|kinds| kinds.iter().all(Value::is_string))
+        .cloned()
+        .unwrap_or_default();
+    let kinds = kinds
+        .into_iter()
+        .chain(std::iter::repeat(Value::from("unknown")));
+    let (parts, kinds): (Vec<Value>, Vec<Value>) = content
+        .into_iter()
+        .zip(kinds)
+        .filter(|(part, _)| !is_settings_part(part))
+        .unzip();
+    if parts.is_empty() {
+        return Ok(Stripped::Empty);
+    }
+    if let Some(object) = item.as_object_mut() {
+        object.insert("content".to_owned(), Value::Array(parts));
+        if let Some(Value::Object(meta)) =
+            object.get_mut("internal_chat_message_metadata_passthrough")
+        {
+            meta.insert("content_item_kinds".to_owned(), Value::Array(kinds));
+        }
+    }
+    let json = serde_json::to_string(&item).map_err(ItemError::Serialize)?;
+    if json == entry.json() {
+        return Ok(Stripped::Unchanged);
+    }
+    Ok(Stripped::Changed(Entry::from_json(json)?))
+}
+
+/// An `input_text` part holding a model-switch or persistent-mode fragment.
+fn is_settings_part(part: &Value) -> bool {
+    part.get("type").and_then(Value::as_str) == Some("input_text")
+        && part
+            .get("text")
+            .and_then(Value::as_str)
+            .is_some_and(is_first_turn_settings_text)
 }
 
 /// The user turns of a state: its boundaries at or after `turns_from`.

@@ -8,6 +8,7 @@ mod entry;
 mod error;
 mod estimate;
 mod ids;
+mod inter_agent;
 mod kind;
 mod model;
 mod turn;
@@ -22,6 +23,7 @@ pub use estimate::{
     BYTES_PER_TOKEN, IMAGE_ESTIMATE_BYTES, ORIGINAL_FILE_IMAGE_ESTIMATE_BYTES, approx_token_count,
 };
 pub use ids::{CallId, ItemId, SYNTHETIC_ID_NAMESPACE, ThreadId, TurnId, synthetic_output_id};
+pub(crate) use inter_agent::InterAgentCommunication;
 pub use kind::{Family, ItemKind, MissingOutput, Pairing};
 pub use model::{
     AdditionalTools, AgentContentItem, AgentMessage, Compaction, ContentItem, ContextCompaction,
@@ -34,7 +36,7 @@ pub use model::{
 pub use turn::{
     SUMMARY_PREFIX, is_contextual_developer_text, is_contextual_user_text, is_summary_text,
 };
-pub(crate) use turn::{TurnRole, turn_role};
+pub(crate) use turn::{TurnRole, is_first_turn_settings_text, turn_role};
 pub(crate) use work::count_conversion;
 #[cfg(feature = "testing")]
 pub use work::item_conversions;

@@ -1,17 +1,15 @@
 //! What an item means for turns: user-turn boundaries and contextual fragments.
 //!
 //! A rollback counts *user turns*: real user input, not the context a harness injects as user or
-//! developer messages. The markers below recognise that context. They follow Codex's lists; where
-//! Codex's exact markers were not known to this project (additional context, internal model
-//! context, legacy warnings, next-prompt suggestions, hook prompts, the "approved command prefixes
-//! saved" developer message), they are left out, so such messages count as real input
-//! (`docs/codex-compatibility.md`).
+//! developer messages. The markers below recognise that context, following Codex's lists (which
+//! vary with its versions; `docs/codex-compatibility.md` says which are followed).
 //!
 //! The classification belongs to the item layer: an entry records whether it starts a user turn
 //! when it is built, so that the history can count turns without parsing.
 
 use super::entry::Entry;
 use super::error::ItemError;
+use super::inter_agent::is_inter_agent_instruction;
 use super::kind::ItemKind;
 use super::model::{ContentItem, ResponseItem, Role};
 
@@ -28,7 +26,21 @@ const USER_FRAGMENT_MARKERS: &[(&str, &str)] = &[
     ("<user_shell_command>", "</user_shell_command>"),
     ("<turn_aborted>", "</turn_aborted>"),
     ("<subagent_notification>", "</subagent_notification>"),
+    // Codex's legacy goal context, read as internal model context.
+    ("<goal_context>", "</goal_context>"),
+    ("<next_prompt_suggestion>", "</next_prompt_suggestion>"),
 ];
+
+/// Opening texts of warnings older Codex versions injected as user messages, matched on the
+/// trimmed text, case-sensitively (the apply-patch warning also has a fixed ending).
+const LEGACY_WARNING_PREFIXES: &[&str] = &[
+    "Warning: The maximum number of unified exec processes you can keep open is",
+    "Warning: Your account was flagged for potentially high-risk cyber activity",
+];
+const APPLY_PATCH_WARNING: (&str, &str) = (
+    "Warning: apply_patch was requested via ",
+    "Use the apply_patch tool instead of exec_command.",
+);
 
 /// Text prefixes of contextual fragments found in developer messages.
 const DEVELOPER_FRAGMENT_PREFIXES: &[&str] = &[
@@ -47,6 +59,8 @@ const DEVELOPER_FRAGMENT_PREFIXES: &[&str] = &[
     "<managed_developer_instructions>",
     "<apps_instructions>",
     "<multi_agent_role>",
+    // The note that approved command prefixes were saved (it has no closing marker).
+    "Approved command prefix saved:",
 ];
 
 fn starts_with_ignore_case(text: &str, prefix: &str) -> bool {
@@ -61,13 +75,103 @@ fn ends_with_ignore_case(text: &str, suffix: &str) -> bool {
             .is_some_and(|tail| tail.eq_ignore_ascii_case(suffix))
 }
 
-/// Whether a text is a contextual user fragment: trimmed, it starts with a start marker and ends
-/// with the matching end marker, both compared case-insensitively.
+/// Whether a text is a contextual user fragment. Trimmed, it is one of:
+///
+/// * a fragment between a start and an end marker, compared case-insensitively: user
+///   instructions (`# AGENTS.md instructions for …` ending `</INSTRUCTIONS>`),
+///   `<environment_context>`, `<skill>`, `<user_shell_command>`, `<turn_aborted>`,
+///   `<subagent_notification>`, `<goal_context>`, `<next_prompt_suggestion>`;
+/// * additional context: `<external_context source="…" kind="untrusted">…</external_context>`,
+///   or the older `<external_KEY>…</external_KEY>`;
+/// * internal model context: `<codex_internal_context source="NAME">…</codex_internal_context>`
+///   with `NAME` a lowercase letter then lowercase letters, digits or `_`;
+/// * a hook prompt: `<hook_prompt hook_run_id="ID">…</hook_prompt>` with a non-blank `ID`;
+/// * one of the warnings older Codex versions injected (too many unified exec processes,
+///   `apply_patch` requested through `exec_command`, an account flagged for cyber activity).
+///
+/// The last four are compared case-sensitively, as Codex compares them.
+///
+/// # Examples
+///
+/// ```
+/// use agent_history::is_contextual_user_text;
+///
+/// assert!(is_contextual_user_text("<hook_prompt hook_run_id=\"r1\">Run the tests</hook_prompt>"));
+/// assert!(!is_contextual_user_text("Run the tests"));
+/// ```
 pub fn is_contextual_user_text(text: &str) -> bool {
     let text = text.trim();
     USER_FRAGMENT_MARKERS.iter().any(|(start, end)| {
         starts_with_ignore_case(text, start) && ends_with_ignore_case(text, end)
+    }) || is_additional_context(text)
+        || is_internal_model_context(text)
+        || is_hook_prompt(text)
+        || is_legacy_warning(text)
+}
+
+/// `<external_context source="…" kind="untrusted">…</external_context>`, or the older
+/// `<external_KEY>…</external_KEY>` (`text` trimmed).
+fn is_additional_context(text: &str) -> bool {
+    if let Some(rest) = text.strip_prefix("<external_context")
+        && rest.starts_with([' ', '>'])
+        && text.ends_with("</external_context>")
+        && let Some((opening, _)) = text.split_once('>')
+    {
+        return opening.contains(" source=\"") && opening.contains(" kind=\"untrusted\"");
+    }
+    let Some(rest) = text.strip_prefix("<external_") else {
+        return false;
+    };
+    let Some((key, value_and_close)) = rest.split_once('>') else {
+        return false;
+    };
+    value_and_close.ends_with(&format!("</external_{key}>"))
+}
+
+/// `<codex_internal_context source="NAME">…</codex_internal_context>` (`text` trimmed).
+fn is_internal_model_context(text: &str) -> bool {
+    let Some(rest) = text.strip_prefix("<codex_internal_context source=\"") else {
+        return false;
+    };
+    let Some((source, body_and_close)) = rest.split_once("\">") else {
+        return false;
+    };
+    let mut chars = source.chars();
+    chars.next().is_some_and(|first| first.is_ascii_lowercase())
+        && chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+        && body_and_close.ends_with("</codex_internal_context>")
+}
+
+/// `<hook_prompt hook_run_id="ID">…</hook_prompt>` with a non-blank `ID` (`text` trimmed).
+fn is_hook_prompt(text: &str) -> bool {
+    let Some(rest) = text.strip_prefix("<hook_prompt") else {
+        return false;
+    };
+    if !rest.starts_with(|c: char| c.is_whitespace()) || !rest.ends_with("</hook_prompt>") {
+        return false;
+    }
+    let Some((attributes, _)) = rest.split_once('>') else {
+        return false;
+    };
+    ['"', '\''].iter().any(|quote| {
+        attributes
+            .split_once(&format!("hook_run_id={quote}"))
+            .and_then(|(before, value)| {
+                let separated = before.ends_with(|c: char| c.is_whitespace());
+                let (id, _) = value.split_once(*quote)?;
+                Some(separated && !id.trim().is_empty())
+            })
+            .unwrap_or(false)
     })
+}
+
+/// One of the warnings older Codex versions injected as user messages (`text` trimmed).
+fn is_legacy_warning(text: &str) -> bool {
+    let (start, end) = APPLY_PATCH_WARNING;
+    LEGACY_WARNING_PREFIXES
+        .iter()
+        .any(|prefix| text.starts_with(prefix))
+        || (text.starts_with(start) && text.ends_with(end))
 }
 
 /// Whether a text is a contextual developer fragment (it starts with a known tag).
@@ -76,6 +180,23 @@ pub fn is_contextual_developer_text(text: &str) -> bool {
     DEVELOPER_FRAGMENT_PREFIXES
         .iter()
         .any(|prefix| starts_with_ignore_case(text, prefix))
+}
+
+/// Start and end markers of the developer fragments a rollback to the very first turn removes
+/// from that turn's developer messages: the model-switch instructions and the persistent-mode
+/// instructions, which Codex rebuilds from the next turn's model and settings.
+const FIRST_TURN_SETTINGS_MARKERS: &[(&str, &str)] = &[
+    ("<model_switch>", "</model_switch>"),
+    ("<persistent_mode>", "</persistent_mode>"),
+];
+
+/// Whether a developer text is a model-switch or persistent-mode fragment: trimmed, it starts
+/// with the start marker and ends with the matching end marker, case-insensitively.
+pub(crate) fn is_first_turn_settings_text(text: &str) -> bool {
+    let text = text.trim();
+    FIRST_TURN_SETTINGS_MARKERS.iter().any(|(start, end)| {
+        starts_with_ignore_case(text, start) && ends_with_ignore_case(text, end)
+    })
 }
 
 /// Whether a text is a local-compaction summary message.
@@ -91,21 +212,6 @@ fn texts(content: &[ContentItem]) -> impl Iterator<Item = &str> {
         }
         ContentItem::InputImage(_) | ContentItem::InputAudio { .. } | ContentItem::Other => None,
     })
-}
-
-/// Whether an assistant message's text is a structured inter-agent instruction: the JSON of an
-/// inter-agent communication, i.e. an object with string `author` and `recipient`. (The exact
-/// upstream shape beyond these two keys is not specified by the reference.)
-fn is_inter_agent_instruction(text: &str) -> bool {
-    #[derive(serde::Deserialize)]
-    struct InterAgent {
-        #[allow(dead_code)]
-        author: String,
-        #[allow(dead_code)]
-        recipient: String,
-    }
-    let text = text.trim();
-    text.starts_with('{') && serde_json::from_str::<InterAgent>(text).is_ok()
 }
 
 /// What a message means for turn counting.
@@ -155,9 +261,13 @@ pub(crate) fn turn_role_of(item: &ResponseItem) -> TurnRole {
             }
         }
         Role::Assistant => {
-            let mut parts = texts(&message.content);
-            match (parts.next(), parts.next()) {
-                (Some(text), None) if is_inter_agent_instruction(text) => TurnRole::Boundary,
+            // Codex: exactly one content part, a text holding a communication's JSON.
+            match message.content.as_slice() {
+                [ContentItem::InputText { text } | ContentItem::OutputText { text, .. }]
+                    if is_inter_agent_instruction(text) =>
+                {
+                    TurnRole::Boundary
+                }
                 _ => TurnRole::Other,
             }
         }
@@ -195,11 +305,102 @@ mod tests {
     }
 
     #[test]
+    fn additional_context_needs_its_closing_tag_and_attributes() {
+        assert!(is_contextual_user_text(
+            "<external_context source=\"ide\" kind=\"untrusted\">\nx\n</external_context>"
+        ));
+        assert!(!is_contextual_user_text(
+            "<external_context source=\"ide\" kind=\"application\">x</external_context>"
+        ));
+        assert!(!is_contextual_user_text(
+            "<external_context kind=\"untrusted\">x</external_context>"
+        ));
+        assert!(is_contextual_user_text("<external_ide>x</external_ide>"));
+        assert!(!is_contextual_user_text("<external_ide>x</external_other>"));
+        assert!(!is_contextual_user_text("<EXTERNAL_ide>x</EXTERNAL_ide>"));
+    }
+
+    #[test]
+    fn internal_model_context_needs_a_valid_source() {
+        assert!(is_contextual_user_text(
+            "<codex_internal_context source=\"goal_2\">\nbody\n</codex_internal_context>"
+        ));
+        assert!(!is_contextual_user_text(
+            "<codex_internal_context source=\"Goal\">body</codex_internal_context>"
+        ));
+        assert!(!is_contextual_user_text(
+            "<codex_internal_context>body</codex_internal_context>"
+        ));
+        assert!(is_contextual_user_text("<GOAL_CONTEXT>go</goal_context>"));
+    }
+
+    #[test]
+    fn next_prompt_suggestions_are_context() {
+        assert!(is_contextual_user_text(
+            "<next_prompt_suggestion>\nsuggest\n</next_prompt_suggestion>"
+        ));
+        assert!(!is_contextual_user_text("<next_prompt_suggestion> no end"));
+    }
+
+    #[test]
+    fn hook_prompts_need_a_run_id() {
+        assert!(is_contextual_user_text(
+            " <hook_prompt hook_run_id=\"run-1\">Retry &amp; test</hook_prompt>\n"
+        ));
+        assert!(is_contextual_user_text(
+            "<hook_prompt hook_run_id='run-1'>Retry</hook_prompt>"
+        ));
+        assert!(!is_contextual_user_text(
+            "<hook_prompt hook_run_id=\" \">Retry</hook_prompt>"
+        ));
+        assert!(!is_contextual_user_text("<hook_prompt>Retry</hook_prompt>"));
+        assert!(!is_contextual_user_text(
+            "<hook_promptx hook_run_id=\"r\">Retry</hook_prompt>"
+        ));
+    }
+
+    #[test]
+    fn legacy_warnings_are_context() {
+        assert!(is_contextual_user_text(
+            "Warning: The maximum number of unified exec processes you can keep open is 16."
+        ));
+        assert!(is_contextual_user_text(
+            "Warning: apply_patch was requested via exec_command. Use the apply_patch tool instead of exec_command."
+        ));
+        assert!(!is_contextual_user_text(
+            "Warning: apply_patch was requested via exec_command."
+        ));
+        assert!(is_contextual_user_text(
+            "Warning: Your account was flagged for potentially high-risk cyber activity"
+        ));
+        assert!(!is_contextual_user_text(
+            "warning: your account was flagged for potentially high-risk cyber activity"
+        ));
+    }
+
+    #[test]
+    fn first_turn_settings_need_both_markers() {
+        assert!(is_first_turn_settings_text(
+            " <model_switch>\nm\n</model_switch>\n"
+        ));
+        assert!(is_first_turn_settings_text(
+            "<Persistent_Mode>x</PERSISTENT_MODE>"
+        ));
+        assert!(!is_first_turn_settings_text("<model_switch>\nno end"));
+        assert!(!is_first_turn_settings_text(
+            "<permissions instructions>x</permissions instructions>"
+        ));
+    }
+
+    #[test]
     fn developer_fragments_match_by_prefix() {
         assert!(is_contextual_developer_text(
             "<permissions instructions>\nx"
         ));
         assert!(is_contextual_developer_text("<MODEL_SWITCH>x"));
+        assert!(is_contextual_developer_text(
+            "Approved command prefix saved:\n- [\"cargo\"]"
+        ));
         assert!(!is_contextual_developer_text("Be terse."));
     }
 
@@ -208,15 +409,5 @@ mod tests {
         assert!(is_summary_text(&format!("{SUMMARY_PREFIX}\nsummary")));
         assert!(!is_summary_text(SUMMARY_PREFIX));
         assert!(!is_summary_text("summary"));
-    }
-
-    #[test]
-    fn inter_agent_instruction_needs_author_and_recipient() {
-        assert!(is_inter_agent_instruction(
-            r#"{"author":"/root","recipient":"/root/w","content":"do it"}"#
-        ));
-        assert!(!is_inter_agent_instruction(
-            "author: /root\nrecipient: /root/w"
-        ));
     }
 }

@@ -86,12 +86,16 @@ impl RolloutLine {
     /// the bare session meta) is its own payload.
     pub fn payload_json(&self) -> &str {
         match &self.content {
+            LineContent::Item {
+                payload: Some(raw), ..
+            }
+            | LineContent::Payload { raw, .. } => raw.get(),
             LineContent::Item { entry, .. } => entry.json(),
-            LineContent::Payload { raw, .. } => raw.get(),
         }
     }
 
-    /// The item of a `response_item` line, as the reader built it.
+    /// The item the line stands for, as the reader built it: a `response_item`'s item, or the
+    /// `agent_message` an `inter_agent_communication` line is converted into.
     pub fn item(&self) -> Option<&Entry> {
         match &self.content {
             LineContent::Item { entry, .. } => Some(entry),
@@ -117,9 +121,16 @@ impl RolloutLine {
 /// What the reader read from a usable line.
 #[derive(Debug, Clone)]
 pub(crate) enum LineContent {
-    /// A `response_item`: the entry keeps the payload's text verbatim; `output` is what the item
-    /// showed of a tool output's body, so that replaying it does not read the text again.
-    Item { entry: Entry, output: OutputBody },
+    /// A line that resume records as an item. For a `response_item` the entry keeps the
+    /// payload's text verbatim and `payload` is `None`; for an `inter_agent_communication` the
+    /// entry is the `agent_message` Codex converts the communication into, and `payload` keeps
+    /// the line's own payload. `output` is what the item showed of a tool output's body, so
+    /// that replaying it does not read the text again.
+    Item {
+        entry: Entry,
+        output: OutputBody,
+        payload: Option<Box<RawValue>>,
+    },
     /// Any other line: the payload's text and what resume needs from it.
     Payload { raw: Box<RawValue>, facts: Facts },
 }

@@ -497,10 +497,12 @@ impl ReadState<'_> {
                     self.left_out.system_messages += 1;
                 }
             }
-            LineKind::InterAgentCommunication | LineKind::Other(_) => {
+            LineKind::Other(_) => {
                 self.left_out.count_line_type(line.kind.as_str());
             }
-            LineKind::SessionMeta
+            // Converted into the `agent_message` it stands for, which the history records.
+            LineKind::InterAgentCommunication
+            | LineKind::SessionMeta
             | LineKind::Compacted
             | LineKind::EventMsg
             | LineKind::TurnContext => {}

@@ -94,8 +94,8 @@ pub enum SkipReason {
     /// Valid JSON, but not a line envelope (an object with a string `type` and a `payload`), or
     /// in a legacy file not an object.
     NotAnEnvelope(String),
-    /// The payload of a `session_meta`, `compacted`, `event_msg` or `turn_context` line does not
-    /// have that type's shape.
+    /// The payload of a `session_meta`, `compacted`, `event_msg`, `turn_context` or
+    /// `inter_agent_communication` line does not have that type's shape.
     InvalidPayload(String),
     /// A `response_item` (or an item of a `compacted` line's `replacement_history`) of a known
     /// item type without that type's shape.
@@ -271,8 +271,10 @@ impl fmt::Display for RepairedLine {
 /// * legacy `{"record_type":"state",…}` lines;
 /// * `response_item` lines holding a `system` message, which the record filter keeps out;
 /// * lines of a type whose payload resume does not turn into items, counted by their `type`:
-///   `inter_agent_communication` (it only counts as a user turn), `world_state`,
-///   `token_usage_record` and any other type resume does not interpret.
+///   `world_state`, `token_usage_record` and any other type resume does not interpret. (An
+///   `inter_agent_communication` line is turned into the `agent_message` item Codex converts it
+///   into, so it is not left out; one whose payload is not a communication is skipped, as
+///   Codex skips it, and reported in [`LoadReport::skipped`].)
 ///
 /// Not counted: `session_meta`, `turn_context` and `event_msg` lines, which carry metadata,
 /// settings and protocol events rather than history content (an `event_msg` such as

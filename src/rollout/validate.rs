@@ -6,7 +6,9 @@
 //! ([`Entry::from_json`]: an unknown `type` is fine, a known type with the wrong shape is not), a
 //! `compacted` has a string `message` and its `replacement_history` holds items, an `event_msg`
 //! has a string `type` (and the fields of the events resume reads), a `turn_context` is an
-//! object whose `turn_id`, if any, is a string. Payloads of other line types are kept as they are.
+//! object whose `turn_id`, if any, is a string, an `inter_agent_communication` is a communication
+//! (converted here into the `agent_message` item resume records). Payloads of other line types
+//! are kept as they are.
 
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -15,7 +17,10 @@ use serde::Deserialize;
 use serde_json::Value;
 use serde_json::value::RawValue;
 
-use crate::item::{Entry, ItemKind, OutputBody, ThreadId, TurnId, parse_item, with_sources};
+use crate::item::{
+    Entry, InterAgentCommunication, ItemKind, OutputBody, ResponseItem, ThreadId, TurnId,
+    parse_item, with_sources,
+};
 
 use super::line::{CompactedPayload, Event, Facts, LineContent, LineKind};
 use super::report::{LineRepair, SkipReason};
@@ -124,7 +129,11 @@ pub(super) fn parse_envelope(text: &str, salvage: bool) -> Result<Parsed, SkipRe
             return Ok(match item_entry(raw.get())? {
                 Some((entry, output)) => Parsed::Line {
                     kind,
-                    content: LineContent::Item { entry, output },
+                    content: LineContent::Item {
+                        entry,
+                        output,
+                        payload: None,
+                    },
                     ghost_snapshots: 0,
                     repair: None,
                 },
@@ -142,7 +151,20 @@ pub(super) fn parse_envelope(text: &str, salvage: bool) -> Result<Parsed, SkipRe
         LineKind::TurnContext => {
             parse_turn_context(raw.get()).map_err(SkipReason::InvalidPayload)?
         }
-        LineKind::InterAgentCommunication | LineKind::Other(_) => Facts::None,
+        LineKind::InterAgentCommunication => {
+            let (entry, output) = inter_agent_entry(raw.get())?;
+            return Ok(Parsed::Line {
+                kind,
+                content: LineContent::Item {
+                    entry,
+                    output,
+                    payload: Some(raw),
+                },
+                ghost_snapshots: 0,
+                repair: None,
+            });
+        }
+        LineKind::Other(_) => Facts::None,
     };
     Ok(Parsed::Line {
         kind,
@@ -168,7 +190,11 @@ pub(super) fn parse_legacy(text: &str) -> Result<Parsed, SkipReason> {
     Ok(match item_entry(value.get())? {
         Some((entry, output)) => Parsed::Line {
             kind: LineKind::ResponseItem,
-            content: LineContent::Item { entry, output },
+            content: LineContent::Item {
+                entry,
+                output,
+                payload: None,
+            },
             ghost_snapshots: 0,
             repair: None,
         },
@@ -214,6 +240,20 @@ fn item_entry(json: &str) -> Result<Option<(Entry, OutputBody)>, SkipReason> {
         return Ok(None);
     }
     Ok(Some((entry, output)))
+}
+
+/// The `agent_message` item an `inter_agent_communication` payload stands for, as Codex converts
+/// it on resume ([`InterAgentCommunication::to_agent_message`]). A payload that is not a
+/// communication is an invalid payload: Codex cannot read the line either, and skips it.
+fn inter_agent_entry(payload: &str) -> Result<(Entry, OutputBody), SkipReason> {
+    let communication = InterAgentCommunication::from_json(payload).map_err(|error| {
+        SkipReason::InvalidPayload(format!("inter_agent_communication: {error}"))
+    })?;
+    let item = ResponseItem::AgentMessage(communication.to_agent_message());
+    let entry = Entry::from_item(&item).map_err(|error| {
+        SkipReason::InvalidPayload(format!("inter_agent_communication: {error}"))
+    })?;
+    Ok((entry, OutputBody::of(&item)))
 }
 
 fn is_ghost_snapshot(json: &str) -> bool {

@@ -87,7 +87,7 @@ pub(crate) fn turn_opener() -> impl Strategy<Value = Value> {
         4 => Just(text_message("user", &["please fix the bug"])),
         1 => Just(json!({"type": "agent_message", "author": "/root", "recipient": "/root/worker",
             "content": [{"type": "input_text", "text": "go"}]})),
-        1 => Just(text_message("assistant", &["{\"author\":\"/root\",\"recipient\":\"/root/worker\",\"content\":\"go\"}"])),
+        1 => Just(text_message("assistant", &["{\"author\":\"/root\",\"recipient\":\"/root/worker\",\"content\":\"go\",\"trigger_turn\":true}"])),
     ]
 }
 

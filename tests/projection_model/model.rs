@@ -44,8 +44,9 @@ pub(crate) fn message_texts(item: &Value) -> Vec<&str> {
 }
 
 /// A structured inter-agent instruction: the message's only part is text holding a JSON object
-/// with string `author` and `recipient`. (The generators only put such text in single-part
-/// assistant messages, where every reading of the user-turn rule agrees.)
+/// with string `author`, `recipient` and `content` and a boolean `trigger_turn` (the generators
+/// use valid agent paths only). (They only put such text in single-part assistant messages,
+/// where every reading of the user-turn rule agrees.)
 pub(crate) fn is_inter_agent_message(item: &Value) -> bool {
     let parts = item.get("content").and_then(Value::as_array);
     let Some([part]) = parts.map(Vec::as_slice) else {
@@ -57,6 +58,8 @@ pub(crate) fn is_inter_agent_message(item: &Value) -> bool {
     serde_json::from_str::<Value>(text.trim()).is_ok_and(|value| {
         value.get("author").is_some_and(Value::is_string)
             && value.get("recipient").is_some_and(Value::is_string)
+            && value.get("content").is_some_and(Value::is_string)
+            && value.get("trigger_turn").is_some_and(Value::is_boolean)
     })
 }
 

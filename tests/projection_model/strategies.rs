@@ -103,6 +103,9 @@ pub(crate) fn special_message() -> impl Strategy<Value = Value> {
         Just(json!({"type": "message", "role": "user", "content": [
             {"type": "input_text", "text": format!("{SUMMARY_PREFIX}\nwhat happened so far")}]})),
         Just(json!({"type": "message", "role": "assistant", "content": [
+            {"type": "output_text", "text": "{\"author\":\"/root\",\"recipient\":\"/root/worker\",\"content\":\"go\",\"trigger_turn\":false}"}]})),
+        // Without `trigger_turn`, not a communication Codex reads: no boundary.
+        Just(json!({"type": "message", "role": "assistant", "content": [
             {"type": "output_text", "text": "{\"author\":\"/root\",\"recipient\":\"/root/worker\",\"content\":\"go\"}"}]})),
         Just(json!({"type": "message", "role": "assistant", "content": [
             {"type": "output_text", "text": "author: /root\nrecipient: /root/worker\ngo"}]})),

@@ -436,9 +436,10 @@ impl Rollout {
     /// reverse scan picks the newest kept one as the base, so such a line lies in a rolled-back
     /// segment, and the rollback that discarded it is replayed on the items recorded before it.
     /// (A rollback across a compaction therefore brings back the items the compaction summarised,
-    /// as in Codex.) `inter_agent_communication` lines are not replayed: converting them to model
-    /// input is not implemented; they only count as user turns in phase 1. Everything else is
-    /// ignored.
+    /// as in Codex.) `inter_agent_communication` → recorded as the `agent_message` item Codex
+    /// converts the communication into (its `id`, `author`, `recipient` and host metadata, its
+    /// `content` as one `input_text` part; an encrypted one as a header part and its
+    /// `encrypted_content`), which is a user-turn boundary. Everything else is ignored.
     ///
     /// # Errors
     ///

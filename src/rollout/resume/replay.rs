@@ -70,8 +70,9 @@ impl Replay {
     /// ([`History::replace`], which keeps the state before for rollbacks); one without
     /// (legacy) is rebuilt as local compaction would, and no rollback returns past it (its
     /// earlier states are not rebuilt); a `thread_rolled_back` event rolls back user turns
-    /// ([`History::drop_last_n_user_turns`]). `inter_agent_communication` lines are not converted
-    /// to items (they only count as user turns in the scan).
+    /// ([`History::drop_last_n_user_turns`]). An `inter_agent_communication` line is recorded as
+    /// the `agent_message` the reader converted it into, exactly as a `response_item` holding
+    /// that item would be, as Codex does.
     ///
     /// # Errors
     ///
@@ -89,7 +90,7 @@ impl Replay {
 
     fn line(&mut self, line: &RolloutLine) -> Result<(), ItemError> {
         match &line.content {
-            LineContent::Item { entry, output } => match &mut self.pending {
+            LineContent::Item { entry, output, .. } => match &mut self.pending {
                 None => {
                     let recorded = self.history.record_entry_with(entry.clone(), *output)?;
                     if let Recorded::Stored { .. } = recorded {
@@ -124,7 +125,7 @@ impl Replay {
                     self.settle()?;
                     // More turns than a `usize` counts means all of them.
                     let turns = usize::try_from(*num_turns).unwrap_or(usize::MAX);
-                    self.history.drop_last_n_user_turns(turns)?;
+                    let dropped = self.history.drop_last_n_user_turns_tracked(turns)?;
                     // The earlier states the rollback returned through.
                     while self.earlier.len() > self.history.compactions_reachable() {
                         if let Some((lines, base)) = self.earlier.pop() {
@@ -132,7 +133,14 @@ impl Replay {
                             self.base = base;
                         }
                     }
-                    self.entry_lines.truncate(self.history.len());
+                    // The cut, then the first turn's messages a rollback to it dropped.
+                    self.entry_lines
+                        .truncate(self.history.len() + dropped.len());
+                    for position in dropped.into_iter().rev() {
+                        if position < self.entry_lines.len() {
+                            self.entry_lines.remove(position);
+                        }
+                    }
                 }
                 Facts::Event(_)
                 | Facts::TurnContext { .. }
