@@ -18,10 +18,11 @@ pub const CALL_IDS: [&str; 4] = ["", "a", "b", "c"];
 pub const ITEM_IDS: [Option<&str>; 4] = [None, Some(""), Some("x"), Some("y")];
 
 /// The texts the items carry: short, empty, escapes and separators, the two halves of a
-/// contextual fragment (which joined by `\n` read as context), an inter-agent instruction, and
-/// long texts that make compaction's 20,000-token budget and record-time truncation cut.
+/// contextual fragment (which joined by `\n` read as context), an inter-agent instruction and
+/// one short of its shape, and long texts that make compaction's 20,000-token budget and
+/// record-time truncation cut.
 pub fn text(choice: u8) -> String {
-    match choice % 12 {
+    match choice % 13 {
         0 => "hi".into(),
         1 => String::new(),
         2 => "ünï\u{2028}\"\\\n\t\u{0}".into(),
@@ -29,7 +30,10 @@ pub fn text(choice: u8) -> String {
         4 => "</skill>".into(),
         5 => "x".repeat(101),
         6 => "  run the tests  ".into(),
-        7 => r#"{"author":"/root","recipient":"/root/w"}"#.into(),
+        7 => {
+            r#"{"author":"/root","recipient":"/root/w","content":"go","trigger_turn":true}"#.into()
+        }
+        12 => r#"{"author":"/root","recipient":"/root/w"}"#.into(),
         8 => "<environment_context>\n<cwd>/x</cwd>\n</environment_context>".into(),
         9 => format!("{SUMMARY_PREFIX}\nwhat happened"),
         10 => "<permissions instructions>\nsandbox".into(),
@@ -61,7 +65,8 @@ pub enum TurnClass {
 /// a user message is context when any part is a contextual fragment, not a turn when its first
 /// part is a summary, and a turn otherwise; a developer message is context when any part is a
 /// contextual fragment (mixed when not all are); an assistant message whose only text part is an
-/// inter-agent instruction (a JSON object with string `author` and `recipient`) is a turn.
+/// inter-agent instruction (a JSON object with agent paths `author` and `recipient`, a string
+/// `content` and a boolean `trigger_turn`) is a turn.
 pub fn message_class(role: &str, texts: &[String]) -> TurnClass {
     match role {
         "user" => {
@@ -95,11 +100,17 @@ pub fn message_class(role: &str, texts: &[String]) -> TurnClass {
 }
 
 fn is_inter_agent(text: &str) -> bool {
-    let text = text.trim();
-    text.starts_with('{')
+    let is_path = |value: Option<&Value>| {
+        value
+            .and_then(Value::as_str)
+            .is_some_and(|path| path == "/root" || path.starts_with("/root/"))
+    };
+    text.trim_start().starts_with('{')
         && serde_json::from_str::<Value>(text).is_ok_and(|value| {
-            value.get("author").is_some_and(Value::is_string)
-                && value.get("recipient").is_some_and(Value::is_string)
+            is_path(value.get("author"))
+                && is_path(value.get("recipient"))
+                && value.get("content").is_some_and(Value::is_string)
+                && value.get("trigger_turn").is_some_and(Value::is_boolean)
         })
 }
 
