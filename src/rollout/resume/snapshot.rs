@@ -5,10 +5,15 @@ use std::fmt;
 use std::fs::File;
 use std::io::{ErrorKind, Read};
 use std::path::Path;
+use std::sync::Arc;
 
+use serde_json::Value;
+use serde_json::value::RawValue;
+
+use crate::history::History;
 use crate::snapshot::{
-    PrefixState, Replace, RolloutPosition, SnapshotError, SnapshotHeader, SnapshotOptions,
-    SnapshotTarget, open_snapshot, write_snapshot,
+    PrefixFact, PrefixState, Replace, RolloutPosition, SnapshotError, SnapshotHeader,
+    SnapshotOptions, SnapshotTarget, open_snapshot, write_snapshot,
 };
 
 use super::super::error::RolloutError;
@@ -16,7 +21,8 @@ use super::super::line::{Event, Facts, LineKind, RolloutLine};
 use super::super::reader::{LineSource, open_rollout, read_lines};
 use super::super::report::ReadMode;
 use super::super::validate::Format;
-use super::replay::Replay;
+use super::replay::{Replay, Replayed};
+use super::scan::{self, Reference, ScanFact, line_facts, prefix_fact, reverse_scan, stored_fact};
 use super::{FallbackReason, ResumeOptions, ResumeSource, Resumed};
 
 /// What kind of line after a snapshot's prefix makes resume fall back: replaying it onto the
@@ -98,6 +104,10 @@ pub(super) fn resume(
     if opened.state().legacy {
         return fallback(FallbackReason::LegacyFormat);
     }
+    let version = opened.header().format_version;
+    if options.snapshot_ready && version < 2 {
+        return fallback(FallbackReason::OldVersion { version });
+    }
     // A full resume needs the first `session_meta`, and decides the format from the first line:
     // the covered prefix must hold them.
     let covered = opened.header().rollout;
@@ -134,27 +144,72 @@ pub(super) fn resume(
         ..LineSource::whole(rollout, options.read)
     };
     let read = read_lines(file, source, &mut |line| tail.push(line))?;
-    if let Some(reason) = first_later_line(&tail, opened.state().ends_inside_turn) {
-        return fallback(reason);
-    }
-    let (history, _, state) = opened.into_parts();
-    let PrefixState {
-        previous_turn_settings,
-        ends_inside_turn,
-        ..
-    } = state;
-    let entry_lines = vec![0; history.len()];
-    let mut replay = Replay::new(history, entry_lines);
-    replay.lines(&tail, rollout)?;
-    let replay = replay.finish(rollout)?;
+    let (history, state, prefix_facts) = opened.into_parts();
     let position = options.snapshot_ready.then(|| RolloutPosition {
         lines: read.report.lines,
         bytes: read.end,
         digest: hasher.finalize(),
     });
+    let Some(prefix_facts) = prefix_facts else {
+        // Version 1: no scan facts of the prefix, so the lines that could change what the scan
+        // settles on make resume fall back.
+        if let Some(reason) = first_later_line(&tail, state.ends_inside_turn) {
+            return fallback(reason);
+        }
+        let replay = replay_onto(history, &tail, rollout)?;
+        return Ok(Attempt::Resumed(Box::new(Resumed {
+            path: rollout.to_owned(),
+            history: replay.history,
+            report: read.report,
+            previous_turn_settings: state.previous_turn_settings,
+            ends_inside_turn: state.ends_inside_turn,
+            compactions: None,
+            source: ResumeSource::Snapshot { covered },
+            covered: position,
+            entry_lines: replay.entry_lines,
+            prefix_facts: None,
+            legacy_compaction: replay.legacy_compaction,
+        })));
+    };
+    // Version 2: the reverse scan over the prefix's facts and the later lines' is the scan of a
+    // full resume; the replay onto the snapshot's history (earlier states included) its replay.
+    let after_rollback = matches!(prefix_facts.last(), Some(PrefixFact::RolledBack(_)));
+    let later = line_facts(&tail, after_rollback);
+    let facts: Vec<ScanFact<'_, Context<'_>>> = prefix_facts
+        .iter()
+        .map(|fact| prefix_fact(fact).map(Context::Stored))
+        .chain(later.iter().map(|fact| fact.map(Context::Line)))
+        .collect();
+    let scan = reverse_scan(&facts);
+    let previous_turn_settings = match scan
+        .settings
+        .map(|context| context.raw(snapshot))
+        .transpose()
+    {
+        Ok(settings) => settings,
+        Err(reason) => return fallback(reason),
+    };
+    let reference = match scan.reference {
+        Reference::Latest(context) => match context.value(snapshot) {
+            Ok(value) => Some(value),
+            Err(reason) => return fallback(reason),
+        },
+        Reference::NeverSet | Reference::Cleared => None,
+    };
+    let ends_inside_turn = scan::ends_inside_turn(&facts);
+    drop(facts);
+    let replay = replay_onto(history, &tail, rollout)?;
+    let legacy_compaction = state.legacy_compaction || replay.legacy_compaction;
+    let mut history = replay.history;
+    history.set_shared_reference_context_item(reference.filter(|_| !legacy_compaction));
+    let prefix_facts = options.snapshot_ready.then(|| {
+        let mut all = prefix_facts;
+        all.extend(later.into_iter().map(stored_fact));
+        all
+    });
     Ok(Attempt::Resumed(Box::new(Resumed {
         path: rollout.to_owned(),
-        history: replay.history,
+        history,
         report: read.report,
         previous_turn_settings,
         ends_inside_turn,
@@ -162,7 +217,62 @@ pub(super) fn resume(
         source: ResumeSource::Snapshot { covered },
         covered: position,
         entry_lines: replay.entry_lines,
+        prefix_facts,
+        legacy_compaction,
     })))
+}
+
+/// Replays `tail` onto a snapshot's history, whose entries' lines are unknown (0).
+fn replay_onto(
+    history: History,
+    tail: &[RolloutLine],
+    rollout: &Path,
+) -> Result<Replayed, RolloutError> {
+    let entry_lines = vec![0; history.len()];
+    let mut replay = Replay::new(history, entry_lines);
+    replay.lines(tail, rollout)?;
+    replay.finish(rollout)
+}
+
+/// A `turn_context` payload the scan of a resume through a snapshot can settle on: stored in the
+/// snapshot, or on a later line.
+#[derive(Clone, Copy)]
+enum Context<'a> {
+    Stored(&'a str),
+    Line(&'a RolloutLine),
+}
+
+impl Context<'_> {
+    /// The payload as text (previous-turn settings). A stored payload that is not JSON (a
+    /// damaged or crafted snapshot opened as the program's own) makes resume fall back.
+    fn raw(self, snapshot: &Path) -> Result<Box<RawValue>, FallbackReason> {
+        let text = match self {
+            Context::Stored(text) => text,
+            Context::Line(line) => line.payload_json(),
+        };
+        RawValue::from_string(text.to_owned()).map_err(|error| unreadable_payload(snapshot, &error))
+    }
+
+    /// The payload as a value (the reference context item).
+    fn value(self, snapshot: &Path) -> Result<Arc<Value>, FallbackReason> {
+        match self {
+            Context::Stored(text) => serde_json::from_str(text)
+                .map(Arc::new)
+                .map_err(|error| unreadable_payload(snapshot, &error)),
+            Context::Line(line) => match line.facts() {
+                Facts::TurnContext { value, .. } => Ok(value.clone()),
+                _ => Err(unreadable_payload(snapshot, &"not a turn_context line")),
+            },
+        }
+    }
+}
+
+/// A stored `turn_context` payload that does not parse: the snapshot is unusable.
+fn unreadable_payload(snapshot: &Path, error: &dyn fmt::Display) -> FallbackReason {
+    FallbackReason::Unreadable(SnapshotError::InvalidArchive {
+        path: snapshot.to_owned(),
+        detail: format!("a stored turn_context payload is not JSON: {error}"),
+    })
 }
 
 /// What hashing a rollout's prefix found.
@@ -275,11 +385,19 @@ impl Resumed {
             previous_turn_settings: self.previous_turn_settings.clone(),
             ends_inside_turn: self.ends_inside_turn,
             legacy: self.report.legacy,
+            legacy_compaction: self.legacy_compaction,
         };
         let target = SnapshotTarget {
             replace,
             source: Some(&self.path),
         };
-        write_snapshot(path, target, &self.history, covered, &state)
+        write_snapshot(
+            path,
+            target,
+            &self.history,
+            covered,
+            &state,
+            self.prefix_facts.as_deref(),
+        )
     }
 }
