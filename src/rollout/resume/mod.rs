@@ -416,7 +416,9 @@ impl Rollout {
     ///
     /// It follows Codex's two phases.
     ///
-    /// **Phase 1, reverse scan.** From the newest line back, lines are grouped into turn
+    /// **Phase 1, reverse scan.** It reads a few facts of each line (what starts or ends a turn,
+    /// what counts as a user turn, rollbacks, `turn_context` lines, compactions); a snapshot of
+    /// format version 2 stores them for the lines it covers. From the newest line back, lines are grouped into turn
     /// *segments*. A segment is closed by a `task_started` event (Codex's name; `turn_started` is
     /// read as the same event, as `turn_complete` is as `task_complete`) whose turn id is
     /// compatible with the segment's (one of the two is unknown, or they are equal); a

@@ -1,5 +1,6 @@
 //! Resuming through a snapshot: when a snapshot may stand for a rollout's prefix, reading only
-//! the lines after it, and writing a snapshot that stands for what a resume covered.
+//! the lines after it, and writing a snapshot that stands for what a resume covered (format
+//! version 2: with the prefix's scan facts and the history's earlier states).
 
 use std::fmt;
 use std::fs::File;
@@ -25,8 +26,9 @@ use super::replay::{Replay, Replayed};
 use super::scan::{self, Reference, ScanFact, line_facts, prefix_fact, reverse_scan, stored_fact};
 use super::{FallbackReason, ResumeOptions, ResumeSource, Resumed};
 
-/// What kind of line after a snapshot's prefix makes resume fall back: replaying it onto the
-/// snapshot would not give what a full resume gives.
+/// What kind of line after a version 1 snapshot's prefix makes resume fall back: replaying it onto
+/// the snapshot would not give what a full resume gives. (A version 2 snapshot holds the scan facts
+/// and earlier states of its prefix, and no later line makes resume through it fall back.)
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum LaterLine {
@@ -75,8 +77,11 @@ pub(super) enum Attempt {
 /// Resumes the rollout at `rollout` from the snapshot at `snapshot` plus the rollout's lines
 /// after the prefix it covers, when the snapshot can stand for that prefix: it opens and verifies,
 /// was written with the same truncation policy for an envelope-format rollout that still starts
-/// with the covered prefix (same length and BLAKE3 digest, ending at a line boundary), and no
-/// later line could change what the prefix means ([`LaterLine`]).
+/// with the covered prefix (same length and BLAKE3 digest, ending at a line boundary), and — for
+/// a version 1 snapshot only — no later line could change what the prefix means ([`LaterLine`]).
+/// Through a version 2 snapshot the reverse scan runs over the prefix's stored facts and the
+/// later lines' facts, and the later lines are replayed onto the snapshot's history with its
+/// earlier states: both are then a full resume's.
 ///
 /// # Errors
 ///
@@ -306,7 +311,7 @@ fn hash_prefix(file: &mut File, len: u64, hasher: &mut blake3::Hasher) -> std::i
     Ok(prefix)
 }
 
-/// Why these lines, appended after a prefix that a snapshot stands for, cannot simply be
+/// Why these lines, appended after a prefix that a version 1 snapshot stands for, cannot simply be
 /// replayed onto the snapshot's history (`None` when they can). Replaying is exact when the
 /// reverse scan over the whole file would settle the same base, reference context and turn
 /// settings as over the prefix alone: no rollback (it can discard covered turns), no compaction,
@@ -349,7 +354,9 @@ impl Resumed {
     /// Writes a snapshot of this history to `path`, standing for the rollout prefix it was
     /// resumed from (with the thread id, previous-turn settings and turn state resume settled
     /// on). A later [`resume_file`](super::resume_file) with this snapshot then reads only the
-    /// lines after that prefix.
+    /// lines after that prefix. The snapshot has format version 2: it also holds the scan facts of
+    /// the covered lines and the states before the compactions the history went through, so that
+    /// a resume through it continues the prefix exactly, whatever lines follow.
     ///
     /// The snapshot replaces, atomically, a snapshot or an empty file at `path`; anything else
     /// there — the rollout itself (also through a link), another rollout, any other file — is
