@@ -113,7 +113,7 @@ impl CodexSession {
         ));
         if self.chance(10) {
             self.compaction(n);
-        } else if self.legacy && self.chance(3) {
+        } else if self.legacy && self.chance(15) {
             self.lines.push(line(
                 "compacted",
                 &format!(r#"{{"message":"legacy summary {n}"}}"#),
@@ -440,6 +440,40 @@ fn the_line_after_a_rollback_starts_a_segment_across_a_cut() {
         Some(r#"{"turn_id":"B","model":"b"}"#),
         "the rollback discards turn one, not the turn after it"
     );
+    let (used, cuts) = every_cut(&text);
+    assert_eq!(used, cuts);
+}
+
+/// Legacy compactions (no replacement history) before and after the cut: the snapshot's history
+/// is the rebuilt one, a legacy compaction after it is rebuilt from the snapshot's history as
+/// from the replayed one, and the reference context item is cleared whichever side of the cut the
+/// legacy compaction lies on. Cut at every line, with compactions with replacement history and
+/// rollbacks around them.
+#[test]
+fn legacy_compactions_on_either_side_of_the_cut() {
+    let mut session = CodexSession::new(3, false);
+    session.turn();
+    session.turn();
+    session.compaction(2);
+    session.turn();
+    session
+        .lines
+        .push(line("compacted", r#"{"message":"legacy summary A"}"#));
+    session.turn();
+    session.event(r#"{"type":"thread_rolled_back","num_turns":1}"#);
+    session.turn();
+    session.compaction(5);
+    session.turn();
+    session
+        .lines
+        .push(line("compacted", r#"{"message":"legacy summary B"}"#));
+    session.turn();
+    session.event(r#"{"type":"thread_rolled_back","num_turns":2}"#);
+    session.turn();
+    let text = session.text();
+    let full = common::resume_bytes(text.as_bytes(), DEFAULT_TRUNCATION);
+    assert!(full.compactions().expect("read every line").legacy_rebuilt);
+    assert_eq!(full.history().reference_context_item(), None);
     let (used, cuts) = every_cut(&text);
     assert_eq!(used, cuts);
 }
