@@ -380,26 +380,36 @@ pub fn open_snapshot(
                         header.entry_count
                     ))
                 })?;
-            let table = archived
-                .entries
-                .iter()
-                .enumerate()
-                .map(|(index, stored)| entry_of(&map, stored, index, options.trust, path))
-                .collect::<Result<Vec<Entry>, _>>()?;
-            let entries: Vector<Entry> = table[..current].iter().cloned().collect();
+            // The table's first `current` entries are the current state's; the rest only
+            // earlier states hold.
+            let mut entries = Vector::new();
+            let mut others = Vec::with_capacity(archived.entries.len() - current);
+            for (index, stored) in archived.entries.iter().enumerate() {
+                let entry = entry_of(&map, stored, index, options.trust, path)?;
+                if index < current {
+                    entries.push_back(entry);
+                } else {
+                    others.push(entry);
+                }
+            }
+            let table_len = archived.entries.len();
             let mut earlier = Vec::with_capacity(archived.earlier.len());
             for (number, state) in archived.earlier.iter().enumerate() {
-                let mut entries = Vector::new();
+                let mut state_entries = Vector::new();
                 for (position, index) in state.entries.iter().enumerate() {
-                    let index = index.to_native();
-                    let entry = table.get(index as usize).ok_or_else(|| {
+                    let index = index.to_native() as usize;
+                    let entry = match index.checked_sub(current) {
+                        None => entries.get(index),
+                        Some(other) => others.get(other),
+                    }
+                    .ok_or_else(|| {
                         invalid(format!(
-                            "earlier state {number}: entry {position} is table index {index}, past the table's {} entries",
-                            table.len()
+                            "earlier state {number}: entry {position} is table index {index}, past the table's {table_len} entries"
                         ))
                     })?;
-                    entries.push_back(entry.clone());
+                    state_entries.push_back(entry.clone());
                 }
+                let entries = state_entries;
                 let turns_from = state_turns_from(
                     state.turns_from.to_native(),
                     entries.len(),
