@@ -38,7 +38,10 @@ fn same(a: &Resumed, b: &Resumed) {
         let (mut a, mut b) = (a.clone(), b.clone());
         // A crafted item can fail a rollback (a message above the cut that does not parse):
         // then both fail alike.
-        let (ra, rb) = (a.drop_last_n_user_turns(depth), b.drop_last_n_user_turns(depth));
+        let (ra, rb) = (
+            a.drop_last_n_user_turns(depth),
+            b.drop_last_n_user_turns(depth),
+        );
         assert_eq!(ra.is_ok(), rb.is_ok(), "rollback of {depth} turns");
         assert_eq!(a, b, "rolled back {depth} turns");
     }
