@@ -512,7 +512,7 @@ fn turn_context_value(line: &RolloutLine) -> Option<std::sync::Arc<serde_json::V
 }
 
 /// The payload of a `turn_context` line, as its text (the previous-turn settings).
-fn turn_context_raw(line: &RolloutLine) -> Option<Box<RawValue>> {
+pub(super) fn turn_context_raw(line: &RolloutLine) -> Option<Box<RawValue>> {
     match &line.content {
         LineContent::Payload { raw, .. } => Some(raw.clone()),
         LineContent::Item { .. } => None,

@@ -24,7 +24,7 @@ use super::super::report::ReadMode;
 use super::super::validate::Format;
 use super::replay::{Replay, Replayed};
 use super::scan::{self, Reference, ScanFact, line_facts, prefix_fact, reverse_scan, stored_fact};
-use super::{FallbackReason, ResumeOptions, ResumeSource, Resumed};
+use super::{FallbackReason, ResumeOptions, ResumeSource, Resumed, turn_context_raw};
 
 /// What kind of line after a version 1 snapshot's prefix makes resume fall back: replaying it onto
 /// the snapshot would not give what a full resume gives. (A version 2 snapshot holds the scan facts
@@ -251,11 +251,13 @@ impl Context<'_> {
     /// The payload as text (previous-turn settings). A stored payload that is not JSON (a
     /// damaged or crafted snapshot opened as the program's own) makes resume fall back.
     fn raw(self, snapshot: &Path) -> Result<Box<RawValue>, FallbackReason> {
-        let text = match self {
-            Context::Stored(text) => text,
-            Context::Line(line) => line.payload_json(),
-        };
-        RawValue::from_string(text.to_owned()).map_err(|error| unreadable_payload(snapshot, &error))
+        match self {
+            Context::Stored(text) => RawValue::from_string(text.to_owned())
+                .map_err(|error| unreadable_payload(snapshot, &error)),
+            // The line's payload as the reader kept it (what a full resume takes).
+            Context::Line(line) => turn_context_raw(line)
+                .ok_or_else(|| unreadable_payload(snapshot, &"not a turn_context line")),
+        }
     }
 
     /// The payload as a value (the reference context item).
