@@ -311,11 +311,9 @@ fn every_cut(text: &str) -> (usize, usize) {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig {
-        cases: 24,
-        failure_persistence: None,
-        ..ProptestConfig::default()
-    })]
+    // Each case writes and resumes a snapshot at every line (a few dozen): 32 cases keep the
+    // test within seconds on two cores.
+    #![proptest_config(ProptestConfig::with_cases(32))]
 
     /// Fast path = full resume at every cut of generated Codex-shaped rollouts (legacy
     /// compactions among them in half the cases). Every cut must take the fast path: a version 2
