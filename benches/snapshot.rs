@@ -135,5 +135,129 @@ fn main() {
         "heap",
         from_heap,
     );
+    codex_session(&dir);
     std::fs::remove_dir_all(&dir).ok();
+}
+
+/// A Codex-shaped session that continues after its snapshot: 3,000 turns with turn events, a
+/// `turn_context`, a `user_message` event, a call with its exec event and output, and a compaction
+/// (with replacement history) every 200 turns; the snapshot covers the first 2,900 turns. Before
+/// format version 2 the later turn events made every such resume fall back to a full one.
+fn codex_session(dir: &std::path::Path) {
+    let body = "lorem ipsum dolor sit amet ".repeat(20);
+    let line = |kind: &str, payload: &str| {
+        format!(r#"{{"timestamp":"2026-11-03T14:00:01.137Z","type":"{kind}","payload":{payload}}}"#)
+    };
+    let user = |text: &str| {
+        format!(
+            r#"{{"type":"message","role":"user","content":[{{"type":"input_text","text":"{text}"}}]}}"#
+        )
+    };
+    let mut lines = vec![line(
+        "session_meta",
+        &format!(
+            r#"{{"id":"{}","timestamp":"2026-11-03T14:00:00.000Z"}}"#,
+            ThreadId::random()
+        ),
+    )];
+    let mut covered = 0;
+    for turn in 0..3_000 {
+        if turn == 2_900 {
+            covered = lines.len();
+        }
+        let id = format!("turn-{turn}");
+        lines.push(line(
+            "event_msg",
+            &format!(r#"{{"type":"task_started","turn_id":"{id}"}}"#),
+        ));
+        lines.push(line(
+            "turn_context",
+            &format!(
+                r#"{{"turn_id":"{id}","cwd":"/w","approval_policy":"on-request","sandbox_policy":{{"type":"workspace-write"}},"model":"gpt-5.1-codex"}}"#
+            ),
+        ));
+        lines.push(line(
+            "event_msg",
+            &format!(r#"{{"type":"user_message","message":"question {turn}","images":[]}}"#),
+        ));
+        lines.push(line(
+            "response_item",
+            &user(&format!("question {turn} {body}")),
+        ));
+        lines.push(line(
+            "response_item",
+            &format!(
+                r#"{{"type":"function_call","id":"fc_{turn}","name":"shell","arguments":"{{}}","call_id":"c{turn}"}}"#
+            ),
+        ));
+        lines.push(line(
+            "event_msg",
+            &format!(r#"{{"type":"exec_command_end","call_id":"c{turn}","exit_code":0}}"#),
+        ));
+        lines.push(line(
+            "response_item",
+            &format!(r#"{{"type":"function_call_output","call_id":"c{turn}","output":"{body}"}}"#),
+        ));
+        if turn % 200 == 199 {
+            lines.push(line(
+                "compacted",
+                &format!(
+                    r#"{{"message":"summary {turn}","replacement_history":[{},{}]}}"#,
+                    user(&format!("question {turn} {body}")),
+                    user(&format!("summary of the turns up to {turn}"))
+                ),
+            ));
+        }
+        lines.push(line(
+            "response_item",
+            &format!(
+                r#"{{"type":"message","role":"assistant","content":[{{"type":"output_text","text":"answer {turn}"}}]}}"#
+            ),
+        ));
+        lines.push(line(
+            "event_msg",
+            &format!(r#"{{"type":"task_complete","turn_id":"{id}"}}"#),
+        ));
+    }
+    let text: String = lines.iter().map(|line| format!("{line}\n")).collect();
+    let prefix: String = lines[..covered]
+        .iter()
+        .map(|line| format!("{line}\n"))
+        .collect();
+    let rollout_path = dir.join("codex.jsonl");
+    let snapshot_path = dir.join("codex.snap");
+    std::fs::write(&rollout_path, &prefix).expect("write");
+    let prefix_resumed = resume_file(
+        &rollout_path,
+        &ResumeOptions::new(DEFAULT_TRUNCATION).snapshot_ready(),
+    )
+    .expect("resumes");
+    prefix_resumed
+        .write_snapshot(&snapshot_path)
+        .expect("snapshot");
+    std::fs::write(&rollout_path, &text).expect("write");
+    let snapshot_bytes = std::fs::metadata(&snapshot_path).expect("snapshot").len();
+    println!(
+        "codex session: {} lines, rollout {} MB, snapshot of the first {covered} lines {} MB ({} earlier states)",
+        lines.len(),
+        text.len() / 1_000_000,
+        snapshot_bytes / 1_000_000,
+        prefix_resumed.history().compactions_reachable()
+    );
+    let full_options = ResumeOptions::new(DEFAULT_TRUNCATION);
+    let full = median(5, || {
+        black_box(resume_file(&rollout_path, &full_options).expect("resumes"));
+    });
+    let with_snapshot = ResumeOptions::new(DEFAULT_TRUNCATION).with_snapshot(&snapshot_path);
+    let through = median(5, || {
+        let resumed = resume_file(&rollout_path, &with_snapshot).expect("resumes");
+        assert!(resumed.used_snapshot(), "{:?}", resumed.source());
+        black_box(resumed);
+    });
+    ratio(
+        "codex session: snapshot + 100 later turns vs JSONL resume",
+        through,
+        "jsonl",
+        full,
+    );
 }

@@ -2,8 +2,10 @@
 # Seeds fuzz/corpus/<target>/ (not committed: fuzz/corpus is ignored) from real inputs, so that
 # the targets that read files start from valid ones: the bundled sessions (examples/rollouts/),
 # the hand-written rollouts of fuzz/seeds/rollouts/ (every item kind, compactions and a rollback,
-# the legacy format), snapshots of all of them written by the command-line tool, and the golden
-# snapshot tests/fixtures/snapshot-v1.snap. Run from anywhere; safe to run again.
+# the legacy format), the Codex-shaped rollout of the version 2 golden
+# (tests/fixtures/snapshot-v2.jsonl), snapshots of all of them written by the command-line tool,
+# and the golden snapshots tests/fixtures/snapshot-v1.snap and snapshot-v2.snap (with an earlier
+# state). Run from anywhere; safe to run again.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -20,8 +22,8 @@ snapshot_input() { # mode file output
   { printf "\\$(printf '%03o' "$1")"; head -c 256 "$2"; tail -c +4097 "$2"; } >"$3"
 }
 
-snapshots=(tests/fixtures/snapshot-v1.snap)
-for rollout in examples/rollouts/*.jsonl fuzz/seeds/rollouts/*.jsonl; do
+snapshots=(tests/fixtures/snapshot-v1.snap tests/fixtures/snapshot-v2.snap)
+for rollout in examples/rollouts/*.jsonl fuzz/seeds/rollouts/*.jsonl tests/fixtures/snapshot-v2.jsonl; do
   name=$(basename "$rollout" .jsonl)
   # rollout_read: three option bytes (session_meta prefix, line limit, max reported), the bytes.
   { printf '\000\000\000'; cat "$rollout"; } >"$corpus/rollout_read/$name"

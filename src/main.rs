@@ -421,10 +421,17 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             };
             let lines = [
                 format!("{}: ok", path.display()),
-                format!("  format          version {SNAPSHOT_FORMAT_VERSION}"),
+                format!(
+                    "  format          version {} (this build writes {SNAPSHOT_FORMAT_VERSION})",
+                    header.format_version
+                ),
                 format!(
                     "  items           {}, each checked against its JSON",
                     header.entry_count
+                ),
+                format!(
+                    "  earlier states  {} (before compactions; a rollback can return to them)",
+                    opened.history().compactions_reachable()
                 ),
                 format!(
                     "  payload         {} bytes, digest verified",

@@ -23,10 +23,10 @@ use crate::snapshot::SnapshotHeader;
 /// repairs),
 /// compactions as `compacted` lines, rollbacks as `thread_rolled_back` events. Resuming the file
 /// gives a history equal to this one, entry for entry, and one that a later rollback changes as it
-/// changes this one — across compactions too ([`History::drop_last_n_user_turns`]). A session
-/// resumed through a snapshot is the exception: a version 1 snapshot does not hold the states
-/// before the compactions it covers, so a rollback does not return past them
-/// (`docs/codex-compatibility.md`).
+/// changes this one — across compactions too ([`History::drop_last_n_user_turns`]), also when it
+/// is resumed through a snapshot this build wrote (format version 2 holds the states before the
+/// compactions it covers). Through a version 1 snapshot a rollback does not return past the
+/// compactions it covers (`docs/codex-compatibility.md`).
 ///
 /// The history changes first, then the line is written. If the write fails, the error is
 /// returned, the history keeps the change, and the line stays pending in the writer: it is written
@@ -170,9 +170,9 @@ impl Session<FileSink> {
     /// The snapshot stands for what resuming the rollout gives, which is this session's history
     /// (see [`Session`]). To get it without reading
     /// the whole file, the snapshot already at `path` is tried as a base: refreshing a snapshot
-    /// reads only the lines appended since it was written — unless one of them is a rollback, a
-    /// compaction or a turn line, which make resume read the whole file (see
-    /// `docs/snapshot-format.md`).
+    /// reads only the lines appended since it was written, whatever they are — unless the
+    /// snapshot there is of format version 1, which is then replaced by a version 2 snapshot
+    /// after one read of the whole file (see `docs/snapshot-format.md`).
     ///
     /// # Errors
     ///

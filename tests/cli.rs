@@ -364,6 +364,19 @@ fn snapshot_verify_and_project_from_a_snapshot() {
     let report = text(&verified.stdout);
     assert!(report.contains(": ok"), "{report}");
     assert!(report.contains("digest verified"), "{report}");
+    assert!(report.contains("format          version 2"), "{report}");
+    // The golden version 1 snapshot verifies too, and says its version.
+    let golden = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/snapshot-v1.snap"
+    );
+    let old = run(&["verify", golden]);
+    assert!(old.status.success(), "stderr: {}", text(&old.stderr));
+    assert!(
+        text(&old.stdout).contains("format          version 1 (this build writes 2)"),
+        "{}",
+        text(&old.stdout)
+    );
 
     // The snapshot projects exactly as the rollout does.
     let from_rollout = run(&["project", rollout, "--modalities", "text"]);

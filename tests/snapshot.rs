@@ -9,8 +9,9 @@ use std::path::{Path, PathBuf};
 use agent_history::{
     DEFAULT_TRUNCATION, Durability, FallbackReason, History, LaterLine, ProjectionOptions,
     PromptCompiler, READER_LABEL, RequestSettings, ResumeOptions, ResumeSource, Resumed,
-    RolloutWriter, Session, SessionMeta, SnapshotError, SnapshotOptions, StepContext,
-    TruncationPolicy, is_snapshot, open_snapshot, resume_file, resume_reader, summary_text,
+    RolloutWriter, SNAPSHOT_FORMAT_VERSION, Session, SessionMeta, SnapshotError, SnapshotOptions,
+    StepContext, TruncationPolicy, is_snapshot, open_snapshot, resume_file, resume_reader,
+    summary_text,
 };
 use common::{
     THREAD_ID, example, item_line, jsons, line, meta_line, meta_payload, temp_dir, thread, user,
@@ -260,7 +261,7 @@ fn version_and_format_errors_say_what_was_found() {
             error,
             SnapshotError::UnsupportedVersion {
                 found: 7,
-                supported: 1,
+                supported: 2,
                 ..
             }
         ),
@@ -282,9 +283,10 @@ fn version_and_format_errors_say_what_was_found() {
     assert!(matches!(error, SnapshotError::BadMagic { .. }), "{error}");
 }
 
-/// The golden snapshot of format version 1: read by every build, and rewritten byte for byte from
-/// the same rollout, so the format cannot change unnoticed. Regenerate (only with a new format
-/// version) with `AGENT_HISTORY_WRITE_GOLDEN=1 cargo test --test snapshot golden`.
+/// The golden snapshot of format version 1: read by every build, and written back byte for byte
+/// when copied (a version 1 snapshot is rewritten as version 1: it has no scan facts), so the
+/// format cannot change unnoticed. It was written from `snapshot-v1.jsonl` by the version 1
+/// writer; this build writes version 2 from a resume.
 #[test]
 fn golden_snapshot_v1_reads_and_rewrites_identically() {
     let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
@@ -297,10 +299,8 @@ fn golden_snapshot_v1_reads_and_rewrites_identically() {
         &ResumeOptions::new(DEFAULT_TRUNCATION).snapshot_ready(),
     )
     .expect("resumes");
-    if std::env::var_os("AGENT_HISTORY_WRITE_GOLDEN").is_some() {
-        resumed.write_snapshot(&golden).expect("golden written");
-    }
     let opened = open_snapshot(&golden, SnapshotOptions::default()).expect("golden opens");
+    assert_eq!(opened.header().format_version, 1);
     assert_eq!(Some(opened.header().rollout), resumed.covered());
     assert_eq!(opened.state().thread_id, Some(resumed.thread_id()));
     assert_eq!(
@@ -317,14 +317,88 @@ fn golden_snapshot_v1_reads_and_rewrites_identically() {
     assert_eq!(opened.state().ends_inside_turn, resumed.ends_inside_turn());
     assert_eq!(opened.state().legacy, resumed.report().legacy);
     assert_eq!(opened.history().entries(), resumed.history().entries());
+    // Opened untrusted too: every entry checked.
+    open_snapshot(&golden, SnapshotOptions::untrusted()).expect("golden opens untrusted");
     let dir = temp_dir();
+    let golden_bytes = std::fs::read(&golden).expect("golden");
+    let copy = dir.path().join("copy.snap");
+    opened.write(&copy).expect("written");
+    assert_eq!(
+        std::fs::read(&copy).expect("file"),
+        golden_bytes,
+        "an opened version 1 snapshot writes itself back unchanged"
+    );
+    // A resume through it (not snapshot-ready) uses it: the covered prefix is the same.
+    let rollout = dir.path().join("rollout.jsonl");
+    std::fs::copy(fixtures.join("snapshot-v1.jsonl"), &rollout).expect("copied");
+    let through = resume_with(&rollout, &golden, DEFAULT_TRUNCATION);
+    assert!(through.used_snapshot(), "{:?}", through.source());
+    assert_eq!(
+        through.history(),
+        common::resume_path(&rollout, DEFAULT_TRUNCATION).history()
+    );
+    // A snapshot-ready resume does not: it reads every line, so that the snapshot written from
+    // it is version 2.
+    let ready = resume_file(
+        &rollout,
+        &ResumeOptions::new(DEFAULT_TRUNCATION)
+            .snapshot_ready()
+            .with_snapshot(&golden),
+    )
+    .expect("resumes");
+    assert!(
+        matches!(
+            ready.fallback_reason(),
+            Some(FallbackReason::OldVersion { version: 1 })
+        ),
+        "{:?}",
+        ready.source()
+    );
+    let upgraded = dir.path().join("upgraded.snap");
+    ready.write_snapshot(&upgraded).expect("written");
+    let upgraded = open_snapshot(&upgraded, SnapshotOptions::default()).expect("opens");
+    assert_eq!(upgraded.header().format_version, SNAPSHOT_FORMAT_VERSION);
+}
+
+/// The golden snapshot of format version 2, written from `snapshot-v2.jsonl` (the bundled session
+/// followed by a turn with a compaction mid-turn, a rolled-back turn and an inter-agent line, so
+/// that it holds an earlier state and every kind of scan fact): read by every build, and
+/// rewritten byte for byte from the same rollout and from the opened file. Regenerate (only with
+/// a new format version) with `AGENT_HISTORY_WRITE_GOLDEN=1 cargo test --test snapshot golden`.
+#[test]
+fn golden_snapshot_v2_reads_and_rewrites_identically() {
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+    let golden = fixtures.join("snapshot-v2.snap");
+    let rollout = fixtures.join("snapshot-v2.jsonl");
+    let resumed = resume_file(
+        &rollout,
+        &ResumeOptions::new(DEFAULT_TRUNCATION).snapshot_ready(),
+    )
+    .expect("resumes");
+    if std::env::var_os("AGENT_HISTORY_WRITE_GOLDEN").is_some() {
+        resumed.write_snapshot(&golden).expect("golden written");
+    }
+    let opened = open_snapshot(&golden, SnapshotOptions::untrusted()).expect("golden opens");
+    assert_eq!(opened.header().format_version, 2);
+    assert_eq!(Some(opened.header().rollout), resumed.covered());
+    assert_eq!(opened.history().entries(), resumed.history().entries());
+    assert_eq!(opened.history().compactions_reachable(), 1);
+    assert_eq!(
+        opened.history().compactions_reachable(),
+        resumed.history().compactions_reachable()
+    );
+    assert_eq!(
+        opened.history().reachable_user_turns(),
+        resumed.history().reachable_user_turns()
+    );
+    let dir = temp_dir();
+    let golden_bytes = std::fs::read(&golden).expect("golden");
     let again = dir.path().join("again.snap");
     resumed.write_snapshot(&again).expect("written");
-    let golden_bytes = std::fs::read(&golden).expect("golden");
     assert_eq!(
         std::fs::read(&again).expect("file"),
         golden_bytes,
-        "the writer no longer produces format version 1 byte for byte"
+        "the writer no longer produces format version 2 byte for byte"
     );
     let copy = dir.path().join("copy.snap");
     opened.write(&copy).expect("written");
@@ -390,14 +464,18 @@ fn check_resume_equivalence(name: &str, text: &[u8]) -> usize {
         );
         if from_snapshot.used_snapshot() {
             used += 1;
-            assert!(
-                from_snapshot
-                    .history()
-                    .iter()
-                    .take(prefix.history().len())
-                    .all(|e| e.is_mapped()),
-                "{context}"
-            );
+            // Unless a later compaction or rollback replaced them (the version moved), the
+            // entries the snapshot supplied are read from the map, not copied.
+            if from_snapshot.history().version() == prefix.history().version() {
+                assert!(
+                    from_snapshot
+                        .history()
+                        .iter()
+                        .take(prefix.history().len())
+                        .all(|e| e.is_mapped()),
+                    "{context}"
+                );
+            }
         }
         let ready_from_snapshot =
             resume_file(&rollout_path, &ready.clone().with_snapshot(&snapshot_path))
@@ -493,14 +571,13 @@ fn snapshot_resume_equals_full_resume_on_generated_sessions() {
         }
         let text = session.writer().sink().clone();
         let used = check_resume_equivalence(&format!("generated-{seed}"), &text);
-        if seed % 2 == 1 && seed % 3 != 0 {
-            // No compaction and no rollback: every cut point can use the snapshot.
-            assert_eq!(
-                used,
-                text.iter().filter(|&&b| b == b'\n').count(),
-                "seed {seed}"
-            );
-        }
+        // A version 2 snapshot holds the scan facts and earlier states of its prefix: every cut
+        // point uses it, compactions and rollbacks after it included.
+        assert_eq!(
+            used,
+            text.iter().filter(|&&b| b == b'\n').count(),
+            "seed {seed}"
+        );
     }
 }
 
@@ -564,12 +641,10 @@ fn a_rewritten_rollout_or_another_policy_falls_back_to_a_full_resume() {
     assert_eq!(fallback.history().truncation(), policy);
 }
 
-#[test]
-fn a_later_line_that_could_change_the_prefix_falls_back() {
-    let dir = temp_dir();
-    let prefix = format!("{}\n{}\n", meta_line(), item_line(&user("one")));
-    let (rollout_path, snapshot_path, _) = snapshot_of(dir.path(), prefix.as_bytes(), "r");
-    let cases = [
+/// Later lines that could change what the covered prefix means, each after a user item: a
+/// rollback, a turn event, a `turn_context`, a compaction, an inter-agent line.
+fn later_lines() -> [(String, LaterLine); 5] {
+    [
         (
             line(
                 "event_msg",
@@ -596,15 +671,34 @@ fn a_later_line_that_could_change_the_prefix_falls_back() {
             ),
             LaterLine::InterAgent,
         ),
-    ];
-    for (later, what) in cases {
-        let text = format!("{prefix}{}\n{later}\n", item_line(&user("two")));
+    ]
+}
+
+/// A version 1 snapshot holds no scan facts of its prefix: a later line that could change what
+/// the prefix means makes resume fall back, naming the line.
+#[test]
+fn a_later_line_that_could_change_the_prefix_falls_back_from_a_version_1_snapshot() {
+    let dir = temp_dir();
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+    let golden = fixtures.join("snapshot-v1.snap");
+    let covered = open_snapshot(&golden, SnapshotOptions::default())
+        .expect("golden opens")
+        .header()
+        .rollout;
+    let text = std::fs::read(fixtures.join("snapshot-v1.jsonl")).expect("rollout");
+    let prefix = &text[..covered.bytes as usize];
+    let rollout_path = dir.path().join("r.jsonl");
+    for (later, what) in later_lines() {
+        let mut text = prefix.to_vec();
+        text.extend_from_slice(format!("{}\n{later}\n", item_line(&user("two"))).as_bytes());
         std::fs::write(&rollout_path, &text).expect("write");
-        let resumed = resume_with(&rollout_path, &snapshot_path, DEFAULT_TRUNCATION);
+        let resumed = resume_with(&rollout_path, &golden, DEFAULT_TRUNCATION);
+        let expected_line = covered.lines + 2;
         assert!(
             matches!(
                 resumed.fallback_reason(),
-                Some(FallbackReason::LaterLine { line: 4, what: found }) if *found == what
+                Some(FallbackReason::LaterLine { line, what: found })
+                    if *found == what && *line == expected_line
             ),
             "{what:?}: {:?}",
             resumed.source()
@@ -612,6 +706,38 @@ fn a_later_line_that_could_change_the_prefix_falls_back() {
         assert_eq!(
             resumed.history(),
             common::resume_path(&rollout_path, DEFAULT_TRUNCATION).history()
+        );
+    }
+}
+
+/// A version 2 snapshot holds the scan facts and the earlier states of its prefix: the same later
+/// lines are resumed through it, and the result is a full resume's.
+#[test]
+fn a_version_2_snapshot_is_used_whatever_lines_follow() {
+    let dir = temp_dir();
+    let prefix = format!("{}\n{}\n", meta_line(), item_line(&user("one")));
+    let (rollout_path, snapshot_path, _) = snapshot_of(dir.path(), prefix.as_bytes(), "r");
+    for (later, what) in later_lines() {
+        let text = format!("{prefix}{}\n{later}\n", item_line(&user("two")));
+        std::fs::write(&rollout_path, &text).expect("write");
+        let resumed = resume_with(&rollout_path, &snapshot_path, DEFAULT_TRUNCATION);
+        assert!(resumed.used_snapshot(), "{what:?}: {:?}", resumed.source());
+        let full = common::resume_path(&rollout_path, DEFAULT_TRUNCATION);
+        assert_eq!(resumed.history(), full.history(), "{what:?}");
+        assert_eq!(
+            resumed.history().reference_context_item(),
+            full.history().reference_context_item(),
+            "{what:?}"
+        );
+        assert_eq!(
+            resumed.previous_turn_settings().map(|raw| raw.get()),
+            full.previous_turn_settings().map(|raw| raw.get()),
+            "{what:?}"
+        );
+        assert_eq!(
+            resumed.ends_inside_turn(),
+            full.ends_inside_turn(),
+            "{what:?}"
         );
     }
 }

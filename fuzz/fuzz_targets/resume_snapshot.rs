@@ -7,7 +7,9 @@
 //!
 //! Checked: the snapshot opens to the history of the prefix; whether or not the snapshot is used
 //! (`FallbackReason` says why not), the result equals the full resume: the same entries, version,
-//! reference context item, thread id and previous-turn settings (`docs/snapshot-format.md`,
+//! reference context item, thread id, previous-turn settings and turn state, and (a version 2
+//! snapshot carries the states before the compactions it covers) the same reachable turns and
+//! compactions, and the same history after a rollback of any depth (`docs/snapshot-format.md`,
 //! "Resume").
 #![no_main]
 
@@ -28,6 +30,21 @@ fn same(a: &Resumed, b: &Resumed) {
         a.previous_turn_settings().map(|raw| raw.get()),
         b.previous_turn_settings().map(|raw| raw.get())
     );
+    assert_eq!(a.ends_inside_turn(), b.ends_inside_turn());
+    let (a, b) = (a.history(), b.history());
+    assert_eq!(a.reachable_user_turns(), b.reachable_user_turns());
+    assert_eq!(a.compactions_reachable(), b.compactions_reachable());
+    for depth in 1..=b.reachable_user_turns().min(64) + 1 {
+        let (mut a, mut b) = (a.clone(), b.clone());
+        // A crafted item can fail a rollback (a message above the cut that does not parse):
+        // then both fail alike.
+        let (ra, rb) = (
+            a.drop_last_n_user_turns(depth),
+            b.drop_last_n_user_turns(depth),
+        );
+        assert_eq!(ra.is_ok(), rb.is_ok(), "rollback of {depth} turns");
+        assert_eq!(a, b, "rolled back {depth} turns");
+    }
 }
 
 fuzz_target!(|input: &[u8]| {

@@ -122,6 +122,21 @@ pub fn check_opened(snapshot: &Snapshot, verified: bool) {
     );
     assert_eq!(reopened.header(), &header);
     assert_eq!(header.rollout, snapshot.header().rollout);
+    // The same format version (a version 1 snapshot is written back as one) and, in version 2,
+    // the same states before compactions.
+    assert_eq!(header.format_version, snapshot.header().format_version);
+    assert_eq!(
+        reopened.history().compactions_reachable(),
+        history.compactions_reachable()
+    );
+    assert_eq!(
+        reopened.history().reachable_user_turns(),
+        history.reachable_user_turns()
+    );
+    assert_eq!(
+        reopened.state().legacy_compaction,
+        snapshot.state().legacy_compaction
+    );
     assert_eq!(reopened.state().thread_id, snapshot.state().thread_id);
     assert_eq!(reopened.state().legacy, snapshot.state().legacy);
     assert_eq!(

@@ -153,6 +153,50 @@ impl History {
         }));
     }
 
+    /// The first position whose user turns are the current state's own (0 when there is no
+    /// earlier state). Crate-internal: a snapshot stores it.
+    pub(crate) fn turns_from(&self) -> usize {
+        self.turns_from
+    }
+
+    /// The earlier states a rollback can return to, oldest first: each one's entries and the
+    /// first position whose user turns are its own. Crate-internal: a snapshot stores them.
+    pub(crate) fn earlier_states(&self) -> impl Iterator<Item = (&Vector<Entry>, usize)> + '_ {
+        self.earlier
+            .iter()
+            .map(|state| (&state.entries, state.turns_from))
+    }
+
+    /// Gives a history built from stored entries ([`History::from_stored`]) the states a snapshot
+    /// stored with it: `turns_from` for the current state and the earlier states, oldest first.
+    /// Each state's index and token total are rebuilt from its entries (no JSON is parsed). The
+    /// snapshot reader checks the invariants first (each `turns_from` within its state, none
+    /// before the first state's turns, and 0 when there is no earlier state); a value past its
+    /// state's end is clamped to it here all the same, so that nothing can index past an end.
+    /// Time: O(n log n) for the n entries of all the states.
+    pub(crate) fn set_stored_states(
+        &mut self,
+        turns_from: usize,
+        earlier: impl IntoIterator<Item = (Vector<Entry>, usize)>,
+    ) {
+        self.earlier = earlier
+            .into_iter()
+            .map(|(entries, turns_from)| {
+                Arc::new(Earlier {
+                    index: PairingIndex::build(entries.iter()),
+                    tokens: entries.iter().map(|entry| u128::from(entry.tokens())).sum(),
+                    turns_from: turns_from.min(entries.len()),
+                    entries,
+                })
+            })
+            .collect();
+        self.turns_from = if self.earlier.is_empty() {
+            0
+        } else {
+            turns_from.min(self.entries.len())
+        };
+    }
+
     /// Forgets every earlier state: no rollback returns past this point, and the user messages
     /// the history holds now count as turns (resume does this after a legacy compaction, whose
     /// earlier states it does not rebuild).

@@ -16,7 +16,61 @@ pub(crate) struct SnapshotV1 {
     pub(crate) entries: Vec<EntryV1>,
 }
 
-/// One entry of a version-1 payload.
+/// The root of a version-2 payload: version 1's fields, the states before compactions that a
+/// rollback can return to, and the reverse scan's facts of the covered prefix.
+#[derive(Archive, Serialize, Deserialize, Debug)]
+pub(crate) struct SnapshotV2 {
+    pub(crate) thread_id: Option<String>,
+    pub(crate) resume_flags: u8,
+    pub(crate) truncation_mode: u8,
+    pub(crate) truncation_limit: u64,
+    pub(crate) reference_context_item: Option<String>,
+    pub(crate) previous_turn_settings: Option<String>,
+    /// The entry table: the current state's entries first, in order (as many as the header's
+    /// entry count), then the entries only earlier states hold.
+    pub(crate) entries: Vec<EntryV1>,
+    /// The current state's `turns_from`.
+    pub(crate) turns_from: u64,
+    /// The earlier states, oldest first.
+    pub(crate) earlier: Vec<EarlierV2>,
+    /// The scan facts of the covered prefix, in line order.
+    pub(crate) facts: Vec<FactV2>,
+}
+
+/// A state of the history before a compaction: indices into the entry table, and the first
+/// position whose user turns are its own.
+#[derive(Archive, Serialize, Deserialize, Debug)]
+pub(crate) struct EarlierV2 {
+    pub(crate) entries: Vec<u32>,
+    pub(crate) turns_from: u64,
+}
+
+/// One scan fact of the covered prefix (`kind` numbered by [`fact_code`]).
+#[derive(Archive, Serialize, Deserialize, Debug)]
+pub(crate) struct FactV2 {
+    pub(crate) kind: u8,
+    /// Turn events and `turn_context`: the turn id, if the line had one. `None` for the others.
+    pub(crate) turn_id: Option<String>,
+    /// `thread_rolled_back`: the number of turns. 0 for the others.
+    pub(crate) num_turns: u64,
+    /// `turn_context`: its payload's JSON text, byte for byte. `None` for the others.
+    pub(crate) payload: Option<String>,
+}
+
+/// The kinds of scan facts, numbered as in the format.
+pub(crate) mod fact_code {
+    pub(crate) const TURN_STARTED: u8 = 0;
+    pub(crate) const TURN_ENDED: u8 = 1;
+    pub(crate) const USER_MESSAGE: u8 = 2;
+    pub(crate) const USER_TURN_ITEM: u8 = 3;
+    pub(crate) const INTER_AGENT: u8 = 4;
+    pub(crate) const ROLLED_BACK: u8 = 5;
+    pub(crate) const TURN_CONTEXT: u8 = 6;
+    pub(crate) const COMPACTED: u8 = 7;
+    pub(crate) const AFTER_ROLLBACK: u8 = 8;
+}
+
+/// One entry of a version-1 or version-2 payload.
 #[derive(Archive, Serialize, Deserialize, Debug)]
 pub(crate) struct EntryV1 {
     pub(crate) kind: u8,

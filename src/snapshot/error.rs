@@ -73,13 +73,13 @@ pub enum SnapshotError {
         found: [u8; 8],
     },
     /// The format version is not one this build reads.
-    #[error("snapshot {} has format version {found}; this build reads version {supported}", path.display())]
+    #[error("snapshot {} has format version {found}; this build reads versions 1 to {supported}", path.display())]
     UnsupportedVersion {
         /// The file.
         path: PathBuf,
         /// The version in the file.
         found: u32,
-        /// The version this build reads.
+        /// The newest version this build reads (it reads every version from 1 to this one).
         supported: u32,
     },
     /// The rkyv format features recorded in the header are not the ones this build uses.

@@ -2,8 +2,10 @@
 
 /// The first 8 bytes of every snapshot.
 pub(super) const MAGIC: [u8; 8] = *b"AGHISNAP";
-/// The format version this build writes and reads.
-pub const SNAPSHOT_FORMAT_VERSION: u32 = 1;
+/// The format version this build writes. It reads this one and every earlier one (1 and 2).
+pub const SNAPSHOT_FORMAT_VERSION: u32 = 2;
+/// The oldest format version this build reads.
+pub(super) const OLDEST_READABLE_VERSION: u32 = 1;
 /// Where the rkyv payload starts: one page, so that the payload is page-aligned in the map.
 pub(super) const PAYLOAD_OFFSET: u64 = 4096;
 /// Bytes of the header that carry fields (the rest, up to [`PAYLOAD_OFFSET`], is zero).
@@ -34,7 +36,11 @@ pub struct RolloutPosition {
 /// The decoded header fields of a snapshot.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SnapshotHeader {
-    /// Number of history entries.
+    /// The format version of the file: [`SNAPSHOT_FORMAT_VERSION`] for a snapshot this build
+    /// wrote from a resume, an earlier one for an older file (or a copy of one).
+    pub format_version: u32,
+    /// Number of history entries (of the current state: in version 2 the entry table can hold
+    /// more, for the states before compactions).
     pub entry_count: u64,
     /// Bytes of the rkyv payload.
     pub payload_len: u64,
@@ -94,7 +100,7 @@ impl SnapshotHeader {
     pub(super) fn encode(&self) -> Vec<u8> {
         let mut bytes = vec![0u8; PAYLOAD_OFFSET as usize];
         bytes[0..8].copy_from_slice(&MAGIC);
-        bytes[8..12].copy_from_slice(&SNAPSHOT_FORMAT_VERSION.to_le_bytes());
+        bytes[8..12].copy_from_slice(&self.format_version.to_le_bytes());
         bytes[12] = ENDIANNESS_LITTLE;
         bytes[13] = POINTER_WIDTH_32;
         bytes[14] = ALIGNMENT_ALIGNED;
@@ -130,7 +136,7 @@ impl SnapshotHeader {
             return Err(HeaderProblem::BadMagic(first_bytes(file)));
         }
         let version = u32_at(file, 8);
-        if version != SNAPSHOT_FORMAT_VERSION {
+        if !(OLDEST_READABLE_VERSION..=SNAPSHOT_FORMAT_VERSION).contains(&version) {
             return Err(HeaderProblem::UnsupportedVersion(version));
         }
         let (endianness, pointer_width, alignment) = (file[12], file[13], file[14]);
@@ -160,6 +166,7 @@ impl SnapshotHeader {
             return Err(HeaderProblem::BadPayloadOffset(payload_offset));
         }
         let header = SnapshotHeader {
+            format_version: version,
             entry_count: u64_at(file, 16),
             payload_len: u64_at(file, 32),
             payload_digest: digest_at(file, 40),
@@ -194,6 +201,7 @@ mod tests {
 
     fn sample() -> SnapshotHeader {
         SnapshotHeader {
+            format_version: SNAPSHOT_FORMAT_VERSION,
             entry_count: 3,
             payload_len: 5,
             payload_digest: blake3::Hash::from_bytes([7; 32]),

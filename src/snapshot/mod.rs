@@ -28,7 +28,12 @@ use serde_json::value::RawValue;
 use crate::history::{History, TruncationPolicy};
 use crate::item::{CallId, Entry, ItemId, ThreadId};
 
-use archive::{ArchivedSnapshotV1, flags_from_bits, kind_from_code, role_from_code};
+use bytestring::ByteString;
+
+use archive::{
+    ArchivedEntryV1, ArchivedFactV2, ArchivedSnapshotV1, ArchivedSnapshotV2, fact_code,
+    flags_from_bits, kind_from_code, role_from_code,
+};
 pub use error::{SnapshotError, SnapshotStep};
 use header::{HeaderProblem, MAGIC, PAYLOAD_OFFSET};
 pub use header::{RolloutPosition, SNAPSHOT_FORMAT_VERSION, SnapshotHeader};
@@ -49,12 +54,53 @@ pub struct PrefixState {
     pub ends_inside_turn: bool,
     /// The rollout is in the legacy pre-envelope format.
     pub legacy: bool,
+    /// A `compacted` line without replacement history was rebuilt by local compaction in the
+    /// covered prefix (then a resume settles on no reference context item). Stored from format
+    /// version 2 on; `false` when read from version 1, whose stored reference context item
+    /// already accounts for it.
+    pub legacy_compaction: bool,
 }
 
 impl PrefixState {
-    fn flags(&self) -> u8 {
-        u8::from(self.ends_inside_turn) | (u8::from(self.legacy) << 1)
+    /// The resume flags byte of `version`'s payload.
+    fn flags(&self, version: u32) -> u8 {
+        let flags = u8::from(self.ends_inside_turn) | (u8::from(self.legacy) << 1);
+        if version >= 2 {
+            flags | (u8::from(self.legacy_compaction) << 2)
+        } else {
+            flags
+        }
     }
+}
+
+/// One fact of a covered rollout prefix that resume's reverse scan reads (format version 2:
+/// `docs/snapshot-format.md`, "Scan facts"). Lines without such a fact are not stored, except the
+/// line right after a rollback. Texts are slices of the mapped file when read from a snapshot.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum PrefixFact {
+    /// `task_started` / `turn_started`, with its turn id.
+    TurnStarted(Option<ByteString>),
+    /// `task_complete` / `turn_complete` / `turn_aborted`, with its turn id.
+    TurnEnded(Option<ByteString>),
+    /// A `user_message` event.
+    UserMessage,
+    /// A `response_item` that starts a user turn.
+    UserTurnItem,
+    /// An `inter_agent_communication` line.
+    InterAgent,
+    /// `thread_rolled_back` with its `num_turns`.
+    RolledBack(u64),
+    /// A `turn_context` line: its turn id and its payload's JSON text, byte for byte.
+    TurnContext {
+        /// The turn id.
+        turn_id: Option<ByteString>,
+        /// The payload.
+        payload: ByteString,
+    },
+    /// A `compacted` line.
+    Compacted,
+    /// A line without any of these facts directly after a rollback.
+    AfterRollback,
 }
 
 /// An opened snapshot. Its parts are read through methods: what it writes back
@@ -64,6 +110,8 @@ pub struct Snapshot {
     history: History,
     header: SnapshotHeader,
     state: PrefixState,
+    /// The scan facts of the covered prefix; `None` for a version 1 snapshot, which has none.
+    facts: Option<Vec<PrefixFact>>,
     verified: bool,
     trust: SnapshotTrust,
 }
@@ -100,15 +148,18 @@ impl Snapshot {
         self.trust
     }
 
-    /// The history and the resume state, taken out (the rollout layer's snapshot path).
-    pub(crate) fn into_parts(self) -> (History, SnapshotHeader, PrefixState) {
-        (self.history, self.header, self.state)
+    /// The history, the resume state and the prefix's scan facts (`None` from a version 1
+    /// file), taken out (the rollout layer's snapshot path).
+    pub(crate) fn into_parts(self) -> (History, PrefixState, Option<Vec<PrefixFact>>) {
+        (self.history, self.state, self.facts)
     }
 
     /// Writes this snapshot to `path` (a copy that stands for the same rollout prefix), replacing
     /// a snapshot or an empty file there atomically: a temporary file in the same directory,
     /// `sync_data`, `rename`, and a sync of the directory. A file that is mapped elsewhere is
     /// never modified. Any other file at `path` is left alone (see [`Snapshot::write_with`]).
+    /// The copy has the format version the snapshot was read as: a version 1 snapshot holds no
+    /// scan facts of its prefix, so it is written as version 1 again.
     ///
     /// # Errors
     ///
@@ -138,6 +189,7 @@ impl Snapshot {
             &self.history,
             self.header.rollout,
             &self.state,
+            self.facts.as_deref(),
         )
     }
 }
@@ -252,95 +304,331 @@ pub fn open_snapshot(
         path: path.to_owned(),
         detail,
     };
-    let archived = rkyv::access::<ArchivedSnapshotV1, rkyv::rancor::BoxedError>(payload)
-        .map_err(|error| invalid(error.to_string()))?;
-    if archived.entries.len() as u64 != header.entry_count {
-        return Err(invalid(format!(
-            "{} entries in the archive, {} in the header",
-            archived.entries.len(),
-            header.entry_count
-        )));
-    }
-    let mut entries = Vector::new();
-    for (index, stored) in archived.entries.iter().enumerate() {
-        let field = |name: &str| invalid(format!("entry {index}: invalid {name}"));
-        let kind = kind_from_code(stored.kind).ok_or_else(|| field("kind"))?;
-        let role = role_from_code(stored.role).ok_or_else(|| field("role"))?;
-        let flags = flags_from_bits(stored.flags).ok_or_else(|| field("flags"))?;
-        let json = map
-            .shared_text(stored.json.as_str())
-            .ok_or_else(|| field("json"))?;
-        let entry = Entry::from_shared_parts(
-            json,
-            stored.call_id.as_ref().map(|id| CallId::new(id.as_str())),
-            stored.item_id.as_ref().map(|id| ItemId::new(id.as_str())),
-            stored.tokens.to_native(),
-            kind,
-            role,
-            flags,
-        )
-        .ok_or_else(|| field("json length"))?;
-        if options.trust == SnapshotTrust::Untrusted {
-            entry
-                .check_header()
-                .map_err(|mismatch| SnapshotError::InvalidEntry {
-                    path: path.to_owned(),
-                    entry: index,
-                    field: mismatch.field,
-                    detail: mismatch.detail,
-                })?;
+    match header.format_version {
+        1 => {
+            let archived = rkyv::access::<ArchivedSnapshotV1, rkyv::rancor::BoxedError>(payload)
+                .map_err(|error| invalid(error.to_string()))?;
+            let common = Common {
+                thread_id: archived.thread_id.as_ref().map(|text| text.as_str()),
+                resume_flags: archived.resume_flags,
+                truncation_mode: archived.truncation_mode,
+                truncation_limit: archived.truncation_limit.to_native(),
+                reference_context_item: archived
+                    .reference_context_item
+                    .as_ref()
+                    .map(|text| text.as_str()),
+                previous_turn_settings: archived
+                    .previous_turn_settings
+                    .as_ref()
+                    .map(|text| text.as_str()),
+                known_flags: 0b11,
+            };
+            let (truncation, reference_context_item, state) = common.decode(&invalid)?;
+            if archived.entries.len() as u64 != header.entry_count {
+                return Err(invalid(format!(
+                    "{} entries in the archive, {} in the header",
+                    archived.entries.len(),
+                    header.entry_count
+                )));
+            }
+            let entries = archived
+                .entries
+                .iter()
+                .enumerate()
+                .map(|(index, stored)| entry_of(&map, stored, index, options.trust, path))
+                .collect::<Result<Vector<Entry>, _>>()?;
+            Ok(Snapshot {
+                history: History::from_stored(
+                    entries,
+                    header.history_version,
+                    truncation,
+                    reference_context_item,
+                ),
+                header,
+                state,
+                facts: None,
+                verified: options.verify_digest,
+                trust: options.trust,
+            })
         }
-        entries.push_back(entry);
+        _ => {
+            let archived = rkyv::access::<ArchivedSnapshotV2, rkyv::rancor::BoxedError>(payload)
+                .map_err(|error| invalid(error.to_string()))?;
+            let common = Common {
+                thread_id: archived.thread_id.as_ref().map(|text| text.as_str()),
+                resume_flags: archived.resume_flags,
+                truncation_mode: archived.truncation_mode,
+                truncation_limit: archived.truncation_limit.to_native(),
+                reference_context_item: archived
+                    .reference_context_item
+                    .as_ref()
+                    .map(|text| text.as_str()),
+                previous_turn_settings: archived
+                    .previous_turn_settings
+                    .as_ref()
+                    .map(|text| text.as_str()),
+                known_flags: 0b111,
+            };
+            let (truncation, reference_context_item, state) = common.decode(&invalid)?;
+            let current = usize::try_from(header.entry_count)
+                .ok()
+                .filter(|&count| count <= archived.entries.len())
+                .ok_or_else(|| {
+                    invalid(format!(
+                        "entry table of {} entries, {} in the header's current state",
+                        archived.entries.len(),
+                        header.entry_count
+                    ))
+                })?;
+            // The table's first `current` entries are the current state's; the rest only
+            // earlier states hold.
+            let mut entries = Vector::new();
+            let mut others = Vec::with_capacity(archived.entries.len() - current);
+            for (index, stored) in archived.entries.iter().enumerate() {
+                let entry = entry_of(&map, stored, index, options.trust, path)?;
+                if index < current {
+                    entries.push_back(entry);
+                } else {
+                    others.push(entry);
+                }
+            }
+            let table_len = archived.entries.len();
+            let mut earlier = Vec::with_capacity(archived.earlier.len());
+            for (number, state) in archived.earlier.iter().enumerate() {
+                let mut state_entries = Vector::new();
+                for (position, index) in state.entries.iter().enumerate() {
+                    let index = index.to_native() as usize;
+                    let entry = match index.checked_sub(current) {
+                        None => entries.get(index),
+                        Some(other) => others.get(other),
+                    }
+                    .ok_or_else(|| {
+                        invalid(format!(
+                            "earlier state {number}: entry {position} is table index {index}, past the table's {table_len} entries"
+                        ))
+                    })?;
+                    state_entries.push_back(entry.clone());
+                }
+                let entries = state_entries;
+                let turns_from = state_turns_from(
+                    state.turns_from.to_native(),
+                    entries.len(),
+                    number == 0,
+                    &format!("earlier state {number}"),
+                    &invalid,
+                )?;
+                earlier.push((entries, turns_from));
+            }
+            let turns_from = state_turns_from(
+                archived.turns_from.to_native(),
+                entries.len(),
+                earlier.is_empty(),
+                "current state",
+                &invalid,
+            )?;
+            let facts = archived
+                .facts
+                .iter()
+                .enumerate()
+                .map(|(index, fact)| fact_of(&map, fact, index, options.trust, &invalid))
+                .collect::<Result<Vec<_>, _>>()?;
+            let mut history = History::from_stored(
+                entries,
+                header.history_version,
+                truncation,
+                reference_context_item,
+            );
+            history.set_stored_states(turns_from, earlier);
+            Ok(Snapshot {
+                history,
+                header,
+                state,
+                facts: Some(facts),
+                verified: options.verify_digest,
+                trust: options.trust,
+            })
+        }
     }
-    let limit = usize::try_from(archived.truncation_limit.to_native())
-        .map_err(|_| invalid("truncation limit out of range".into()))?;
-    let truncation = match archived.truncation_mode {
-        0 => TruncationPolicy::Bytes(limit),
-        1 => TruncationPolicy::Tokens(limit),
-        _ => return Err(invalid("invalid truncation mode".into())),
-    };
-    let reference_context_item = match archived.reference_context_item.as_ref() {
-        Some(text) => Some(
-            serde_json::from_str(text.as_str())
-                .map_err(|error| invalid(format!("reference context item: {error}")))?,
-        ),
-        None => None,
-    };
-    if archived.resume_flags & !0b11 != 0 {
-        return Err(invalid("invalid resume flags".into()));
+}
+
+/// The fields versions 1 and 2 share, as stored.
+struct Common<'a> {
+    thread_id: Option<&'a str>,
+    resume_flags: u8,
+    truncation_mode: u8,
+    truncation_limit: u64,
+    reference_context_item: Option<&'a str>,
+    previous_turn_settings: Option<&'a str>,
+    /// The resume flag bits the version defines.
+    known_flags: u8,
+}
+
+impl Common<'_> {
+    /// Checks and decodes them.
+    fn decode(
+        &self,
+        invalid: &dyn Fn(String) -> SnapshotError,
+    ) -> Result<(TruncationPolicy, Option<serde_json::Value>, PrefixState), SnapshotError> {
+        let limit = usize::try_from(self.truncation_limit)
+            .map_err(|_| invalid("truncation limit out of range".into()))?;
+        let truncation = match self.truncation_mode {
+            0 => TruncationPolicy::Bytes(limit),
+            1 => TruncationPolicy::Tokens(limit),
+            _ => return Err(invalid("invalid truncation mode".into())),
+        };
+        let reference_context_item = match self.reference_context_item {
+            Some(text) => Some(
+                serde_json::from_str(text)
+                    .map_err(|error| invalid(format!("reference context item: {error}")))?,
+            ),
+            None => None,
+        };
+        if self.resume_flags & !self.known_flags != 0 {
+            return Err(invalid("invalid resume flags".into()));
+        }
+        let thread_id = match self.thread_id {
+            Some(text) => Some(
+                text.parse::<ThreadId>()
+                    .map_err(|error| invalid(format!("thread id: {error}")))?,
+            ),
+            None => None,
+        };
+        let previous_turn_settings = match self.previous_turn_settings {
+            Some(text) => Some(
+                RawValue::from_string(text.to_owned())
+                    .map_err(|error| invalid(format!("previous turn settings: {error}")))?,
+            ),
+            None => None,
+        };
+        let state = PrefixState {
+            thread_id,
+            previous_turn_settings,
+            ends_inside_turn: self.resume_flags & 1 != 0,
+            legacy: self.resume_flags & 2 != 0,
+            legacy_compaction: self.resume_flags & 4 != 0,
+        };
+        Ok((truncation, reference_context_item, state))
     }
-    let thread_id = match archived.thread_id.as_ref() {
-        Some(text) => Some(
-            text.as_str()
-                .parse::<ThreadId>()
-                .map_err(|error| invalid(format!("thread id: {error}")))?,
-        ),
+}
+
+/// The entry at `index` of the archive, its text left in the map; with
+/// [`SnapshotTrust::Untrusted`], checked against its JSON.
+fn entry_of(
+    map: &MappedFile,
+    stored: &ArchivedEntryV1,
+    index: usize,
+    trust: SnapshotTrust,
+    path: &Path,
+) -> Result<Entry, SnapshotError> {
+    let field = |name: &str| SnapshotError::InvalidArchive {
+        path: path.to_owned(),
+        detail: format!("entry {index}: invalid {name}"),
+    };
+    let kind = kind_from_code(stored.kind).ok_or_else(|| field("kind"))?;
+    let role = role_from_code(stored.role).ok_or_else(|| field("role"))?;
+    let flags = flags_from_bits(stored.flags).ok_or_else(|| field("flags"))?;
+    let json = map
+        .shared_text(stored.json.as_str())
+        .ok_or_else(|| field("json"))?;
+    let entry = Entry::from_shared_parts(
+        json,
+        stored.call_id.as_ref().map(|id| CallId::new(id.as_str())),
+        stored.item_id.as_ref().map(|id| ItemId::new(id.as_str())),
+        stored.tokens.to_native(),
+        kind,
+        role,
+        flags,
+    )
+    .ok_or_else(|| field("json length"))?;
+    if trust == SnapshotTrust::Untrusted {
+        entry
+            .check_header()
+            .map_err(|mismatch| SnapshotError::InvalidEntry {
+                path: path.to_owned(),
+                entry: index,
+                field: mismatch.field,
+                detail: mismatch.detail,
+            })?;
+    }
+    Ok(entry)
+}
+
+/// A state's stored `turns_from`, checked: within the state, and 0 for a state that has no
+/// earlier state (`first`).
+fn state_turns_from(
+    stored: u64,
+    len: usize,
+    first: bool,
+    state: &str,
+    invalid: &dyn Fn(String) -> SnapshotError,
+) -> Result<usize, SnapshotError> {
+    match usize::try_from(stored) {
+        Ok(turns_from) if first && turns_from != 0 => Err(invalid(format!(
+            "{state}: turns_from {turns_from} in a state with no earlier state (must be 0)"
+        ))),
+        Ok(turns_from) if turns_from <= len => Ok(turns_from),
+        _ => Err(invalid(format!(
+            "{state}: turns_from {stored} past the state's {len} entries"
+        ))),
+    }
+}
+
+/// The scan fact at `index` of the archive, checked: a defined kind, and the fields that kind
+/// has and no others. Texts stay in the map. With [`SnapshotTrust::Untrusted`] a `turn_context`
+/// payload must also be JSON.
+fn fact_of(
+    map: &MappedFile,
+    stored: &ArchivedFactV2,
+    index: usize,
+    trust: SnapshotTrust,
+    invalid: &dyn Fn(String) -> SnapshotError,
+) -> Result<PrefixFact, SnapshotError> {
+    let field = |name: &str, detail: &str| invalid(format!("fact {index}: {name} {detail}"));
+    let text = |name: &str, text: &rkyv::string::ArchivedString| {
+        map.shared_text(text.as_str())
+            .ok_or_else(|| field(name, "outside the map"))
+    };
+    let turn_id = match stored.turn_id.as_ref() {
+        Some(id) => Some(text("turn_id", id)?),
         None => None,
     };
-    let previous_turn_settings = match archived.previous_turn_settings.as_ref() {
-        Some(text) => Some(
-            RawValue::from_string(text.as_str().to_owned())
-                .map_err(|error| invalid(format!("previous turn settings: {error}")))?,
-        ),
+    let payload = match stored.payload.as_ref() {
+        Some(payload) => Some(text("payload", payload)?),
         None => None,
     };
-    let state = PrefixState {
-        thread_id,
-        previous_turn_settings,
-        ends_inside_turn: archived.resume_flags & 1 != 0,
-        legacy: archived.resume_flags & 2 != 0,
-    };
-    Ok(Snapshot {
-        history: History::from_stored(
-            entries,
-            header.history_version,
-            truncation,
-            reference_context_item,
-        ),
-        header,
-        state,
-        verified: options.verify_digest,
-        trust: options.trust,
+    let num_turns = stored.num_turns.to_native();
+    let takes_turn_id = matches!(
+        stored.kind,
+        fact_code::TURN_STARTED | fact_code::TURN_ENDED | fact_code::TURN_CONTEXT
+    );
+    if turn_id.is_some() && !takes_turn_id {
+        return Err(field("turn_id", "set in a fact that has none"));
+    }
+    if payload.is_some() && stored.kind != fact_code::TURN_CONTEXT {
+        return Err(field("payload", "set in a fact that has none"));
+    }
+    if num_turns != 0 && stored.kind != fact_code::ROLLED_BACK {
+        return Err(field("num_turns", "set in a fact that has none"));
+    }
+    Ok(match stored.kind {
+        fact_code::TURN_STARTED => PrefixFact::TurnStarted(turn_id),
+        fact_code::TURN_ENDED => PrefixFact::TurnEnded(turn_id),
+        fact_code::USER_MESSAGE => PrefixFact::UserMessage,
+        fact_code::USER_TURN_ITEM => PrefixFact::UserTurnItem,
+        fact_code::INTER_AGENT => PrefixFact::InterAgent,
+        fact_code::ROLLED_BACK => PrefixFact::RolledBack(num_turns),
+        fact_code::TURN_CONTEXT => {
+            let payload = payload.ok_or_else(|| field("payload", "missing"))?;
+            if trust == SnapshotTrust::Untrusted
+                && let Err(error) = serde_json::from_str::<&RawValue>(&payload)
+            {
+                return Err(field("payload", &format!("is not JSON: {error}")));
+            }
+            PrefixFact::TurnContext { turn_id, payload }
+        }
+        fact_code::COMPACTED => PrefixFact::Compacted,
+        fact_code::AFTER_ROLLBACK => PrefixFact::AfterRollback,
+        kind => return Err(field("kind", &format!("{kind} is not defined"))),
     })
 }
 

@@ -7,9 +7,16 @@ use std::path::{Path, PathBuf};
 
 use crate::history::{History, TruncationPolicy};
 
-use super::archive::{EntryV1, SnapshotV1, kind_code, role_code};
-use super::header::{RolloutPosition, SnapshotHeader};
-use super::{PrefixState, SnapshotError, SnapshotStep, io_error, is_snapshot};
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use crate::item::Entry;
+
+use super::archive::{
+    EarlierV2, EntryV1, FactV2, SnapshotV1, SnapshotV2, fact_code, kind_code, role_code,
+};
+use super::header::{RolloutPosition, SNAPSHOT_FORMAT_VERSION, SnapshotHeader};
+use super::{PrefixFact, PrefixState, SnapshotError, SnapshotStep, io_error, is_snapshot};
 
 /// What writing a snapshot may replace at its path.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -149,9 +156,10 @@ fn is_same_file(path: &Path, metadata: &std::fs::Metadata, other: &Path) -> bool
 }
 
 /// Writes a snapshot of `history`, covering `position` of its rollout, to `path`, replacing what
-/// `target` allows there atomically. `history` and `state` must be what resuming exactly that
-/// prefix gives: the rollout layer makes sure of it (`Resumed::write_snapshot`), which is why
-/// this is not public.
+/// `target` allows there atomically. `history`, `state` and `facts` must be what resuming exactly
+/// that prefix gives: the rollout layer makes sure of it (`Resumed::write_snapshot`), which is why
+/// this is not public. With `facts` (the scan facts of the prefix) the file is format version 2,
+/// holding the history's earlier states too; without (a copy of a version 1 snapshot), version 1.
 ///
 /// Replacement is a temporary file in the same directory, `sync_data`, `rename`, and a sync of
 /// the directory. A file that is mapped elsewhere is never modified.
@@ -160,51 +168,68 @@ fn is_same_file(path: &Path, metadata: &std::fs::Metadata, other: &Path) -> bool
 ///
 /// [`SnapshotError::WouldReplace`] when `target` does not allow replacing what is at `path`;
 /// [`SnapshotError::Io`] naming the step that failed; [`SnapshotError::InvalidArchive`] if the
-/// archive cannot be built (an item over 4 GiB).
+/// archive cannot be built (an item over 4 GiB, an entry table over 2³² entries).
 pub(crate) fn write_snapshot(
     path: &Path,
     target: SnapshotTarget<'_>,
     history: &History,
     position: RolloutPosition,
     state: &PrefixState,
+    facts: Option<&[PrefixFact]>,
 ) -> Result<SnapshotHeader, SnapshotError> {
+    let invalid = |detail: String| SnapshotError::InvalidArchive {
+        path: path.to_owned(),
+        detail,
+    };
     let (truncation_mode, truncation_limit) = match history.truncation() {
         TruncationPolicy::Bytes(limit) => (0u8, limit as u64),
         TruncationPolicy::Tokens(limit) => (1u8, limit as u64),
     };
-    let data = SnapshotV1 {
-        thread_id: state.thread_id.map(|id| id.to_string()),
-        resume_flags: state.flags(),
-        truncation_mode,
-        truncation_limit,
-        reference_context_item: history.reference_context_item().map(ToString::to_string),
-        previous_turn_settings: state
-            .previous_turn_settings
-            .as_ref()
-            .map(|raw| raw.get().to_owned()),
-        entries: history
-            .iter()
-            .map(|entry| EntryV1 {
-                kind: kind_code(entry.kind()),
-                role: role_code(entry.role()),
-                flags: entry.flags().bits(),
-                tokens: entry.tokens(),
-                call_id: entry.call_id().map(|id| id.as_str().to_owned()),
-                item_id: entry.item_id().map(|id| id.as_str().to_owned()),
-                json: entry.json().to_owned(),
-            })
-            .collect(),
+    let thread_id = state.thread_id.map(|id| id.to_string());
+    let reference_context_item = history.reference_context_item().map(ToString::to_string);
+    let previous_turn_settings = state
+        .previous_turn_settings
+        .as_ref()
+        .map(|raw| raw.get().to_owned());
+    let format_version = if facts.is_some() {
+        SNAPSHOT_FORMAT_VERSION
+    } else {
+        1
     };
     check_target(path, target)?;
     // `BoxedError` keeps the cause in every profile (`rancor::Error` drops it without debug
     // assertions: "failed without error information").
-    let payload = rkyv::to_bytes::<rkyv::rancor::BoxedError>(&data).map_err(|error| {
-        SnapshotError::InvalidArchive {
-            path: path.to_owned(),
-            detail: error.to_string(),
+    let payload = match facts {
+        None => rkyv::to_bytes::<rkyv::rancor::BoxedError>(&SnapshotV1 {
+            thread_id,
+            resume_flags: state.flags(1),
+            truncation_mode,
+            truncation_limit,
+            reference_context_item,
+            previous_turn_settings,
+            entries: history.iter().map(stored_entry).collect(),
+        }),
+        Some(facts) => {
+            let (entries, earlier) = entry_table(history).ok_or_else(|| {
+                invalid("the entry table holds more than 2^32 entries".to_owned())
+            })?;
+            rkyv::to_bytes::<rkyv::rancor::BoxedError>(&SnapshotV2 {
+                thread_id,
+                resume_flags: state.flags(2),
+                truncation_mode,
+                truncation_limit,
+                reference_context_item,
+                previous_turn_settings,
+                entries,
+                turns_from: history.turns_from() as u64,
+                earlier,
+                facts: facts.iter().map(stored_fact).collect(),
+            })
         }
-    })?;
+    }
+    .map_err(|error| invalid(error.to_string()))?;
     let header = SnapshotHeader {
+        format_version,
         entry_count: history.len() as u64,
         payload_len: payload.len() as u64,
         payload_digest: blake3::hash(&payload),
@@ -213,6 +238,105 @@ pub(crate) fn write_snapshot(
     };
     write_atomically(path, &header.encode(), &payload)?;
     Ok(header)
+}
+
+/// An entry as the archive stores it.
+fn stored_entry(entry: &Entry) -> EntryV1 {
+    EntryV1 {
+        kind: kind_code(entry.kind()),
+        role: role_code(entry.role()),
+        flags: entry.flags().bits(),
+        tokens: entry.tokens(),
+        call_id: entry.call_id().map(|id| id.as_str().to_owned()),
+        item_id: entry.item_id().map(|id| id.as_str().to_owned()),
+        json: entry.json().to_owned(),
+    }
+}
+
+/// The entry table of a version 2 payload and the earlier states as indices into it: the current
+/// state's entries first, in order, then each entry of an earlier state that is not already in
+/// the table. Entries are deduplicated by identity (the same shared payload, as an earlier state
+/// and the states after it share the entries they have in common) with the same header fields:
+/// such entries are interchangeable. `None` when an index does not fit in 32 bits.
+/// Time: O(n) for the n entries of all states.
+fn entry_table(history: &History) -> Option<(Vec<EntryV1>, Vec<EarlierV2>)> {
+    let mut table: Vec<&Entry> = history.iter().collect();
+    let mut known: HashMap<*const (), u32> = HashMap::new();
+    for (index, entry) in table.iter().enumerate() {
+        known
+            .entry(identity(entry))
+            .or_insert(u32::try_from(index).ok()?);
+    }
+    let mut earlier = Vec::new();
+    for (entries, turns_from) in history.earlier_states() {
+        let mut indices = Vec::with_capacity(entries.len());
+        for entry in entries {
+            let index = match known.get(&identity(entry)) {
+                Some(&index) if same_header(table[index as usize], entry) => index,
+                _ => {
+                    let index = u32::try_from(table.len()).ok()?;
+                    table.push(entry);
+                    known.insert(identity(entry), index);
+                    index
+                }
+            };
+            indices.push(index);
+        }
+        earlier.push(EarlierV2 {
+            entries: indices,
+            turns_from: turns_from as u64,
+        });
+    }
+    Some((table.into_iter().map(stored_entry).collect(), earlier))
+}
+
+/// The identity of an entry's payload (shared by its clones).
+fn identity(entry: &Entry) -> *const () {
+    Arc::as_ptr(&entry.payload).cast()
+}
+
+/// Whether two entries with the same payload have the same header fields.
+fn same_header(a: &Entry, b: &Entry) -> bool {
+    a.kind() == b.kind()
+        && a.role() == b.role()
+        && a.flags() == b.flags()
+        && a.tokens() == b.tokens()
+        && a.call_id() == b.call_id()
+        && a.item_id() == b.item_id()
+}
+
+/// A scan fact as the archive stores it.
+fn stored_fact(fact: &PrefixFact) -> FactV2 {
+    let plain = |kind| FactV2 {
+        kind,
+        turn_id: None,
+        num_turns: 0,
+        payload: None,
+    };
+    match fact {
+        PrefixFact::TurnStarted(turn_id) => FactV2 {
+            turn_id: turn_id.as_ref().map(ToString::to_string),
+            ..plain(fact_code::TURN_STARTED)
+        },
+        PrefixFact::TurnEnded(turn_id) => FactV2 {
+            turn_id: turn_id.as_ref().map(ToString::to_string),
+            ..plain(fact_code::TURN_ENDED)
+        },
+        PrefixFact::UserMessage => plain(fact_code::USER_MESSAGE),
+        PrefixFact::UserTurnItem => plain(fact_code::USER_TURN_ITEM),
+        PrefixFact::InterAgent => plain(fact_code::INTER_AGENT),
+        PrefixFact::RolledBack(num_turns) => FactV2 {
+            num_turns: *num_turns,
+            ..plain(fact_code::ROLLED_BACK)
+        },
+        PrefixFact::TurnContext { turn_id, payload } => FactV2 {
+            turn_id: turn_id.as_ref().map(ToString::to_string),
+            payload: Some(payload.to_string()),
+            ..plain(fact_code::TURN_CONTEXT)
+        },
+        PrefixFact::Compacted => plain(fact_code::COMPACTED),
+        PrefixFact::AfterRollback => plain(fact_code::AFTER_ROLLBACK),
+    }
 }
 
 /// A name for the temporary file that no other writer uses: a random part, so that a stray file

@@ -16,14 +16,14 @@ use serde_json::value::RawValue;
 
 use crate::history::{DEFAULT_TRUNCATION, History, TruncationPolicy};
 use crate::item::{ThreadId, with_sources};
-use crate::snapshot::{RolloutPosition, SnapshotError};
+use crate::snapshot::{PrefixFact, RolloutPosition, SnapshotError};
 
 use super::error::RolloutError;
-use super::line::{LineKind, RolloutLine};
+use super::line::{Facts, LineContent, LineKind, RolloutLine};
 use super::reader::{LineSource, Rollout, open_rollout, read_lines};
 use super::report::{LoadReport, ReadMode, ReadOptions};
 use replay::Replay;
-use scan::{Reference, reverse_scan};
+use scan::{Reference, line_facts, reverse_scan, stored_fact};
 pub use snapshot::LaterLine;
 
 /// How to resume.
@@ -145,6 +145,13 @@ pub enum FallbackReason {
     PrefixChanged,
     /// The covered prefix does not end at a line boundary.
     NotAtLineBoundary,
+    /// The resume is [`snapshot_ready`](ResumeOptions::snapshot_ready) and the snapshot has an
+    /// older format version that holds no scan facts of its prefix: the whole rollout is read,
+    /// so that a snapshot written from this resume has the current version.
+    OldVersion {
+        /// The snapshot's format version.
+        version: u32,
+    },
     /// A line after the covered prefix could change what the prefix means.
     LaterLine {
         /// Its 1-based number.
@@ -190,6 +197,10 @@ impl fmt::Display for FallbackReason {
             FallbackReason::NotAtLineBoundary => {
                 f.write_str("the prefix the snapshot covers does not end at a line boundary")
             }
+            FallbackReason::OldVersion { version } => write!(
+                f,
+                "the snapshot has format version {version}, which holds no scan facts of its prefix to refresh it from"
+            ),
             FallbackReason::LaterLine { line, what } => {
                 write!(f, "line {line} after the snapshot is {what}")
             }
@@ -214,6 +225,12 @@ pub struct Resumed {
     pub(crate) covered: Option<RolloutPosition>,
     /// For each entry, the 1-based number of its line (0 when unknown).
     pub(crate) entry_lines: Vec<u64>,
+    /// The scan facts of the lines the history stands for (the covered prefix), recorded with
+    /// [`ResumeOptions::snapshot_ready`]: a snapshot written from this resume stores them.
+    pub(crate) prefix_facts: Option<Vec<PrefixFact>>,
+    /// A `compacted` line without replacement history was rebuilt by local compaction (in the
+    /// lines read, or in the prefix a snapshot covers).
+    pub(crate) legacy_compaction: bool,
 }
 
 /// What the lines read said about compactions. A resume through a snapshot does not read the
@@ -382,6 +399,14 @@ fn resume_lines(
     let rollout = Rollout::from_parts(lines, read.report, label.to_owned());
     let mut resumed = rollout.resume(options.truncation)?;
     resumed.covered = covered;
+    if options.snapshot_ready {
+        resumed.prefix_facts = Some(
+            line_facts(&rollout.lines, false)
+                .into_iter()
+                .map(stored_fact)
+                .collect(),
+        );
+    }
     Ok(resumed)
 }
 
@@ -391,7 +416,9 @@ impl Rollout {
     ///
     /// It follows Codex's two phases.
     ///
-    /// **Phase 1, reverse scan.** From the newest line back, lines are grouped into turn
+    /// **Phase 1, reverse scan.** It reads a few facts of each line (what starts or ends a turn,
+    /// what counts as a user turn, rollbacks, `turn_context` lines, compactions); a snapshot of
+    /// format version 2 stores them for the lines it covers. From the newest line back, lines are grouped into turn
     /// *segments*. A segment is closed by a `task_started` event (Codex's name; `turn_started` is
     /// read as the same event, as `turn_complete` is as `task_complete`) whose turn id is
     /// compatible with the segment's (one of the two is unknown, or they are equal); a
@@ -446,12 +473,13 @@ impl Rollout {
     /// [`RolloutError::Replay`] when a line cannot be replayed: an item or a compaction summary
     /// over 4 GiB.
     pub fn resume(&self, truncation: TruncationPolicy) -> Result<Resumed, RolloutError> {
-        let scan = reverse_scan(&self.lines);
+        let facts = line_facts(&self.lines, false);
+        let scan = reverse_scan(&facts);
         let mut replay = Replay::new(History::with_truncation(truncation), Vec::new());
         replay.lines(&self.lines, self.path())?;
         let replay = replay.finish(self.path())?;
         let reference_context_item = match scan.reference {
-            Reference::Latest(value) if !replay.legacy_compaction => Some(value.clone()),
+            Reference::Latest(line) if !replay.legacy_compaction => turn_context_value(line),
             Reference::Latest(_) | Reference::NeverSet | Reference::Cleared => None,
         };
         let mut history = replay.history;
@@ -460,8 +488,8 @@ impl Rollout {
             path: self.path().to_owned(),
             history,
             report: self.report.clone(),
-            previous_turn_settings: scan.settings.map(ToOwned::to_owned),
-            ends_inside_turn: scan::ends_inside_turn(&self.lines),
+            previous_turn_settings: scan.settings.and_then(turn_context_raw),
+            ends_inside_turn: scan::ends_inside_turn(&facts),
             compactions: Some(Compactions {
                 base: replay.base,
                 lines: count_compacted(&self.lines),
@@ -470,7 +498,25 @@ impl Rollout {
             source: ResumeSource::Rollout,
             covered: None,
             entry_lines: replay.entry_lines,
+            prefix_facts: None,
+            legacy_compaction: replay.legacy_compaction,
         })
+    }
+}
+
+/// The payload of a `turn_context` line, as a value (the reference context item).
+fn turn_context_value(line: &RolloutLine) -> Option<std::sync::Arc<serde_json::Value>> {
+    match line.facts() {
+        Facts::TurnContext { value, .. } => Some(value.clone()),
+        _ => None,
+    }
+}
+
+/// The payload of a `turn_context` line, as its text (the previous-turn settings).
+pub(super) fn turn_context_raw(line: &RolloutLine) -> Option<Box<RawValue>> {
+    match &line.content {
+        LineContent::Payload { raw, .. } => Some(raw.clone()),
+        LineContent::Item { .. } => None,
     }
 }
 

@@ -53,13 +53,18 @@ pub(super) struct Replay {
 }
 
 impl Replay {
-    /// Starts from `history`, whose entries' lines are `entry_lines`.
+    /// Starts from `history`, whose entries' lines are `entry_lines`. The entries of its earlier
+    /// states (a snapshot's) have line 0 (unknown), and no base.
     pub(super) fn new(history: History, entry_lines: Vec<u64>) -> Self {
+        let earlier = history
+            .earlier_states()
+            .map(|(entries, _)| (vec![0; entries.len()], None))
+            .collect();
         Replay {
             history,
             entry_lines,
             base: None,
-            earlier: Vec::new(),
+            earlier,
             legacy_compaction: false,
             pending: None,
         }

@@ -1,14 +1,20 @@
 //! Resuming through a snapshot: when a snapshot may stand for a rollout's prefix, reading only
-//! the lines after it, and writing a snapshot that stands for what a resume covered.
+//! the lines after it, and writing a snapshot that stands for what a resume covered (format
+//! version 2: with the prefix's scan facts and the history's earlier states).
 
 use std::fmt;
 use std::fs::File;
 use std::io::{ErrorKind, Read};
 use std::path::Path;
+use std::sync::Arc;
 
+use serde_json::Value;
+use serde_json::value::RawValue;
+
+use crate::history::History;
 use crate::snapshot::{
-    PrefixState, Replace, RolloutPosition, SnapshotError, SnapshotHeader, SnapshotOptions,
-    SnapshotTarget, open_snapshot, write_snapshot,
+    PrefixFact, PrefixState, Replace, RolloutPosition, SnapshotError, SnapshotHeader,
+    SnapshotOptions, SnapshotTarget, open_snapshot, write_snapshot,
 };
 
 use super::super::error::RolloutError;
@@ -16,11 +22,13 @@ use super::super::line::{Event, Facts, LineKind, RolloutLine};
 use super::super::reader::{LineSource, open_rollout, read_lines};
 use super::super::report::ReadMode;
 use super::super::validate::Format;
-use super::replay::Replay;
-use super::{FallbackReason, ResumeOptions, ResumeSource, Resumed};
+use super::replay::{Replay, Replayed};
+use super::scan::{self, Reference, ScanFact, line_facts, prefix_fact, reverse_scan, stored_fact};
+use super::{FallbackReason, ResumeOptions, ResumeSource, Resumed, turn_context_raw};
 
-/// What kind of line after a snapshot's prefix makes resume fall back: replaying it onto the
-/// snapshot would not give what a full resume gives.
+/// What kind of line after a version 1 snapshot's prefix makes resume fall back: replaying it onto
+/// the snapshot would not give what a full resume gives. (A version 2 snapshot holds the scan facts
+/// and earlier states of its prefix, and no later line makes resume through it fall back.)
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum LaterLine {
@@ -69,8 +77,11 @@ pub(super) enum Attempt {
 /// Resumes the rollout at `rollout` from the snapshot at `snapshot` plus the rollout's lines
 /// after the prefix it covers, when the snapshot can stand for that prefix: it opens and verifies,
 /// was written with the same truncation policy for an envelope-format rollout that still starts
-/// with the covered prefix (same length and BLAKE3 digest, ending at a line boundary), and no
-/// later line could change what the prefix means ([`LaterLine`]).
+/// with the covered prefix (same length and BLAKE3 digest, ending at a line boundary), and — for
+/// a version 1 snapshot only — no later line could change what the prefix means ([`LaterLine`]).
+/// Through a version 2 snapshot the reverse scan runs over the prefix's stored facts and the
+/// later lines' facts, and the later lines are replayed onto the snapshot's history with its
+/// earlier states: both are then a full resume's.
 ///
 /// # Errors
 ///
@@ -97,6 +108,10 @@ pub(super) fn resume(
     }
     if opened.state().legacy {
         return fallback(FallbackReason::LegacyFormat);
+    }
+    let version = opened.header().format_version;
+    if options.snapshot_ready && version < 2 {
+        return fallback(FallbackReason::OldVersion { version });
     }
     // A full resume needs the first `session_meta`, and decides the format from the first line:
     // the covered prefix must hold them.
@@ -134,27 +149,72 @@ pub(super) fn resume(
         ..LineSource::whole(rollout, options.read)
     };
     let read = read_lines(file, source, &mut |line| tail.push(line))?;
-    if let Some(reason) = first_later_line(&tail, opened.state().ends_inside_turn) {
-        return fallback(reason);
-    }
-    let (history, _, state) = opened.into_parts();
-    let PrefixState {
-        previous_turn_settings,
-        ends_inside_turn,
-        ..
-    } = state;
-    let entry_lines = vec![0; history.len()];
-    let mut replay = Replay::new(history, entry_lines);
-    replay.lines(&tail, rollout)?;
-    let replay = replay.finish(rollout)?;
+    let (history, state, prefix_facts) = opened.into_parts();
     let position = options.snapshot_ready.then(|| RolloutPosition {
         lines: read.report.lines,
         bytes: read.end,
         digest: hasher.finalize(),
     });
+    let Some(prefix_facts) = prefix_facts else {
+        // Version 1: no scan facts of the prefix, so the lines that could change what the scan
+        // settles on make resume fall back.
+        if let Some(reason) = first_later_line(&tail, state.ends_inside_turn) {
+            return fallback(reason);
+        }
+        let replay = replay_onto(history, &tail, rollout)?;
+        return Ok(Attempt::Resumed(Box::new(Resumed {
+            path: rollout.to_owned(),
+            history: replay.history,
+            report: read.report,
+            previous_turn_settings: state.previous_turn_settings,
+            ends_inside_turn: state.ends_inside_turn,
+            compactions: None,
+            source: ResumeSource::Snapshot { covered },
+            covered: position,
+            entry_lines: replay.entry_lines,
+            prefix_facts: None,
+            legacy_compaction: replay.legacy_compaction,
+        })));
+    };
+    // Version 2: the reverse scan over the prefix's facts and the later lines' is the scan of a
+    // full resume; the replay onto the snapshot's history (earlier states included) its replay.
+    let after_rollback = matches!(prefix_facts.last(), Some(PrefixFact::RolledBack(_)));
+    let later = line_facts(&tail, after_rollback);
+    let facts: Vec<ScanFact<'_, Context<'_>>> = prefix_facts
+        .iter()
+        .map(|fact| prefix_fact(fact).map(Context::Stored))
+        .chain(later.iter().map(|fact| fact.map(Context::Line)))
+        .collect();
+    let scan = reverse_scan(&facts);
+    let previous_turn_settings = match scan
+        .settings
+        .map(|context| context.raw(snapshot))
+        .transpose()
+    {
+        Ok(settings) => settings,
+        Err(reason) => return fallback(reason),
+    };
+    let reference = match scan.reference {
+        Reference::Latest(context) => match context.value(snapshot) {
+            Ok(value) => Some(value),
+            Err(reason) => return fallback(reason),
+        },
+        Reference::NeverSet | Reference::Cleared => None,
+    };
+    let ends_inside_turn = scan::ends_inside_turn(&facts);
+    drop(facts);
+    let replay = replay_onto(history, &tail, rollout)?;
+    let legacy_compaction = state.legacy_compaction || replay.legacy_compaction;
+    let mut history = replay.history;
+    history.set_shared_reference_context_item(reference.filter(|_| !legacy_compaction));
+    let prefix_facts = options.snapshot_ready.then(|| {
+        let mut all = prefix_facts;
+        all.extend(later.into_iter().map(stored_fact));
+        all
+    });
     Ok(Attempt::Resumed(Box::new(Resumed {
         path: rollout.to_owned(),
-        history: replay.history,
+        history,
         report: read.report,
         previous_turn_settings,
         ends_inside_turn,
@@ -162,7 +222,64 @@ pub(super) fn resume(
         source: ResumeSource::Snapshot { covered },
         covered: position,
         entry_lines: replay.entry_lines,
+        prefix_facts,
+        legacy_compaction,
     })))
+}
+
+/// Replays `tail` onto a snapshot's history, whose entries' lines are unknown (0).
+fn replay_onto(
+    history: History,
+    tail: &[RolloutLine],
+    rollout: &Path,
+) -> Result<Replayed, RolloutError> {
+    let entry_lines = vec![0; history.len()];
+    let mut replay = Replay::new(history, entry_lines);
+    replay.lines(tail, rollout)?;
+    replay.finish(rollout)
+}
+
+/// A `turn_context` payload the scan of a resume through a snapshot can settle on: stored in the
+/// snapshot, or on a later line.
+#[derive(Clone, Copy)]
+enum Context<'a> {
+    Stored(&'a str),
+    Line(&'a RolloutLine),
+}
+
+impl Context<'_> {
+    /// The payload as text (previous-turn settings). A stored payload that is not JSON (a
+    /// damaged or crafted snapshot opened as the program's own) makes resume fall back.
+    fn raw(self, snapshot: &Path) -> Result<Box<RawValue>, FallbackReason> {
+        match self {
+            Context::Stored(text) => RawValue::from_string(text.to_owned())
+                .map_err(|error| unreadable_payload(snapshot, &error)),
+            // The line's payload as the reader kept it (what a full resume takes).
+            Context::Line(line) => turn_context_raw(line)
+                .ok_or_else(|| unreadable_payload(snapshot, &"not a turn_context line")),
+        }
+    }
+
+    /// The payload as a value (the reference context item).
+    fn value(self, snapshot: &Path) -> Result<Arc<Value>, FallbackReason> {
+        match self {
+            Context::Stored(text) => serde_json::from_str(text)
+                .map(Arc::new)
+                .map_err(|error| unreadable_payload(snapshot, &error)),
+            Context::Line(line) => match line.facts() {
+                Facts::TurnContext { value, .. } => Ok(value.clone()),
+                _ => Err(unreadable_payload(snapshot, &"not a turn_context line")),
+            },
+        }
+    }
+}
+
+/// A stored `turn_context` payload that does not parse: the snapshot is unusable.
+fn unreadable_payload(snapshot: &Path, error: &dyn fmt::Display) -> FallbackReason {
+    FallbackReason::Unreadable(SnapshotError::InvalidArchive {
+        path: snapshot.to_owned(),
+        detail: format!("a stored turn_context payload is not JSON: {error}"),
+    })
 }
 
 /// What hashing a rollout's prefix found.
@@ -196,7 +313,7 @@ fn hash_prefix(file: &mut File, len: u64, hasher: &mut blake3::Hasher) -> std::i
     Ok(prefix)
 }
 
-/// Why these lines, appended after a prefix that a snapshot stands for, cannot simply be
+/// Why these lines, appended after a prefix that a version 1 snapshot stands for, cannot simply be
 /// replayed onto the snapshot's history (`None` when they can). Replaying is exact when the
 /// reverse scan over the whole file would settle the same base, reference context and turn
 /// settings as over the prefix alone: no rollback (it can discard covered turns), no compaction,
@@ -239,7 +356,9 @@ impl Resumed {
     /// Writes a snapshot of this history to `path`, standing for the rollout prefix it was
     /// resumed from (with the thread id, previous-turn settings and turn state resume settled
     /// on). A later [`resume_file`](super::resume_file) with this snapshot then reads only the
-    /// lines after that prefix.
+    /// lines after that prefix. The snapshot has format version 2: it also holds the scan facts of
+    /// the covered lines and the states before the compactions the history went through, so that
+    /// a resume through it continues the prefix exactly, whatever lines follow.
     ///
     /// The snapshot replaces, atomically, a snapshot or an empty file at `path`; anything else
     /// there — the rollout itself (also through a link), another rollout, any other file — is
@@ -275,11 +394,19 @@ impl Resumed {
             previous_turn_settings: self.previous_turn_settings.clone(),
             ends_inside_turn: self.ends_inside_turn,
             legacy: self.report.legacy,
+            legacy_compaction: self.legacy_compaction,
         };
         let target = SnapshotTarget {
             replace,
             source: Some(&self.path),
         };
-        write_snapshot(path, target, &self.history, covered, &state)
+        write_snapshot(
+            path,
+            target,
+            &self.history,
+            covered,
+            &state,
+            self.prefix_facts.as_deref(),
+        )
     }
 }
