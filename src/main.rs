@@ -249,7 +249,19 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     opened.header().rollout.lines
                 );
                 let thread_id = opened.state().thread_id;
-                (opened.into_history(), thread_id, Recorded::NotInSnapshot)
+                // Version 2 keeps the session's base instructions; version 1 did not.
+                let text = opened
+                    .state()
+                    .base_instructions
+                    .as_ref()
+                    .and_then(|raw| serde_json::from_str::<serde_json::Value>(raw.get()).ok())
+                    .and_then(|value| value.get("text")?.as_str().map(str::to_owned));
+                let recorded = match text {
+                    Some(text) => Recorded::Text(text),
+                    None if opened.header().format_version >= 2 => Recorded::None,
+                    None => Recorded::NotInSnapshot,
+                };
+                (opened.into_history(), thread_id, recorded)
             } else {
                 let resumed = resume(&rollout, &ResumeOptions::new(truncation))?;
                 report_load(&resumed);
@@ -281,8 +293,8 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     }
                     (None, Recorded::NotInSnapshot) => {
                         status!(
-                            "instructions: none (a snapshot does not keep the session's base \
-                             instructions; pass --instructions or project the rollout)"
+                            "instructions: none (a version 1 snapshot does not keep the session's \
+                             base instructions; pass --instructions or project the rollout)"
                         );
                         String::new()
                     }
@@ -468,7 +480,7 @@ enum Recorded {
     Text(String),
     /// The rollout's `session_meta` records none.
     None,
-    /// The input is a snapshot, which does not keep them.
+    /// The input is a version 1 snapshot, which does not keep them.
     NotInSnapshot,
 }
 

@@ -178,8 +178,7 @@ fn a_legacy_file_gives_the_instructions_of_its_bare_meta() {
 }
 
 /// A runtime resumes a session and builds the request it would send: its `instructions` are the
-/// ones the session was created with. Through a snapshot the `session_meta` is not read, and the
-/// report says `None` (the source says why).
+/// ones the session was created with, also through a snapshot (version 2 keeps them).
 #[test]
 fn a_resumed_session_builds_its_request_with_the_recorded_instructions() {
     let dir = temp_dir();
@@ -226,7 +225,56 @@ fn a_resumed_session_builds_its_request_with_the_recorded_instructions() {
         through_snapshot.source,
         ResumeSource::Snapshot { .. }
     ));
-    assert_eq!(through_snapshot.report.base_instructions, None);
+    // A version 2 snapshot keeps them.
+    assert_eq!(
+        through_snapshot.report.base_instructions,
+        Some(instructions)
+    );
+}
+
+/// Through a snapshot whose prefix records no instructions, the later lines are read for them,
+/// as a full resume reads every line: a resume through the snapshot reports what a full resume
+/// does, wherever the first `session_meta` that records them lies.
+#[test]
+fn through_a_snapshot_the_instructions_are_those_of_a_full_resume() {
+    let dir = temp_dir();
+    let lines = [
+        meta_with(""),
+        item_line(&user("one")),
+        // A second `session_meta` (as a fork copies its parent's) that records instructions.
+        meta_with(r#","base_instructions":{"text":"from the parent"}"#),
+        item_line(&user("two")),
+        meta_with(r#","base_instructions":{"text":"not the first"}"#),
+    ];
+    let text: String = lines.iter().map(|line| format!("{line}\n")).collect();
+    let path = dir.path().join("rollout.jsonl");
+    let snapshot = dir.path().join("rollout.snap");
+    std::fs::write(&path, &text).expect("written");
+    let full = agent_history::resume_file(&path, &ResumeOptions::default()).expect("resumes");
+    assert_eq!(
+        full.report().base_instructions,
+        Some(BaseInstructions::new("from the parent"))
+    );
+    // Snapshots of every prefix, then the whole file through each.
+    let mut end = 0;
+    for line in &lines[..lines.len() - 1] {
+        end += line.len() + 1;
+        std::fs::write(&path, &text[..end]).expect("prefix");
+        agent_history::resume_file(&path, &ResumeOptions::default().snapshot_ready())
+            .expect("resumes")
+            .write_snapshot(&snapshot)
+            .expect("snapshot");
+        std::fs::write(&path, &text).expect("whole");
+        let through =
+            agent_history::resume_file(&path, &ResumeOptions::default().with_snapshot(&snapshot))
+                .expect("resumes");
+        assert!(through.used_snapshot(), "after byte {end}");
+        assert_eq!(
+            through.report().base_instructions,
+            full.report().base_instructions,
+            "after byte {end}"
+        );
+    }
 }
 
 /// [`BaseInstructions`] serializes to the shape Codex writes and this reader reads back.

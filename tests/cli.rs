@@ -2,6 +2,7 @@
 
 mod common;
 
+use std::path::Path;
 use std::process::{Command, Output};
 
 use common::{example, item_line, meta_line, temp_dir, user};
@@ -762,21 +763,17 @@ fn project_request_falls_back_on_an_unknown_instructions_shape_and_says_so() {
     );
 }
 
-/// A snapshot keeps no `session_meta`: the body has no instructions unless given, and stderr
-/// says so.
+/// A version 2 snapshot keeps the session's base instructions: the body has them, and
+/// `--instructions` overrides them. A version 1 snapshot did not keep them: the body has none
+/// unless given, and stderr says so.
 #[test]
-fn project_request_from_a_snapshot_needs_instructions_given() {
+fn project_request_from_a_snapshot_takes_its_instructions() {
     let (dir, path) = rollout_with_instructions(r#"{"text":"recorded"}"#);
     let snapshot = dir.path().join("r.snap");
     let snapshot = snapshot.to_str().expect("utf-8 path");
     assert!(run(&["snapshot", &path, "-o", snapshot]).status.success());
     let output = run(&["project", snapshot, "--request", "--model", "m"]);
-    assert_eq!(body_of(&output)["instructions"], "");
-    assert!(
-        text(&output.stderr).contains("a snapshot does not keep the session's base instructions"),
-        "{}",
-        text(&output.stderr)
-    );
+    assert_eq!(body_of(&output)["instructions"], "recorded");
     let given = run(&[
         "project",
         snapshot,
@@ -784,9 +781,25 @@ fn project_request_from_a_snapshot_needs_instructions_given() {
         "--model",
         "m",
         "--instructions",
-        "recorded",
+        "given",
     ]);
-    assert_eq!(body_of(&given)["instructions"], "recorded");
+    assert_eq!(body_of(&given)["instructions"], "given");
+
+    let v1 = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/snapshot-v1.snap");
+    let output = run(&[
+        "project",
+        v1.to_str().expect("utf-8 path"),
+        "--request",
+        "--model",
+        "m",
+    ]);
+    assert_eq!(body_of(&output)["instructions"], "");
+    assert!(
+        text(&output.stderr)
+            .contains("a version 1 snapshot does not keep the session's base instructions"),
+        "{}",
+        text(&output.stderr)
+    );
 }
 
 #[test]

@@ -229,6 +229,18 @@ pub(super) struct LineSource<'a> {
     pub(super) complete_lines_only: bool,
     /// A digest of every line read, continued from the bytes before.
     pub(super) hasher: Option<&'a mut blake3::Hasher>,
+    /// The session's base instructions, when the lines before settled them.
+    pub(super) instructions: Instructions,
+}
+
+/// What the lines before the first one read (a snapshot's prefix) settled about the session's
+/// base instructions.
+pub(super) enum Instructions {
+    /// Nothing: the first `session_meta` read that records them gives them (a whole file, or a
+    /// prefix that records none).
+    Seek,
+    /// These (or none, when the prefix's are not known): the lines read do not change them.
+    Known(Option<BaseInstructions>),
 }
 
 impl<'a> LineSource<'a> {
@@ -243,6 +255,7 @@ impl<'a> LineSource<'a> {
             thread_id: None,
             complete_lines_only: false,
             hasher: None,
+            instructions: Instructions::Seek,
         }
     }
 }
@@ -272,7 +285,12 @@ pub(super) fn read_lines(
         thread_id,
         complete_lines_only,
         mut hasher,
+        instructions,
     } = source;
+    let (base_instructions, seek_instructions) = match instructions {
+        Instructions::Seek => (None, true),
+        Instructions::Known(known) => (known, false),
+    };
     let mut state = ReadState {
         path: label.to_owned(),
         options,
@@ -283,10 +301,9 @@ pub(super) fn read_lines(
         torn_tail: false,
         repaired: Vec::new(),
         thread_id,
-        base_instructions: None,
-        // The first `session_meta` that records instructions wins: after a snapshot, those of
-        // the prefix were not read, so none of the later lines may stand for them.
-        seek_instructions: lines_before == 0,
+        base_instructions,
+        // The first `session_meta` that records instructions wins.
+        seek_instructions,
         legacy: false,
         left_out: LeftOut::default(),
         visit,

@@ -413,9 +413,10 @@ pub struct LoadReport {
     /// read; `null`, an absent field and a shape this reader does not know
     /// ([`LineRepair::UnknownBaseInstructions`], reported) record none.
     ///
-    /// `None` also when the `session_meta` lines were not read: after a snapshot stood for the
-    /// rollout's prefix ([`ResumeSource::Snapshot`](crate::ResumeSource::Snapshot)), only the
-    /// lines after it were.
+    /// Through a snapshot ([`ResumeSource::Snapshot`](crate::ResumeSource::Snapshot)), those of
+    /// the covered prefix come from the snapshot (format version 2), or the lines after it are
+    /// read for them when the prefix records none; a version 1 snapshot did not keep them, and
+    /// then this is `None`.
     pub base_instructions: Option<BaseInstructions>,
     /// The file is in the legacy, pre-envelope format.
     pub legacy: bool,

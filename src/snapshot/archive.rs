@@ -26,6 +26,8 @@ pub(crate) struct SnapshotV2 {
     pub(crate) truncation_limit: u64,
     pub(crate) reference_context_item: Option<String>,
     pub(crate) previous_turn_settings: Option<String>,
+    /// The session's base instructions (`{text, provenance?}`) from the covered prefix.
+    pub(crate) base_instructions: Option<String>,
     /// The entry table: the current state's entries first, in order (as many as the header's
     /// entry count), then the entries only earlier states hold.
     pub(crate) entries: Vec<EntryV1>,

@@ -50,6 +50,10 @@ pub struct PrefixState {
     pub thread_id: Option<ThreadId>,
     /// Previous-turn settings: the payload of the `turn_context` line resume settled on.
     pub previous_turn_settings: Option<Box<RawValue>>,
+    /// The session's base instructions, as the first `session_meta` of the covered prefix that
+    /// records them does (`{text, provenance?}`); `None` when none does. Stored from format
+    /// version 2 on; `None` when read from version 1, which did not keep them.
+    pub base_instructions: Option<Box<RawValue>>,
     /// The covered prefix ends inside a turn (lines appended later may belong to it).
     pub ends_inside_turn: bool,
     /// The rollout is in the legacy pre-envelope format.
@@ -321,6 +325,7 @@ pub fn open_snapshot(
                     .previous_turn_settings
                     .as_ref()
                     .map(|text| text.as_str()),
+                base_instructions: None,
                 known_flags: 0b11,
             };
             let (truncation, reference_context_item, state) = common.decode(&invalid)?;
@@ -365,6 +370,10 @@ pub fn open_snapshot(
                     .map(|text| text.as_str()),
                 previous_turn_settings: archived
                     .previous_turn_settings
+                    .as_ref()
+                    .map(|text| text.as_str()),
+                base_instructions: archived
+                    .base_instructions
                     .as_ref()
                     .map(|text| text.as_str()),
                 known_flags: 0b111,
@@ -459,6 +468,7 @@ struct Common<'a> {
     truncation_limit: u64,
     reference_context_item: Option<&'a str>,
     previous_turn_settings: Option<&'a str>,
+    base_instructions: Option<&'a str>,
     /// The resume flag bits the version defines.
     known_flags: u8,
 }
@@ -500,9 +510,17 @@ impl Common<'_> {
             ),
             None => None,
         };
+        let base_instructions = match self.base_instructions {
+            Some(text) => Some(
+                RawValue::from_string(text.to_owned())
+                    .map_err(|error| invalid(format!("base instructions: {error}")))?,
+            ),
+            None => None,
+        };
         let state = PrefixState {
             thread_id,
             previous_turn_settings,
+            base_instructions,
             ends_inside_turn: self.resume_flags & 1 != 0,
             legacy: self.resume_flags & 2 != 0,
             legacy_compaction: self.resume_flags & 4 != 0,

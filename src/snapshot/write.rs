@@ -220,6 +220,10 @@ pub(crate) fn write_snapshot(
                 truncation_limit,
                 reference_context_item,
                 previous_turn_settings,
+                base_instructions: state
+                    .base_instructions
+                    .as_ref()
+                    .map(|raw| raw.get().to_owned()),
                 entries,
                 turns_from: history.turns_from() as u64,
                 earlier,

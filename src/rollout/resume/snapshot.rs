@@ -19,7 +19,8 @@ use crate::snapshot::{
 
 use super::super::error::RolloutError;
 use super::super::line::{Event, Facts, LineKind, RolloutLine};
-use super::super::reader::{LineSource, open_rollout, read_lines};
+use super::super::line::{InstructionsField, base_instructions_field};
+use super::super::reader::{Instructions, LineSource, open_rollout, read_lines};
 use super::super::report::ReadMode;
 use super::super::validate::Format;
 use super::replay::{Replay, Replayed};
@@ -138,9 +139,31 @@ pub(super) fn resume(
     if covered.bytes > 0 && prefix.last != Some(b'\n') {
         return fallback(FallbackReason::NotAtLineBoundary);
     }
+    // The session's base instructions: a version 2 snapshot holds the prefix's, and when the
+    // prefix records none, the later lines are read for them as a full resume would; a version 1
+    // snapshot did not keep them (none are reported).
+    let instructions = if opened.header().format_version >= 2 {
+        match &opened.state().base_instructions {
+            Some(raw) => {
+                let payload = format!(r#"{{"base_instructions":{}}}"#, raw.get());
+                match base_instructions_field(&payload) {
+                    InstructionsField::Set(instructions) => Instructions::Known(Some(instructions)),
+                    // Written by this library from instructions it read: only a crafted
+                    // snapshot holds another shape, and then none are reported.
+                    InstructionsField::Unset | InstructionsField::Unknown(_) => {
+                        Instructions::Known(None)
+                    }
+                }
+            }
+            None => Instructions::Seek,
+        }
+    } else {
+        Instructions::Known(None)
+    };
     let mut tail = Vec::new();
     let source = LineSource {
         format: Some(Format::Envelope),
+        instructions,
         lines_before: covered.lines,
         bytes_before: covered.bytes,
         thread_id: Some(thread_id),
@@ -389,9 +412,19 @@ impl Resumed {
         let covered = self.covered.ok_or_else(|| SnapshotError::NotCovered {
             path: path.to_owned(),
         })?;
+        let base_instructions = match &self.report.base_instructions {
+            Some(instructions) => Some(serde_json::value::to_raw_value(instructions).map_err(
+                |error| SnapshotError::InvalidArchive {
+                    path: path.to_owned(),
+                    detail: format!("base instructions: {error}"),
+                },
+            )?),
+            None => None,
+        };
         let state = PrefixState {
             thread_id: Some(self.thread_id()),
             previous_turn_settings: self.previous_turn_settings.clone(),
+            base_instructions,
             ends_inside_turn: self.ends_inside_turn,
             legacy: self.report.legacy,
             legacy_compaction: self.legacy_compaction,
