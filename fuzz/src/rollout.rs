@@ -109,10 +109,20 @@ pub fn check_report(data: &[u8], options: ReadOptions, report: &LoadReport, usab
         total <= accounted + report.left_out.ghost_snapshots,
         "{total} lines read, {accounted} accounted for"
     );
-    // The first `max_reported` skipped lines are listed, and a torn last line always.
+    // The first `max_reported` blank lines and the first `max_reported` malformed ones are
+    // listed (blank lines never hide a malformed one), and a torn last line always.
     let listed = report.skipped.len() as u64;
-    let room = options.max_reported as u64 + u64::from(report.torn_tail);
-    assert_eq!(listed, counts.total().min(room), "listed skipped lines");
+    let max = options.max_reported as u64;
+    let malformed = counts.malformed();
+    let expected =
+        counts.blank.min(max) + malformed.min(max) + u64::from(report.torn_tail && malformed > max);
+    assert_eq!(listed, expected, "listed skipped lines");
+    let listed_blank = report
+        .skipped
+        .iter()
+        .filter(|skipped| skipped.reason == SkipReason::Blank)
+        .count() as u64;
+    assert_eq!(listed_blank, counts.blank.min(max), "listed blank lines");
     assert!(
         report
             .skipped
