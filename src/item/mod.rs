@@ -17,7 +17,7 @@ mod work;
 pub use entry::{Entry, EntryFlags};
 pub(crate) use entry::{OutputBody, Payload, parse_item};
 pub use error::ItemError;
-pub(crate) use error::with_sources;
+pub(crate) use error::{json_type, with_sources};
 pub(crate) use estimate::tokens_for_bytes;
 pub use estimate::{
     BYTES_PER_TOKEN, IMAGE_ESTIMATE_BYTES, ORIGINAL_FILE_IMAGE_ESTIMATE_BYTES, approx_token_count,

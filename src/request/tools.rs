@@ -7,6 +7,8 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
+use crate::item::json_type;
+
 /// The largest tools file [`read_tools`] reads: 64 MiB. Real tool lists are kilobytes; the limit
 /// keeps a wrong path (a device, a huge log) from being read into memory.
 pub const MAX_TOOLS_FILE_BYTES: u64 = 64 * 1024 * 1024;
@@ -114,27 +116,15 @@ pub fn read_tools(path: impl AsRef<Path>) -> Result<Vec<Value>, ToolsError> {
     let Value::Array(tools) = value else {
         return Err(ToolsError::NotAnArray {
             path: path.to_owned(),
-            found: kind(&value),
+            found: json_type(&value),
         });
     };
     if let Some((index, tool)) = tools.iter().enumerate().find(|(_, tool)| !tool.is_object()) {
         return Err(ToolsError::NotAnObject {
             path: path.to_owned(),
             index,
-            found: kind(tool),
+            found: json_type(tool),
         });
     }
     Ok(tools)
-}
-
-/// The kind of a JSON value, with its article, for messages.
-fn kind(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
 }

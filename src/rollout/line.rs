@@ -10,9 +10,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use serde_json::value::RawValue;
 
-use crate::item::{Entry, OutputBody, ThreadId, TurnId};
-
-use super::validate::json_type;
+use crate::item::{Entry, OutputBody, ThreadId, TurnId, json_type};
 
 /// The rollout item type of a line: the envelope's `type`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]

@@ -19,7 +19,7 @@ use serde_json::value::RawValue;
 
 use crate::item::{
     Entry, InterAgentCommunication, ItemKind, OutputBody, ResponseItem, ThreadId, TurnId,
-    parse_item, with_sources,
+    json_type, parse_item, with_sources,
 };
 
 use super::line::{CompactedPayload, Event, Facts, LineContent, LineKind};
@@ -399,16 +399,4 @@ fn parse_turn_context(payload: &str) -> Result<Facts, String> {
         turn_id,
         value: Arc::new(value),
     })
-}
-
-/// The kind of a JSON value, with its article, for messages.
-pub(super) fn json_type(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
 }
