@@ -26,6 +26,8 @@ use crate::item::{Entry, ItemError, Payload, ResponseItem, parse_item};
 
 pub use error::ProjectionError;
 use media::Media;
+#[cfg(feature = "testing")]
+pub use media::media_strips;
 pub use media::{AUDIO_PLACEHOLDER, IMAGE_PLACEHOLDER};
 pub use options::{Modalities, ParseModalitiesError, ProjectionOptions, RepairMode, UnknownItems};
 pub use report::{Location, Repair, RepairKind, RepairReport, Violation, ViolationKind};
@@ -66,7 +68,7 @@ impl Projection {
             loop {
                 let slot = slots.next()?;
                 match &*slot.payload {
-                    Payload::Owned(_) | Payload::Shared(_) => {
+                    Payload::Owned(_) | Payload::Shared(_) | Payload::WithMedia(_) => {
                         return Some(slot.payload.original_json());
                     }
                     Payload::CallWithSyntheticOutput { call, output } => {

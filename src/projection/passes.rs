@@ -9,8 +9,8 @@ use serde_json::{Map, Value};
 
 use crate::history::History;
 use crate::item::{
-    Entry, Family, ItemError, ItemId, ItemKind, MissingOutput, Pairing, Payload,
-    synthetic_output_id,
+    Entry, Family, ItemError, ItemId, ItemKind, MissingOutput, Pairing, Payload, StripKey,
+    StrippedForm, synthetic_output_id,
 };
 
 use super::ABORTED_OUTPUT;
@@ -29,10 +29,10 @@ pub(super) fn synthesize_missing_outputs(builder: &mut SlotBuilder<'_>) {
         let Some(output) = synthetic_output(call) else {
             continue;
         };
-        let payload = Payload::CallWithSyntheticOutput {
+        let payload = Arc::new(Payload::CallWithSyntheticOutput {
             call: Arc::clone(&call.payload),
             output: output.json.into_boxed_str(),
-        };
+        });
         let kind = RepairKind::SynthesizedOutput {
             output_kind: output.kind,
             output_id: output.id,
@@ -53,56 +53,86 @@ pub(super) fn drop_orphan_outputs(builder: &mut SlotBuilder<'_>) {
 
 /// Passes 3 and 4: image or audio parts the model cannot take become placeholder text; for
 /// images, a generated image's `result` is cleared.
+///
+/// Each stripped form is computed once per entry and kept in the entry's shared payload
+/// ([`StrippedForm`]), so that a later projection of this history, of a clone, or of any later
+/// version that still holds the entry, only looks it up: the pass costs a `set` per media item,
+/// never a parse.
 pub(super) fn strip_media(
     builder: &mut SlotBuilder<'_>,
     media: Media,
 ) -> Result<(), ProjectionError> {
-    let index = builder.history().index();
+    let history = builder.history();
+    let index = history.index();
     let positions = match media {
         Media::Image => index.images(),
         Media::Audio => index.audio(),
     };
     for &position in positions {
-        let Some(slot) = builder.slot(position).cloned() else {
+        let (Some(slot), Some(entry)) = (builder.slot(position).cloned(), history.get(position))
+        else {
             continue;
         };
         let Some(json) = slot.payload.stored_json() else {
             continue; // dropped as an orphan: nothing is sent, nothing to strip
         };
-        let stripped = strip(json, media).map_err(|source| ProjectionError::UnreadableItem {
-            position,
-            source: ItemError::InvalidJson {
-                item_type: Some(slot.kind().as_str().to_owned()),
-                source,
-            },
-        })?;
+        let compute = || {
+            let stripped =
+                strip(json, media).map_err(|source| ProjectionError::UnreadableItem {
+                    position,
+                    source: ItemError::InvalidJson {
+                        item_type: Some(slot.kind().as_str().to_owned()),
+                        source,
+                    },
+                })?;
+            Ok(stripped.map(|stripped| StrippedForm {
+                payload: Arc::new(Payload::Owned(stripped.json.into_boxed_str())),
+                parts: stripped.parts,
+                cleared_result: stripped.cleared_result,
+            }))
+        };
+        let stripped = match strip_key(&slot, entry, media) {
+            Some(key) => entry.stripped(key, compute)?,
+            None => compute()?,
+        };
         let Some(stripped) = stripped else {
             continue;
         };
-        let mut kinds = Vec::with_capacity(2);
-        if stripped.parts > 0 {
-            kinds.push(match media {
-                Media::Image => RepairKind::StrippedImages {
-                    parts: stripped.parts,
-                },
-                Media::Audio => RepairKind::StrippedAudio {
-                    parts: stripped.parts,
-                },
-            });
-        }
-        if stripped.cleared_result {
-            kinds.push(RepairKind::ClearedImageGenerationResult);
-        }
-        let mut kinds = kinds.into_iter();
+        let parts = (stripped.parts > 0).then_some(match media {
+            Media::Image => RepairKind::StrippedImages {
+                parts: stripped.parts,
+            },
+            Media::Audio => RepairKind::StrippedAudio {
+                parts: stripped.parts,
+            },
+        });
+        let cleared = stripped
+            .cleared_result
+            .then_some(RepairKind::ClearedImageGenerationResult);
+        let mut kinds = parts.into_iter().chain(cleared);
         if let Some(first) = kinds.next() {
-            let payload = Payload::Owned(stripped.json.into_boxed_str());
-            builder.replace(position, &slot, payload, first);
+            builder.replace(position, &slot, stripped.payload, first);
         }
         for kind in kinds {
             builder.report(position, &slot, kind);
         }
     }
     Ok(())
+}
+
+/// Which of `entry`'s cached stripped forms stripping `media` from `slot` gives: the slot is the
+/// stored item itself, or (for audio) the images-stripped form the image pass put there. `None`
+/// for any other slot, which is stripped without the cache (no pass makes one today).
+fn strip_key(slot: &Entry, entry: &Entry, media: Media) -> Option<StripKey> {
+    if slot.shares_payload_with(entry) {
+        return Some(match media {
+            Media::Image => StripKey::Images,
+            Media::Audio => StripKey::Audio,
+        });
+    }
+    let images = entry.cached_stripped(StripKey::Images)?;
+    (media == Media::Audio && Arc::ptr_eq(&slot.payload, &images.payload))
+        .then_some(StripKey::AudioAfterImages)
 }
 
 /// Items of a type this library does not know are kept out of the request.

@@ -49,7 +49,7 @@ impl<'h> SlotBuilder<'h> {
         &mut self,
         position: usize,
         entry: &Entry,
-        payload: Payload,
+        payload: Arc<Payload>,
         kind: RepairKind,
     ) {
         let before = self.slots.get(position).map_or(0, rendered_items);
@@ -64,7 +64,12 @@ impl<'h> SlotBuilder<'h> {
     /// Keeps the item at `position` out of the projection and reports `kind`.
     pub(super) fn omit(&mut self, position: usize, entry: &Entry, kind: RepairKind) {
         let original = Arc::clone(&entry.payload);
-        self.replace(position, entry, Payload::Omitted { original }, kind);
+        self.replace(
+            position,
+            entry,
+            Arc::new(Payload::Omitted { original }),
+            kind,
+        );
     }
 
     /// Reports a repair of the item at `position` without changing a slot.
@@ -93,7 +98,7 @@ impl<'h> SlotBuilder<'h> {
 /// How many items a slot sends.
 fn rendered_items(slot: &Entry) -> usize {
     match &*slot.payload {
-        Payload::Owned(_) | Payload::Shared(_) => 1,
+        Payload::Owned(_) | Payload::Shared(_) | Payload::WithMedia(_) => 1,
         Payload::CallWithSyntheticOutput { .. } => 2,
         Payload::Omitted { .. } => 0,
     }
