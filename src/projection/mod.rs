@@ -4,8 +4,9 @@
 //! A projection is the live persistent vector with a few slots replaced (`set`, a path copy):
 //! a call without output becomes a slot that renders as the call followed by its synthetic
 //! output; a dropped orphan or a held-back unknown item becomes a slot that renders as nothing; an
-//! item whose media the model cannot take becomes a stripped copy. No slot is inserted or removed,
-//! so the cost is O(1) without repairs and O(k log n) with k, and the live history is untouched.
+//! item whose media the model cannot take becomes its stripped form, computed once per entry and
+//! shared. No slot is inserted or removed, so the cost is O(1) without repairs and O(k log n) with
+//! k, and the live history is untouched.
 //!
 //! [`History::project`] is defined here, with the layer whose work it does; each pass is one
 //! function of `passes.rs` over the slot builder of `slots.rs`.
@@ -138,8 +139,10 @@ impl History {
     /// placeholders, unknown items held back (unless asked otherwise). Every repair is
     /// deterministic and reported, in position order.
     ///
-    /// The history is not changed. Time: O(1) when nothing needs repair, O(k log n) for k repairs
-    /// (plus the size of the items that are rewritten).
+    /// The history is not changed. Time: O(1) when nothing needs repair, O(k log n) for k repairs.
+    /// Stripping an item's media is one repair: its stripped form is computed the first time any
+    /// projection needs it (the size of the item) and shared by every later projection of every
+    /// version that holds the entry.
     ///
     /// # Errors
     ///
