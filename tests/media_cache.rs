@@ -109,12 +109,7 @@ fn a_stripped_form_is_computed_once_then_shared_by_projections_and_clones() {
 
 #[test]
 fn the_cache_never_changes_what_is_stored_or_sent() {
-    let history = history();
-    let stored: Vec<String> = history
-        .iter()
-        .map(|entry| entry.json().to_owned())
-        .collect();
-    for modalities in [
+    let all = [
         Modalities::TEXT,
         Modalities::TEXT_IMAGE,
         Modalities {
@@ -122,18 +117,27 @@ fn the_cache_never_changes_what_is_stored_or_sent() {
             audio: true,
         },
         Modalities::ALL,
-    ] {
-        // A fresh history computes; the shared one looks up: the same bytes and report.
-        let fresh = project(&self::history(), modalities);
-        assert_eq!(project(&history, modalities), fresh, "{modalities}");
-        assert_eq!(project(&history, modalities), fresh, "{modalities}");
+    ];
+    // In both orders, so that each form is computed after the others as well as before.
+    for order in [all, [all[3], all[2], all[1], all[0]]] {
+        let history = history();
+        let stored: Vec<String> = history
+            .iter()
+            .map(|entry| entry.json().to_owned())
+            .collect();
+        for modalities in order {
+            // A fresh history computes; the shared one looks up: the same bytes and report.
+            let fresh = project(&self::history(), modalities);
+            assert_eq!(project(&history, modalities), fresh, "{modalities}");
+            assert_eq!(project(&history, modalities), fresh, "{modalities}");
+        }
+        let after: Vec<String> = history
+            .iter()
+            .map(|entry| entry.json().to_owned())
+            .collect();
+        assert_eq!(after, stored);
+        assert_eq!(stored, items());
     }
-    let after: Vec<String> = history
-        .iter()
-        .map(|entry| entry.json().to_owned())
-        .collect();
-    assert_eq!(after, stored);
-    assert_eq!(stored, items());
 }
 
 #[test]

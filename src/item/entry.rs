@@ -97,6 +97,34 @@ impl Payload {
             Payload::Omitted { original } => original.original_json(),
         }
     }
+
+    /// The text a stored item is sent as when the model takes no images (`strip_images`) or no
+    /// audio (`strip_audio`): its cached stripped form, images first, then audio from what that
+    /// left. The stored text when stripping changes nothing, or when the form was never computed
+    /// — the projection computes every form it renders before it returns, so that a form is
+    /// missing here only for an item the projection does not strip.
+    pub(crate) fn projected_json(&self, strip_images: bool, strip_audio: bool) -> &str {
+        let Payload::WithMedia(media) = self else {
+            return self.original_json();
+        };
+        let form = |key: StripKey| media.stripped[key as usize].get()?.as_ref();
+        let without_images = if strip_images {
+            form(StripKey::Images)
+        } else {
+            None
+        };
+        let without_audio = if !strip_audio {
+            None
+        } else if without_images.is_some() {
+            form(StripKey::AudioAfterImages)
+        } else {
+            form(StripKey::Audio)
+        };
+        without_audio.or(without_images).map_or_else(
+            || media.text.original_json(),
+            |form| form.payload.original_json(),
+        )
+    }
 }
 
 /// The stored text of an item with image or audio content, and the forms a projection sends

@@ -4,9 +4,9 @@
 //! A projection is the live persistent vector with a few slots replaced (`set`, a path copy):
 //! a call without output becomes a slot that renders as the call followed by its synthetic
 //! output; a dropped orphan or a held-back unknown item becomes a slot that renders as nothing; an
-//! item whose media the model cannot take becomes its stripped form, computed once per entry and
-//! shared. No slot is inserted or removed, so the cost is O(1) without repairs and O(k log n) with
-//! k, and the live history is untouched.
+//! item whose media the model cannot take keeps its slot and renders as its stripped form, computed
+//! once per entry and shared. No slot is inserted or removed, so the cost is O(1) without repairs
+//! and O(k log n) with k (a lookup per media item), and the live history is untouched.
 //!
 //! [`History::project`] is defined here, with the layer whose work it does; each pass is one
 //! function of `passes.rs` over the slot builder of `slots.rs`.
@@ -37,11 +37,21 @@ use slots::SlotBuilder;
 /// The output text of a synthetic output.
 pub const ABORTED_OUTPUT: &str = "aborted";
 
+/// Which media a projection strips.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct StripSet {
+    images: bool,
+    audio: bool,
+}
+
 /// A projected prompt input: a persistent value, cheap to clone, independent of later edits of
 /// the history it came from.
 #[derive(Debug, Clone)]
 pub struct Projection {
     slots: Vector<Entry>,
+    /// The media the model cannot take: a slot holding an item with media renders as the
+    /// item's cached stripped form (computed by the media passes before the projection exists).
+    strip: StripSet,
     len: usize,
     report: RepairReport,
     history_version: u64,
@@ -69,8 +79,14 @@ impl Projection {
             loop {
                 let slot = slots.next()?;
                 match &*slot.payload {
-                    Payload::Owned(_) | Payload::Shared(_) | Payload::WithMedia(_) => {
+                    Payload::Owned(_) | Payload::Shared(_) => {
                         return Some(slot.payload.original_json());
+                    }
+                    Payload::WithMedia(_) => {
+                        return Some(
+                            slot.payload
+                                .projected_json(self.strip.images, self.strip.audio),
+                        );
                     }
                     Payload::CallWithSyntheticOutput { call, output } => {
                         pending = Some(output);
@@ -175,18 +191,22 @@ impl History {
                 return Err(ProjectionError::Violations(violations));
             }
         }
+        let strip = StripSet {
+            images: !options.modalities.image,
+            audio: !options.modalities.audio,
+        };
         let mut builder = SlotBuilder::new(self);
         passes::synthesize_missing_outputs(&mut builder);
         passes::drop_orphan_outputs(&mut builder);
-        if !options.modalities.image {
-            passes::strip_media(&mut builder, Media::Image)?;
+        if strip.images {
+            passes::strip_media(&mut builder, Media::Image, strip)?;
         }
-        if !options.modalities.audio {
-            passes::strip_media(&mut builder, Media::Audio)?;
+        if strip.audio {
+            passes::strip_media(&mut builder, Media::Audio, strip)?;
         }
         if options.unknown_items == UnknownItems::HoldBack {
             passes::hold_back_unknown_items(&mut builder);
         }
-        Ok(builder.finish())
+        Ok(builder.finish(strip))
     }
 }

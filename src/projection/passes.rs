@@ -14,8 +14,9 @@ use crate::item::{
 };
 
 use super::ABORTED_OUTPUT;
+use super::StripSet;
 use super::error::ProjectionError;
-use super::media::{Media, strip};
+use super::media::{Media, strip as strip_text};
 use super::report::{Location, RepairKind, Violation, ViolationKind};
 use super::slots::SlotBuilder;
 
@@ -54,13 +55,16 @@ pub(super) fn drop_orphan_outputs(builder: &mut SlotBuilder<'_>) {
 /// Passes 3 and 4: image or audio parts the model cannot take become placeholder text; for
 /// images, a generated image's `result` is cleared.
 ///
-/// Each stripped form is computed once per entry and kept in the entry's shared payload
-/// ([`StrippedForm`]), so that a later projection of this history, of a clone, or of any later
-/// version that still holds the entry, only looks it up: the pass costs a `set` per media item,
-/// never a parse.
+/// A slot that still holds its stored item is not replaced: the pass makes sure the entry's
+/// stripped form is computed (once per entry, kept in its shared payload, see `StrippedForm`)
+/// and reports what it changes, and the projection renders the slot as that form
+/// ([`Payload::projected_json`]). So a later projection of this history, of a clone, or of any
+/// later version that still holds the entry does a lookup and a report line per media item: no
+/// parse, no rewrite, no path copy.
 pub(super) fn strip_media(
     builder: &mut SlotBuilder<'_>,
     media: Media,
+    strip: StripSet,
 ) -> Result<(), ProjectionError> {
     let history = builder.history();
     let index = history.index();
@@ -69,70 +73,86 @@ pub(super) fn strip_media(
         Media::Audio => index.audio(),
     };
     for &position in positions {
-        let (Some(slot), Some(entry)) = (builder.slot(position).cloned(), history.get(position))
-        else {
+        let (Some(slot), Some(entry)) = (builder.slot(position), history.get(position)) else {
             continue;
         };
-        let Some(json) = slot.payload.stored_json() else {
+        if slot.payload.stored_json().is_none() {
             continue; // dropped as an orphan: nothing is sent, nothing to strip
+        }
+        let unreadable = |source| ProjectionError::UnreadableItem {
+            position,
+            source: ItemError::InvalidJson {
+                item_type: Some(entry.kind().as_str().to_owned()),
+                source,
+            },
         };
-        let compute = || {
-            let stripped =
-                strip(json, media).map_err(|source| ProjectionError::UnreadableItem {
-                    position,
-                    source: ItemError::InvalidJson {
-                        item_type: Some(slot.kind().as_str().to_owned()),
-                        source,
-                    },
-                })?;
+        let form = |json: &str| {
+            let stripped = strip_text(json, media).map_err(unreadable)?;
             Ok(stripped.map(|stripped| StrippedForm {
                 payload: Arc::new(Payload::Owned(stripped.json.into_boxed_str())),
                 parts: stripped.parts,
                 cleared_result: stripped.cleared_result,
             }))
         };
-        let stripped = match strip_key(&slot, entry, media) {
-            Some(key) => entry.stripped(key, compute)?,
-            None => compute()?,
+        let stripped = if !slot.shares_payload_with(entry) {
+            // No pass puts another stored text in a media item's slot; if one did, its text is
+            // stripped here, uncached, and replaces the slot as before the cache existed.
+            let json = slot.payload.original_json();
+            let Some(stripped) = form(json)? else {
+                continue;
+            };
+            let slot = slot.clone();
+            report_stripped(builder, position, &slot, media, &stripped, true);
+            continue;
+        } else {
+            match media {
+                Media::Image => entry.stripped(StripKey::Images, || form(entry.json()))?,
+                Media::Audio => match entry.cached_stripped(StripKey::Images) {
+                    Some(images) if strip.images => {
+                        let images = images.payload.original_json();
+                        entry.stripped(StripKey::AudioAfterImages, || form(images))?
+                    }
+                    _ => entry.stripped(StripKey::Audio, || form(entry.json()))?,
+                },
+            }
         };
         let Some(stripped) = stripped else {
             continue;
         };
-        let parts = (stripped.parts > 0).then_some(match media {
-            Media::Image => RepairKind::StrippedImages {
-                parts: stripped.parts,
-            },
-            Media::Audio => RepairKind::StrippedAudio {
-                parts: stripped.parts,
-            },
-        });
-        let cleared = stripped
-            .cleared_result
-            .then_some(RepairKind::ClearedImageGenerationResult);
-        let mut kinds = parts.into_iter().chain(cleared);
-        if let Some(first) = kinds.next() {
-            builder.replace(position, &slot, stripped.payload, first);
-        }
-        for kind in kinds {
-            builder.report(position, &slot, kind);
-        }
+        let entry = entry.clone();
+        report_stripped(builder, position, &entry, media, &stripped, false);
     }
     Ok(())
 }
 
-/// Which of `entry`'s cached stripped forms stripping `media` from `slot` gives: the slot is the
-/// stored item itself, or (for audio) the images-stripped form the image pass put there. `None`
-/// for any other slot, which is stripped without the cache (no pass makes one today).
-fn strip_key(slot: &Entry, entry: &Entry, media: Media) -> Option<StripKey> {
-    if slot.shares_payload_with(entry) {
-        return Some(match media {
-            Media::Image => StripKey::Images,
-            Media::Audio => StripKey::Audio,
-        });
+/// Reports what stripping `media` from the item at `position` changed; with `replace`, the
+/// slot is also replaced by the stripped text (otherwise it renders as the cached form).
+fn report_stripped(
+    builder: &mut SlotBuilder<'_>,
+    position: usize,
+    slot: &Entry,
+    media: Media,
+    stripped: &StrippedForm,
+    replace: bool,
+) {
+    let parts = (stripped.parts > 0).then_some(match media {
+        Media::Image => RepairKind::StrippedImages {
+            parts: stripped.parts,
+        },
+        Media::Audio => RepairKind::StrippedAudio {
+            parts: stripped.parts,
+        },
+    });
+    let cleared = stripped
+        .cleared_result
+        .then_some(RepairKind::ClearedImageGenerationResult);
+    let mut kinds = parts.into_iter().chain(cleared);
+    if replace && let Some(first) = kinds.next() {
+        builder.replace(position, slot, Arc::clone(&stripped.payload), first);
     }
-    let images = entry.cached_stripped(StripKey::Images)?;
-    (media == Media::Audio && Arc::ptr_eq(&slot.payload, &images.payload))
-        .then_some(StripKey::AudioAfterImages)
+    for kind in kinds {
+        builder.report(position, slot, kind);
+    }
 }
 
 /// Items of a type this library does not know are kept out of the request.

@@ -2,7 +2,8 @@
 //!
 //! A projection starts as a clone of the live persistent vector (O(1)). A pass never inserts or
 //! removes: it replaces a slot with `set` (a path copy), and the slot's payload says how it
-//! renders — the item, the item followed by a synthetic output, a stripped copy, or nothing.
+//! renders — the item, the item followed by a synthetic output, or nothing. An item with media
+//! keeps its slot and renders as its cached stripped form when the projection strips that media.
 
 use std::sync::Arc;
 
@@ -11,8 +12,8 @@ use imbl::Vector;
 use crate::history::History;
 use crate::item::{Entry, Payload};
 
-use super::Projection;
 use super::report::{Location, Repair, RepairKind, RepairReport};
+use super::{Projection, StripSet};
 
 /// The projection being built: the slots, how many items they render as, and the repairs.
 pub(super) struct SlotBuilder<'h> {
@@ -81,11 +82,12 @@ impl<'h> SlotBuilder<'h> {
     }
 
     /// The projection, its repairs in position order (the passes' order within one item: the
-    /// sort is stable).
-    pub(super) fn finish(mut self) -> Projection {
+    /// sort is stable); its slots holding items with media render without the media in `strip`.
+    pub(super) fn finish(mut self, strip: StripSet) -> Projection {
         self.repairs.sort_by_key(|repair| repair.at.position);
         Projection {
             slots: self.slots,
+            strip,
             len: self.len,
             report: RepairReport {
                 repairs: self.repairs,
