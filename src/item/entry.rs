@@ -688,6 +688,8 @@ mod tests {
         // 40 bytes before the cache existed: an entry without media (an `Arc` of a `Payload`,
         // 16 bytes of counts plus this) must not grow.
         assert_eq!(std::mem::size_of::<Payload>(), 40);
+        // What an item with media adds (a box), before its stripped texts are computed.
+        assert_eq!(std::mem::size_of::<MediaPayload>(), 136);
     }
 
     #[test]
