@@ -73,7 +73,7 @@ pub(super) fn strip_media(
         Media::Audio => index.audio(),
     };
     for &position in positions {
-        let (Some(slot), Some(entry)) = (builder.slot(position), history.get(position)) else {
+        let Some(slot) = builder.slot(position) else {
             continue;
         };
         if slot.payload.stored_json().is_none() {
@@ -82,7 +82,7 @@ pub(super) fn strip_media(
         let unreadable = |source| ProjectionError::UnreadableItem {
             position,
             source: ItemError::InvalidJson {
-                item_type: Some(entry.kind().as_str().to_owned()),
+                item_type: Some(slot.kind().as_str().to_owned()),
                 source,
             },
         };
@@ -94,27 +94,28 @@ pub(super) fn strip_media(
                 cleared_result: stripped.cleared_result,
             }))
         };
-        let stripped = if !slot.shares_payload_with(entry) {
-            // No pass puts another stored text in a media item's slot; if one did, its text is
-            // stripped here, uncached, and replaces the slot as before the cache existed.
-            let json = slot.payload.original_json();
-            let Some(stripped) = form(json)? else {
-                continue;
-            };
-            let slot = slot.clone();
-            report_stripped(builder, position, &slot, media, &stripped, true);
-            continue;
-        } else {
-            match media {
-                Media::Image => entry.stripped(StripKey::Images, || form(entry.json()))?,
-                Media::Audio => match entry.cached_stripped(StripKey::Images) {
-                    Some(images) if strip.images => {
-                        let images = images.payload.original_json();
-                        entry.stripped(StripKey::AudioAfterImages, || form(images))?
-                    }
-                    _ => entry.stripped(StripKey::Audio, || form(entry.json()))?,
-                },
+        if !matches!(&*slot.payload, Payload::WithMedia(_)) {
+            // Every item with media is stored with its cache (`Payload::WithMedia`) and no pass
+            // puts another stored text in its slot; if one did, that text is stripped here,
+            // uncached, and replaces the slot as before the cache existed.
+            if let Some(stripped) = form(slot.payload.original_json())? {
+                let slot = slot.clone();
+                report_stripped(builder, position, &slot, media, &stripped, true);
             }
+            continue;
+        }
+        // The slot still holds its stored item: it is the history's entry (same header, same
+        // payload), and its payload carries the cache.
+        let entry = slot;
+        let stripped = match media {
+            Media::Image => entry.stripped(StripKey::Images, || form(entry.json()))?,
+            Media::Audio => match entry.cached_stripped(StripKey::Images) {
+                Some(images) if strip.images => {
+                    let images = images.payload.original_json();
+                    entry.stripped(StripKey::AudioAfterImages, || form(images))?
+                }
+                _ => entry.stripped(StripKey::Audio, || form(entry.json()))?,
+            },
         };
         let Some(stripped) = stripped else {
             continue;
