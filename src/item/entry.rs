@@ -1,7 +1,7 @@
 //! [`Entry`]: the stored form of an item — a small header plus shared JSON text.
 
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use bytestring::ByteString;
 
@@ -16,15 +16,18 @@ use super::turn::{TurnRole, turn_role_of};
 ///
 /// An item's JSON text is stored in one of two ways: owned by the entry, or as a slice of a
 /// read-only buffer that many entries share (a memory-mapped snapshot provides one; the slice
-/// keeps the buffer alive). The other two variants exist only in a projection: a repaired slot
-/// renders as more or fewer items than the one it replaces, without an insert or a remove in the
-/// middle of the persistent vector.
+/// keeps the buffer alive). An item that carries media keeps its text behind one more box, beside
+/// the cache of its stripped forms ([`MediaPayload`]). The other two variants exist only in a
+/// projection: a repaired slot renders as more or fewer items than the one it replaces, without
+/// an insert or a remove in the middle of the persistent vector.
 #[derive(Debug)]
 pub(crate) enum Payload {
     /// The item's JSON text, owned, exactly as it goes on the wire.
     Owned(Box<str>),
     /// The item's JSON text as a slice of a shared read-only buffer (no copy).
     Shared(ByteString),
+    /// The text of an item with image or audio content, and its stripped forms.
+    WithMedia(Box<MediaPayload>),
     /// A call followed by the synthetic output that repairs it.
     CallWithSyntheticOutput {
         call: Arc<Payload>,
@@ -38,9 +41,10 @@ impl PartialEq for Payload {
     /// Stored text compares by content, wherever it lives (owned or shared).
     fn eq(&self, other: &Self) -> bool {
         match (self, other) {
-            (Payload::Owned(_) | Payload::Shared(_), Payload::Owned(_) | Payload::Shared(_)) => {
-                self.original_json() == other.original_json()
-            }
+            (
+                Payload::Owned(_) | Payload::Shared(_) | Payload::WithMedia(_),
+                Payload::Owned(_) | Payload::Shared(_) | Payload::WithMedia(_),
+            ) => self.original_json() == other.original_json(),
             (
                 Payload::CallWithSyntheticOutput { call, output },
                 Payload::CallWithSyntheticOutput {
@@ -59,11 +63,26 @@ impl PartialEq for Payload {
 impl Eq for Payload {}
 
 impl Payload {
+    /// The payload of a stored item whose text is `text` (`Owned` or `Shared`): the text itself,
+    /// or, when `flags` say the item carries media, the text boxed beside an empty cache of its
+    /// stripped forms. Entries without media pay nothing for the cache.
+    fn stored(text: Payload, flags: EntryFlags) -> Payload {
+        if flags.has_image() || flags.has_audio() {
+            Payload::WithMedia(Box::new(MediaPayload {
+                text,
+                stripped: Default::default(),
+            }))
+        } else {
+            text
+        }
+    }
+
     /// The JSON text of a stored item (`None` for the projection-only variants).
     pub(crate) fn stored_json(&self) -> Option<&str> {
         match self {
             Payload::Owned(json) => Some(json),
             Payload::Shared(text) => Some(text),
+            Payload::WithMedia(media) => media.text.stored_json(),
             Payload::CallWithSyntheticOutput { .. } | Payload::Omitted { .. } => None,
         }
     }
@@ -73,10 +92,82 @@ impl Payload {
         match self {
             Payload::Owned(json) => json,
             Payload::Shared(text) => text,
+            Payload::WithMedia(media) => media.text.original_json(),
             Payload::CallWithSyntheticOutput { call, .. } => call.original_json(),
             Payload::Omitted { original } => original.original_json(),
         }
     }
+
+    /// The text a stored item is sent as when the model takes no images (`strip_images`) or no
+    /// audio (`strip_audio`): its cached stripped form, images first, then audio from what that
+    /// left. The stored text when stripping changes nothing, or when the form was never computed
+    /// — the projection computes every form it renders before it returns, so that a form is
+    /// missing here only for an item the projection does not strip.
+    pub(crate) fn projected_json(&self, strip_images: bool, strip_audio: bool) -> &str {
+        let Payload::WithMedia(media) = self else {
+            return self.original_json();
+        };
+        let form = |key: StripKey| media.stripped[key as usize].get()?.as_ref();
+        let without_images = if strip_images {
+            form(StripKey::Images)
+        } else {
+            None
+        };
+        let without_audio = if !strip_audio {
+            None
+        } else if without_images.is_some() {
+            form(StripKey::AudioAfterImages)
+        } else {
+            form(StripKey::Audio)
+        };
+        without_audio.or(without_images).map_or_else(
+            || media.text.original_json(),
+            |form| form.payload.original_json(),
+        )
+    }
+}
+
+/// The stored text of an item with image or audio content, and the forms a projection sends
+/// for a model that cannot take that media, each computed once, on first use.
+///
+/// Why here, in the payload's shared allocation, and not in a map of the history's index keyed
+/// by position: every clone of an entry (every version of a history, every projection, every
+/// entry a truncation or rollback keeps) shares this allocation, so a form computed for one of
+/// them serves all of them, and it dies with the entry — no position to keep up to date when the
+/// front of the history is trimmed or an item replaced, no map to path-copy on record, no lock.
+/// `OnceLock` keeps the entry `Send + Sync`. Only items with media get this box (about 1 % of
+/// items in real sessions); the `Payload` enum keeps its size, so an entry without media costs
+/// exactly what it cost before.
+#[derive(Debug)]
+pub(crate) struct MediaPayload {
+    /// The item's text: a `Payload::Owned` or a `Payload::Shared`, never another variant.
+    text: Payload,
+    /// The stripped forms, by [`StripKey`]; `Some(None)` when stripping changes nothing.
+    stripped: [OnceLock<Option<StrippedForm>>; 3],
+}
+
+/// Which stripped form of an item: the model's missing modalities, in the order the projection
+/// strips them (images first, then audio).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum StripKey {
+    /// Images stripped from the stored text.
+    Images = 0,
+    /// Audio stripped from the stored text.
+    Audio = 1,
+    /// Audio stripped from the images-stripped form.
+    AudioAfterImages = 2,
+}
+
+/// A stripped form of an item: the text a projection sends instead, and what stripping changed
+/// (the projection's report says it).
+#[derive(Debug, Clone)]
+pub(crate) struct StrippedForm {
+    /// The stripped text, a `Payload::Owned`, shared by every projection that sends it.
+    pub(crate) payload: Arc<Payload>,
+    /// Media parts replaced by the placeholder.
+    pub(crate) parts: usize,
+    /// Whether an `image_generation_call` result was cleared.
+    pub(crate) cleared_result: bool,
 }
 
 /// Facts about an entry's content that projection and indexing need without parsing it.
@@ -191,7 +282,7 @@ impl Entry {
         Ok(Entry {
             byte_len,
             tokens: estimate_tokens(item)?,
-            payload: Arc::new(Payload::Owned(json)),
+            payload: Arc::new(Payload::stored(Payload::Owned(json), header.flags)),
             call_id: header.call_id,
             item_id: header.item_id,
             kind,
@@ -214,7 +305,7 @@ impl Entry {
     ) -> Option<Entry> {
         Some(Entry {
             byte_len: u32::try_from(json.len()).ok()?,
-            payload: Arc::new(Payload::Shared(json)),
+            payload: Arc::new(Payload::stored(Payload::Shared(json), flags)),
             call_id,
             item_id,
             tokens,
@@ -289,11 +380,52 @@ impl Entry {
     }
 
     /// A copy of this entry that renders differently in a projection (same header).
-    pub(crate) fn with_payload(&self, payload: Payload) -> Entry {
+    pub(crate) fn with_payload(&self, payload: Arc<Payload>) -> Entry {
         Entry {
-            payload: Arc::new(payload),
+            payload,
             ..self.clone()
         }
+    }
+
+    /// The stripped form `key` of this entry, if it was computed already.
+    pub(crate) fn cached_stripped(&self, key: StripKey) -> Option<&StrippedForm> {
+        match &*self.payload {
+            Payload::WithMedia(media) => media.stripped[key as usize].get()?.as_ref(),
+            Payload::Owned(_)
+            | Payload::Shared(_)
+            | Payload::CallWithSyntheticOutput { .. }
+            | Payload::Omitted { .. } => None,
+        }
+    }
+
+    /// The stripped form `key` of this entry: computed by `compute` the first time any clone of
+    /// the entry asks, then shared. `None` when stripping changes nothing. An entry without media
+    /// has no cache, and `compute` runs on every call (the projection never asks it: only entries
+    /// flagged with media are in the index's media sets).
+    ///
+    /// # Errors
+    ///
+    /// Whatever `compute` returns; an error is not cached, so a later call computes again.
+    pub(crate) fn stripped<E>(
+        &self,
+        key: StripKey,
+        compute: impl FnOnce() -> Result<Option<StrippedForm>, E>,
+    ) -> Result<Option<StrippedForm>, E> {
+        let cell = match &*self.payload {
+            Payload::WithMedia(media) => &media.stripped[key as usize],
+            Payload::Owned(_)
+            | Payload::Shared(_)
+            | Payload::CallWithSyntheticOutput { .. }
+            | Payload::Omitted { .. } => return compute(),
+        };
+        if let Some(form) = cell.get() {
+            return Ok(form.clone());
+        }
+        let form = compute()?;
+        // Two threads may compute at once; the first to store wins and both return its form,
+        // so that every projection shares one allocation.
+        let _ = cell.set(form.clone());
+        Ok(cell.get().cloned().unwrap_or(form))
     }
 
     /// The item's kind.
@@ -351,7 +483,13 @@ impl Entry {
     /// Whether the entry's JSON text is a slice of a shared buffer such as a memory-mapped
     /// snapshot (it was not copied).
     pub fn is_mapped(&self) -> bool {
-        matches!(&*self.payload, Payload::Shared(_))
+        match &*self.payload {
+            Payload::Shared(_) => true,
+            Payload::WithMedia(media) => matches!(media.text, Payload::Shared(_)),
+            Payload::Owned(_)
+            | Payload::CallWithSyntheticOutput { .. }
+            | Payload::Omitted { .. } => false,
+        }
     }
 
     /// Whether two entries share the same payload allocation (structure sharing).
@@ -544,6 +682,29 @@ fn sniff_type(json: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn payload_keeps_its_size_with_the_media_cache() {
+        // 40 bytes before the cache existed: an entry without media (an `Arc` of a `Payload`,
+        // 16 bytes of counts plus this) must not grow.
+        assert_eq!(std::mem::size_of::<Payload>(), 40);
+        // What an item with media adds (a box), before its stripped texts are computed.
+        assert_eq!(std::mem::size_of::<MediaPayload>(), 136);
+    }
+
+    #[test]
+    fn only_entries_with_media_carry_the_cache() {
+        let text = Entry::from_json(
+            r#"{"type":"message","role":"user","content":[{"type":"input_text","text":"hi"}]}"#,
+        )
+        .expect("valid");
+        assert!(matches!(&*text.payload, Payload::Owned(_)));
+        let image = Entry::from_json(r#"{"type":"message","role":"user","content":[{"type":"input_image","image_url":"data:image/png;base64,AAAA"}]}"#)
+            .expect("valid");
+        assert!(matches!(&*image.payload, Payload::WithMedia(_)));
+        assert!(image.json().contains("input_image"));
+        assert!(!image.is_mapped());
+    }
 
     #[test]
     fn entry_header_is_small() {

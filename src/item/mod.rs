@@ -15,7 +15,7 @@ mod turn;
 mod work;
 
 pub use entry::{Entry, EntryFlags};
-pub(crate) use entry::{OutputBody, Payload, parse_item};
+pub(crate) use entry::{OutputBody, Payload, StripKey, StrippedForm, parse_item};
 pub use error::ItemError;
 pub(crate) use error::{json_type, with_sources};
 pub(crate) use estimate::tokens_for_bytes;

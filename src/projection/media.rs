@@ -44,6 +44,18 @@ pub(crate) struct Stripped {
     pub(crate) cleared_result: bool,
 }
 
+#[cfg(feature = "testing")]
+thread_local! {
+    static STRIPS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// How many times this thread stripped media from an item's JSON (the `testing` feature): a
+/// stripped form is computed once per entry and then shared, which tests check by counting.
+#[cfg(feature = "testing")]
+pub fn media_strips() -> u64 {
+    STRIPS.with(std::cell::Cell::get)
+}
+
 /// Strips `media` from one item's JSON. `None` when nothing changed.
 ///
 /// # Errors
@@ -51,6 +63,8 @@ pub(crate) struct Stripped {
 /// When the text is not a JSON object (which an entry's text always is, unless it comes from a
 /// crafted snapshot).
 pub(crate) fn strip(json: &str, media: Media) -> Result<Option<Stripped>, serde_json::Error> {
+    #[cfg(feature = "testing")]
+    STRIPS.with(|count| count.set(count.get() + 1));
     let mut item: Map<String, Value> = serde_json::from_str(json)?;
     let mut parts = 0;
     let mut cleared_result = false;

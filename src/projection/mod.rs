@@ -4,8 +4,9 @@
 //! A projection is the live persistent vector with a few slots replaced (`set`, a path copy):
 //! a call without output becomes a slot that renders as the call followed by its synthetic
 //! output; a dropped orphan or a held-back unknown item becomes a slot that renders as nothing; an
-//! item whose media the model cannot take becomes a stripped copy. No slot is inserted or removed,
-//! so the cost is O(1) without repairs and O(k log n) with k, and the live history is untouched.
+//! item whose media the model cannot take keeps its slot and renders as its stripped form, computed
+//! once per entry and shared. No slot is inserted or removed, so the cost is O(1) without repairs
+//! and O(k log n) with k (a lookup per media item), and the live history is untouched.
 //!
 //! [`History::project`] is defined here, with the layer whose work it does; each pass is one
 //! function of `passes.rs` over the slot builder of `slots.rs`.
@@ -26,6 +27,8 @@ use crate::item::{Entry, ItemError, Payload, ResponseItem, parse_item};
 
 pub use error::ProjectionError;
 use media::Media;
+#[cfg(feature = "testing")]
+pub use media::media_strips;
 pub use media::{AUDIO_PLACEHOLDER, IMAGE_PLACEHOLDER};
 pub use options::{Modalities, ParseModalitiesError, ProjectionOptions, RepairMode, UnknownItems};
 pub use report::{Location, Repair, RepairKind, RepairReport, Violation, ViolationKind};
@@ -34,11 +37,21 @@ use slots::SlotBuilder;
 /// The output text of a synthetic output.
 pub const ABORTED_OUTPUT: &str = "aborted";
 
+/// Which media a projection strips.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct StripSet {
+    images: bool,
+    audio: bool,
+}
+
 /// A projected prompt input: a persistent value, cheap to clone, independent of later edits of
 /// the history it came from.
 #[derive(Debug, Clone)]
 pub struct Projection {
     slots: Vector<Entry>,
+    /// The media the model cannot take: a slot holding an item with media renders as the
+    /// item's cached stripped form (computed by the media passes before the projection exists).
+    strip: StripSet,
     len: usize,
     report: RepairReport,
     history_version: u64,
@@ -68,6 +81,12 @@ impl Projection {
                 match &*slot.payload {
                     Payload::Owned(_) | Payload::Shared(_) => {
                         return Some(slot.payload.original_json());
+                    }
+                    Payload::WithMedia(_) => {
+                        return Some(
+                            slot.payload
+                                .projected_json(self.strip.images, self.strip.audio),
+                        );
                     }
                     Payload::CallWithSyntheticOutput { call, output } => {
                         pending = Some(output);
@@ -136,8 +155,10 @@ impl History {
     /// placeholders, unknown items held back (unless asked otherwise). Every repair is
     /// deterministic and reported, in position order.
     ///
-    /// The history is not changed. Time: O(1) when nothing needs repair, O(k log n) for k repairs
-    /// (plus the size of the items that are rewritten).
+    /// The history is not changed. Time: O(1) when nothing needs repair, O(k log n) for k repairs.
+    /// Stripping an item's media is one repair: its stripped form is computed the first time any
+    /// projection needs it (the size of the item) and shared by every later projection of every
+    /// version that holds the entry.
     ///
     /// # Errors
     ///
@@ -170,18 +191,22 @@ impl History {
                 return Err(ProjectionError::Violations(violations));
             }
         }
+        let strip = StripSet {
+            images: !options.modalities.image,
+            audio: !options.modalities.audio,
+        };
         let mut builder = SlotBuilder::new(self);
         passes::synthesize_missing_outputs(&mut builder);
         passes::drop_orphan_outputs(&mut builder);
-        if !options.modalities.image {
-            passes::strip_media(&mut builder, Media::Image)?;
+        if strip.images {
+            passes::strip_media(&mut builder, Media::Image, strip)?;
         }
-        if !options.modalities.audio {
-            passes::strip_media(&mut builder, Media::Audio)?;
+        if strip.audio {
+            passes::strip_media(&mut builder, Media::Audio, strip)?;
         }
         if options.unknown_items == UnknownItems::HoldBack {
             passes::hold_back_unknown_items(&mut builder);
         }
-        Ok(builder.finish())
+        Ok(builder.finish(strip))
     }
 }

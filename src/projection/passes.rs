@@ -9,13 +9,14 @@ use serde_json::{Map, Value};
 
 use crate::history::History;
 use crate::item::{
-    Entry, Family, ItemError, ItemId, ItemKind, MissingOutput, Pairing, Payload,
-    synthetic_output_id,
+    Entry, Family, ItemError, ItemId, ItemKind, MissingOutput, Pairing, Payload, StripKey,
+    StrippedForm, synthetic_output_id,
 };
 
 use super::ABORTED_OUTPUT;
+use super::StripSet;
 use super::error::ProjectionError;
-use super::media::{Media, strip};
+use super::media::{Media, strip as strip_text};
 use super::report::{Location, RepairKind, Violation, ViolationKind};
 use super::slots::SlotBuilder;
 
@@ -29,10 +30,10 @@ pub(super) fn synthesize_missing_outputs(builder: &mut SlotBuilder<'_>) {
         let Some(output) = synthetic_output(call) else {
             continue;
         };
-        let payload = Payload::CallWithSyntheticOutput {
+        let payload = Arc::new(Payload::CallWithSyntheticOutput {
             call: Arc::clone(&call.payload),
             output: output.json.into_boxed_str(),
-        };
+        });
         let kind = RepairKind::SynthesizedOutput {
             output_kind: output.kind,
             output_id: output.id,
@@ -53,56 +54,106 @@ pub(super) fn drop_orphan_outputs(builder: &mut SlotBuilder<'_>) {
 
 /// Passes 3 and 4: image or audio parts the model cannot take become placeholder text; for
 /// images, a generated image's `result` is cleared.
+///
+/// A slot that still holds its stored item is not replaced: the pass makes sure the entry's
+/// stripped form is computed (once per entry, kept in its shared payload, see `StrippedForm`)
+/// and reports what it changes, and the projection renders the slot as that form
+/// ([`Payload::projected_json`]). So a later projection of this history, of a clone, or of any
+/// later version that still holds the entry does a lookup and a report line per media item: no
+/// parse, no rewrite, no path copy.
 pub(super) fn strip_media(
     builder: &mut SlotBuilder<'_>,
     media: Media,
+    strip: StripSet,
 ) -> Result<(), ProjectionError> {
-    let index = builder.history().index();
+    let history = builder.history();
+    let index = history.index();
     let positions = match media {
         Media::Image => index.images(),
         Media::Audio => index.audio(),
     };
     for &position in positions {
-        let Some(slot) = builder.slot(position).cloned() else {
+        let Some(slot) = builder.slot(position) else {
             continue;
         };
-        let Some(json) = slot.payload.stored_json() else {
+        if slot.payload.stored_json().is_none() {
             continue; // dropped as an orphan: nothing is sent, nothing to strip
-        };
-        let stripped = strip(json, media).map_err(|source| ProjectionError::UnreadableItem {
+        }
+        let unreadable = |source| ProjectionError::UnreadableItem {
             position,
             source: ItemError::InvalidJson {
                 item_type: Some(slot.kind().as_str().to_owned()),
                 source,
             },
-        })?;
+        };
+        let form = |json: &str| {
+            let stripped = strip_text(json, media).map_err(unreadable)?;
+            Ok(stripped.map(|stripped| StrippedForm {
+                payload: Arc::new(Payload::Owned(stripped.json.into_boxed_str())),
+                parts: stripped.parts,
+                cleared_result: stripped.cleared_result,
+            }))
+        };
+        if !matches!(&*slot.payload, Payload::WithMedia(_)) {
+            // Every item with media is stored with its cache (`Payload::WithMedia`) and no pass
+            // puts another stored text in its slot; if one did, that text is stripped here,
+            // uncached, and replaces the slot as before the cache existed.
+            if let Some(stripped) = form(slot.payload.original_json())? {
+                let slot = slot.clone();
+                report_stripped(builder, position, &slot, media, &stripped, true);
+            }
+            continue;
+        }
+        // The slot still holds its stored item: it is the history's entry (same header, same
+        // payload), and its payload carries the cache.
+        let entry = slot;
+        let stripped = match media {
+            Media::Image => entry.stripped(StripKey::Images, || form(entry.json()))?,
+            Media::Audio => match entry.cached_stripped(StripKey::Images) {
+                Some(images) if strip.images => {
+                    let images = images.payload.original_json();
+                    entry.stripped(StripKey::AudioAfterImages, || form(images))?
+                }
+                _ => entry.stripped(StripKey::Audio, || form(entry.json()))?,
+            },
+        };
         let Some(stripped) = stripped else {
             continue;
         };
-        let mut kinds = Vec::with_capacity(2);
-        if stripped.parts > 0 {
-            kinds.push(match media {
-                Media::Image => RepairKind::StrippedImages {
-                    parts: stripped.parts,
-                },
-                Media::Audio => RepairKind::StrippedAudio {
-                    parts: stripped.parts,
-                },
-            });
-        }
-        if stripped.cleared_result {
-            kinds.push(RepairKind::ClearedImageGenerationResult);
-        }
-        let mut kinds = kinds.into_iter();
-        if let Some(first) = kinds.next() {
-            let payload = Payload::Owned(stripped.json.into_boxed_str());
-            builder.replace(position, &slot, payload, first);
-        }
-        for kind in kinds {
-            builder.report(position, &slot, kind);
-        }
+        let entry = entry.clone();
+        report_stripped(builder, position, &entry, media, &stripped, false);
     }
     Ok(())
+}
+
+/// Reports what stripping `media` from the item at `position` changed; with `replace`, the
+/// slot is also replaced by the stripped text (otherwise it renders as the cached form).
+fn report_stripped(
+    builder: &mut SlotBuilder<'_>,
+    position: usize,
+    slot: &Entry,
+    media: Media,
+    stripped: &StrippedForm,
+    replace: bool,
+) {
+    let parts = (stripped.parts > 0).then_some(match media {
+        Media::Image => RepairKind::StrippedImages {
+            parts: stripped.parts,
+        },
+        Media::Audio => RepairKind::StrippedAudio {
+            parts: stripped.parts,
+        },
+    });
+    let cleared = stripped
+        .cleared_result
+        .then_some(RepairKind::ClearedImageGenerationResult);
+    let mut kinds = parts.into_iter().chain(cleared);
+    if replace && let Some(first) = kinds.next() {
+        builder.replace(position, slot, Arc::clone(&stripped.payload), first);
+    }
+    for kind in kinds {
+        builder.report(position, slot, kind);
+    }
 }
 
 /// Items of a type this library does not know are kept out of the request.

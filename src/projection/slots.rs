@@ -2,7 +2,8 @@
 //!
 //! A projection starts as a clone of the live persistent vector (O(1)). A pass never inserts or
 //! removes: it replaces a slot with `set` (a path copy), and the slot's payload says how it
-//! renders — the item, the item followed by a synthetic output, a stripped copy, or nothing.
+//! renders — the item, the item followed by a synthetic output, or nothing. An item with media
+//! keeps its slot and renders as its cached stripped form when the projection strips that media.
 
 use std::sync::Arc;
 
@@ -11,8 +12,8 @@ use imbl::Vector;
 use crate::history::History;
 use crate::item::{Entry, Payload};
 
-use super::Projection;
 use super::report::{Location, Repair, RepairKind, RepairReport};
+use super::{Projection, StripSet};
 
 /// The projection being built: the slots, how many items they render as, and the repairs.
 pub(super) struct SlotBuilder<'h> {
@@ -49,7 +50,7 @@ impl<'h> SlotBuilder<'h> {
         &mut self,
         position: usize,
         entry: &Entry,
-        payload: Payload,
+        payload: Arc<Payload>,
         kind: RepairKind,
     ) {
         let before = self.slots.get(position).map_or(0, rendered_items);
@@ -64,7 +65,12 @@ impl<'h> SlotBuilder<'h> {
     /// Keeps the item at `position` out of the projection and reports `kind`.
     pub(super) fn omit(&mut self, position: usize, entry: &Entry, kind: RepairKind) {
         let original = Arc::clone(&entry.payload);
-        self.replace(position, entry, Payload::Omitted { original }, kind);
+        self.replace(
+            position,
+            entry,
+            Arc::new(Payload::Omitted { original }),
+            kind,
+        );
     }
 
     /// Reports a repair of the item at `position` without changing a slot.
@@ -76,11 +82,12 @@ impl<'h> SlotBuilder<'h> {
     }
 
     /// The projection, its repairs in position order (the passes' order within one item: the
-    /// sort is stable).
-    pub(super) fn finish(mut self) -> Projection {
+    /// sort is stable); its slots holding items with media render without the media in `strip`.
+    pub(super) fn finish(mut self, strip: StripSet) -> Projection {
         self.repairs.sort_by_key(|repair| repair.at.position);
         Projection {
             slots: self.slots,
+            strip,
             len: self.len,
             report: RepairReport {
                 repairs: self.repairs,
@@ -93,7 +100,7 @@ impl<'h> SlotBuilder<'h> {
 /// How many items a slot sends.
 fn rendered_items(slot: &Entry) -> usize {
     match &*slot.payload {
-        Payload::Owned(_) | Payload::Shared(_) => 1,
+        Payload::Owned(_) | Payload::Shared(_) | Payload::WithMedia(_) => 1,
         Payload::CallWithSyntheticOutput { .. } => 2,
         Payload::Omitted { .. } => 0,
     }

@@ -1,8 +1,9 @@
-//! Support for tests of this crate and of code built on it (the `testing` feature): item
-//! conversions for property tests, and [`CodexRollout`], which writes rollouts in the shape Codex
-//! writes them.
+//! Support for tests of this crate and of code built on it (the `testing` feature): counts of
+//! item conversions and media strips for property tests, and [`CodexRollout`], which writes
+//! rollouts in the shape Codex writes them.
 
 mod codex_rollout;
 
 pub use crate::item::item_conversions;
+pub use crate::projection::media_strips;
 pub use codex_rollout::{CodexRollout, CodexRolloutError};
