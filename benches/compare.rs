@@ -19,8 +19,9 @@
 //! interquartile range.
 //!
 //! `cargo bench --bench compare` prints the whole table: sizes 1k, 10k, 100k and 1M items.
-//! `AGENT_HISTORY_BENCH_QUICK=1 cargo bench --bench compare` leaves out 1M (a few minutes on 2
-//! cores). `docs/performance.md` has a measured table and how to read it.
+//! `AGENT_HISTORY_BENCH_QUICK=1 cargo bench --bench compare` leaves out 1M: about 3 minutes on 2
+//! cores, against about 31 minutes and 14 GB of memory for the full mode. `docs/performance.md`
+//! has a measured table and how to read it.
 
 use std::collections::HashSet;
 use std::hint::black_box;
