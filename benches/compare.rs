@@ -1,0 +1,729 @@
+//! The library against two baselines, request body for request body, on the same generated
+//! sessions (issue 10's "Benchmarks").
+//!
+//! Three implementations write the Responses API request body of one session:
+//!
+//! - **library**: clone the `History`, project it, write the body (`PromptCompiler::compile`,
+//!   `ModelRequest::body`).
+//! - **codex-style**: a `Vec<serde_json::Value>` cloned per request, three normalize passes
+//!   (synthetic outputs for calls without one, orphan outputs removed, images stripped for a
+//!   text-only model), the body written by serde.
+//! - **tuned**: a `Vec<Arc<raw item>>` (the JSON text with a small header parsed once at record
+//!   time), cloned per request, one scan of the headers for the pairings, then one fused pass that
+//!   drops, inserts, strips and copies bytes into a body sized up front.
+//!
+//! Before any timing, every implementation's body is checked to be byte-identical to the
+//! library's for every session and modality; the bench panics otherwise. Each figure is the median
+//! over interleaved pairs (library, baselines, a `memcpy` of the body into a warm buffer and a copy
+//! into a fresh `Vec`, in a rotating order) of the per-pair ratio library / other, with its
+//! interquartile range.
+//!
+//! `cargo bench --bench compare` prints the whole table: sizes 1k, 10k, 100k and 1M items.
+//! `AGENT_HISTORY_BENCH_QUICK=1 cargo bench --bench compare` leaves out 1M: about 3 minutes on 2
+//! cores, against about 31 minutes and 14 GB of memory for the full mode. `docs/performance.md`
+//! has a measured table and how to read it.
+
+use std::collections::HashSet;
+use std::hint::black_box;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+use agent_history::{
+    History, IMAGE_PLACEHOLDER, ItemId, Modalities, ProjectionOptions, PromptCompiler,
+    RequestSettings, StepContext, synthetic_output_id,
+};
+
+// ---------------------------------------------------------------------------------------------
+// The seeded session generator.
+
+/// A small deterministic generator (xorshift64), so every run measures the same sessions.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+
+    /// Uniform in [0, 1).
+    fn unit(&mut self) -> f64 {
+        (self.next() >> 11) as f64 / (1u64 << 53) as f64
+    }
+
+    /// Log-uniform in [low, high): many small bodies, a few large ones.
+    fn log_uniform(&mut self, low: usize, high: usize) -> usize {
+        let ratio = high as f64 / low as f64;
+        (low as f64 * ratio.powf(self.unit())) as usize
+    }
+}
+
+/// Text that needs no JSON escaping except the `\n` escapes it spells out, so that a serde round
+/// trip writes it back byte for byte.
+struct Pools {
+    words: String,
+    base64: String,
+}
+
+impl Pools {
+    fn new(rng: &mut Rng) -> Pools {
+        const WORDS: [&str; 12] = [
+            "the",
+            "test",
+            "fails",
+            "because",
+            "cargo",
+            "build",
+            "src/lib.rs",
+            "error[E0308]:",
+            "expected",
+            "found",
+            "ok",
+            "let",
+        ];
+        let mut words = String::with_capacity(64 << 10);
+        while words.len() < 48 << 10 {
+            words.push_str(WORDS[rng.below(WORDS.len() as u64) as usize]);
+            words.push_str(if rng.below(16) == 0 { "\\n" } else { " " });
+        }
+        let alphabet = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+        let base64 = (0..64 << 10)
+            .map(|_| alphabet[rng.below(64) as usize] as char)
+            .collect();
+        Pools { words, base64 }
+    }
+
+    /// About `len` bytes of text starting after a space (never inside a `\n` escape).
+    fn text<'a>(&'a self, rng: &mut Rng, len: usize) -> &'a str {
+        let len = len.min(self.words.len() / 2);
+        let mut start = rng.below((self.words.len() - len - 64) as u64) as usize;
+        while self.words.as_bytes()[start] != b' ' {
+            start += 1;
+        }
+        let mut end = start + 1 + len;
+        while end < self.words.len() && self.words.as_bytes()[end - 1] == b'\\' {
+            end += 1;
+        }
+        &self.words[start + 1..end]
+    }
+
+    /// Text of a log-uniform length in [low, high).
+    fn text_between<'a>(&'a self, rng: &mut Rng, low: usize, high: usize) -> &'a str {
+        let len = rng.log_uniform(low, high);
+        self.text(rng, len)
+    }
+
+    fn image(&self, rng: &mut Rng) -> String {
+        let len = rng.log_uniform(2 << 10, 48 << 10);
+        format!("data:image/png;base64,{}", &self.base64[..len])
+    }
+}
+
+/// Generates a session of about `n` items (the JSON text of each) with `k` broken pairings,
+/// spread evenly: calls without output and orphan outputs, alternately.
+///
+/// A turn is a user message (sometimes with an image), a reasoning item, one to four calls of a
+/// random family (function, local shell, custom, tool search) each followed by its output
+/// (100 B to 20 KB, log-uniform; a function output sometimes carries an image), and an assistant
+/// message. About 1 % of the items carry an image.
+fn generate(n: usize, k: usize, seed: u64) -> Vec<String> {
+    let mut rng = Rng(seed);
+    let pools = Pools::new(&mut rng);
+    let mut items = Vec::with_capacity(n + 8);
+    let mut call = 0usize;
+    let mut broken = 0usize;
+    let mut message = 0usize;
+    while items.len() < n {
+        message += 1;
+        let text = pools.text_between(&mut rng, 40, 2_000);
+        if rng.below(35) == 0 {
+            let image = pools.image(&mut rng);
+            items.push(format!(
+                r#"{{"type":"message","role":"user","content":[{{"type":"input_text","text":"{text}"}},{{"type":"input_image","image_url":"{image}"}}]}}"#
+            ));
+        } else {
+            items.push(format!(
+                r#"{{"type":"message","role":"user","content":[{{"type":"input_text","text":"{text}"}}]}}"#
+            ));
+        }
+        let summary = pools.text_between(&mut rng, 40, 400);
+        let encrypted = &pools.base64[..rng.log_uniform(200, 4_000)];
+        items.push(format!(
+            r#"{{"type":"reasoning","id":"rs_{message}","summary":[{{"type":"summary_text","text":"{summary}"}}],"content":null,"encrypted_content":"{encrypted}"}}"#
+        ));
+        for _ in 0..1 + rng.below(4) {
+            call += 1;
+            let body_len = rng.log_uniform(100, 20_000);
+            let body = pools.text(&mut rng, body_len);
+            let (call_json, output_json) = match rng.below(4) {
+                0 => (
+                    format!(
+                        r#"{{"type":"function_call","id":"fc_{call}","name":"shell","arguments":"{{\"command\":[\"cargo\",\"test\"]}}","call_id":"call_{call}"}}"#
+                    ),
+                    if rng.below(30) == 0 {
+                        let image = pools.image(&mut rng);
+                        format!(
+                            r#"{{"type":"function_call_output","call_id":"call_{call}","output":[{{"type":"input_text","text":"{body}"}},{{"type":"input_image","image_url":"{image}"}}]}}"#
+                        )
+                    } else {
+                        format!(
+                            r#"{{"type":"function_call_output","call_id":"call_{call}","output":"{body}"}}"#
+                        )
+                    },
+                ),
+                1 => (
+                    format!(
+                        r#"{{"type":"local_shell_call","id":"lsh_{call}","call_id":"call_{call}","status":"completed","action":{{"type":"exec","command":["cargo","build"],"timeout_ms":null,"working_directory":null,"env":null,"user":null}}}}"#
+                    ),
+                    format!(
+                        r#"{{"type":"function_call_output","call_id":"call_{call}","output":"{body}"}}"#
+                    ),
+                ),
+                2 => (
+                    format!(
+                        r#"{{"type":"custom_tool_call","id":"ctc_{call}","status":"completed","call_id":"call_{call}","name":"apply_patch","input":"*** Begin Patch {summary}"}}"#
+                    ),
+                    format!(
+                        r#"{{"type":"custom_tool_call_output","call_id":"call_{call}","output":"{body}"}}"#
+                    ),
+                ),
+                _ => (
+                    format!(
+                        r#"{{"type":"tool_search_call","id":"tsc_{call}","call_id":"call_{call}","status":"completed","execution":"client","arguments":{{"query":"cargo"}}}}"#
+                    ),
+                    format!(
+                        r#"{{"type":"tool_search_output","call_id":"call_{call}","status":"completed","execution":"client","tools":[{{"type":"function","name":"cargo","description":"{body}","parameters":{{"type":"object","properties":{{}}}}}}]}}"#
+                    ),
+                ),
+            };
+            items.push(call_json);
+            // The next broken pairing is due once the session reaches its share of n.
+            if broken < k && items.len() >= (broken * 2 + 1) * n / (k * 2) {
+                if broken % 2 == 1 {
+                    items.push(output_json);
+                    items.push(format!(
+                        r#"{{"type":"function_call_output","call_id":"orphan_{broken}","output":"{body}"}}"#
+                    ));
+                } // else: the call gets no output
+                broken += 1;
+            } else {
+                items.push(output_json);
+            }
+        }
+        let answer = pools.text_between(&mut rng, 40, 2_000);
+        items.push(format!(
+            r#"{{"type":"message","id":"msg_{message}","role":"assistant","content":[{{"type":"output_text","text":"{answer}"}}]}}"#
+        ));
+    }
+    assert_eq!(broken, k, "every broken pairing placed");
+    items
+}
+
+// ---------------------------------------------------------------------------------------------
+// Request settings shared by the three implementations.
+
+const MODEL: &str = "gpt-5.1-codex";
+const INSTRUCTIONS: &str = "You are a coding agent. Be brief.\nRun the tests before you answer.";
+const CACHE_KEY: &str = "5973b6c0-94b8-487b-a530-2aeb6098ae0c";
+
+fn tools() -> Vec<Value> {
+    (0..8)
+        .map(|i| {
+            serde_json::json!({
+                "type": "function",
+                "name": format!("tool_{i}"),
+                "description": "Runs a command in the workspace and returns its output.",
+                "strict": false,
+                "parameters": {"type": "object", "properties": {"command": {"type": "array", "items": {"type": "string"}}}, "required": ["command"]},
+            })
+        })
+        .collect()
+}
+
+/// Pairing families, as the Responses API pairs calls and outputs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Family {
+    Function,
+    Custom,
+    ToolSearch,
+}
+
+/// What a pass needs to know about an item's `type`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Role {
+    Call(Family),
+    Output(Family),
+    Other,
+}
+
+fn role_of(item_type: &str) -> Role {
+    match item_type {
+        "function_call" | "local_shell_call" => Role::Call(Family::Function),
+        "custom_tool_call" => Role::Call(Family::Custom),
+        "tool_search_call" => Role::Call(Family::ToolSearch),
+        "function_call_output" => Role::Output(Family::Function),
+        "custom_tool_call_output" => Role::Output(Family::Custom),
+        "tool_search_output" => Role::Output(Family::ToolSearch),
+        _ => Role::Other,
+    }
+}
+
+/// The synthetic output that answers a call without one, as a JSON object (key order as sent).
+fn synthetic_output(family: Family, item_id: Option<&str>, call_id: &str) -> Value {
+    let (kind, prefix) = match family {
+        Family::Function => ("function_call_output", "fco"),
+        Family::Custom => ("custom_tool_call_output", "ctco"),
+        Family::ToolSearch => ("tool_search_output", "tso"),
+    };
+    let mut item = Map::new();
+    item.insert("type".into(), kind.into());
+    let id = item_id.map(ItemId::new);
+    if let Some(id) = synthetic_output_id(prefix, id.as_ref()) {
+        item.insert("id".into(), id.as_str().into());
+    }
+    item.insert("call_id".into(), call_id.into());
+    match family {
+        Family::Function | Family::Custom => {
+            item.insert("output".into(), "aborted".into());
+        }
+        Family::ToolSearch => {
+            item.insert("status".into(), "completed".into());
+            item.insert("execution".into(), "client".into());
+            item.insert("tools".into(), Value::Array(Vec::new()));
+        }
+    }
+    Value::Object(item)
+}
+
+/// Replaces every `input_image` part of an array with the placeholder text part. The number
+/// replaced.
+fn strip_parts(parts: Option<&mut Value>) -> usize {
+    let Some(Value::Array(parts)) = parts else {
+        return 0;
+    };
+    let mut replaced = 0;
+    for part in parts {
+        if part.get("type").and_then(Value::as_str) == Some("input_image") {
+            let mut text = Map::new();
+            text.insert("type".into(), "input_text".into());
+            text.insert("text".into(), IMAGE_PLACEHOLDER.into());
+            *part = Value::Object(text);
+            replaced += 1;
+        }
+    }
+    replaced
+}
+
+/// Strips the images of one item in place; whether anything changed.
+fn strip_images(item: &mut Value) -> bool {
+    match item.get("type").and_then(Value::as_str) {
+        Some("message") => strip_parts(item.get_mut("content")) > 0,
+        Some("function_call_output" | "custom_tool_call_output") => {
+            strip_parts(item.get_mut("output")) > 0
+        }
+        _ => false,
+    }
+}
+
+fn str_field<'a>(item: &'a Value, key: &str) -> Option<&'a str> {
+    item.get(key).and_then(Value::as_str)
+}
+
+// ---------------------------------------------------------------------------------------------
+// (a) The library.
+
+struct Library {
+    history: History,
+    image: PromptCompiler,
+    text: PromptCompiler,
+}
+
+impl Library {
+    fn new(items: &[String]) -> Library {
+        let mut history = History::new();
+        for json in items {
+            history.record_json(json.as_str()).expect("a valid item");
+        }
+        let compiler = |modalities| {
+            PromptCompiler::new(RequestSettings {
+                model: MODEL.into(),
+                prompt_cache_key: Some(CACHE_KEY.into()),
+                ..RequestSettings::default()
+            })
+            .with_base_instructions(INSTRUCTIONS)
+            .with_tools(tools(), true)
+            .with_projection(ProjectionOptions::for_modalities(modalities))
+        };
+        Library {
+            history,
+            image: compiler(Modalities::TEXT_IMAGE),
+            text: compiler(Modalities::TEXT),
+        }
+    }
+
+    fn body(&self, text_only: bool) -> Vec<u8> {
+        let history = self.history.clone();
+        let compiler = if text_only { &self.text } else { &self.image };
+        let request = compiler
+            .compile(&history, StepContext::default())
+            .expect("lenient");
+        request.body().expect("a Vec")
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// (b) The Codex-style baseline.
+
+/// The body as a serde struct, keys in the order the API gets them.
+#[derive(Serialize)]
+struct CodexBody<'a> {
+    model: &'a str,
+    instructions: &'a str,
+    input: &'a [Value],
+    tools: &'a [Value],
+    tool_choice: &'a str,
+    parallel_tool_calls: bool,
+    reasoning: Option<()>,
+    store: bool,
+    stream: bool,
+    include: &'a [&'a str],
+    prompt_cache_key: &'a str,
+}
+
+struct CodexStyle {
+    items: Vec<Value>,
+    tools: Vec<Value>,
+}
+
+impl CodexStyle {
+    fn new(items: &[String]) -> CodexStyle {
+        CodexStyle {
+            items: items
+                .iter()
+                .map(|json| serde_json::from_str(json).expect("JSON"))
+                .collect(),
+            tools: tools(),
+        }
+    }
+
+    fn body(&self, text_only: bool) -> Vec<u8> {
+        let mut items = self.items.clone();
+        Self::add_missing_outputs(&mut items);
+        Self::remove_orphan_outputs(&mut items);
+        if text_only {
+            for item in &mut items {
+                strip_images(item);
+            }
+        }
+        serde_json::to_vec(&CodexBody {
+            model: MODEL,
+            instructions: INSTRUCTIONS,
+            input: &items,
+            tools: &self.tools,
+            tool_choice: "auto",
+            parallel_tool_calls: true,
+            reasoning: None,
+            store: false,
+            stream: true,
+            include: &[],
+            prompt_cache_key: CACHE_KEY,
+        })
+        .expect("serializable")
+    }
+
+    /// Pass 1: a synthetic output right after each call that has none.
+    fn add_missing_outputs(items: &mut Vec<Value>) {
+        let outputs: HashSet<(Family, String)> = items
+            .iter()
+            .filter_map(|item| match role_of(str_field(item, "type")?) {
+                Role::Output(family) => Some((family, str_field(item, "call_id")?.to_owned())),
+                _ => None,
+            })
+            .collect();
+        let mut missing = Vec::new();
+        for (position, item) in items.iter().enumerate() {
+            let Some(Role::Call(family)) = str_field(item, "type").map(role_of) else {
+                continue;
+            };
+            let Some(call_id) = str_field(item, "call_id") else {
+                continue;
+            };
+            if !outputs.contains(&(family, call_id.to_owned())) {
+                let output = synthetic_output(family, str_field(item, "id"), call_id);
+                missing.push((position, output));
+            }
+        }
+        for (position, output) in missing.into_iter().rev() {
+            items.insert(position + 1, output);
+        }
+    }
+
+    /// Pass 2: outputs whose call is nowhere in the list are removed.
+    fn remove_orphan_outputs(items: &mut Vec<Value>) {
+        let calls: HashSet<(Family, String)> = items
+            .iter()
+            .filter_map(|item| match role_of(str_field(item, "type")?) {
+                Role::Call(family) => Some((family, str_field(item, "call_id")?.to_owned())),
+                _ => None,
+            })
+            .collect();
+        items.retain(|item| match str_field(item, "type").map(role_of) {
+            Some(Role::Output(family)) => str_field(item, "call_id")
+                .is_none_or(|call_id| calls.contains(&(family, call_id.to_owned()))),
+            _ => true,
+        });
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// (c) The tuned baseline.
+
+/// One item: its JSON text and what the passes need, parsed once when it is recorded.
+struct Raw {
+    json: Box<str>,
+    role: Role,
+    call_id: Option<Box<str>>,
+    item_id: Option<Box<str>>,
+    has_image: bool,
+}
+
+struct Tuned {
+    items: Vec<Arc<Raw>>,
+    bytes: usize,
+    prefix: String,
+    suffix: String,
+}
+
+impl Tuned {
+    fn new(items: &[String]) -> Tuned {
+        let items: Vec<Arc<Raw>> = items
+            .iter()
+            .map(|json| {
+                let value: Value = serde_json::from_str(json).expect("JSON");
+                let mut stripped = value.clone();
+                Arc::new(Raw {
+                    json: json.as_str().into(),
+                    role: str_field(&value, "type").map_or(Role::Other, role_of),
+                    call_id: str_field(&value, "call_id").map(Into::into),
+                    item_id: str_field(&value, "id").map(Into::into),
+                    has_image: strip_images(&mut stripped),
+                })
+            })
+            .collect();
+        let bytes = items.iter().map(|raw| raw.json.len() + 1).sum();
+        let json = |value: &Value| value.to_string();
+        let prefix = format!(
+            r#"{{"model":{},"instructions":{},"input":["#,
+            json(&MODEL.into()),
+            json(&INSTRUCTIONS.into())
+        );
+        let suffix = format!(
+            r#"],"tools":{},"tool_choice":"auto","parallel_tool_calls":true,"reasoning":null,"store":false,"stream":true,"include":[],"prompt_cache_key":{}}}"#,
+            json(&Value::Array(tools())),
+            json(&CACHE_KEY.into())
+        );
+        Tuned {
+            items,
+            bytes,
+            prefix,
+            suffix,
+        }
+    }
+
+    fn body(&self, text_only: bool) -> Vec<u8> {
+        let items = self.items.clone();
+        let mut calls: HashSet<(Family, &str)> = HashSet::new();
+        let mut outputs: HashSet<(Family, &str)> = HashSet::new();
+        for raw in &items {
+            match (raw.role, raw.call_id.as_deref()) {
+                (Role::Call(family), Some(id)) => {
+                    calls.insert((family, id));
+                }
+                (Role::Output(family), Some(id)) => {
+                    outputs.insert((family, id));
+                }
+                _ => {}
+            }
+        }
+        // Room for every item and a few synthetic outputs; more grows the buffer once.
+        let mut out = Vec::with_capacity(self.prefix.len() + self.bytes + self.suffix.len() + 4096);
+        out.extend_from_slice(self.prefix.as_bytes());
+        let mut first = true;
+        let mut push = |out: &mut Vec<u8>, bytes: &[u8]| {
+            if !first {
+                out.push(b',');
+            }
+            first = false;
+            out.extend_from_slice(bytes);
+        };
+        for raw in &items {
+            match (raw.role, raw.call_id.as_deref()) {
+                (Role::Output(family), Some(id)) if !calls.contains(&(family, id)) => continue,
+                _ => {}
+            }
+            if text_only && raw.has_image {
+                let mut value: Value = serde_json::from_str(&raw.json).expect("JSON");
+                strip_images(&mut value);
+                push(&mut out, value.to_string().as_bytes());
+            } else {
+                push(&mut out, raw.json.as_bytes());
+            }
+            if let (Role::Call(family), Some(id)) = (raw.role, raw.call_id.as_deref())
+                && !outputs.contains(&(family, id))
+            {
+                let output = synthetic_output(family, raw.item_id.as_deref(), id);
+                push(&mut out, output.to_string().as_bytes());
+            }
+        }
+        out.extend_from_slice(self.suffix.as_bytes());
+        out
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Measurement.
+
+/// Time of one call of `f`.
+fn time<T>(f: impl FnOnce() -> T) -> Duration {
+    let start = Instant::now();
+    let result = f();
+    let elapsed = start.elapsed();
+    drop(black_box(result));
+    elapsed
+}
+
+/// The median and the interquartile range of `values`.
+fn quartiles(values: &mut [f64]) -> (f64, f64, f64) {
+    values.sort_by(f64::total_cmp);
+    let at = |q: f64| values[((values.len() - 1) as f64 * q).round() as usize];
+    (at(0.5), at(0.25), at(0.75))
+}
+
+fn human(seconds: f64) -> String {
+    match seconds {
+        s if s < 1e-6 => format!("{:.0} ns", s * 1e9),
+        s if s < 1e-3 => format!("{:.1} µs", s * 1e6),
+        s if s < 1.0 => format!("{:.2} ms", s * 1e3),
+        s => format!("{s:.2} s"),
+    }
+}
+
+fn ratio_cell(values: &mut [f64]) -> String {
+    let (median, low, high) = quartiles(values);
+    format!("{median:.3} [{low:.3}–{high:.3}]")
+}
+
+fn main() {
+    let quick = std::env::var_os("AGENT_HISTORY_BENCH_QUICK").is_some_and(|v| v != "0");
+    let sizes: &[usize] = if quick {
+        &[1_000, 10_000, 100_000]
+    } else {
+        &[1_000, 10_000, 100_000, 1_000_000]
+    };
+    let started = Instant::now();
+    println!(
+        "compare: {} mode; ratios are library / other, median [interquartile range] over interleaved pairs",
+        if quick { "quick" } else { "full" }
+    );
+    println!(
+        "| items | k | model | body | pairs | library | codex-style | tuned | memcpy | alloc+copy | lib/codex | lib/tuned | lib/memcpy | lib/alloc+copy |"
+    );
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+    for &n in sizes {
+        for k in [0usize, 16] {
+            let items = generate(n, k, 0x9e37_79b9_7f4a_7c15 ^ n as u64);
+            let library = Library::new(&items);
+            let codex = CodexStyle::new(&items);
+            let tuned = Tuned::new(&items);
+            drop(items);
+            for text_only in [false, true] {
+                let expected = library.body(text_only);
+                let model = if text_only { "text" } else { "text+image" };
+                for (name, body) in [
+                    ("codex-style", codex.body(text_only)),
+                    ("tuned", tuned.body(text_only)),
+                ] {
+                    if body != expected {
+                        let at = body
+                            .iter()
+                            .zip(&expected)
+                            .position(|(a, b)| a != b)
+                            .unwrap_or(body.len().min(expected.len()));
+                        let context = |bytes: &[u8]| {
+                            String::from_utf8_lossy(
+                                &bytes[at.saturating_sub(80)..(at + 80).min(bytes.len())],
+                            )
+                            .into_owned()
+                        };
+                        panic!(
+                            "{name} writes a different body than the library ({n} items, k = {k}, {model}) at byte {at}:\n library: {}\n {name}: {}",
+                            context(&expected),
+                            context(&body)
+                        );
+                    }
+                }
+                let pairs = if n <= 10_000 { 101 } else { 31 };
+                let mut floor = vec![0u8; expected.len()];
+                let mut t = [Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new()];
+                for pair in 0..pairs {
+                    // Rotate the order, so that no implementation always runs first or last.
+                    for slot in 0..5 {
+                        let which = (slot + pair) % 5;
+                        let elapsed = match which {
+                            0 => time(|| library.body(text_only)),
+                            1 => time(|| codex.body(text_only)),
+                            2 => time(|| tuned.body(text_only)),
+                            3 => time(|| {
+                                floor.copy_from_slice(black_box(&expected));
+                                black_box(&floor);
+                            }),
+                            _ => time(|| black_box(&expected).to_vec()),
+                        };
+                        t[which].push(elapsed.as_secs_f64().max(1e-9));
+                    }
+                }
+                let against = |other: usize| -> Vec<f64> {
+                    t[0].iter().zip(&t[other]).map(|(a, b)| a / b).collect()
+                };
+                let (mut codex_ratio, mut tuned_ratio, mut floor_ratio, mut alloc_ratio) =
+                    (against(1), against(2), against(3), against(4));
+                let medians: Vec<String> = t
+                    .iter()
+                    .map(|times| {
+                        let mut times = times.clone();
+                        human(quartiles(&mut times).0)
+                    })
+                    .collect();
+                println!(
+                    "| {n} | {k} | {model} | {:.1} MB | {pairs} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+                    expected.len() as f64 / 1e6,
+                    medians[0],
+                    medians[1],
+                    medians[2],
+                    medians[3],
+                    medians[4],
+                    ratio_cell(&mut codex_ratio),
+                    ratio_cell(&mut tuned_ratio),
+                    ratio_cell(&mut floor_ratio),
+                    ratio_cell(&mut alloc_ratio),
+                );
+            }
+        }
+        eprintln!(
+            "# sizes up to {n} done after {:.0} s",
+            started.elapsed().as_secs_f64()
+        );
+    }
+    println!(
+        "bodies byte-identical in every case; whole run {:.0} s",
+        started.elapsed().as_secs_f64()
+    );
+}
