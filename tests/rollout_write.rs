@@ -862,16 +862,6 @@ fn refused_lines() -> Vec<(&'static str, String, Option<&'static str>)> {
         ),
         (
             "event_msg",
-            event(r#"{"type":"task_started","turn_id":"t9"}"#),
-            Some("task_started"),
-        ),
-        (
-            "event_msg",
-            event(r#"{"type":"task_complete","turn_id":"t9"}"#),
-            Some("task_complete"),
-        ),
-        (
-            "event_msg",
             event(r#"{"type":"turn_started","turn_id":"t9"}"#),
             Some("turn_started"),
         ),
