@@ -3,6 +3,7 @@
 //! `cargo bench --bench snapshot`.
 
 use std::hint::black_box;
+use std::time::Instant;
 
 mod common;
 use common::{median, ratio};
@@ -60,6 +61,19 @@ fn main() {
         resumed.history().len(),
         text.len() / 1_000_000
     );
+
+    open_vs_blake3(&snapshot_path);
+    // For a profiler (`perf record -g` on this binary): only opens, this many times.
+    if let Some(opens) = std::env::var("AGENT_HISTORY_BENCH_PROFILE_OPENS")
+        .ok()
+        .and_then(|opens| opens.parse::<usize>().ok())
+    {
+        for _ in 0..opens {
+            black_box(open_snapshot(&snapshot_path, SnapshotOptions::default()).expect("opens"));
+        }
+        std::fs::remove_dir_all(&dir).ok();
+        return;
+    }
 
     let full_options = ResumeOptions::new(DEFAULT_TRUNCATION);
     let full = median(5, || {
@@ -137,6 +151,52 @@ fn main() {
     );
     codex_session(&dir);
     std::fs::remove_dir_all(&dir).ok();
+}
+
+/// Opening a snapshot with its digest verified against a bare BLAKE3 of the same bytes (the file
+/// read into memory once, outside the timing; the open maps the same file, warm in the page
+/// cache): median and interquartile range of the ratio over 31 interleaved pairs.
+fn open_vs_blake3(path: &std::path::Path) {
+    let bytes = std::fs::read(path).expect("snapshot");
+    let mut ratios = Vec::new();
+    let mut opens = Vec::new();
+    let mut hashes = Vec::new();
+    for pair in 0..31 {
+        let open = || {
+            let start = Instant::now();
+            black_box(open_snapshot(path, SnapshotOptions::default()).expect("opens"));
+            start.elapsed()
+        };
+        let hash = || {
+            let start = Instant::now();
+            black_box(blake3::hash(black_box(&bytes)));
+            start.elapsed()
+        };
+        let (open, hash) = if pair % 2 == 0 {
+            let open = open();
+            (open, hash())
+        } else {
+            let hash = hash();
+            (open(), hash)
+        };
+        ratios.push(open.as_secs_f64() / hash.as_secs_f64().max(1e-9));
+        opens.push(open);
+        hashes.push(hash);
+    }
+    ratios.sort_by(f64::total_cmp);
+    opens.sort();
+    hashes.sort();
+    let at = |q: f64| ratios[((ratios.len() - 1) as f64 * q).round() as usize];
+    println!(
+        "{:<62} {:>10.4}× blake3 [{:.3}–{:.3}] ({:?} vs {:?}, {} MB, 31 pairs)",
+        "open snapshot (digest verified) vs BLAKE3 of the file",
+        at(0.5),
+        at(0.25),
+        at(0.75),
+        opens[15],
+        hashes[15],
+        bytes.len() / 1_000_000
+    );
 }
 
 /// A Codex-shaped session that continues after its snapshot: 3,000 turns with turn events, a

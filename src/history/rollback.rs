@@ -38,7 +38,7 @@ impl History {
     /// [`EntryFlags::is_user_turn_boundary`](crate::item::EntryFlags::is_user_turn_boundary)),
     /// the copies in a compaction's replacement history included. Time: O(1).
     pub fn user_turn_count(&self) -> usize {
-        self.index.user_turns().len()
+        self.index.user_turn_count()
     }
 
     /// Number of user turns a rollback can undo: those recorded since the history began that it
@@ -218,16 +218,15 @@ impl History {
     /// that turn's settings fragments are stripped too. Returns the positions of the messages the
     /// strip dropped. Does not bump the version.
     fn cut_last_n_user_turns(&mut self, n: usize) -> Result<Vec<usize>, ItemError> {
-        let turns = self.index.user_turns();
-        let Some(&first_boundary) = turns.get_min() else {
+        let Some(first_boundary) = self.index.user_turns().next() else {
             return Ok(Vec::new());
         };
         // The n-th boundary from the end; with fewer than n turns, the first one.
-        let mut cut = turns
-            .iter()
+        let mut cut = self
+            .index
+            .user_turns()
             .rev()
             .nth(n - 1)
-            .copied()
             .unwrap_or(first_boundary);
         let mut clears_reference = false;
         while cut > first_boundary {
@@ -310,7 +309,7 @@ impl History {
             let Some(entry) = self.entries.pop_back() else {
                 break;
             };
-            self.index.pop(position, &entry);
+            self.index.remove(position, &entry);
             self.tokens = self.tokens.saturating_sub(u128::from(entry.tokens()));
         }
         self.turns_from = self.turns_from.min(len);
@@ -412,5 +411,5 @@ fn is_settings_part(part: &Value) -> bool {
 
 /// The user turns of a state: its boundaries at or after `turns_from`.
 fn own_turns(index: &PairingIndex, turns_from: usize) -> usize {
-    index.user_turns().range(turns_from..).count()
+    index.user_turns_from(turns_from)
 }

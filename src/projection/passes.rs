@@ -23,7 +23,7 @@ use super::slots::SlotBuilder;
 /// Pass 1: a synthetic output right after each call that has none.
 pub(super) fn synthesize_missing_outputs(builder: &mut SlotBuilder<'_>) {
     let history = builder.history();
-    for &position in history.index().calls_without_output() {
+    for position in history.index().calls_without_output() {
         let Some(call) = history.get(position) else {
             continue;
         };
@@ -45,7 +45,7 @@ pub(super) fn synthesize_missing_outputs(builder: &mut SlotBuilder<'_>) {
 /// Pass 2: outputs whose call is nowhere in the history are dropped.
 pub(super) fn drop_orphan_outputs(builder: &mut SlotBuilder<'_>) {
     let history = builder.history();
-    for &position in history.index().orphan_outputs() {
+    for position in history.index().orphan_outputs() {
         if let Some(output) = history.get(position) {
             builder.omit(position, output, RepairKind::DroppedOrphanOutput);
         }
@@ -72,7 +72,7 @@ pub(super) fn strip_media(
         Media::Image => index.images(),
         Media::Audio => index.audio(),
     };
-    for &position in positions {
+    for position in positions {
         let Some(slot) = builder.slot(position) else {
             continue;
         };
@@ -159,7 +159,7 @@ fn report_stripped(
 /// Items of a type this library does not know are kept out of the request.
 pub(super) fn hold_back_unknown_items(builder: &mut SlotBuilder<'_>) {
     let history = builder.history();
-    for &position in history.index().unknown() {
+    for position in history.index().unknown() {
         if let Some(item) = history.get(position) {
             builder.omit(position, item, RepairKind::HeldBackUnknownItem);
         }
@@ -172,8 +172,7 @@ pub(super) fn strict_violations(history: &History) -> Vec<Violation> {
     let index = history.index();
     let missing = index
         .calls_without_output()
-        .iter()
-        .filter_map(|&position| Some((position, history.get(position)?)))
+        .filter_map(|position| Some((position, history.get(position)?)))
         .filter(|(_, call)| {
             matches!(
                 call.kind().pairing(),
@@ -186,8 +185,7 @@ pub(super) fn strict_violations(history: &History) -> Vec<Violation> {
         .map(|(position, call)| (ViolationKind::MissingOutput, position, call));
     let orphans = index
         .orphan_outputs()
-        .iter()
-        .filter_map(|&position| Some((position, history.get(position)?)))
+        .filter_map(|position| Some((position, history.get(position)?)))
         .map(|(position, output)| (ViolationKind::OrphanOutput, position, output));
     let mut violations: Vec<Violation> = missing
         .chain(orphans)
