@@ -62,7 +62,8 @@ fn main() {
         text.len() / 1_000_000
     );
 
-    open_vs_blake3(&snapshot_path);
+    open_vs_blake3("small items (400 B on average)", &snapshot_path);
+    large_outputs(&dir);
     // For a profiler (`perf record -g` on this binary): only opens, this many times.
     if let Some(opens) = std::env::var("AGENT_HISTORY_BENCH_PROFILE_OPENS")
         .ok()
@@ -156,7 +157,7 @@ fn main() {
 /// Opening a snapshot with its digest verified against a bare BLAKE3 of the same bytes (the file
 /// read into memory once, outside the timing; the open maps the same file, warm in the page
 /// cache): median and interquartile range of the ratio over 31 interleaved pairs.
-fn open_vs_blake3(path: &std::path::Path) {
+fn open_vs_blake3(session: &str, path: &std::path::Path) {
     let bytes = std::fs::read(path).expect("snapshot");
     let mut ratios = Vec::new();
     let mut opens = Vec::new();
@@ -189,7 +190,7 @@ fn open_vs_blake3(path: &std::path::Path) {
     let at = |q: f64| ratios[((ratios.len() - 1) as f64 * q).round() as usize];
     println!(
         "{:<62} {:>10.4}× blake3 [{:.3}–{:.3}] ({:?} vs {:?}, {} MB, 31 pairs)",
-        "open snapshot (digest verified) vs BLAKE3 of the file",
+        format!("open snapshot (verified) vs BLAKE3, {session}"),
         at(0.5),
         at(0.25),
         at(0.75),
@@ -197,6 +198,50 @@ fn open_vs_blake3(path: &std::path::Path) {
         hashes[15],
         bytes.len() / 1_000_000
     );
+}
+
+/// The same shape of session with tool outputs of 3.7 KB, the average of `benches/compare.rs`'s
+/// sessions: 30,000 items, about 30 MB. Only the open against BLAKE3 is measured.
+fn large_outputs(dir: &std::path::Path) {
+    let writer = RolloutWriter::with_sink(Vec::new(), "memory", Durability::Buffered);
+    let thread_id = ThreadId::random();
+    let mut session =
+        Session::from_parts(History::new(), writer, thread_id).with_id_assignment(false);
+    session
+        .append_raw(
+            "session_meta",
+            &format!(r#"{{"id":"{thread_id}","timestamp":"2026-11-03T14:00:00.000Z"}}"#),
+        )
+        .expect("meta");
+    let output = "lorem ipsum dolor sit amet ".repeat(137);
+    for turn in 0..7_500 {
+        for json in [
+            format!(
+                r#"{{"type":"message","role":"user","content":[{{"type":"input_text","text":"question {turn}"}}]}}"#
+            ),
+            format!(
+                r#"{{"type":"function_call","id":"fc_{turn}","name":"shell","arguments":"{{\"command\":[\"ls\"]}}","call_id":"c{turn}"}}"#
+            ),
+            format!(r#"{{"type":"function_call_output","call_id":"c{turn}","output":"{output}"}}"#),
+            format!(
+                r#"{{"type":"message","role":"assistant","content":[{{"type":"output_text","text":"answer {turn}"}}]}}"#
+            ),
+        ] {
+            session.record_json(&json).expect("recorded");
+        }
+    }
+    session.flush().expect("flushed");
+    let rollout_path = dir.join("large.jsonl");
+    let snapshot_path = dir.join("large.snap");
+    std::fs::write(&rollout_path, session.writer().sink()).expect("write");
+    resume_file(
+        &rollout_path,
+        &ResumeOptions::new(DEFAULT_TRUNCATION).snapshot_ready(),
+    )
+    .expect("resumes")
+    .write_snapshot(&snapshot_path)
+    .expect("snapshot");
+    open_vs_blake3("outputs of 3.7 KB", &snapshot_path);
 }
 
 /// A Codex-shaped session that continues after its snapshot: 3,000 turns with turn events, a

@@ -286,31 +286,52 @@ impl PairingIndex {
     /// that a call answered later is not inserted and then removed. A slot with one call and one
     /// output allocates nothing beyond its map node. Time: O(n log s) for n entries and s call
     /// ids, with integer comparisons.
-    pub(crate) fn build<'a>(entries: impl IntoIterator<Item = &'a Entry>) -> PairingIndex {
+    /// `len` is the number of entries (the grouping map is allocated once at that size).
+    pub(crate) fn build<'a>(
+        entries: impl IntoIterator<Item = &'a Entry>,
+        len: usize,
+    ) -> PairingIndex {
+        // The slots are grouped in an ordinary hash map first (borrowed ids, one probe per
+        // member), then inserted into the persistent map in key order, one descent per slot
+        // along nodes that stay in cache.
+        let mut groups: std::collections::HashMap<
+            (Family, &CallId),
+            (u64, CallSlots),
+            foldhash::fast::FixedState,
+        > = std::collections::HashMap::with_capacity_and_hasher(len / 2, CALL_ID_HASHER);
         let mut index = PairingIndex::default();
         for entry in entries {
             let key = index.positions.push();
             index.push_flags(key, entry);
             if let Some((family, call_id, member, is_call)) = member_of(entry, key) {
-                let slot_key = SlotKey::new(family, call_id);
-                match index.slots.get_mut(&slot_key) {
-                    Some(slots) if is_call => slots.calls.push(member),
-                    Some(slots) => slots.outputs.push(member),
-                    None => {
-                        let mut slots = CallSlots::default();
-                        if is_call {
-                            slots.calls.push(member);
-                        } else {
-                            slots.outputs.push(member);
-                        }
-                        index.slots.insert(slot_key, slots);
-                    }
+                let (_, slots) = groups.entry((family, call_id)).or_insert_with(|| {
+                    (
+                        CALL_ID_HASHER.hash_one(call_id.as_str()),
+                        CallSlots::default(),
+                    )
+                });
+                if is_call {
+                    slots.calls.push(member);
+                } else {
+                    slots.outputs.push(member);
                 }
             }
         }
+        let mut groups: Vec<(SlotKey, CallSlots)> = groups
+            .into_iter()
+            .map(|((family, call_id), (hash, slots))| {
+                let key = SlotKey {
+                    family,
+                    hash,
+                    call_id: call_id.clone(),
+                };
+                (key, slots)
+            })
+            .collect();
+        groups.sort_unstable_by(|(a, _), (b, _)| a.cmp(b));
         let mut calls_without_output = Vec::new();
         let mut orphan_outputs = Vec::new();
-        for slots in index.slots.values() {
+        for (key, slots) in groups {
             if slots.outputs.is_empty() {
                 calls_without_output.extend(slots.calls.as_slice().iter().map(|call| call.key));
             }
@@ -324,6 +345,7 @@ impl PairingIndex {
                         .map(|output| output.key),
                 );
             }
+            index.slots.insert(key, slots);
         }
         calls_without_output.sort_unstable();
         orphan_outputs.sort_unstable();

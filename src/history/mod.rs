@@ -472,9 +472,11 @@ impl History {
     /// them.
     fn set_entries(&mut self, entries: Vector<Entry>) {
         let mut tokens = 0u128;
-        self.index = PairingIndex::build(entries.leaves().flatten().inspect(|entry| {
-            tokens += u128::from(entry.tokens());
-        }));
+        let entry_tokens = |entry: &&Entry| tokens += u128::from(entry.tokens());
+        self.index = PairingIndex::build(
+            entries.leaves().flatten().inspect(entry_tokens),
+            entries.len(),
+        );
         self.tokens = tokens;
         self.entries = entries;
     }

@@ -183,7 +183,7 @@ impl History {
             .into_iter()
             .map(|(entries, turns_from)| {
                 Arc::new(Earlier {
-                    index: PairingIndex::build(entries.iter()),
+                    index: PairingIndex::build(entries.leaves().flatten(), entries.len()),
                     tokens: entries.iter().map(|entry| u128::from(entry.tokens())).sum(),
                     turns_from: turns_from.min(entries.len()),
                     entries,
