@@ -173,7 +173,8 @@ impl History {
     /// snapshot reader checks the invariants first (each `turns_from` within its state, none
     /// before the first state's turns, and 0 when there is no earlier state); a value past its
     /// state's end is clamped to it here all the same, so that nothing can index past an end.
-    /// Time: O(n log n) for the n entries of all the states.
+    /// Time: O(n log s) for the n entries of all the states with s call ids
+    /// ([`PairingIndex::build`]).
     pub(crate) fn set_stored_states(
         &mut self,
         turns_from: usize,
