@@ -1,10 +1,12 @@
 //! Projection and request-writing costs, each against a baseline measured in the same run.
 //!
 //! Absolute times on a shared 2-core machine are noise; the ratios are the result. Run with
-//! `cargo bench --bench projection`. Data comes from a fixed seed, so every run measures the same
-//! histories.
+//! `cargo bench --bench projection`; `cargo bench --bench projection -- growth` runs only the
+//! growth section (a section runs when its name contains every word given). Data comes from a
+//! fixed seed, so every run measures the same histories.
 
 use std::hint::black_box;
+use std::time::Instant;
 
 mod common;
 use common::{median, ratio};
@@ -57,17 +59,93 @@ fn history(n: usize, missing: usize) -> History {
     history
 }
 
+/// Median and interquartile range of the ratio `measured / baseline` over `pairs` interleaved
+/// runs (the order within a pair alternates, so neither side always runs first).
+fn paired(pairs: usize, mut baseline: impl FnMut(), mut measured: impl FnMut()) -> [f64; 3] {
+    let time = |f: &mut dyn FnMut()| {
+        let start = Instant::now();
+        f();
+        start.elapsed().as_secs_f64().max(1e-12)
+    };
+    let mut ratios: Vec<f64> = (0..pairs)
+        .map(|i| {
+            if i % 2 == 0 {
+                let b = time(&mut baseline);
+                time(&mut measured) / b
+            } else {
+                let m = time(&mut measured);
+                m / time(&mut baseline)
+            }
+        })
+        .collect();
+    ratios.sort_by(f64::total_cmp);
+    [ratios[pairs / 4], ratios[pairs / 2], ratios[pairs * 3 / 4]]
+}
+
+/// Whether the section `name` runs: every word given on the command line (flags aside) must be
+/// part of its name; with no words, every section runs.
+fn selected(name: &str) -> bool {
+    std::env::args()
+        .skip(1)
+        .filter(|arg| !arg.starts_with('-'))
+        .all(|word| name.contains(&word))
+}
+
 fn main() {
     let options = ProjectionOptions::default();
 
+    if selected("growth") {
+        growth(&options);
+    }
+    if selected("scan request") {
+        scan_and_request(&options);
+    }
+}
+
+/// Projection with k = 16 repairs (calls without output) from 1k to 1M items: each repair is a
+/// `set`, a path copy of a leaf of entries and the tree nodes above it, so the cost grows with
+/// the depth of the tree and with how far apart in memory the copied entries' shared bodies are.
+/// One pair is one projection (and its drop) of each history, in alternating order; the ratio
+/// is taken within the pair.
+fn growth(options: &ProjectionOptions) {
+    const K: usize = 16;
+    const PAIRS: usize = 101;
+    println!("-- growth: projection with {K} repairs, 1k vs 1M items ({PAIRS} interleaved pairs)");
+    let small = history(1_000, K);
+    let large = history(1_000_000, K);
+    for h in [&small, &large] {
+        let projection = h.project(options).expect("lenient");
+        assert_eq!(projection.report().len(), K, "every repair placed");
+    }
+    let project = |h: &History| drop(black_box(h.project(options).expect("lenient")));
+    let [q1, median, q3] = paired(PAIRS, || project(&small), || project(&large));
+    let mut times = |h: &History| {
+        let mut t: Vec<f64> = (0..PAIRS)
+            .map(|_| {
+                let start = Instant::now();
+                project(h);
+                start.elapsed().as_secs_f64() * 1e6
+            })
+            .collect();
+        t.sort_by(f64::total_cmp);
+        t[PAIRS / 2]
+    };
+    let (t_small, t_large) = (times(&small), times(&large));
+    println!(
+        "{:<62} {median:>10.3}× 1k (IQR {q1:.3}–{q3:.3}; medians {t_large:.1} µs vs {t_small:.1} µs)",
+        format!("project + drop, {K} repairs, 1M items vs 1k items")
+    );
+}
+
+fn scan_and_request(options: &ProjectionOptions) {
     println!("-- projection without repairs: O(1) in the history's length");
     let small = history(1_000, 0);
     let large = history(100_000, 0);
     let t_small = median(201, || {
-        black_box(small.project(&options).expect("lenient"));
+        black_box(small.project(options).expect("lenient"));
     });
     let t_large = median(201, || {
-        black_box(large.project(&options).expect("lenient"));
+        black_box(large.project(options).expect("lenient"));
     });
     ratio("project, 100k items vs 1k items", t_large, "1k", t_small);
     let t_clone = median(201, || {
@@ -101,7 +179,7 @@ fn main() {
     for k in [1usize, 10, 100] {
         let repaired = history(100_000, k);
         let t = median(51, || {
-            black_box(repaired.project(&options).expect("lenient"));
+            black_box(repaired.project(options).expect("lenient"));
         });
         ratio(
             &format!("project, 100k items, {k} repair(s), vs Vec-based normalizer"),
@@ -113,7 +191,7 @@ fn main() {
 
     println!("-- request input: copying stored JSON vs re-serializing typed items");
     let medium = history(10_000, 10);
-    let projection = medium.project(&options).expect("lenient");
+    let projection = medium.project(options).expect("lenient");
     let typed: Vec<ResponseItem> = projection.to_items().expect("parse");
     let mut buffer = Vec::with_capacity(64 << 20);
     let copy = median(31, || {
