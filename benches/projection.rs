@@ -10,10 +10,13 @@ use std::time::Instant;
 
 mod common;
 use common::{median, ratio};
+#[path = "common/session.rs"]
+mod session;
 
 use std::collections::HashSet;
 
-use agent_history::{CallId, Entry, History, ItemKind, ProjectionOptions, ResponseItem};
+use agent_history::{CallId, Entry, History, ItemId, ItemKind, ProjectionOptions, ResponseItem};
+use imbl::Vector;
 
 /// A small deterministic generator (xorshift), so the data is the same on every run.
 struct Rng(u64);
@@ -102,24 +105,33 @@ fn main() {
     }
 }
 
-/// Projection with k = 16 repairs (calls without output) from 1k to 1M items: each repair is a
-/// `set`, a path copy of a leaf of entries and the tree nodes above it, so the cost grows with
-/// the depth of the tree and with how far apart in memory the copied entries' shared bodies are.
-/// One pair is one projection (and its drop) of each history, in alternating order; the ratio
-/// is taken within the pair.
+/// A history of the comparison bench's session of `n` items with `k` broken pairings.
+fn session(n: usize, k: usize) -> History {
+    let mut history = History::new();
+    for json in session::generate(n, k, 0x9e37_79b9_7f4a_7c15 ^ n as u64) {
+        history.record_json(json).expect("valid");
+    }
+    history
+}
+
+/// Projection with k = 16 repairs (8 calls without output, 8 orphan outputs) from 1k to 1M items
+/// of the comparison bench's session: each repair is a `set`, a path copy of a leaf of entries
+/// and the tree nodes above it, so the cost grows with the depth of the tree and with how far
+/// apart in memory the copied entries' shared bodies are. One pair is one projection (and its
+/// drop) of each history, in alternating order; the ratio is taken within the pair.
 fn growth(options: &ProjectionOptions) {
     const K: usize = 16;
     const PAIRS: usize = 101;
     println!("-- growth: projection with {K} repairs, 1k vs 1M items ({PAIRS} interleaved pairs)");
-    let small = history(1_000, K);
-    let large = history(1_000_000, K);
+    let small = session(1_000, K);
+    let large = session(1_000_000, K);
     for h in [&small, &large] {
         let projection = h.project(options).expect("lenient");
         assert_eq!(projection.report().len(), K, "every repair placed");
     }
     let project = |h: &History| drop(black_box(h.project(options).expect("lenient")));
     let [q1, median, q3] = paired(PAIRS, || project(&small), || project(&large));
-    let mut times = |h: &History| {
+    let times = |h: &History| {
         let mut t: Vec<f64> = (0..PAIRS)
             .map(|_| {
                 let start = Instant::now();
@@ -134,6 +146,70 @@ fn growth(options: &ProjectionOptions) {
     println!(
         "{:<62} {median:>10.3}× 1k (IQR {q1:.3}–{q3:.3}; medians {t_large:.1} µs vs {t_small:.1} µs)",
         format!("project + drop, {K} repairs, 1M items vs 1k items")
+    );
+    layouts(&small, &large, K, PAIRS);
+}
+
+/// The entry header as it was before issue 10, rebuilt around today's entry: 56 bytes, and
+/// three shared pointers to bump on a clone (the entry's body, the call id, the item id).
+#[derive(Clone)]
+#[allow(dead_code)] // the fields are only cloned and dropped: that is what is measured
+struct WideEntry {
+    body: Entry,
+    call_id: Option<CallId>,
+    item_id: Option<ItemId>,
+    byte_len: u32,
+}
+
+/// What the path copies of a projection cost with today's entries against the 56-byte header
+/// they replaced, measured in the same run: `k` `set`s spread over the vector (each a path copy
+/// of a leaf of 64 entries and the nodes above it), then the drop of the copy.
+fn layouts(small: &History, large: &History, k: usize, pairs: usize) {
+    assert_eq!(std::mem::size_of::<WideEntry>(), 56);
+    let narrow = |h: &History| -> Vector<Entry> { h.iter().cloned().collect() };
+    let wide = |h: &History| -> Vector<WideEntry> {
+        h.iter()
+            .map(|entry| WideEntry {
+                body: entry.clone(),
+                call_id: entry.call_id().cloned(),
+                item_id: entry.item_id().cloned(),
+                byte_len: entry.byte_len() as u32,
+            })
+            .collect()
+    };
+    fn sets<A: Clone>(vector: &Vector<A>, k: usize) {
+        let mut copy = vector.clone();
+        for i in 0..k {
+            let position = vector.len() * (2 * i + 1) / (2 * k);
+            let value = copy[position].clone();
+            copy.set(position, value);
+        }
+        drop(black_box(copy));
+    }
+    let (narrow_small, narrow_large) = (narrow(small), narrow(large));
+    let (wide_small, wide_large) = (wide(small), wide(large));
+    let report = |what: String, baseline: &str, [q1, median, q3]: [f64; 3]| {
+        println!("{what:<62} {median:>10.3}× {baseline} (IQR {q1:.3}–{q3:.3})");
+    };
+    for (name, narrow, wide) in [
+        ("1k", &narrow_small, &wide_small),
+        ("1M", &narrow_large, &wide_large),
+    ] {
+        report(
+            format!("{k} path copies + drop, {name} items, 16-byte entries"),
+            "56-byte",
+            paired(pairs, || sets(wide, k), || sets(narrow, k)),
+        );
+    }
+    report(
+        format!("{k} path copies + drop, 16-byte entries, 1M vs 1k"),
+        "1k",
+        paired(pairs, || sets(&narrow_small, k), || sets(&narrow_large, k)),
+    );
+    report(
+        format!("{k} path copies + drop, 56-byte entries, 1M vs 1k"),
+        "1k",
+        paired(pairs, || sets(&wide_small, k), || sets(&wide_large, k)),
     );
 }
 
