@@ -53,32 +53,50 @@ fn turn(rng: &mut Rng, i: usize) -> [String; 4] {
     ]
 }
 
+const ITEMS: usize = 10_000;
+const VERSIONS: usize = 1_000;
+
 fn main() {
     let _profiler = dhat::Profiler::builder()
         .testing()
         .trim_backtraces(Some(1))
         .build();
-    const ITEMS: usize = 10_000;
-    const VERSIONS: usize = 1_000;
     println!(
         "-- {VERSIONS} retained versions of a {ITEMS}-item history, one append each \
-         (size_of::<Entry>() = {} bytes)",
-        std::mem::size_of::<Entry>()
+         (size_of::<Entry>() = {} bytes, size_of::<History>() = {} bytes)",
+        std::mem::size_of::<Entry>(),
+        std::mem::size_of::<History>()
     );
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
     let mut items = (0..).flat_map(|i| turn(&mut rng, i));
     let start: Vec<String> = items.by_ref().take(ITEMS).collect();
-    let appended: Vec<String> = items.take(VERSIONS).collect();
+    let turns: Vec<String> = items.take(VERSIONS).collect();
+    retained("turns appended", &start, &turns);
+    // Assistant messages touch no set of the pairing index: what a version costs in the entry
+    // vector (its tail chunk and the nodes above it) and in the vector of versions itself.
+    let answers: Vec<String> = (0..VERSIONS)
+        .map(|i| {
+            format!(
+                r#"{{"type":"message","id":"msg_a{i}","role":"assistant","content":[{{"type":"output_text","text":"answer {i}"}}]}}"#
+            )
+        })
+        .collect();
+    retained("answers appended (no index change)", &start, &answers);
+}
+
+/// Records `start`, then each of `appended`, keeping every version after an append; prints what
+/// the versions cost against the last one alone.
+fn retained(name: &str, start: &[String], appended: &[String]) {
     // From here on, what is live beyond `base` is the history and its versions (the generated
-    // texts above stay allocated throughout and are copied when recorded).
+    // texts stay allocated throughout and are copied when recorded).
     let base = live();
     let mut history = History::new();
-    for json in &start {
+    for json in start {
         history.record_json(json.as_str()).expect("valid");
     }
     let first = live() - base;
     let mut versions = Vec::with_capacity(VERSIONS);
-    for json in &appended {
+    for json in appended {
         history.record_json(json.as_str()).expect("valid");
         versions.push(history.clone());
     }
@@ -87,15 +105,16 @@ fn main() {
     // One version: the last one alone, which holds every appended item.
     let one = live() - base;
     let per_version = (all - one) as f64 / (VERSIONS - 1) as f64;
-    println!("   one version of {ITEMS} items: {:.2} MB", first as f64 / 1e6);
     println!(
-        "   {VERSIONS} versions: {:.2} MB; the last version alone: {:.2} MB",
+        "   {name}: one version of {ITEMS} items {:.2} MB; {VERSIONS} versions {:.2} MB, the last \
+         alone {:.2} MB",
+        first as f64 / 1e6,
         all as f64 / 1e6,
         one as f64 / 1e6
     );
     println!(
         "{:<62} {:>10.3}× one version ({:.2} KB per retained version)",
-        format!("{VERSIONS} retained versions vs one version"),
+        format!("{VERSIONS} retained versions vs one, {name}"),
         all as f64 / one as f64,
         per_version / 1e3
     );
