@@ -533,7 +533,7 @@ impl History {
         );
         for entry in &self.entries {
             assert!(
-                entry.payload.stored_json().is_some(),
+                entry.payload().stored_json().is_some(),
                 "a projection-only payload leaked into the live history"
             );
         }

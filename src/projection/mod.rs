@@ -78,19 +78,19 @@ impl Projection {
             }
             loop {
                 let slot = slots.next()?;
-                match &*slot.payload {
+                match slot.payload() {
                     Payload::Owned(_) | Payload::Shared(_) => {
-                        return Some(slot.payload.original_json());
+                        return Some(slot.payload().original_json());
                     }
                     Payload::WithMedia(_) => {
                         return Some(
-                            slot.payload
+                            slot.payload()
                                 .projected_json(self.strip.images, self.strip.audio),
                         );
                     }
                     Payload::CallWithSyntheticOutput { call, output } => {
                         pending = Some(output);
-                        return Some(call.original_json());
+                        return Some(call.payload.original_json());
                     }
                     Payload::Omitted { .. } => {}
                 }

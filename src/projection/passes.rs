@@ -31,7 +31,7 @@ pub(super) fn synthesize_missing_outputs(builder: &mut SlotBuilder<'_>) {
             continue;
         };
         let payload = Arc::new(Payload::CallWithSyntheticOutput {
-            call: Arc::clone(&call.payload),
+            call: Arc::clone(call.body()),
             output: output.json.into_boxed_str(),
         });
         let kind = RepairKind::SynthesizedOutput {
@@ -76,7 +76,7 @@ pub(super) fn strip_media(
         let Some(slot) = builder.slot(position) else {
             continue;
         };
-        if slot.payload.stored_json().is_none() {
+        if slot.payload().stored_json().is_none() {
             continue; // dropped as an orphan: nothing is sent, nothing to strip
         }
         let unreadable = |source| ProjectionError::UnreadableItem {
@@ -94,11 +94,11 @@ pub(super) fn strip_media(
                 cleared_result: stripped.cleared_result,
             }))
         };
-        if !matches!(&*slot.payload, Payload::WithMedia(_)) {
+        if !matches!(slot.payload(), Payload::WithMedia(_)) {
             // Every item with media is stored with its cache (`Payload::WithMedia`) and no pass
             // puts another stored text in its slot; if one did, that text is stripped here,
             // uncached, and replaces the slot as before the cache existed.
-            if let Some(stripped) = form(slot.payload.original_json())? {
+            if let Some(stripped) = form(slot.payload().original_json())? {
                 let slot = slot.clone();
                 report_stripped(builder, position, &slot, media, &stripped, true);
             }

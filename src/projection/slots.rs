@@ -64,7 +64,7 @@ impl<'h> SlotBuilder<'h> {
 
     /// Keeps the item at `position` out of the projection and reports `kind`.
     pub(super) fn omit(&mut self, position: usize, entry: &Entry, kind: RepairKind) {
-        let original = Arc::clone(&entry.payload);
+        let original = Arc::clone(entry.body());
         self.replace(
             position,
             entry,
@@ -99,7 +99,7 @@ impl<'h> SlotBuilder<'h> {
 
 /// How many items a slot sends.
 fn rendered_items(slot: &Entry) -> usize {
-    match &*slot.payload {
+    match slot.payload() {
         Payload::Owned(_) | Payload::Shared(_) | Payload::WithMedia(_) => 1,
         Payload::CallWithSyntheticOutput { .. } => 2,
         Payload::Omitted { .. } => 0,
