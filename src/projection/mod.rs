@@ -6,7 +6,9 @@
 //! output; a dropped orphan or a held-back unknown item becomes a slot that renders as nothing; an
 //! item whose media the model cannot take keeps its slot and renders as its stripped form, computed
 //! once per entry and shared. No slot is inserted or removed, so the cost is O(1) without repairs
-//! and O(k log n) with k (a lookup per media item), and the live history is untouched.
+//! and O(k log n) with k, and the live history is untouched. Media items cost nothing per
+//! projection once their forms are known to be computed (the history's media memo); the report
+//! lists their repairs when first read.
 //!
 //! [`History::project`] is defined here, with the layer whose work it does; each pass is one
 //! function of `passes.rs` over the slot builder of `slots.rs`.
@@ -111,9 +113,22 @@ impl Projection {
     ///
     /// The first error `f` returns.
     pub fn try_for_each_json<E>(&self, mut f: impl FnMut(&str) -> Result<(), E>) -> Result<(), E> {
+        /// Slots read ahead of copying: an imbl leaf's length.
+        const BATCH: usize = 64;
+        let mut texts: [(&str, Option<&str>); BATCH] = [("", None); BATCH];
         for leaf in self.slots.leaves() {
-            for slot in leaf {
-                if let (Some(json), output) = rendered(slot, self.strip) {
+            for batch in leaf.chunks(BATCH) {
+                // First every slot's text, then the copies: the loads of the payloads (one
+                // shared block each, anywhere in the heap) do not depend on each other, so their
+                // cache misses overlap instead of each waiting for the previous item's copy.
+                let mut count = 0;
+                for slot in batch {
+                    if let (Some(json), output) = rendered(slot, self.strip) {
+                        texts[count] = (json, output);
+                        count += 1;
+                    }
+                }
+                for &(json, output) in &texts[..count] {
                     f(json)?;
                     if let Some(output) = output {
                         f(output)?;
@@ -246,7 +261,10 @@ impl History {
     /// The history is not changed. Time: O(1) when nothing needs repair, O(k log n) for k repairs.
     /// Stripping an item's media is one repair: its stripped form is computed the first time any
     /// projection needs it (the size of the item) and shared by every later projection of every
-    /// version that holds the entry.
+    /// version that holds the entry. Media items cost nothing per projection: the first projection
+    /// after an item with media was recorded looks every media item's form up (O(m log n) for m
+    /// media items), later ones of the same media (of this history or a clone) check nothing, and
+    /// the report lists the media repairs when it is first read.
     ///
     /// # Errors
     ///

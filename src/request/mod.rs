@@ -413,8 +413,17 @@ impl Serialize for Input<'_> {
 }
 
 /// `text` without the JSON white space (space, tab, line feed, carriage return) around it.
+/// Byte by byte: an item's text starts with `{` and ends with `}`, so this is two comparisons.
 fn trim_json_space(text: &str) -> &str {
-    text.trim_matches([' ', '\t', '\n', '\r'])
+    let space = |byte: &u8| matches!(byte, b' ' | b'\t' | b'\n' | b'\r');
+    let bytes = text.as_bytes();
+    let start = bytes.iter().position(|b| !space(b)).unwrap_or(bytes.len());
+    let end = bytes
+        .iter()
+        .rposition(|b| !space(b))
+        .map_or(start, |last| last + 1);
+    // Both ends are next to ASCII bytes (or the ends of the text): character boundaries.
+    text.get(start..end).unwrap_or(text)
 }
 
 #[derive(Serialize)]
