@@ -12,11 +12,16 @@
 //!   time), cloned per request, one scan of the headers for the pairings, then one fused pass that
 //!   drops, inserts, strips and copies bytes into a body sized up front.
 //!
+//! The library is timed twice: with a fresh body per request (`ModelRequest::body`, compared with
+//! the `alloc+copy` floor: the same bytes copied into a fresh `Vec`) and writing into a buffer it
+//! keeps from request to request (`ModelRequest::write_body_into`, compared with the `memcpy`
+//! floor: the same bytes copied into a warm buffer).
+//!
 //! Before any timing, every implementation's body is checked to be byte-identical to the
 //! library's for every session and modality; the bench panics otherwise. Each figure is the median
-//! over interleaved pairs (library, baselines, a `memcpy` of the body into a warm buffer and a copy
-//! into a fresh `Vec`, in a rotating order) of the per-pair ratio library / other, with its
-//! interquartile range.
+//! over interleaved pairs (the two library runs, the baselines, a `memcpy` of the body into a warm
+//! buffer and a copy into a fresh `Vec`, in a rotating order) of the per-pair ratio library /
+//! other, with its interquartile range.
 //!
 //! `cargo bench --bench compare` prints the whole table: sizes 1k, 10k, 100k and 1M items.
 //! `AGENT_HISTORY_BENCH_QUICK=1 cargo bench --bench compare` leaves out 1M: about 3 minutes on 2
@@ -32,8 +37,8 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 use agent_history::{
-    History, IMAGE_PLACEHOLDER, ItemId, Modalities, ProjectionOptions, PromptCompiler,
-    RequestSettings, StepContext, synthetic_output_id,
+    History, IMAGE_PLACEHOLDER, ItemId, Modalities, ModelRequest, ProjectionOptions,
+    PromptCompiler, RequestSettings, StepContext, synthetic_output_id,
 };
 
 #[path = "common/session.rs"]
@@ -182,13 +187,25 @@ impl Library {
         }
     }
 
-    fn body(&self, text_only: bool) -> Vec<u8> {
+    fn request(&self, text_only: bool) -> ModelRequest {
         let history = self.history.clone();
         let compiler = if text_only { &self.text } else { &self.image };
-        let request = compiler
+        compiler
             .compile(&history, StepContext::default())
-            .expect("lenient");
-        request.body().expect("a Vec")
+            .expect("lenient")
+    }
+
+    /// A fresh body per request (`ModelRequest::body`).
+    fn body(&self, text_only: bool) -> Vec<u8> {
+        self.request(text_only).body().expect("a Vec")
+    }
+
+    /// The body written into the caller's buffer, kept from request to request
+    /// (`ModelRequest::write_body_into`).
+    fn body_into(&self, text_only: bool, buffer: &mut Vec<u8>) {
+        self.request(text_only)
+            .write_body_into(buffer)
+            .expect("a Vec");
     }
 }
 
@@ -436,10 +453,19 @@ fn ratio_cell(values: &mut [f64]) -> String {
 
 fn main() {
     let quick = std::env::var_os("AGENT_HISTORY_BENCH_QUICK").is_some_and(|v| v != "0");
-    let sizes: &[usize] = if quick {
-        &[1_000, 10_000, 100_000]
-    } else {
-        &[1_000, 10_000, 100_000, 1_000_000]
+    // `AGENT_HISTORY_BENCH_SIZES=10000,100000` runs only those sizes (to profile one of them).
+    let chosen: Option<Vec<usize>> = std::env::var("AGENT_HISTORY_BENCH_SIZES")
+        .ok()
+        .map(|sizes| {
+            sizes
+                .split(',')
+                .map(|size| size.trim().parse().expect("a number of items"))
+                .collect()
+        });
+    let sizes: &[usize] = match &chosen {
+        Some(sizes) => sizes,
+        None if quick => &[1_000, 10_000, 100_000],
+        None => &[1_000, 10_000, 100_000, 1_000_000],
     };
     let started = Instant::now();
     println!(
@@ -447,9 +473,9 @@ fn main() {
         if quick { "quick" } else { "full" }
     );
     println!(
-        "| items | k | model | body | pairs | library | codex-style | tuned | memcpy | alloc+copy | lib/codex | lib/tuned | lib/memcpy | lib/alloc+copy |"
+        "| items | k | model | body | pairs | library | library, reused buffer | codex-style | tuned | memcpy | alloc+copy | lib/codex | lib/tuned | lib/alloc+copy | lib reused/memcpy | lib/memcpy |"
     );
-    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     for &n in sizes {
         for k in [0usize, 16] {
             let items = generate(n, k, 0x9e37_79b9_7f4a_7c15 ^ n as u64);
@@ -460,7 +486,10 @@ fn main() {
             for text_only in [false, true] {
                 let expected = library.body(text_only);
                 let model = if text_only { "text" } else { "text+image" };
+                let mut reused = Vec::new();
+                library.body_into(text_only, &mut reused);
                 for (name, body) in [
+                    ("library, reused buffer", reused.clone()),
                     ("codex-style", codex.body(text_only)),
                     ("tuned", tuned.body(text_only)),
                 ] {
@@ -485,16 +514,21 @@ fn main() {
                 }
                 let pairs = if n <= 10_000 { 101 } else { 31 };
                 let mut floor = vec![0u8; expected.len()];
-                let mut t = [Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new()];
+                const RUNS: usize = 6;
+                let mut t: [Vec<f64>; RUNS] = Default::default();
                 for pair in 0..pairs {
                     // Rotate the order, so that no implementation always runs first or last.
-                    for slot in 0..5 {
-                        let which = (slot + pair) % 5;
+                    for slot in 0..RUNS {
+                        let which = (slot + pair) % RUNS;
                         let elapsed = match which {
                             0 => time(|| library.body(text_only)),
-                            1 => time(|| codex.body(text_only)),
-                            2 => time(|| tuned.body(text_only)),
-                            3 => time(|| {
+                            1 => time(|| {
+                                library.body_into(text_only, &mut reused);
+                                black_box(&reused);
+                            }),
+                            2 => time(|| codex.body(text_only)),
+                            3 => time(|| tuned.body(text_only)),
+                            4 => time(|| {
                                 floor.copy_from_slice(black_box(&expected));
                                 black_box(&floor);
                             }),
@@ -503,11 +537,11 @@ fn main() {
                         t[which].push(elapsed.as_secs_f64().max(1e-9));
                     }
                 }
-                let against = |other: usize| -> Vec<f64> {
-                    t[0].iter().zip(&t[other]).map(|(a, b)| a / b).collect()
+                let ratio = |mine: usize, other: usize| -> String {
+                    let mut ratios: Vec<f64> =
+                        t[mine].iter().zip(&t[other]).map(|(a, b)| a / b).collect();
+                    ratio_cell(&mut ratios)
                 };
-                let (mut codex_ratio, mut tuned_ratio, mut floor_ratio, mut alloc_ratio) =
-                    (against(1), against(2), against(3), against(4));
                 let medians: Vec<String> = t
                     .iter()
                     .map(|times| {
@@ -516,17 +550,19 @@ fn main() {
                     })
                     .collect();
                 println!(
-                    "| {n} | {k} | {model} | {:.1} MB | {pairs} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+                    "| {n} | {k} | {model} | {:.1} MB | {pairs} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
                     expected.len() as f64 / 1e6,
                     medians[0],
                     medians[1],
                     medians[2],
                     medians[3],
                     medians[4],
-                    ratio_cell(&mut codex_ratio),
-                    ratio_cell(&mut tuned_ratio),
-                    ratio_cell(&mut floor_ratio),
-                    ratio_cell(&mut alloc_ratio),
+                    medians[5],
+                    ratio(0, 2),
+                    ratio(0, 3),
+                    ratio(0, 5),
+                    ratio(1, 4),
+                    ratio(0, 4),
                 );
             }
         }

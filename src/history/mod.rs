@@ -11,6 +11,7 @@
 mod canonical;
 mod compact;
 mod index;
+mod memo;
 mod rollback;
 mod shared;
 mod truncate;
@@ -31,6 +32,7 @@ pub(crate) use canonical::{Canonical, canonicalize};
 pub use compact::{COMPACT_USER_MESSAGE_TOKENS, Compacted, EMPTY_SUMMARY, summary_text};
 pub(crate) use compact::{UserWindow, real_user_text};
 pub(crate) use index::PairingIndex;
+pub(crate) use memo::MediaMemo;
 pub use shared::{HistoryPublisher, Published, SharedHistory};
 pub use truncate::{TruncationPolicy, truncate_text};
 
@@ -96,6 +98,8 @@ pub struct History {
     /// adding it even past `u64::MAX` (which only the counts of a crafted snapshot reach): a
     /// saturated 64-bit sum would lose what it could not hold.
     tokens: u128,
+    /// The sum of the entries' JSON text lengths (request bodies are sized from it).
+    bytes: u64,
     truncation: TruncationPolicy,
     reference_context_item: Option<Arc<Value>>,
     /// The first position whose user turns are this state's own: the items before it came from
@@ -105,6 +109,8 @@ pub struct History {
     /// The states before each compaction (or other [`History::replace`]) that a rollback can
     /// return to, oldest first (`rollback.rs`).
     earlier: Vector<Arc<rollback::Earlier>>,
+    /// Which media sets' stripped forms are all computed, shared by clones (`memo.rs`).
+    media_memo: Arc<MediaMemo>,
 }
 
 impl Default for History {
@@ -150,10 +156,12 @@ impl History {
             index: PairingIndex::default(),
             version: 0,
             tokens: 0,
+            bytes: 0,
             truncation: policy,
             reference_context_item: None,
             turns_from: 0,
             earlier: Vector::new(),
+            media_memo: Arc::default(),
         }
     }
 
@@ -214,6 +222,12 @@ impl History {
     /// Sum of the entries' token estimates, saturating at `u64::MAX`. Time: O(1).
     pub fn estimated_tokens(&self) -> u64 {
         u64::try_from(self.tokens).unwrap_or(u64::MAX)
+    }
+
+    /// Sum of the lengths of the entries' JSON texts, in bytes: what the items of a request body
+    /// take before repairs and separators. Time: O(1).
+    pub fn json_bytes(&self) -> u64 {
+        self.bytes
     }
 
     /// The token estimate plus that of the base instructions ([`approx_token_count`]).
@@ -407,6 +421,7 @@ impl History {
         let position = self.entries.len();
         self.index.push(position, &entry);
         self.tokens += u128::from(entry.tokens());
+        self.bytes += entry.byte_len() as u64;
         self.entries.push_back(entry);
         position
     }
@@ -470,6 +485,7 @@ impl History {
     fn set_entries(&mut self, entries: Vector<Entry>) {
         self.index = PairingIndex::build(entries.iter());
         self.tokens = entries.iter().map(|entry| u128::from(entry.tokens())).sum();
+        self.bytes = json_bytes(&entries);
         self.entries = entries;
     }
 
@@ -502,6 +518,12 @@ impl History {
         &self.index
     }
 
+    /// What the projections of this history and its clones know of its media's stripped forms
+    /// (crate-internal: read and written by projection).
+    pub(crate) fn media_memo(&self) -> &MediaMemo {
+        &self.media_memo
+    }
+
     /// Recomputes every derived field (pairing index, token total) from the entries, with an
     /// algorithm independent of the incremental one, and panics if the maintained ones differ.
     /// For tests and fuzzers (the `testing` feature). Time: O(n log n).
@@ -523,6 +545,11 @@ impl History {
             .map(|entry| u128::from(entry.tokens()))
             .sum();
         assert_eq!(self.tokens, tokens, "token total differs from a recount");
+        assert_eq!(
+            self.bytes,
+            json_bytes(&self.entries),
+            "byte total differs from a recount"
+        );
         assert!(
             self.turns_from <= self.entries.len(),
             "the first position of the state's own turns is past its end"
@@ -538,6 +565,11 @@ impl History {
             );
         }
     }
+}
+
+/// The sum of the entries' JSON text lengths.
+fn json_bytes(entries: &Vector<Entry>) -> u64 {
+    entries.iter().map(|entry| entry.byte_len() as u64).sum()
 }
 
 /// Whether a tool output's `output` is a JSON string, read without building the item.
