@@ -12,11 +12,16 @@
 //!   time), cloned per request, one scan of the headers for the pairings, then one fused pass that
 //!   drops, inserts, strips and copies bytes into a body sized up front.
 //!
+//! The library is timed twice: with a fresh body per request (`ModelRequest::body`, compared with
+//! the `alloc+copy` floor: the same bytes copied into a fresh `Vec`) and writing into a buffer it
+//! keeps from request to request (`ModelRequest::write_body_into`, compared with the `memcpy`
+//! floor: the same bytes copied into a warm buffer).
+//!
 //! Before any timing, every implementation's body is checked to be byte-identical to the
 //! library's for every session and modality; the bench panics otherwise. Each figure is the median
-//! over interleaved pairs (library, baselines, a `memcpy` of the body into a warm buffer and a copy
-//! into a fresh `Vec`, in a rotating order) of the per-pair ratio library / other, with its
-//! interquartile range.
+//! over interleaved pairs (the two library runs, the baselines, a `memcpy` of the body into a warm
+//! buffer and a copy into a fresh `Vec`, in a rotating order) of the per-pair ratio library /
+//! other, with its interquartile range.
 //!
 //! `cargo bench --bench compare` prints the whole table: sizes 1k, 10k, 100k and 1M items.
 //! `AGENT_HISTORY_BENCH_QUICK=1 cargo bench --bench compare` leaves out 1M: about 3 minutes on 2
@@ -32,200 +37,13 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 use agent_history::{
-    History, IMAGE_PLACEHOLDER, ItemId, Modalities, ProjectionOptions, PromptCompiler,
-    RequestSettings, StepContext, synthetic_output_id,
+    History, IMAGE_PLACEHOLDER, ItemId, Modalities, ModelRequest, ProjectionOptions,
+    PromptCompiler, RequestSettings, StepContext, synthetic_output_id,
 };
 
-// ---------------------------------------------------------------------------------------------
-// The seeded session generator.
-
-/// A small deterministic generator (xorshift64), so every run measures the same sessions.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-
-    /// Uniform in [0, 1).
-    fn unit(&mut self) -> f64 {
-        (self.next() >> 11) as f64 / (1u64 << 53) as f64
-    }
-
-    /// Log-uniform in [low, high): many small bodies, a few large ones.
-    fn log_uniform(&mut self, low: usize, high: usize) -> usize {
-        let ratio = high as f64 / low as f64;
-        (low as f64 * ratio.powf(self.unit())) as usize
-    }
-}
-
-/// Text that needs no JSON escaping except the `\n` escapes it spells out, so that a serde round
-/// trip writes it back byte for byte.
-struct Pools {
-    words: String,
-    base64: String,
-}
-
-impl Pools {
-    fn new(rng: &mut Rng) -> Pools {
-        const WORDS: [&str; 12] = [
-            "the",
-            "test",
-            "fails",
-            "because",
-            "cargo",
-            "build",
-            "src/lib.rs",
-            "error[E0308]:",
-            "expected",
-            "found",
-            "ok",
-            "let",
-        ];
-        let mut words = String::with_capacity(64 << 10);
-        while words.len() < 48 << 10 {
-            words.push_str(WORDS[rng.below(WORDS.len() as u64) as usize]);
-            words.push_str(if rng.below(16) == 0 { "\\n" } else { " " });
-        }
-        let alphabet = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-        let base64 = (0..64 << 10)
-            .map(|_| alphabet[rng.below(64) as usize] as char)
-            .collect();
-        Pools { words, base64 }
-    }
-
-    /// About `len` bytes of text starting after a space (never inside a `\n` escape).
-    fn text<'a>(&'a self, rng: &mut Rng, len: usize) -> &'a str {
-        let len = len.min(self.words.len() / 2);
-        let mut start = rng.below((self.words.len() - len - 64) as u64) as usize;
-        while self.words.as_bytes()[start] != b' ' {
-            start += 1;
-        }
-        let mut end = start + 1 + len;
-        while end < self.words.len() && self.words.as_bytes()[end - 1] == b'\\' {
-            end += 1;
-        }
-        &self.words[start + 1..end]
-    }
-
-    /// Text of a log-uniform length in [low, high).
-    fn text_between<'a>(&'a self, rng: &mut Rng, low: usize, high: usize) -> &'a str {
-        let len = rng.log_uniform(low, high);
-        self.text(rng, len)
-    }
-
-    fn image(&self, rng: &mut Rng) -> String {
-        let len = rng.log_uniform(2 << 10, 48 << 10);
-        format!("data:image/png;base64,{}", &self.base64[..len])
-    }
-}
-
-/// Generates a session of about `n` items (the JSON text of each) with `k` broken pairings,
-/// spread evenly: calls without output and orphan outputs, alternately.
-///
-/// A turn is a user message (sometimes with an image), a reasoning item, one to four calls of a
-/// random family (function, local shell, custom, tool search) each followed by its output
-/// (100 B to 20 KB, log-uniform; a function output sometimes carries an image), and an assistant
-/// message. About 1 % of the items carry an image.
-fn generate(n: usize, k: usize, seed: u64) -> Vec<String> {
-    let mut rng = Rng(seed);
-    let pools = Pools::new(&mut rng);
-    let mut items = Vec::with_capacity(n + 8);
-    let mut call = 0usize;
-    let mut broken = 0usize;
-    let mut message = 0usize;
-    while items.len() < n {
-        message += 1;
-        let text = pools.text_between(&mut rng, 40, 2_000);
-        if rng.below(35) == 0 {
-            let image = pools.image(&mut rng);
-            items.push(format!(
-                r#"{{"type":"message","role":"user","content":[{{"type":"input_text","text":"{text}"}},{{"type":"input_image","image_url":"{image}"}}]}}"#
-            ));
-        } else {
-            items.push(format!(
-                r#"{{"type":"message","role":"user","content":[{{"type":"input_text","text":"{text}"}}]}}"#
-            ));
-        }
-        let summary = pools.text_between(&mut rng, 40, 400);
-        let encrypted = &pools.base64[..rng.log_uniform(200, 4_000)];
-        items.push(format!(
-            r#"{{"type":"reasoning","id":"rs_{message}","summary":[{{"type":"summary_text","text":"{summary}"}}],"content":null,"encrypted_content":"{encrypted}"}}"#
-        ));
-        for _ in 0..1 + rng.below(4) {
-            call += 1;
-            let body_len = rng.log_uniform(100, 20_000);
-            let body = pools.text(&mut rng, body_len);
-            let (call_json, output_json) = match rng.below(4) {
-                0 => (
-                    format!(
-                        r#"{{"type":"function_call","id":"fc_{call}","name":"shell","arguments":"{{\"command\":[\"cargo\",\"test\"]}}","call_id":"call_{call}"}}"#
-                    ),
-                    if rng.below(30) == 0 {
-                        let image = pools.image(&mut rng);
-                        format!(
-                            r#"{{"type":"function_call_output","call_id":"call_{call}","output":[{{"type":"input_text","text":"{body}"}},{{"type":"input_image","image_url":"{image}"}}]}}"#
-                        )
-                    } else {
-                        format!(
-                            r#"{{"type":"function_call_output","call_id":"call_{call}","output":"{body}"}}"#
-                        )
-                    },
-                ),
-                1 => (
-                    format!(
-                        r#"{{"type":"local_shell_call","id":"lsh_{call}","call_id":"call_{call}","status":"completed","action":{{"type":"exec","command":["cargo","build"],"timeout_ms":null,"working_directory":null,"env":null,"user":null}}}}"#
-                    ),
-                    format!(
-                        r#"{{"type":"function_call_output","call_id":"call_{call}","output":"{body}"}}"#
-                    ),
-                ),
-                2 => (
-                    format!(
-                        r#"{{"type":"custom_tool_call","id":"ctc_{call}","status":"completed","call_id":"call_{call}","name":"apply_patch","input":"*** Begin Patch {summary}"}}"#
-                    ),
-                    format!(
-                        r#"{{"type":"custom_tool_call_output","call_id":"call_{call}","output":"{body}"}}"#
-                    ),
-                ),
-                _ => (
-                    format!(
-                        r#"{{"type":"tool_search_call","id":"tsc_{call}","call_id":"call_{call}","status":"completed","execution":"client","arguments":{{"query":"cargo"}}}}"#
-                    ),
-                    format!(
-                        r#"{{"type":"tool_search_output","call_id":"call_{call}","status":"completed","execution":"client","tools":[{{"type":"function","name":"cargo","description":"{body}","parameters":{{"type":"object","properties":{{}}}}}}]}}"#
-                    ),
-                ),
-            };
-            items.push(call_json);
-            // The next broken pairing is due once the session reaches its share of n.
-            if broken < k && items.len() >= (broken * 2 + 1) * n / (k * 2) {
-                if broken % 2 == 1 {
-                    items.push(output_json);
-                    items.push(format!(
-                        r#"{{"type":"function_call_output","call_id":"orphan_{broken}","output":"{body}"}}"#
-                    ));
-                } // else: the call gets no output
-                broken += 1;
-            } else {
-                items.push(output_json);
-            }
-        }
-        let answer = pools.text_between(&mut rng, 40, 2_000);
-        items.push(format!(
-            r#"{{"type":"message","id":"msg_{message}","role":"assistant","content":[{{"type":"output_text","text":"{answer}"}}]}}"#
-        ));
-    }
-    assert_eq!(broken, k, "every broken pairing placed");
-    items
-}
+#[path = "common/session.rs"]
+mod session;
+use session::generate;
 
 // ---------------------------------------------------------------------------------------------
 // Request settings shared by the three implementations.
@@ -369,13 +187,25 @@ impl Library {
         }
     }
 
-    fn body(&self, text_only: bool) -> Vec<u8> {
+    fn request(&self, text_only: bool) -> ModelRequest {
         let history = self.history.clone();
         let compiler = if text_only { &self.text } else { &self.image };
-        let request = compiler
+        compiler
             .compile(&history, StepContext::default())
-            .expect("lenient");
-        request.body().expect("a Vec")
+            .expect("lenient")
+    }
+
+    /// A fresh body per request (`ModelRequest::body`).
+    fn body(&self, text_only: bool) -> Vec<u8> {
+        self.request(text_only).body().expect("a Vec")
+    }
+
+    /// The body written into the caller's buffer, kept from request to request
+    /// (`ModelRequest::write_body_into`).
+    fn body_into(&self, text_only: bool, buffer: &mut Vec<u8>) {
+        self.request(text_only)
+            .write_body_into(buffer)
+            .expect("a Vec");
     }
 }
 
@@ -623,10 +453,19 @@ fn ratio_cell(values: &mut [f64]) -> String {
 
 fn main() {
     let quick = std::env::var_os("AGENT_HISTORY_BENCH_QUICK").is_some_and(|v| v != "0");
-    let sizes: &[usize] = if quick {
-        &[1_000, 10_000, 100_000]
-    } else {
-        &[1_000, 10_000, 100_000, 1_000_000]
+    // `AGENT_HISTORY_BENCH_SIZES=10000,100000` runs only those sizes (to profile one of them).
+    let chosen: Option<Vec<usize>> = std::env::var("AGENT_HISTORY_BENCH_SIZES")
+        .ok()
+        .map(|sizes| {
+            sizes
+                .split(',')
+                .map(|size| size.trim().parse().expect("a number of items"))
+                .collect()
+        });
+    let sizes: &[usize] = match &chosen {
+        Some(sizes) => sizes,
+        None if quick => &[1_000, 10_000, 100_000],
+        None => &[1_000, 10_000, 100_000, 1_000_000],
     };
     let started = Instant::now();
     println!(
@@ -634,9 +473,9 @@ fn main() {
         if quick { "quick" } else { "full" }
     );
     println!(
-        "| items | k | model | body | pairs | library | codex-style | tuned | memcpy | alloc+copy | lib/codex | lib/tuned | lib/memcpy | lib/alloc+copy |"
+        "| items | k | model | body | pairs | library | library, reused buffer | codex-style | tuned | memcpy | alloc+copy | lib/codex | lib/tuned | lib/alloc+copy | lib reused/memcpy | lib/memcpy |"
     );
-    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     for &n in sizes {
         for k in [0usize, 16] {
             let items = generate(n, k, 0x9e37_79b9_7f4a_7c15 ^ n as u64);
@@ -647,7 +486,10 @@ fn main() {
             for text_only in [false, true] {
                 let expected = library.body(text_only);
                 let model = if text_only { "text" } else { "text+image" };
+                let mut reused = Vec::new();
+                library.body_into(text_only, &mut reused);
                 for (name, body) in [
+                    ("library, reused buffer", reused.clone()),
                     ("codex-style", codex.body(text_only)),
                     ("tuned", tuned.body(text_only)),
                 ] {
@@ -672,16 +514,21 @@ fn main() {
                 }
                 let pairs = if n <= 10_000 { 101 } else { 31 };
                 let mut floor = vec![0u8; expected.len()];
-                let mut t = [Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new()];
+                const RUNS: usize = 6;
+                let mut t: [Vec<f64>; RUNS] = Default::default();
                 for pair in 0..pairs {
                     // Rotate the order, so that no implementation always runs first or last.
-                    for slot in 0..5 {
-                        let which = (slot + pair) % 5;
+                    for slot in 0..RUNS {
+                        let which = (slot + pair) % RUNS;
                         let elapsed = match which {
                             0 => time(|| library.body(text_only)),
-                            1 => time(|| codex.body(text_only)),
-                            2 => time(|| tuned.body(text_only)),
-                            3 => time(|| {
+                            1 => time(|| {
+                                library.body_into(text_only, &mut reused);
+                                black_box(&reused);
+                            }),
+                            2 => time(|| codex.body(text_only)),
+                            3 => time(|| tuned.body(text_only)),
+                            4 => time(|| {
                                 floor.copy_from_slice(black_box(&expected));
                                 black_box(&floor);
                             }),
@@ -690,11 +537,11 @@ fn main() {
                         t[which].push(elapsed.as_secs_f64().max(1e-9));
                     }
                 }
-                let against = |other: usize| -> Vec<f64> {
-                    t[0].iter().zip(&t[other]).map(|(a, b)| a / b).collect()
+                let ratio = |mine: usize, other: usize| -> String {
+                    let mut ratios: Vec<f64> =
+                        t[mine].iter().zip(&t[other]).map(|(a, b)| a / b).collect();
+                    ratio_cell(&mut ratios)
                 };
-                let (mut codex_ratio, mut tuned_ratio, mut floor_ratio, mut alloc_ratio) =
-                    (against(1), against(2), against(3), against(4));
                 let medians: Vec<String> = t
                     .iter()
                     .map(|times| {
@@ -703,17 +550,19 @@ fn main() {
                     })
                     .collect();
                 println!(
-                    "| {n} | {k} | {model} | {:.1} MB | {pairs} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+                    "| {n} | {k} | {model} | {:.1} MB | {pairs} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
                     expected.len() as f64 / 1e6,
                     medians[0],
                     medians[1],
                     medians[2],
                     medians[3],
                     medians[4],
-                    ratio_cell(&mut codex_ratio),
-                    ratio_cell(&mut tuned_ratio),
-                    ratio_cell(&mut floor_ratio),
-                    ratio_cell(&mut alloc_ratio),
+                    medians[5],
+                    ratio(0, 2),
+                    ratio(0, 3),
+                    ratio(0, 5),
+                    ratio(1, 4),
+                    ratio(0, 4),
                 );
             }
         }

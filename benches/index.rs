@@ -162,29 +162,33 @@ fn main() {
     // Recording 10k already-built entries one by one (filter, truncation check, index update,
     // push) vs pushing them onto a vector: what the index costs on the record path.
     let built: Vec<Entry> = history.iter().take(10_000).cloned().collect();
-    paired("record_entry of 10k entries vs vector push_back", 31, |swap| {
-        in_order(
-            swap,
-            || {
-                time(|| {
-                    let mut recorded = History::new();
-                    for entry in &built {
-                        recorded.record_entry(entry.clone()).expect("recorded");
-                    }
-                    recorded
-                })
-            },
-            || {
-                time(|| {
-                    let mut entries = Vector::new();
-                    for entry in &built {
-                        entries.push_back(entry.clone());
-                    }
-                    entries
-                })
-            },
-        )
-    });
+    paired(
+        "record_entry of 10k entries vs vector push_back",
+        31,
+        |swap| {
+            in_order(
+                swap,
+                || {
+                    time(|| {
+                        let mut recorded = History::new();
+                        for entry in &built {
+                            recorded.record_entry(entry.clone()).expect("recorded");
+                        }
+                        recorded
+                    })
+                },
+                || {
+                    time(|| {
+                        let mut entries = Vector::new();
+                        for entry in &built {
+                            entries.push_back(entry.clone());
+                        }
+                        entries
+                    })
+                },
+            )
+        },
+    );
 
     // replace with every entry of the history (m = n): the floor collects the entries.
     let all: Vec<Entry> = history.iter().cloned().collect();

@@ -3,7 +3,7 @@
 //! `remove_first_item` removes what a scan of the whole history finds (the index's keys survive
 //! removals at the front, at the back and in the middle; these tests hold it to the entries).
 
-use agent_history::{Entry, History, ItemKind, ProjectionOptions, summary_text};
+use agent_history::{Entry, History, ItemKind, Modalities, ProjectionOptions, summary_text};
 use proptest::prelude::*;
 use serde_json::json;
 
@@ -15,6 +15,7 @@ fn item() -> impl Strategy<Value = String> {
         3 => Just(json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": "q"}]})),
         1 => Just(json!({"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "a"}]})),
         1 => Just(json!({"type": "message", "role": "user", "content": [{"type": "input_image", "image_url": "data:image/png;base64,AAAA"}]})),
+        1 => Just(json!({"type": "message", "role": "user", "content": [{"type": "input_audio", "audio_url": "data:audio/wav;base64,AAAA"}, {"type": "input_image", "image_url": "data:image/png;base64,AAAA"}]})),
         3 => id.clone().prop_map(|id| json!({"type": "function_call", "name": "f", "arguments": "{}", "call_id": format!("c{id}")})),
         2 => id.clone().prop_map(|id| json!({"type": "local_shell_call", "call_id": format!("c{id}"), "status": "completed", "action": {"type": "exec", "command": ["ls"]}})),
         4 => id.clone().prop_map(|id| json!({"type": "function_call_output", "call_id": format!("c{id}"), "output": "ok"})),
@@ -127,10 +128,24 @@ fn run(steps: &[Step]) {
             Step::Fork => history = history.clone(),
         }
         history.assert_invariants();
-        // The projection reads positions from the index: it must still name the right items.
-        history
-            .project(&ProjectionOptions::default())
-            .expect("a lenient projection");
+        // The projections read positions from the index (and a text-only one its media sets,
+        // which the history's memo remembers across steps): they must name the same items as
+        // the projections of a history whose index was built from the same entries at once.
+        let mut fresh = History::new();
+        fresh.replace(history.iter().cloned());
+        for options in [
+            ProjectionOptions::default(),
+            ProjectionOptions::for_modalities(Modalities::TEXT),
+        ] {
+            let ours = history.project(&options).expect("a lenient projection");
+            let built = fresh.project(&options).expect("a lenient projection");
+            assert_eq!(ours.report(), built.report(), "step {number}: repairs");
+            let (mut a, mut b) = (Vec::new(), Vec::new());
+            ours.write_json_array(&mut a).expect("written");
+            built.write_json_array(&mut b).expect("written");
+            assert_eq!(a, b, "step {number}: projected items");
+            assert_eq!(ours.json_array_len(), a.len(), "step {number}: length");
+        }
     }
 }
 

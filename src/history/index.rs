@@ -248,6 +248,37 @@ impl DoubleEndedIterator for PositionsOf<'_> {
 
 impl ExactSizeIterator for PositionsOf<'_> {}
 
+/// A set of entries of an index, read as positions: the keys and the key-to-position map of the
+/// index it was taken from, both shared (a clone is O(1)). A projection keeps the media sets of
+/// the history it was made from this way.
+#[derive(Debug, Clone)]
+pub(crate) struct PositionSet {
+    keys: OrdSet<Key>,
+    positions: Positions,
+}
+
+impl PositionSet {
+    /// The positions, ascending.
+    pub(crate) fn iter(&self) -> PositionsOf<'_> {
+        PositionsOf {
+            keys: self.keys.iter(),
+            positions: &self.positions,
+        }
+    }
+
+    /// Whether the entry at `position` is in the set. Time: O(log n).
+    pub(crate) fn contains(&self, position: usize) -> bool {
+        position < self.positions.len() && self.keys.contains(&self.positions.key(position))
+    }
+
+    /// Whether both are the same set of the same entries: the same tree of keys. A key names
+    /// one entry for as long as it is held (an index built anew has new trees), so while the
+    /// tree is shared the entries are the same, wherever removals moved them. Time: O(1).
+    pub(crate) fn ptr_eq(&self, other: &PositionSet) -> bool {
+        self.keys.ptr_eq(&other.keys)
+    }
+}
+
 /// The slot member `entry` is, with its slot's family, if it pairs at all.
 fn member_of(entry: &Entry, key: Key) -> Option<(Family, &CallId, Member, bool)> {
     // Calls and outputs without a call id never pair: a local shell or tool-search call without
@@ -512,14 +543,20 @@ impl PairingIndex {
         self.positions_of(&self.orphan_outputs)
     }
 
-    /// Positions of entries with image content, ascending.
-    pub(crate) fn images(&self) -> PositionsOf<'_> {
-        self.positions_of(&self.images)
+    /// The entries with image content, as a value that outlives the index (O(1)).
+    pub(crate) fn images(&self) -> PositionSet {
+        PositionSet {
+            keys: self.images.clone(),
+            positions: self.positions.clone(),
+        }
     }
 
-    /// Positions of entries with audio content, ascending.
-    pub(crate) fn audio(&self) -> PositionsOf<'_> {
-        self.positions_of(&self.audio)
+    /// The entries with audio content, as a value that outlives the index (O(1)).
+    pub(crate) fn audio(&self) -> PositionSet {
+        PositionSet {
+            keys: self.audio.clone(),
+            positions: self.positions.clone(),
+        }
     }
 
     /// Positions of entries of unknown type, ascending.

@@ -11,6 +11,7 @@
 mod canonical;
 mod compact;
 mod index;
+mod memo;
 mod rollback;
 mod shared;
 mod truncate;
@@ -29,7 +30,8 @@ use crate::item::{
 pub(crate) use canonical::{Canonical, canonicalize};
 pub use compact::{COMPACT_USER_MESSAGE_TOKENS, Compacted, EMPTY_SUMMARY, summary_text};
 pub(crate) use compact::{UserWindow, real_user_text};
-pub(crate) use index::PairingIndex;
+pub(crate) use index::{PairingIndex, PositionSet};
+pub(crate) use memo::MediaMemo;
 pub use shared::{HistoryPublisher, Published, SharedHistory};
 pub use truncate::{TruncationPolicy, truncate_text};
 
@@ -95,6 +97,8 @@ pub struct History {
     /// adding it even past `u64::MAX` (which only the counts of a crafted snapshot reach): a
     /// saturated 64-bit sum would lose what it could not hold.
     tokens: u128,
+    /// The sum of the entries' JSON text lengths (request bodies are sized from it).
+    bytes: u64,
     truncation: TruncationPolicy,
     reference_context_item: Option<Arc<Value>>,
     /// The first position whose user turns are this state's own: the items before it came from
@@ -104,6 +108,8 @@ pub struct History {
     /// The states before each compaction (or other [`History::replace`]) that a rollback can
     /// return to, oldest first (`rollback.rs`).
     earlier: Vector<Arc<rollback::Earlier>>,
+    /// Which media sets' stripped forms are all computed, shared by clones (`memo.rs`).
+    media_memo: Arc<MediaMemo>,
 }
 
 impl Default for History {
@@ -149,10 +155,12 @@ impl History {
             index: PairingIndex::default(),
             version: 0,
             tokens: 0,
+            bytes: 0,
             truncation: policy,
             reference_context_item: None,
             turns_from: 0,
             earlier: Vector::new(),
+            media_memo: Arc::default(),
         }
     }
 
@@ -213,6 +221,12 @@ impl History {
     /// Sum of the entries' token estimates, saturating at `u64::MAX`. Time: O(1).
     pub fn estimated_tokens(&self) -> u64 {
         u64::try_from(self.tokens).unwrap_or(u64::MAX)
+    }
+
+    /// Sum of the lengths of the entries' JSON texts, in bytes: what the items of a request body
+    /// take before repairs and separators. Time: O(1).
+    pub fn json_bytes(&self) -> u64 {
+        self.bytes
     }
 
     /// The token estimate plus that of the base instructions ([`approx_token_count`]).
@@ -406,6 +420,7 @@ impl History {
         let position = self.entries.len();
         self.index.push(&entry);
         self.tokens += u128::from(entry.tokens());
+        self.bytes += entry.byte_len() as u64;
         self.entries.push_back(entry);
         position
     }
@@ -468,16 +483,17 @@ impl History {
         self.version = self.version.saturating_add(1);
     }
 
-    /// Makes `entries` the items, building the index and the token total in one pass over
-    /// them.
+    /// Makes `entries` the items, building the index, the token total and the byte total in one
+    /// pass over them.
     fn set_entries(&mut self, entries: Vector<Entry>) {
-        let mut tokens = 0u128;
-        let entry_tokens = |entry: &&Entry| tokens += u128::from(entry.tokens());
-        self.index = PairingIndex::build(
-            entries.leaves().flatten().inspect(entry_tokens),
-            entries.len(),
-        );
+        let (mut tokens, mut bytes) = (0u128, 0u64);
+        let count = |entry: &&Entry| {
+            tokens += u128::from(entry.tokens());
+            bytes += entry.byte_len() as u64;
+        };
+        self.index = PairingIndex::build(entries.leaves().flatten().inspect(count), entries.len());
         self.tokens = tokens;
+        self.bytes = bytes;
         self.entries = entries;
     }
 
@@ -494,6 +510,7 @@ impl History {
         };
         self.index.remove(0, &first);
         self.tokens = self.tokens.saturating_sub(u128::from(first.tokens()));
+        self.bytes = self.bytes.saturating_sub(first.byte_len() as u64);
         let mut removed_before_turns = 1;
         let counterpart = self.index.counterpart(&first);
         let mut removed = vec![first];
@@ -505,6 +522,7 @@ impl History {
             let entry = self.entries.remove(position);
             self.index.remove(position, &entry);
             self.tokens = self.tokens.saturating_sub(u128::from(entry.tokens()));
+            self.bytes = self.bytes.saturating_sub(entry.byte_len() as u64);
             removed.push(entry);
         }
         self.turns_from = self.turns_from.saturating_sub(removed_before_turns);
@@ -514,6 +532,12 @@ impl History {
     /// The pairing index (crate-internal: read by projection).
     pub(crate) fn index(&self) -> &PairingIndex {
         &self.index
+    }
+
+    /// What the projections of this history and its clones know of its media's stripped forms
+    /// (crate-internal: read and written by projection).
+    pub(crate) fn media_memo(&self) -> &MediaMemo {
+        &self.media_memo
     }
 
     /// Recomputes every derived field (pairing index, token total) from the entries, with an
@@ -543,6 +567,11 @@ impl History {
             .map(|entry| u128::from(entry.tokens()))
             .sum();
         assert_eq!(self.tokens, tokens, "token total differs from a recount");
+        assert_eq!(
+            self.bytes,
+            json_bytes(&self.entries),
+            "byte total differs from a recount"
+        );
         assert!(
             self.turns_from <= self.entries.len(),
             "the first position of the state's own turns is past its end"
@@ -553,11 +582,16 @@ impl History {
         );
         for entry in &self.entries {
             assert!(
-                entry.payload.stored_json().is_some(),
+                entry.payload().stored_json().is_some(),
                 "a projection-only payload leaked into the live history"
             );
         }
     }
+}
+
+/// The sum of the entries' JSON text lengths.
+fn json_bytes(entries: &Vector<Entry>) -> u64 {
+    entries.iter().map(|entry| entry.byte_len() as u64).sum()
 }
 
 /// Whether a tool output's `output` is a JSON string, read without building the item.

@@ -30,6 +30,7 @@ pub(super) struct Earlier {
     entries: Vector<Entry>,
     index: PairingIndex,
     tokens: u128,
+    bytes: u64,
     turns_from: usize,
 }
 
@@ -149,6 +150,7 @@ impl History {
             entries: self.entries.clone(),
             index: self.index.clone(),
             tokens: self.tokens,
+            bytes: self.bytes,
             turns_from: self.turns_from,
         }));
     }
@@ -186,6 +188,7 @@ impl History {
                 Arc::new(Earlier {
                     index: PairingIndex::build(entries.leaves().flatten(), entries.len()),
                     tokens: entries.iter().map(|entry| u128::from(entry.tokens())).sum(),
+                    bytes: super::json_bytes(&entries),
                     turns_from: turns_from.min(entries.len()),
                     entries,
                 })
@@ -211,6 +214,7 @@ impl History {
         self.entries = earlier.entries.clone();
         self.index = earlier.index.clone();
         self.tokens = earlier.tokens;
+        self.bytes = earlier.bytes;
         self.turns_from = earlier.turns_from;
     }
 
@@ -312,6 +316,7 @@ impl History {
             };
             self.index.remove(position, &entry);
             self.tokens = self.tokens.saturating_sub(u128::from(entry.tokens()));
+            self.bytes = self.bytes.saturating_sub(entry.byte_len() as u64);
         }
         self.turns_from = self.turns_from.min(len);
     }

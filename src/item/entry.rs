@@ -28,13 +28,10 @@ pub(crate) enum Payload {
     Shared(ByteString),
     /// The text of an item with image or audio content, and its stripped forms.
     WithMedia(Box<MediaPayload>),
-    /// A call followed by the synthetic output that repairs it.
-    CallWithSyntheticOutput {
-        call: Arc<Payload>,
-        output: Box<str>,
-    },
-    /// An item that the projection does not send.
-    Omitted { original: Arc<Payload> },
+    /// A call followed by the synthetic output that repairs it (`call` is the call's body).
+    CallWithSyntheticOutput { call: Arc<Body>, output: Box<str> },
+    /// An item that the projection does not send (`original` is its body).
+    Omitted { original: Arc<Body> },
 }
 
 impl PartialEq for Payload {
@@ -51,9 +48,9 @@ impl PartialEq for Payload {
                     call: other_call,
                     output: other_output,
                 },
-            ) => call == other_call && output == other_output,
+            ) => call.payload == other_call.payload && output == other_output,
             (Payload::Omitted { original }, Payload::Omitted { original: other }) => {
-                original == other
+                original.payload == other.payload
             }
             _ => false,
         }
@@ -93,8 +90,8 @@ impl Payload {
             Payload::Owned(json) => json,
             Payload::Shared(text) => text,
             Payload::WithMedia(media) => media.text.original_json(),
-            Payload::CallWithSyntheticOutput { call, .. } => call.original_json(),
-            Payload::Omitted { original } => original.original_json(),
+            Payload::CallWithSyntheticOutput { call, .. } => call.payload.original_json(),
+            Payload::Omitted { original } => original.payload.original_json(),
         }
     }
 
@@ -217,25 +214,66 @@ impl EntryFlags {
     }
 }
 
-/// One stored item: a small `Clone` header plus an `Arc`-shared payload with the item's JSON text.
+/// What an entry shares with its clones, behind its one pointer: how it renders, the ids of its
+/// header, and its exact token estimate.
 ///
-/// The header (kind, role, call id, item id, flags, token estimate, byte length) answers every
-/// question that recording, indexing and projection ask, so the JSON is parsed again only for the
-/// rare edits that need it (truncation, media stripping). Cloning an entry copies the header and
-/// bumps reference counts; the JSON is never copied.
-///
-/// Two entries are equal when their headers and JSON text are equal.
-#[derive(Clone, PartialEq, Eq)]
-pub struct Entry {
-    pub(crate) payload: Arc<Payload>,
+/// One allocation per stored item (its text is another when owned, or a slice of a shared
+/// buffer; each id's text is one more). A path copy of the persistent vector clones up to 64
+/// entry headers, each one reference-count increment on its body; the ids used to sit in the
+/// header, each cloned with its own count (three increments per entry, and 56 bytes).
+#[derive(Debug)]
+pub(crate) struct Body {
+    /// The item's text, or in a projection what its slot renders as.
+    pub(crate) payload: Payload,
     call_id: Option<CallId>,
     item_id: Option<ItemId>,
+    /// The token estimate, exact. The header holds it too when it fits in 32 bits.
     tokens: u64,
-    byte_len: u32,
+}
+
+/// The header's token count when the estimate does not fit in 32 bits: the exact count is the
+/// body's. No item a parser accepts gets there (an item is at most 4 GiB, about 2³⁰ tokens);
+/// the stored count of a crafted snapshot can.
+const TOKENS_IN_BODY: u32 = u32::MAX;
+
+/// One stored item: a 16-byte header plus one shared pointer to its body (JSON text and ids).
+///
+/// The header (kind, role, flags, token estimate) and the body's ids answer every question that
+/// recording, indexing and projection ask, so the JSON is parsed again only for the rare edits
+/// that need it (truncation, media stripping). Cloning an entry copies the header and bumps one
+/// reference count; the JSON and the ids are never copied.
+///
+/// Two entries are equal when their headers and JSON text are equal.
+#[derive(Clone)]
+pub struct Entry {
+    body: Arc<Body>,
+    /// The token estimate, or [`TOKENS_IN_BODY`] when it does not fit.
+    tokens: u32,
     kind: ItemKind,
     role: Option<Role>,
     flags: EntryFlags,
 }
+
+impl PartialEq for Entry {
+    fn eq(&self, other: &Self) -> bool {
+        self.kind == other.kind
+            && self.role == other.role
+            && self.flags == other.flags
+            && self.tokens() == other.tokens()
+            && (Arc::ptr_eq(&self.body, &other.body)
+                || (self.body.call_id == other.body.call_id
+                    && self.body.item_id == other.body.item_id
+                    && self.body.payload == other.body.payload))
+    }
+}
+
+impl Eq for Entry {}
+
+// Histories cross threads (a writer publishing to readers): an entry must stay `Send + Sync`.
+const _: () = {
+    const fn send_sync<T: Send + Sync>() {}
+    send_sync::<Entry>();
+};
 
 impl Entry {
     /// Builds an entry from a typed item, serializing it once.
@@ -275,20 +313,48 @@ impl Entry {
         let kind = ItemKind::of(item).ok_or(ItemError::NotStorable {
             item_type: "compaction_trigger",
         })?;
-        // The length is kept in 32 bits so that the header stays within 64 bytes.
-        let byte_len =
-            u32::try_from(json.len()).map_err(|_| ItemError::TooLarge { bytes: json.len() })?;
+        // A snapshot's strings have 32-bit lengths (rkyv's `pointer_width_32`): a larger item
+        // could be recorded but never persisted.
+        if u32::try_from(json.len()).is_err() {
+            return Err(ItemError::TooLarge { bytes: json.len() });
+        }
         let header = HeaderFields::of(item);
-        Ok(Entry {
-            byte_len,
-            tokens: estimate_tokens(item)?,
-            payload: Arc::new(Payload::stored(Payload::Owned(json), header.flags)),
-            call_id: header.call_id,
-            item_id: header.item_id,
+        Ok(Entry::new(
+            Payload::stored(Payload::Owned(json), header.flags),
+            header.call_id,
+            header.item_id,
+            estimate_tokens(item)?,
             kind,
-            role: header.role,
-            flags: header.flags,
-        })
+            header.role,
+            header.flags,
+        ))
+    }
+
+    /// An entry of a new body.
+    fn new(
+        payload: Payload,
+        call_id: Option<CallId>,
+        item_id: Option<ItemId>,
+        tokens: u64,
+        kind: ItemKind,
+        role: Option<Role>,
+        flags: EntryFlags,
+    ) -> Entry {
+        Entry {
+            body: Arc::new(Body {
+                payload,
+                call_id,
+                item_id,
+                tokens,
+            }),
+            tokens: u32::try_from(tokens)
+                .ok()
+                .filter(|&tokens| tokens != TOKENS_IN_BODY)
+                .unwrap_or(TOKENS_IN_BODY),
+            kind,
+            role,
+            flags,
+        }
     }
 
     /// An entry whose text is a slice of a shared buffer, with header fields stored beside it
@@ -303,16 +369,16 @@ impl Entry {
         role: Option<Role>,
         flags: EntryFlags,
     ) -> Option<Entry> {
-        Some(Entry {
-            byte_len: u32::try_from(json.len()).ok()?,
-            payload: Arc::new(Payload::stored(Payload::Shared(json), flags)),
+        u32::try_from(json.len()).ok()?;
+        Some(Entry::new(
+            Payload::stored(Payload::Shared(json), flags),
             call_id,
             item_id,
             tokens,
             kind,
             role,
             flags,
-        })
+        ))
     }
 
     /// Checks an entry whose header was stored beside its text (an untrusted snapshot): the text
@@ -348,18 +414,18 @@ impl Entry {
                 format!("{:?}", derived.role),
             );
         }
-        if derived.call_id != self.call_id {
+        if derived.call_id() != self.call_id() {
             return mismatch(
                 "call_id",
-                format!("{:?}", self.call_id.as_ref().map(CallId::as_str)),
-                format!("{:?}", derived.call_id.as_ref().map(CallId::as_str)),
+                format!("{:?}", self.call_id().map(CallId::as_str)),
+                format!("{:?}", derived.call_id().map(CallId::as_str)),
             );
         }
-        if derived.item_id != self.item_id {
+        if derived.item_id() != self.item_id() {
             return mismatch(
                 "item_id",
-                format!("{:?}", self.item_id.as_ref().map(ItemId::as_str)),
-                format!("{:?}", derived.item_id.as_ref().map(ItemId::as_str)),
+                format!("{:?}", self.item_id().map(ItemId::as_str)),
+                format!("{:?}", derived.item_id().map(ItemId::as_str)),
             );
         }
         if derived.flags != self.flags {
@@ -369,27 +435,49 @@ impl Entry {
                 format!("{:#06b}", derived.flags.bits()),
             );
         }
-        if derived.tokens != self.tokens {
+        if derived.tokens() != self.tokens() {
             return mismatch(
                 "tokens",
-                self.tokens.to_string(),
-                derived.tokens.to_string(),
+                self.tokens().to_string(),
+                derived.tokens().to_string(),
             );
         }
         Ok(())
     }
 
-    /// A copy of this entry that renders differently in a projection (same header).
+    /// A copy of this entry that renders differently in a projection: same header and ids, a
+    /// new body (a projection builds one per repaired slot).
+    ///
+    /// The passes hand over a payload they just built, which moves into the body. A payload
+    /// shared elsewhere (a cached stripped form, which only a stored text that is not the entry's
+    /// own would be replaced by, and no pass puts such a text in a slot) has its text copied.
     pub(crate) fn with_payload(&self, payload: Arc<Payload>) -> Entry {
+        let payload = Arc::try_unwrap(payload)
+            .unwrap_or_else(|shared| Payload::Owned(Box::from(shared.original_json())));
         Entry {
-            payload,
-            ..self.clone()
+            body: Arc::new(Body {
+                payload,
+                call_id: self.body.call_id.clone(),
+                item_id: self.body.item_id.clone(),
+                tokens: self.body.tokens,
+            }),
+            ..*self
         }
+    }
+
+    /// How the entry renders: its stored text, or in a projection a repair of it.
+    pub(crate) fn payload(&self) -> &Payload {
+        &self.body.payload
+    }
+
+    /// The entry's body, shared by its clones (a repaired slot keeps its original's).
+    pub(crate) fn body(&self) -> &Arc<Body> {
+        &self.body
     }
 
     /// The stripped form `key` of this entry, if it was computed already.
     pub(crate) fn cached_stripped(&self, key: StripKey) -> Option<&StrippedForm> {
-        match &*self.payload {
+        match &self.body.payload {
             Payload::WithMedia(media) => media.stripped[key as usize].get()?.as_ref(),
             Payload::Owned(_)
             | Payload::Shared(_)
@@ -411,7 +499,7 @@ impl Entry {
         key: StripKey,
         compute: impl FnOnce() -> Result<Option<StrippedForm>, E>,
     ) -> Result<Option<StrippedForm>, E> {
-        let cell = match &*self.payload {
+        let cell = match &self.body.payload {
             Payload::WithMedia(media) => &media.stripped[key as usize],
             Payload::Owned(_)
             | Payload::Shared(_)
@@ -440,12 +528,12 @@ impl Entry {
 
     /// The `call_id` of a call or an output, when it has one.
     pub fn call_id(&self) -> Option<&CallId> {
-        self.call_id.as_ref()
+        self.body.call_id.as_ref()
     }
 
     /// The item's `id`, when it has one.
     pub fn item_id(&self) -> Option<&ItemId> {
-        self.item_id.as_ref()
+        self.body.item_id.as_ref()
     }
 
     /// Content facts (image, audio, server execution).
@@ -455,17 +543,21 @@ impl Entry {
 
     /// Estimated tokens (see [`approx_token_count`](super::approx_token_count) for the rule).
     pub fn tokens(&self) -> u64 {
-        self.tokens
+        if self.tokens == TOKENS_IN_BODY {
+            self.body.tokens
+        } else {
+            u64::from(self.tokens)
+        }
     }
 
     /// Length of the JSON text in bytes.
     pub fn byte_len(&self) -> usize {
-        self.byte_len as usize
+        self.json().len()
     }
 
     /// The item's JSON text, exactly as it is sent and persisted.
     pub fn json(&self) -> &str {
-        self.payload.original_json()
+        self.body.payload.original_json()
     }
 
     /// Parses the JSON text into the typed model.
@@ -483,7 +575,7 @@ impl Entry {
     /// Whether the entry's JSON text is a slice of a shared buffer such as a memory-mapped
     /// snapshot (it was not copied).
     pub fn is_mapped(&self) -> bool {
-        match &*self.payload {
+        match &self.body.payload {
             Payload::Shared(_) => true,
             Payload::WithMedia(media) => matches!(media.text, Payload::Shared(_)),
             Payload::Owned(_)
@@ -494,7 +586,7 @@ impl Entry {
 
     /// Whether two entries share the same payload allocation (structure sharing).
     pub fn shares_payload_with(&self, other: &Entry) -> bool {
-        Arc::ptr_eq(&self.payload, &other.payload)
+        Arc::ptr_eq(&self.body, &other.body)
     }
 }
 
@@ -503,10 +595,10 @@ impl fmt::Debug for Entry {
         f.debug_struct("Entry")
             .field("kind", &self.kind)
             .field("role", &self.role)
-            .field("call_id", &self.call_id)
-            .field("item_id", &self.item_id)
+            .field("call_id", &self.body.call_id)
+            .field("item_id", &self.body.item_id)
             .field("flags", &self.flags)
-            .field("tokens", &self.tokens)
+            .field("tokens", &self.tokens())
             .field("json", &self.json())
             .finish()
     }
@@ -698,20 +790,88 @@ mod tests {
             r#"{"type":"message","role":"user","content":[{"type":"input_text","text":"hi"}]}"#,
         )
         .expect("valid");
-        assert!(matches!(&*text.payload, Payload::Owned(_)));
+        assert!(matches!(text.payload(), Payload::Owned(_)));
         let image = Entry::from_json(r#"{"type":"message","role":"user","content":[{"type":"input_image","image_url":"data:image/png;base64,AAAA"}]}"#)
             .expect("valid");
-        assert!(matches!(&*image.payload, Payload::WithMedia(_)));
+        assert!(matches!(image.payload(), Payload::WithMedia(_)));
         assert!(image.json().contains("input_image"));
         assert!(!image.is_mapped());
     }
 
     #[test]
-    fn entry_header_is_small() {
-        assert!(
-            std::mem::size_of::<Entry>() <= 64,
-            "{}",
-            std::mem::size_of::<Entry>()
-        );
+    fn an_entry_is_a_16_byte_header_and_one_pointer() {
+        // 56 bytes before (issue 10): the payload's pointer, two ids of 16 bytes (each a shared
+        // pointer of its own), a 64-bit token count and a 32-bit length beside kind, role and
+        // flags. A path copy clones up to 64 entries per leaf: 3.5 KB then, 1 KB now.
+        assert_eq!(std::mem::size_of::<Entry>(), 16);
+        assert_eq!(std::mem::size_of::<Option<Entry>>(), 16);
+        // The body: the payload (40), the ids (16 each) and the exact token count (8).
+        assert_eq!(std::mem::size_of::<Body>(), 80);
+    }
+
+    #[test]
+    fn a_clone_shares_the_body_ids_included() {
+        let entry = Entry::from_json(
+            r#"{"type":"function_call","id":"fc_1","name":"shell","arguments":"{}","call_id":"c1"}"#,
+        )
+        .expect("valid");
+        let clone = entry.clone();
+        assert!(clone.shares_payload_with(&entry));
+        assert_eq!(Arc::strong_count(&entry.body), 2);
+        let (Some(a), Some(b)) = (entry.call_id(), clone.call_id()) else {
+            panic!("both have a call id");
+        };
+        assert!(std::ptr::eq(a, b), "the id is the body's, not a copy");
+        assert_eq!(clone.item_id().map(ItemId::as_str), Some("fc_1"));
+        assert_eq!(clone.byte_len(), entry.json().len());
+    }
+
+    #[test]
+    fn a_token_count_past_32_bits_stays_exact() {
+        let json = ByteString::from_static(r#"{"type":"message","role":"user","content":[]}"#);
+        for tokens in [
+            0,
+            7,
+            u64::from(u32::MAX) - 1,
+            u64::from(u32::MAX),
+            1 << 40,
+            u64::MAX,
+        ] {
+            let entry = Entry::from_shared_parts(
+                json.clone(),
+                None,
+                None,
+                tokens,
+                ItemKind::Message,
+                Some(Role::User),
+                EntryFlags::default(),
+            )
+            .expect("small text");
+            assert_eq!(entry.tokens(), tokens);
+            assert_eq!(entry.clone().tokens(), tokens);
+        }
+    }
+
+    #[test]
+    fn a_repaired_slot_keeps_the_header_and_ids_in_a_new_body() {
+        let call = Entry::from_json(
+            r#"{"type":"function_call","id":"fc_1","name":"shell","arguments":"{}","call_id":"c1"}"#,
+        )
+        .expect("valid");
+        let slot = call.with_payload(Arc::new(Payload::Omitted {
+            original: Arc::clone(call.body()),
+        }));
+        assert!(!slot.shares_payload_with(&call));
+        assert_eq!(slot.call_id(), call.call_id());
+        assert_eq!(slot.item_id(), call.item_id());
+        assert_eq!((slot.kind(), slot.tokens()), (call.kind(), call.tokens()));
+        assert_eq!(slot.json(), call.json());
+        assert_ne!(slot, call, "an omitted slot is not the stored item");
+        // A shared payload (a cached stripped form) is copied, not taken.
+        let form = Arc::new(Payload::Owned(Box::from("{}")));
+        let stripped = call.with_payload(Arc::clone(&form));
+        assert_eq!(stripped.json(), "{}");
+        assert_eq!(stripped.call_id(), call.call_id());
+        assert_eq!(Arc::strong_count(&form), 1);
     }
 }

@@ -7,6 +7,11 @@ use std::sync::Arc;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use uuid::Uuid;
 
+// Each id is one `Arc<str>`: 16 bytes, and `Option` of it too. An entry opened from a snapshot
+// copies its ids out of the map rather than keeping them as slices of it: a `ByteString` slice
+// is 32 bytes (an enum of both, under `Option`, 40), and the pairing index keys its per-call
+// state on `(Family, CallId)`, whose nodes every recorded call or output path-copies and every
+// retained version keeps. The entry's body holds the ids, so an entry still has one pointer.
 macro_rules! string_id {
     ($(#[$doc:meta])* $name:ident) => {
         $(#[$doc])*

@@ -56,6 +56,25 @@ pub fn media_strips() -> u64 {
     STRIPS.with(std::cell::Cell::get)
 }
 
+#[cfg(feature = "testing")]
+thread_local! {
+    static CHECKS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// How many media entries projections on this thread checked for their stripped forms (the
+/// `testing` feature): a projection whose history's media sets were all checked before (by it or
+/// a clone) checks none, which tests check by counting.
+#[cfg(feature = "testing")]
+pub fn media_checks() -> u64 {
+    CHECKS.with(std::cell::Cell::get)
+}
+
+/// Counts one media entry checked by a projection (the `testing` feature; nothing otherwise).
+pub(crate) fn count_check() {
+    #[cfg(feature = "testing")]
+    CHECKS.with(|count| count.set(count.get() + 1));
+}
+
 /// Strips `media` from one item's JSON. `None` when nothing changed.
 ///
 /// # Errors

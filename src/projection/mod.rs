@@ -6,7 +6,9 @@
 //! output; a dropped orphan or a held-back unknown item becomes a slot that renders as nothing; an
 //! item whose media the model cannot take keeps its slot and renders as its stripped form, computed
 //! once per entry and shared. No slot is inserted or removed, so the cost is O(1) without repairs
-//! and O(k log n) with k (a lookup per media item), and the live history is untouched.
+//! and O(k log n) with k, and the live history is untouched. Media items cost nothing per
+//! projection once their forms are known to be computed (the history's media memo); the report
+//! lists their repairs when first read.
 //!
 //! [`History::project`] is defined here, with the layer whose work it does; each pass is one
 //! function of `passes.rs` over the slot builder of `slots.rs`.
@@ -26,10 +28,9 @@ use crate::history::History;
 use crate::item::{Entry, ItemError, Payload, ResponseItem, parse_item};
 
 pub use error::ProjectionError;
-use media::Media;
-#[cfg(feature = "testing")]
-pub use media::media_strips;
 pub use media::{AUDIO_PLACEHOLDER, IMAGE_PLACEHOLDER};
+#[cfg(feature = "testing")]
+pub use media::{media_checks, media_strips};
 pub use options::{Modalities, ParseModalitiesError, ProjectionOptions, RepairMode, UnknownItems};
 pub use report::{Location, Repair, RepairKind, RepairReport, Violation, ViolationKind};
 use slots::SlotBuilder;
@@ -44,6 +45,18 @@ struct StripSet {
     audio: bool,
 }
 
+impl StripSet {
+    /// The slot of the history's media memo for this set; `None` when nothing is stripped.
+    fn memo_slot(self) -> Option<usize> {
+        match (self.images, self.audio) {
+            (true, true) => Some(0),
+            (true, false) => Some(1),
+            (false, true) => Some(2),
+            (false, false) => None,
+        }
+    }
+}
+
 /// A projected prompt input: a persistent value, cheap to clone, independent of later edits of
 /// the history it came from.
 #[derive(Debug, Clone)]
@@ -53,6 +66,9 @@ pub struct Projection {
     /// item's cached stripped form (computed by the media passes before the projection exists).
     strip: StripSet,
     len: usize,
+    /// The bytes of the items sent, with each slot holding an item with media counted at its
+    /// stored text's length (see [`Projection::json_array_len`]).
+    bytes: u64,
     report: RepairReport,
     history_version: u64,
 }
@@ -71,31 +87,96 @@ impl Projection {
     /// The JSON text of each item sent, in order.
     pub fn iter(&self) -> impl Iterator<Item = &str> + '_ {
         let mut pending: Option<&str> = None;
-        let mut slots = self.slots.iter();
+        let mut slots = self.slots.leaves().flat_map(<[Entry]>::iter);
+        let strip = self.strip;
         std::iter::from_fn(move || {
             if let Some(output) = pending.take() {
                 return Some(output);
             }
             loop {
                 let slot = slots.next()?;
-                match &*slot.payload {
-                    Payload::Owned(_) | Payload::Shared(_) => {
-                        return Some(slot.payload.original_json());
+                match rendered(slot, strip) {
+                    (None, _) => {}
+                    (Some(json), output) => {
+                        pending = output;
+                        return Some(json);
                     }
-                    Payload::WithMedia(_) => {
-                        return Some(
-                            slot.payload
-                                .projected_json(self.strip.images, self.strip.audio),
-                        );
-                    }
-                    Payload::CallWithSyntheticOutput { call, output } => {
-                        pending = Some(output);
-                        return Some(call.original_json());
-                    }
-                    Payload::Omitted { .. } => {}
                 }
             }
         })
+    }
+
+    /// Calls `f` with the JSON text of each item sent, in order: the fast way to copy every item,
+    /// walking the persistent vector leaf by leaf.
+    ///
+    /// # Errors
+    ///
+    /// The first error `f` returns.
+    pub fn try_for_each_json<E>(&self, mut f: impl FnMut(&str) -> Result<(), E>) -> Result<(), E> {
+        /// Slots read ahead of copying: an imbl leaf's length.
+        const BATCH: usize = 64;
+        let mut texts: [(&str, Option<&str>); BATCH] = [("", None); BATCH];
+        for leaf in self.slots.leaves() {
+            for batch in leaf.chunks(BATCH) {
+                // First every slot's text, then the copies: the loads of the payloads (one
+                // shared block each, anywhere in the heap) do not depend on each other, so their
+                // cache misses overlap instead of each waiting for the previous item's copy.
+                let mut count = 0;
+                for slot in batch {
+                    if let (Some(json), output) = rendered(slot, self.strip) {
+                        texts[count] = (json, output);
+                        count += 1;
+                    }
+                }
+                for &(json, output) in &texts[..count] {
+                    f(json)?;
+                    if let Some(output) = output {
+                        f(output)?;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The length in bytes of the JSON array [`Projection::write_json_array`] writes: the
+    /// history's byte total (kept in O(1)), changed by the repairs (k of them, counted while
+    /// projecting) and by the stripped forms of the media items (a lookup each), plus brackets
+    /// and commas. Time: O(1) without media to strip, O(m log n) for m media items.
+    pub fn json_array_len(&self) -> usize {
+        let mut bytes = self.bytes;
+        let mut grown = 0u64;
+        let mut count = |position: usize| {
+            let Some(slot) = self.slots.get(position) else {
+                return;
+            };
+            if let Payload::WithMedia(_) = slot.payload() {
+                let stored = slot.payload().original_json().len() as u64;
+                let sent = slot
+                    .payload()
+                    .projected_json(self.strip.images, self.strip.audio)
+                    .len() as u64;
+                // Stripping can shorten an item (an image) or lengthen it (the placeholder).
+                bytes = bytes.saturating_sub(stored.saturating_sub(sent));
+                grown += sent.saturating_sub(stored);
+            }
+        };
+        if let Some(media) = &self.report.media {
+            if let Some(images) = &media.images {
+                images.iter().for_each(&mut count);
+            }
+            if let Some(audio) = &media.audio {
+                // An item with both media is counted once.
+                audio
+                    .iter()
+                    .filter(|position| {
+                        !media.images.as_ref().is_some_and(|i| i.contains(*position))
+                    })
+                    .for_each(&mut count);
+            }
+        }
+        let commas = self.len.saturating_sub(1) as u64;
+        usize::try_from(bytes + grown + commas + 2).unwrap_or(usize::MAX)
     }
 
     /// What was repaired.
@@ -115,25 +196,30 @@ impl Projection {
     /// Whatever the writer returns.
     pub fn write_json_array<W: Write + ?Sized>(&self, out: &mut W) -> io::Result<()> {
         out.write_all(b"[")?;
-        for (i, json) in self.iter().enumerate() {
-            if i > 0 {
+        let mut first = true;
+        self.try_for_each_json(|json| {
+            if !first {
                 out.write_all(b",")?;
             }
-            out.write_all(json.as_bytes())?;
-        }
+            first = false;
+            out.write_all(json.as_bytes())
+        })?;
         out.write_all(b"]")
     }
 
-    /// The items as one JSON array.
+    /// The items as one JSON array, in a string allocated once at its size.
     pub fn to_json_array(&self) -> String {
-        let mut out = String::with_capacity(self.len * 64 + 2);
+        let mut out = String::with_capacity(self.json_array_len());
         out.push('[');
-        for (i, json) in self.iter().enumerate() {
-            if i > 0 {
+        let mut first = true;
+        let _ = self.try_for_each_json(|json| {
+            if !first {
                 out.push(',');
             }
+            first = false;
             out.push_str(json);
-        }
+            Ok::<(), std::convert::Infallible>(())
+        });
         out.push(']');
         out
     }
@@ -148,6 +234,23 @@ impl Projection {
     }
 }
 
+/// What `slot` sends: nothing, one item, or a call and its synthetic output.
+#[inline]
+fn rendered(slot: &Entry, strip: StripSet) -> (Option<&str>, Option<&str>) {
+    match slot.payload() {
+        Payload::Owned(json) => (Some(json), None),
+        Payload::Shared(text) => (Some(text), None),
+        Payload::WithMedia(_) => (
+            Some(slot.payload().projected_json(strip.images, strip.audio)),
+            None,
+        ),
+        Payload::CallWithSyntheticOutput { call, output } => {
+            (Some(call.payload.original_json()), Some(output))
+        }
+        Payload::Omitted { .. } => (None, None),
+    }
+}
+
 impl History {
     /// Projects the history into a model's prompt input, repairing the protocol shape in the
     /// projection only, as Codex normalizes a prompt: synthetic `"aborted"` outputs right after
@@ -158,7 +261,10 @@ impl History {
     /// The history is not changed. Time: O(1) when nothing needs repair, O(k log n) for k repairs.
     /// Stripping an item's media is one repair: its stripped form is computed the first time any
     /// projection needs it (the size of the item) and shared by every later projection of every
-    /// version that holds the entry.
+    /// version that holds the entry. Media items cost nothing per projection: the first projection
+    /// after an item with media was recorded looks every media item's form up (O(m log n) for m
+    /// media items), later ones of the same media (of this history or a clone) check nothing, and
+    /// the report lists the media repairs when it is first read.
     ///
     /// # Errors
     ///
@@ -198,12 +304,7 @@ impl History {
         let mut builder = SlotBuilder::new(self);
         passes::synthesize_missing_outputs(&mut builder);
         passes::drop_orphan_outputs(&mut builder);
-        if strip.images {
-            passes::strip_media(&mut builder, Media::Image, strip)?;
-        }
-        if strip.audio {
-            passes::strip_media(&mut builder, Media::Audio, strip)?;
-        }
+        passes::strip_media(&mut builder, strip)?;
         if options.unknown_items == UnknownItems::HoldBack {
             passes::hold_back_unknown_items(&mut builder);
         }

@@ -16,7 +16,7 @@ use crate::item::{
 use super::ABORTED_OUTPUT;
 use super::StripSet;
 use super::error::ProjectionError;
-use super::media::{Media, strip as strip_text};
+use super::media::{Media, count_check, strip as strip_text};
 use super::report::{Location, RepairKind, Violation, ViolationKind};
 use super::slots::SlotBuilder;
 
@@ -31,7 +31,7 @@ pub(super) fn synthesize_missing_outputs(builder: &mut SlotBuilder<'_>) {
             continue;
         };
         let payload = Arc::new(Payload::CallWithSyntheticOutput {
-            call: Arc::clone(&call.payload),
+            call: Arc::clone(call.body()),
             output: output.json.into_boxed_str(),
         });
         let kind = RepairKind::SynthesizedOutput {
@@ -52,90 +52,162 @@ pub(super) fn drop_orphan_outputs(builder: &mut SlotBuilder<'_>) {
     }
 }
 
-/// Passes 3 and 4: image or audio parts the model cannot take become placeholder text; for
+/// Passes 3 and 4: image and audio parts the model cannot take become placeholder text; for
 /// images, a generated image's `result` is cleared.
 ///
-/// A slot that still holds its stored item is not replaced: the pass makes sure the entry's
-/// stripped form is computed (once per entry, kept in its shared payload, see `StrippedForm`)
-/// and reports what it changes, and the projection renders the slot as that form
-/// ([`Payload::projected_json`]). So a later projection of this history, of a clone, or of any
-/// later version that still holds the entry does a lookup and a report line per media item: no
-/// parse, no rewrite, no path copy.
+/// A slot that holds its stored item is not replaced: each entry's stripped form is computed
+/// once (kept in its shared payload, see `StrippedForm`), the projection renders the slot as
+/// that form ([`Payload::projected_json`]), and the report lists what stripping changed when it
+/// is first read. Making sure every form is computed costs a lookup per media entry; the
+/// history's [`MediaMemo`](crate::history::MediaMemo) remembers the index's media sets for which
+/// that was done, so that a later projection of this history, or of a clone that holds the same
+/// media entries, checks nothing: O(1) however many media items the history holds.
+///
+/// # Errors
+///
+/// [`ProjectionError::UnreadableItem`] when the stripped form of an item that is sent cannot be
+/// computed (only an entry of a crafted snapshot does not parse).
 pub(super) fn strip_media(
     builder: &mut SlotBuilder<'_>,
-    media: Media,
     strip: StripSet,
 ) -> Result<(), ProjectionError> {
+    let Some(memo_slot) = strip.memo_slot() else {
+        return Ok(());
+    };
     let history = builder.history();
     let index = history.index();
-    let positions = match media {
-        Media::Image => index.images(),
-        Media::Audio => index.audio(),
-    };
-    for position in positions {
-        let Some(slot) = builder.slot(position) else {
-            continue;
-        };
-        if slot.payload.stored_json().is_none() {
-            continue; // dropped as an orphan: nothing is sent, nothing to strip
+    let memo = history.media_memo();
+    if !memo.covers(memo_slot, &index.images(), &index.audio()) {
+        // Both passes, in Codex's order, as the lazy report lists them.
+        let mut complete = true;
+        if strip.images {
+            complete &= compute_forms(builder, Media::Image, strip)?;
         }
-        let unreadable = |source| ProjectionError::UnreadableItem {
-            position,
-            source: ItemError::InvalidJson {
-                item_type: Some(slot.kind().as_str().to_owned()),
-                source,
-            },
-        };
-        let form = |json: &str| {
-            let stripped = strip_text(json, media).map_err(unreadable)?;
-            Ok(stripped.map(|stripped| StrippedForm {
-                payload: Arc::new(Payload::Owned(stripped.json.into_boxed_str())),
-                parts: stripped.parts,
-                cleared_result: stripped.cleared_result,
-            }))
-        };
-        if !matches!(&*slot.payload, Payload::WithMedia(_)) {
-            // Every item with media is stored with its cache (`Payload::WithMedia`) and no pass
-            // puts another stored text in its slot; if one did, that text is stripped here,
-            // uncached, and replaces the slot as before the cache existed.
-            if let Some(stripped) = form(slot.payload.original_json())? {
-                let slot = slot.clone();
-                report_stripped(builder, position, &slot, media, &stripped, true);
-            }
-            continue;
+        if strip.audio {
+            complete &= compute_forms(builder, Media::Audio, strip)?;
         }
-        // The slot still holds its stored item: it is the history's entry (same header, same
-        // payload), and its payload carries the cache.
-        let entry = slot;
-        let stripped = match media {
-            Media::Image => entry.stripped(StripKey::Images, || form(entry.json()))?,
-            Media::Audio => match entry.cached_stripped(StripKey::Images) {
-                Some(images) if strip.images => {
-                    let images = images.payload.original_json();
-                    entry.stripped(StripKey::AudioAfterImages, || form(images))?
-                }
-                _ => entry.stripped(StripKey::Audio, || form(entry.json()))?,
-            },
-        };
-        let Some(stripped) = stripped else {
-            continue;
-        };
-        let entry = entry.clone();
-        report_stripped(builder, position, &entry, media, &stripped, false);
+        if complete {
+            memo.cover(memo_slot, &index.images(), &index.audio());
+        }
     }
+    builder.strip_lazily(
+        strip.images.then(|| index.images()),
+        strip.audio.then(|| index.audio()),
+    );
     Ok(())
 }
 
-/// Reports what stripping `media` from the item at `position` changed; with `replace`, the
-/// slot is also replaced by the stripped text (otherwise it renders as the cached form).
-fn report_stripped(
+/// Computes the stripped form of every entry with `media`, sent or not (a dropped orphan may be
+/// sent by a later version, whose media sets can be the same). Whether every form is now cached:
+/// not when an unsent entry does not parse, or when a slot has no cache (no pass puts another
+/// stored text in a media slot; if one did, that text is stripped here, uncached, and replaces
+/// the slot as before the cache existed).
+fn compute_forms(
     builder: &mut SlotBuilder<'_>,
+    media: Media,
+    strip: StripSet,
+) -> Result<bool, ProjectionError> {
+    let history = builder.history();
+    let positions = match media {
+        Media::Image => history.index().images(),
+        Media::Audio => history.index().audio(),
+    };
+    let mut complete = true;
+    for position in positions.iter() {
+        count_check();
+        let Some(slot) = builder.slot(position) else {
+            continue;
+        };
+        if slot.payload().stored_json().is_none() {
+            // Not sent: the entry's form is computed for later projections, and an item that
+            // does not parse is no error here.
+            let computed = history
+                .get(position)
+                .map(|entry| stripped_form(entry, position, media, strip));
+            complete &= matches!(computed, Some(Ok(_)));
+            continue;
+        }
+        if matches!(slot.payload(), Payload::WithMedia(_)) {
+            stripped_form(slot, position, media, strip)?;
+            continue;
+        }
+        complete = false;
+        if let Some(stripped) = strip_uncached(slot, position, media)? {
+            let slot = slot.clone();
+            let mut kinds = stripped_kinds(media, &stripped);
+            if let Some(first) = kinds.next() {
+                builder.replace(position, &slot, Arc::clone(&stripped.payload), first);
+            }
+            for kind in kinds {
+                builder.report(position, &slot, kind);
+            }
+        }
+    }
+    Ok(complete)
+}
+
+/// The form of `entry` (at `position`) without `media`, computed the first time any clone of the
+/// entry asks and then shared; `None` when stripping changes nothing. Audio is stripped from the
+/// images-stripped form when the projection strips images too.
+///
+/// # Errors
+///
+/// [`ProjectionError::UnreadableItem`] when the item does not parse.
+pub(super) fn stripped_form(
+    entry: &Entry,
     position: usize,
+    media: Media,
+    strip: StripSet,
+) -> Result<Option<StrippedForm>, ProjectionError> {
+    let form = |json: &str| strip_uncached_text(entry, position, json, media);
+    match media {
+        Media::Image => entry.stripped(StripKey::Images, || form(entry.json())),
+        Media::Audio => match entry.cached_stripped(StripKey::Images) {
+            Some(images) if strip.images => {
+                let images = images.payload.original_json();
+                entry.stripped(StripKey::AudioAfterImages, || form(images))
+            }
+            _ => entry.stripped(StripKey::Audio, || form(entry.json())),
+        },
+    }
+}
+
+/// `slot`'s text without `media`, not cached.
+fn strip_uncached(
     slot: &Entry,
+    position: usize,
+    media: Media,
+) -> Result<Option<StrippedForm>, ProjectionError> {
+    strip_uncached_text(slot, position, slot.payload().original_json(), media)
+}
+
+/// `json`, the text of `entry` at `position` or its images-stripped form, without `media`.
+fn strip_uncached_text(
+    entry: &Entry,
+    position: usize,
+    json: &str,
+    media: Media,
+) -> Result<Option<StrippedForm>, ProjectionError> {
+    let stripped = strip_text(json, media).map_err(|source| ProjectionError::UnreadableItem {
+        position,
+        source: ItemError::InvalidJson {
+            item_type: Some(entry.kind().as_str().to_owned()),
+            source,
+        },
+    })?;
+    Ok(stripped.map(|stripped| StrippedForm {
+        payload: Arc::new(Payload::Owned(stripped.json.into_boxed_str())),
+        parts: stripped.parts,
+        cleared_result: stripped.cleared_result,
+    }))
+}
+
+/// What stripping `media` changed, as repairs: the parts replaced, then a cleared generated
+/// image.
+pub(super) fn stripped_kinds(
     media: Media,
     stripped: &StrippedForm,
-    replace: bool,
-) {
+) -> impl Iterator<Item = RepairKind> + use<> {
     let parts = (stripped.parts > 0).then_some(match media {
         Media::Image => RepairKind::StrippedImages {
             parts: stripped.parts,
@@ -147,13 +219,7 @@ fn report_stripped(
     let cleared = stripped
         .cleared_result
         .then_some(RepairKind::ClearedImageGenerationResult);
-    let mut kinds = parts.into_iter().chain(cleared);
-    if replace && let Some(first) = kinds.next() {
-        builder.replace(position, slot, Arc::clone(&stripped.payload), first);
-    }
-    for kind in kinds {
-        builder.report(position, slot, kind);
-    }
+    parts.into_iter().chain(cleared)
 }
 
 /// Items of a type this library does not know are kept out of the request.

@@ -1,8 +1,16 @@
 //! The report of what a projection repaired, and the violations a strict projection refuses.
 
 use std::fmt;
+use std::sync::OnceLock;
 
-use crate::item::{CallId, Entry, ItemId, ItemKind};
+use imbl::Vector;
+
+use crate::history::PositionSet;
+use crate::item::{CallId, Entry, ItemId, ItemKind, Payload};
+
+use super::StripSet;
+use super::media::Media;
+use super::passes::{stripped_form, stripped_kinds};
 
 /// Where in the live history a repair or a violation is: the item's position, kind and call id.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -112,35 +120,127 @@ impl fmt::Display for Repair {
 
 /// Every repair of one projection, in position order (repairs of one item in the order of
 /// Codex's passes: synthesized output, dropped orphan, images, audio, held-back unknown item).
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+///
+/// The lines for stripped media are materialized on first access (once per report, then kept):
+/// the projection holds the index's media position sets (an O(1) clone) and reads each entry's
+/// cached stripped form when the lines are asked for, so that projecting stays O(1) in the number
+/// of media items. Their content is what stripping changed, exactly as if it had been listed
+/// while projecting.
+#[derive(Clone, Default)]
 pub struct RepairReport {
-    pub(crate) repairs: Vec<Repair>,
+    /// Repairs made while projecting (every pass but the cached media forms), in pass order.
+    pub(crate) made: Vec<Repair>,
+    /// The media whose stripping is reported lazily, if the projection strips any.
+    pub(crate) media: Option<MediaLines>,
+    /// Every repair, in position order, once asked for.
+    repairs: OnceLock<Vec<Repair>>,
+}
+
+/// What a projection needs to list its media repairs later: the slots as the media passes saw
+/// them, and the positions of the entries with media it strips.
+#[derive(Clone)]
+pub(crate) struct MediaLines {
+    pub(crate) slots: Vector<Entry>,
+    pub(crate) images: Option<PositionSet>,
+    pub(crate) audio: Option<PositionSet>,
 }
 
 impl RepairReport {
-    /// The repairs.
+    pub(crate) fn new(made: Vec<Repair>, media: Option<MediaLines>) -> RepairReport {
+        RepairReport {
+            made,
+            media,
+            repairs: OnceLock::new(),
+        }
+    }
+
+    /// The repairs. The first call lists the media repairs (O(m log n) for m media items).
     pub fn repairs(&self) -> &[Repair] {
-        &self.repairs
+        self.repairs.get_or_init(|| {
+            let mut repairs = self.made.clone();
+            if let Some(media) = &self.media {
+                media.list(&mut repairs);
+            }
+            // Stable: the repairs of one item stay in pass order.
+            repairs.sort_by_key(|repair| (repair.at.position, pass_of(&repair.kind)));
+            repairs
+        })
     }
 
     /// Whether nothing was repaired.
     pub fn is_empty(&self) -> bool {
-        self.repairs.is_empty()
+        self.repairs().is_empty()
     }
 
     /// Number of repairs.
     pub fn len(&self) -> usize {
-        self.repairs.len()
+        self.repairs().len()
+    }
+}
+
+impl MediaLines {
+    /// Appends the media repairs, images then audio, each in position order.
+    fn list(&self, repairs: &mut Vec<Repair>) {
+        let strip = StripSet {
+            images: self.images.is_some(),
+            audio: self.audio.is_some(),
+        };
+        for (media, positions) in [(Media::Image, &self.images), (Media::Audio, &self.audio)] {
+            for position in positions.iter().flat_map(PositionSet::iter) {
+                let Some(slot) = self.slots.get(position) else {
+                    continue;
+                };
+                // A slot without the cache was stripped and reported while projecting; a dropped
+                // orphan is not sent. The form was computed while projecting: this is a lookup.
+                if !matches!(slot.payload(), Payload::WithMedia(_)) {
+                    continue;
+                }
+                if let Ok(Some(form)) = stripped_form(slot, position, media, strip) {
+                    repairs.extend(stripped_kinds(media, &form).map(|kind| Repair {
+                        kind,
+                        at: Location::of(position, slot),
+                    }));
+                }
+            }
+        }
+    }
+}
+
+/// Codex's pass a repair comes from, for ordering the repairs of one item.
+fn pass_of(kind: &RepairKind) -> u8 {
+    match kind {
+        RepairKind::SynthesizedOutput { .. } => 0,
+        RepairKind::DroppedOrphanOutput => 1,
+        RepairKind::StrippedImages { .. } | RepairKind::ClearedImageGenerationResult => 2,
+        RepairKind::StrippedAudio { .. } => 3,
+        RepairKind::HeldBackUnknownItem => 4,
+    }
+}
+
+impl PartialEq for RepairReport {
+    fn eq(&self, other: &Self) -> bool {
+        self.repairs() == other.repairs()
+    }
+}
+
+impl Eq for RepairReport {}
+
+impl fmt::Debug for RepairReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RepairReport")
+            .field("repairs", &self.repairs())
+            .finish()
     }
 }
 
 impl fmt::Display for RepairReport {
     /// One line per repair; `no repairs` when there is none.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.repairs.is_empty() {
+        let repairs = self.repairs();
+        if repairs.is_empty() {
             return f.write_str("no repairs");
         }
-        for (i, repair) in self.repairs.iter().enumerate() {
+        for (i, repair) in repairs.iter().enumerate() {
             if i > 0 {
                 f.write_str("\n")?;
             }

@@ -9,18 +9,22 @@ use std::sync::Arc;
 
 use imbl::Vector;
 
-use crate::history::History;
+use crate::history::{History, PositionSet};
 use crate::item::{Entry, Payload};
 
-use super::report::{Location, Repair, RepairKind, RepairReport};
+use super::report::{Location, MediaLines, Repair, RepairKind, RepairReport};
 use super::{Projection, StripSet};
 
-/// The projection being built: the slots, how many items they render as, and the repairs.
+/// The projection being built: the slots, how many items they render as and their bytes, and the
+/// repairs.
 pub(super) struct SlotBuilder<'h> {
     history: &'h History,
     slots: Vector<Entry>,
     len: usize,
+    /// The bytes of the items the slots render (stored texts for slots with media).
+    bytes: u64,
     repairs: Vec<Repair>,
+    media: Option<MediaLines>,
 }
 
 impl<'h> SlotBuilder<'h> {
@@ -30,7 +34,9 @@ impl<'h> SlotBuilder<'h> {
             history,
             slots: history.entries().clone(),
             len: history.len(),
+            bytes: history.json_bytes(),
             repairs: Vec::new(),
+            media: None,
         }
     }
 
@@ -53,18 +59,19 @@ impl<'h> SlotBuilder<'h> {
         payload: Arc<Payload>,
         kind: RepairKind,
     ) {
-        let before = self.slots.get(position).map_or(0, rendered_items);
+        let (before, before_bytes) = self.slots.get(position).map_or((0, 0), rendered);
         let slot = entry.with_payload(payload);
-        let after = rendered_items(&slot);
-        // `len` counts what every slot renders, this one's `before` among them.
+        let (after, after_bytes) = rendered(&slot);
+        // `len` and `bytes` count what every slot renders, this one's `before` among them.
         self.len = self.len - before + after;
+        self.bytes = self.bytes.saturating_sub(before_bytes) + after_bytes;
         self.slots.set(position, slot);
         self.report(position, entry, kind);
     }
 
     /// Keeps the item at `position` out of the projection and reports `kind`.
     pub(super) fn omit(&mut self, position: usize, entry: &Entry, kind: RepairKind) {
-        let original = Arc::clone(&entry.payload);
+        let original = Arc::clone(entry.body());
         self.replace(
             position,
             entry,
@@ -81,27 +88,40 @@ impl<'h> SlotBuilder<'h> {
         });
     }
 
-    /// The projection, its repairs in position order (the passes' order within one item: the
-    /// sort is stable); its slots holding items with media render without the media in `strip`.
-    pub(super) fn finish(mut self, strip: StripSet) -> Projection {
-        self.repairs.sort_by_key(|repair| repair.at.position);
+    /// Leaves the media repairs to the report, which lists them when first read from the slots
+    /// as they are now and the positions of the media stripped (O(1) clones).
+    pub(super) fn strip_lazily(&mut self, images: Option<PositionSet>, audio: Option<PositionSet>) {
+        self.media = Some(MediaLines {
+            slots: self.slots.clone(),
+            images,
+            audio,
+        });
+    }
+
+    /// The projection; its slots holding items with media render without the media in `strip`.
+    /// The report puts the repairs in position order (the passes' order within one item).
+    pub(super) fn finish(self, strip: StripSet) -> Projection {
         Projection {
             slots: self.slots,
             strip,
             len: self.len,
-            report: RepairReport {
-                repairs: self.repairs,
-            },
+            bytes: self.bytes,
+            report: RepairReport::new(self.repairs, self.media),
             history_version: self.history.version(),
         }
     }
 }
 
-/// How many items a slot sends.
-fn rendered_items(slot: &Entry) -> usize {
-    match &*slot.payload {
-        Payload::Owned(_) | Payload::Shared(_) | Payload::WithMedia(_) => 1,
-        Payload::CallWithSyntheticOutput { .. } => 2,
-        Payload::Omitted { .. } => 0,
+/// How many items a slot sends, and their bytes (a slot with media: its stored text's).
+fn rendered(slot: &Entry) -> (usize, u64) {
+    match slot.payload() {
+        Payload::Owned(_) | Payload::Shared(_) | Payload::WithMedia(_) => {
+            (1, slot.payload().original_json().len() as u64)
+        }
+        Payload::CallWithSyntheticOutput { call, output } => (
+            2,
+            (call.payload.original_json().len() + output.len()) as u64,
+        ),
+        Payload::Omitted { .. } => (0, 0),
     }
 }

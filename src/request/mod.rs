@@ -190,25 +190,110 @@ impl ModelRequest {
     /// `["reasoning.encrypted_content"]` or `[]`), `prompt_cache_key` (if any), `text` (if
     /// verbosity or an output schema), `service_tier` (if any).
     ///
+    /// To get the body in memory, [`ModelRequest::body`] and [`ModelRequest::write_body_into`]
+    /// size it up front.
+    ///
     /// # Errors
     ///
     /// [`RequestError::Io`] from the writer, [`RequestError::Serialize`] if a tool or the schema
     /// cannot be serialized.
     pub fn write_body<W: Write + ?Sized>(&self, out: &mut W) -> Result<(), RequestError> {
+        self.write_head(out)?;
+        let mut first = true;
+        self.prompt.input.try_for_each_json(|json| {
+            if !first {
+                out.write_all(b",")?;
+            }
+            first = false;
+            out.write_all(trim_json_space(json).as_bytes())
+        })?;
+        self.write_tail(out)
+    }
+
+    /// The request body as bytes, in a `Vec` allocated once at the body's size (see
+    /// [`ModelRequest::write_body_into`]).
+    ///
+    /// # Errors
+    ///
+    /// As [`ModelRequest::write_body`].
+    pub fn body(&self) -> Result<Vec<u8>, RequestError> {
+        let mut out = Vec::new();
+        self.write_body_into(&mut out)?;
+        Ok(out)
+    }
+
+    /// Writes the request body into `out`, replacing what it held and keeping its capacity: a
+    /// caller that sends one request after another can keep one buffer, whose memory is then
+    /// already mapped and warm, instead of a fresh allocation per request (above the allocator's
+    /// mmap threshold a fresh body is faulted in page by page, which costs more than copying the
+    /// items; see `docs/performance.md`). The same bytes as [`ModelRequest::write_body`].
+    ///
+    /// The body's size is known before an item is copied — the history keeps its byte total, the
+    /// projection counts what its repairs change — so `out` grows at most once, to at least the
+    /// body's size (exactly that when it was empty; as `Vec::reserve` grows it otherwise). Each
+    /// item's bytes are then copied, walking the projection leaf by leaf.
+    ///
+    /// # Errors
+    ///
+    /// [`RequestError::Serialize`] if a tool or the schema cannot be serialized; `out` is then
+    /// left empty.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use agent_history::{History, PromptCompiler, RequestSettings, StepContext};
+    ///
+    /// let mut history = History::new();
+    /// history.record_json(r#"{"type":"message","role":"user","content":[{"type":"input_text","text":"hi"}]}"#)?;
+    /// let compiler = PromptCompiler::new(RequestSettings { model: "gpt-5".into(), ..Default::default() });
+    /// let mut body = Vec::new();
+    /// for _ in 0..3 {
+    ///     let request = compiler.compile(&history, StepContext::default())?;
+    ///     request.write_body_into(&mut body)?; // the buffer is reused
+    ///     assert_eq!(body, request.body()?);
+    /// }
+    /// # Ok::<(), agent_history::Error>(())
+    /// ```
+    pub fn write_body_into(&self, out: &mut Vec<u8>) -> Result<(), RequestError> {
+        out.clear();
+        // The parts around the input are small (settings, instructions, tools): written apart
+        // first, so that the body's size is known before anything is copied into it.
+        let mut parts = Vec::new();
+        self.write_head(&mut parts)?;
+        let head = parts.len();
+        self.write_tail(&mut parts)?;
+        // The array's brackets are written by the head and the tail.
+        let input = self.prompt.input.json_array_len().saturating_sub(2);
+        out.reserve(parts.len().saturating_add(input));
+        out.extend_from_slice(&parts[..head]);
+        let mut first = true;
+        let _ = self.prompt.input.try_for_each_json(|json| {
+            if !first {
+                out.push(b',');
+            }
+            first = false;
+            out.extend_from_slice(trim_json_space(json).as_bytes());
+            Ok::<(), std::convert::Infallible>(())
+        });
+        out.extend_from_slice(&parts[head..]);
+        Ok(())
+    }
+
+    /// The body up to the input's first item: `{"model":…,"instructions":…,"input":[`.
+    fn write_head<W: Write + ?Sized>(&self, out: &mut W) -> Result<(), RequestError> {
+        out.write_all(b"{\"model\":")?;
+        write_json(out, "model", &self.settings.model)?;
+        out.write_all(b",\"instructions\":")?;
+        write_json(out, "instructions", &*self.prompt.base_instructions)?;
+        out.write_all(b",\"input\":[")?;
+        Ok(())
+    }
+
+    /// The body after the input's last item: `],"tools":…}`.
+    fn write_tail<W: Write + ?Sized>(&self, out: &mut W) -> Result<(), RequestError> {
         let settings = &self.settings;
         let prompt = &self.prompt;
         let response = &self.response;
-        out.write_all(b"{\"model\":")?;
-        write_json(out, "model", &settings.model)?;
-        out.write_all(b",\"instructions\":")?;
-        write_json(out, "instructions", &*prompt.base_instructions)?;
-        out.write_all(b",\"input\":[")?;
-        for (index, json) in prompt.input.iter().enumerate() {
-            if index > 0 {
-                out.write_all(b",")?;
-            }
-            out.write_all(trim_json_space(json).as_bytes())?;
-        }
         out.write_all(b"],\"tools\":")?;
         write_json(out, "tools", &*prompt.tools)?;
         out.write_all(b",\"tool_choice\":")?;
@@ -237,17 +322,6 @@ impl ModelRequest {
         }
         out.write_all(b"}")?;
         Ok(())
-    }
-
-    /// The request body as bytes.
-    ///
-    /// # Errors
-    ///
-    /// As [`ModelRequest::write_body`].
-    pub fn body(&self) -> Result<Vec<u8>, RequestError> {
-        let mut out = Vec::with_capacity(4096);
-        self.write_body(&mut out)?;
-        Ok(out)
     }
 
     /// The `include` list: the one set in [`ResponseOptions::include`], or Codex's.
@@ -339,8 +413,17 @@ impl Serialize for Input<'_> {
 }
 
 /// `text` without the JSON white space (space, tab, line feed, carriage return) around it.
+/// Byte by byte: an item's text starts with `{` and ends with `}`, so this is two comparisons.
 fn trim_json_space(text: &str) -> &str {
-    text.trim_matches([' ', '\t', '\n', '\r'])
+    let space = |byte: &u8| matches!(byte, b' ' | b'\t' | b'\n' | b'\r');
+    let bytes = text.as_bytes();
+    let start = bytes.iter().position(|b| !space(b)).unwrap_or(bytes.len());
+    let end = bytes
+        .iter()
+        .rposition(|b| !space(b))
+        .map_or(start, |last| last + 1);
+    // Both ends are next to ASCII bytes (or the ends of the text): character boundaries.
+    text.get(start..end).unwrap_or(text)
 }
 
 #[derive(Serialize)]

@@ -296,7 +296,7 @@ fn entry_table(history: &History) -> Option<(Vec<EntryV1>, Vec<EarlierV2>)> {
 
 /// The identity of an entry's payload (shared by its clones).
 fn identity(entry: &Entry) -> *const () {
-    Arc::as_ptr(&entry.payload).cast()
+    Arc::as_ptr(entry.body()).cast()
 }
 
 /// Whether two entries with the same payload have the same header fields.

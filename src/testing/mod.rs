@@ -5,5 +5,5 @@
 mod codex_rollout;
 
 pub use crate::item::item_conversions;
-pub use crate::projection::media_strips;
+pub use crate::projection::{media_checks, media_strips};
 pub use codex_rollout::{CodexRollout, CodexRolloutError};
