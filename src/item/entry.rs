@@ -661,6 +661,11 @@ pub(crate) fn parse_item(json: &str) -> Result<ResponseItem, ItemError> {
             source,
         });
     }
+    // One pass when `type` comes first (every item Codex writes); otherwise, and for every
+    // item the fast path does not accept, the derived deserializer decides (see `parse.rs`).
+    if let Some(item) = super::parse::parse_type_first(json) {
+        return Ok(item);
+    }
     serde_json::from_str(json).map_err(|source| ItemError::InvalidJson {
         item_type: sniff_type(json),
         source,
