@@ -10,6 +10,7 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 
 use crate::history::Compacted;
+use crate::item::Entry;
 use crate::snapshot::sync_parent_directory;
 
 use super::error::{RolloutWriteError, WriteStep};
@@ -258,6 +259,31 @@ impl<S: RolloutSink> RolloutWriter<S> {
             .map_err(|error| self.invalid(LineKind::ResponseItem, error))?;
         for payload in &payloads {
             self.push_line(LineKind::ResponseItem, payload);
+        }
+        self.commit()
+    }
+
+    /// Appends one `response_item` line per entry, as one batch (the session, with the entries it
+    /// has just recorded). An entry's text was parsed as an item when the entry was built, so it
+    /// is JSON and is not validated again; a text that spans lines (never one a session builds)
+    /// is written in compact form, as [`RolloutWriter::append_response_items`] writes it.
+    ///
+    /// # Errors
+    ///
+    /// The sink's error (or, for a text that spans lines and is not JSON, `InvalidInput`).
+    pub(crate) fn append_entries<'a>(
+        &mut self,
+        entries: impl IntoIterator<Item = &'a Entry>,
+    ) -> Result<(), RolloutWriteError> {
+        for entry in entries {
+            let json = entry.json();
+            if memchr::memchr2(b'\n', b'\r', json.as_bytes()).is_none() {
+                self.push_line(LineKind::ResponseItem, json);
+            } else {
+                let payload =
+                    one_line(json).map_err(|error| self.invalid(LineKind::ResponseItem, error))?;
+                self.push_line(LineKind::ResponseItem, &payload);
+            }
         }
         self.commit()
     }
@@ -551,7 +577,7 @@ fn one_line(json: &str) -> Result<std::borrow::Cow<'_, str>, serde_json::Error> 
     let trimmed = json.trim();
     // Validate: a payload that is not JSON would make the whole line unreadable.
     let raw: &RawValue = serde_json::from_str(trimmed)?;
-    if !raw.get().contains(['\n', '\r']) {
+    if memchr::memchr2(b'\n', b'\r', raw.get().as_bytes()).is_none() {
         return Ok(std::borrow::Cow::Borrowed(raw.get()));
     }
     let value: Value = serde_json::from_str(trimmed)?;
