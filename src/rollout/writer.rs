@@ -425,7 +425,7 @@ impl<S: RolloutSink> RolloutWriter<S> {
     /// `InvalidInput` for a line that is not one newline-terminated line; otherwise the sink's
     /// error.
     pub fn append_verbatim_line(&mut self, line: &[u8]) -> Result<(), RolloutWriteError> {
-        let newlines = line.iter().filter(|&&b| b == b'\n').count();
+        let newlines = memchr::memchr_iter(b'\n', line).count();
         if newlines != 1 || line.last() != Some(&b'\n') {
             return Err(self.error(
                 WriteStep::Write {
@@ -511,10 +511,7 @@ impl<S: RolloutSink> RolloutWriter<S> {
                 }
                 Ok(written) => {
                     let written = written.min(self.pending.len());
-                    let lines = self.pending[..written]
-                        .iter()
-                        .filter(|&&b| b == b'\n')
-                        .count();
+                    let lines = memchr::memchr_iter(b'\n', &self.pending[..written]).count();
                     self.lines_written += lines as u64;
                     for _ in 0..lines {
                         self.pending_kinds.pop_front();
