@@ -141,6 +141,14 @@ fn jsonl_throughput() {
 }
 
 fn main() {
+    if std::env::var_os("AGENT_HISTORY_BENCH_PROFILE").is_some() {
+        // The JSONL resume alone, in a loop, for `perf record`.
+        let bytes = items::rollout(&items::generate(6_000, 11));
+        for _ in 0..30 {
+            resume(&bytes);
+        }
+        return;
+    }
     if std::env::var_os("AGENT_HISTORY_BENCH_JSONL").is_some() {
         jsonl_throughput();
         return;
