@@ -15,7 +15,9 @@ use std::time::{Instant, SystemTime};
 
 use serde::{Deserialize, Serialize};
 
-use agent_history::{DEFAULT_TRUNCATION, Durability, History, RolloutWriter, Session, ThreadId};
+use agent_history::{
+    DEFAULT_TRUNCATION, Durability, Entry, History, RolloutWriter, Session, ThreadId,
+};
 
 #[allow(dead_code)]
 mod common;
@@ -254,6 +256,37 @@ fn main() {
             pairs,
             || drop(black_box(typed_record(&items))),
             || drop(black_box(library_record(&items))),
+        ),
+    );
+    // What bounds record_json: building the entries alone (parse, header, token estimate, the
+    // text copied into the entry), and keeping a copy of each text, which the typed baseline does
+    // not (it keeps the typed values).
+    report(
+        "  of which Entry::from_json into a Vec vs typed",
+        "typed",
+        paired(
+            pairs,
+            || drop(black_box(typed_record(&items))),
+            || {
+                let entries: Vec<Entry> = items
+                    .iter()
+                    .map(|json| Entry::from_json(json.as_str()).expect("an item"))
+                    .collect();
+                drop(black_box(entries));
+            },
+        ),
+    );
+    report(
+        "  of which a Box<str> copy of each text vs typed",
+        "typed",
+        paired(
+            pairs,
+            || drop(black_box(typed_record(&items))),
+            || {
+                let texts: Vec<Box<str>> =
+                    items.iter().map(|json| Box::from(json.as_str())).collect();
+                drop(black_box(texts));
+            },
         ),
     );
     report(
