@@ -13,8 +13,8 @@
 //! first, a second `type`, a part whose `type` is not first, any error — and the caller then runs
 //! the derived deserializer, whose result (or error, with its message and position) is the
 //! answer. So accepted and refused items, their values and their error messages are those of the
-//! derived deserializer by construction; the tests in `tests/item_parse.rs` compare the two on
-//! generated items.
+//! derived deserializer by construction; the tests below (a proptest over generated items) and the
+//! `record_json` fuzz target compare the two.
 //!
 //! The structs of the variants are read by their derived `Deserialize` (same defaults, same
 //! field names, same duplicate-field errors), except the three whose part lists are on the hot
