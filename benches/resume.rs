@@ -1,11 +1,16 @@
 //! Resume costs that must stay linear in the file, against a baseline from the same run:
 //! legacy compactions (user messages alternating with `compacted` lines without replacement
 //! history) at ten times the length, and a flood of blank lines against the same bytes of items.
-//! Run with `cargo bench --bench resume`; the ratios are the result.
+//! Last, JSONL resume throughput: a rollout of generated Codex-style items against reading the
+//! same bytes and parsing each line into a `serde_json::Value`, paired.
+//! Run with `cargo bench --bench resume`; the ratios are the result
+//! (`AGENT_HISTORY_BENCH_JSONL=1`: the throughput section alone).
 
 use std::hint::black_box;
+use std::time::Instant;
 
 mod common;
+mod items;
 use common::{median, ratio};
 
 use agent_history::{DEFAULT_TRUNCATION, READER_LABEL, ResumeOptions, resume_reader};
@@ -67,7 +72,87 @@ fn resume(bytes: &[u8]) {
     );
 }
 
+/// The baseline: every line of `bytes` parsed into a `serde_json::Value`.
+fn parse_values(bytes: &[u8]) -> usize {
+    bytes
+        .split(|&byte| byte == b'\n')
+        .filter(|line| !line.is_empty())
+        .map(|line| {
+            let value: serde_json::Value = serde_json::from_slice(line).expect("JSON");
+            black_box(value);
+        })
+        .count()
+}
+
+/// JSONL resume throughput against a `Value` parse of every line, median and interquartile range
+/// of the ratio over interleaved pairs.
+fn jsonl_throughput() {
+    let items = items::generate(6_000, 11);
+    let bytes = items::rollout(&items);
+    let resumed = resume_reader(
+        &bytes[..],
+        READER_LABEL,
+        &ResumeOptions::new(DEFAULT_TRUNCATION),
+    )
+    .expect("resumes");
+    assert_eq!(resumed.history().len(), items.len());
+    let pairs = 21;
+    let mut ratios = Vec::with_capacity(pairs);
+    let mut resume_times = Vec::with_capacity(pairs);
+    let mut value_times = Vec::with_capacity(pairs);
+    for pair in 0..pairs {
+        let timed = |which: bool| {
+            let start = Instant::now();
+            if which {
+                resume(&bytes);
+            } else {
+                black_box(parse_values(&bytes));
+            }
+            start.elapsed().as_secs_f64()
+        };
+        let (library, baseline) = if pair % 2 == 0 {
+            let baseline = timed(false);
+            (timed(true), baseline)
+        } else {
+            let library = timed(true);
+            (library, timed(false))
+        };
+        ratios.push(library / baseline);
+        resume_times.push(library);
+        value_times.push(baseline);
+    }
+    for values in [&mut ratios, &mut resume_times, &mut value_times] {
+        values.sort_by(f64::total_cmp);
+    }
+    let megabytes = bytes.len() as f64 / 1e6;
+    println!(
+        "JSONL resume, {} items, {megabytes:.1} MB: {:.0} MB/s; Value parse of each line {:.0} MB/s",
+        items.len(),
+        megabytes / resume_times[pairs / 2],
+        megabytes / value_times[pairs / 2],
+    );
+    println!(
+        "{:<62} {:>10.4}× Value parse (IQR {:.4}–{:.4}, {pairs} pairs)",
+        "JSONL resume vs a Value parse of each line",
+        ratios[pairs / 2],
+        ratios[pairs / 4],
+        ratios[pairs * 3 / 4],
+    );
+}
+
 fn main() {
+    if std::env::var_os("AGENT_HISTORY_BENCH_PROFILE").is_some() {
+        // The JSONL resume alone, in a loop, for `perf record`.
+        let bytes = items::rollout(&items::generate(6_000, 11));
+        for _ in 0..30 {
+            resume(&bytes);
+        }
+        return;
+    }
+    if std::env::var_os("AGENT_HISTORY_BENCH_JSONL").is_some() {
+        jsonl_throughput();
+        return;
+    }
     let small = legacy(1_000);
     let large = legacy(10_000);
     let small_time = median(5, || resume(&small));
@@ -108,4 +193,6 @@ fn main() {
         "items",
         items_time,
     );
+
+    jsonl_throughput();
 }

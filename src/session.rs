@@ -344,7 +344,7 @@ impl<S: RolloutSink> Session<S> {
     pub fn record_json(&mut self, json: &str) -> Result<Recorded, Error> {
         let (recorded, line) = self.record_prepared(json)?;
         if let Some(entry) = line {
-            let written = self.writer.append_response_items([entry.json()]);
+            let written = self.writer.append_entries([&entry]);
             self.publish();
             written?;
         }
@@ -377,9 +377,7 @@ impl<S: RolloutSink> Session<S> {
             }
         }
         if !lines.is_empty() {
-            let written = self
-                .writer
-                .append_response_items(lines.iter().map(Entry::json));
+            let written = self.writer.append_entries(&lines);
             self.publish();
             written?;
         }
@@ -488,7 +486,7 @@ impl<S: RolloutSink> Session<S> {
         } else {
             None
         };
-        if prefix.is_none() && !trimmed.contains(['\n', '\r']) {
+        if prefix.is_none() && memchr::memchr2(b'\n', b'\r', trimmed.as_bytes()).is_none() {
             return Ok((trimmed.to_owned(), item));
         }
         let mut value: serde_json::Value =

@@ -1,7 +1,9 @@
 //! Arbitrary bytes as item JSON, one item a line (the fuzzed-text half of the item round trip;
 //! `item_roundtrip` is the structured half), and as rollout lines.
 //!
-//! Checked for each line: `Entry::from_json` and `History::record_json` agree (both refuse what
+//! Checked for each line: the item parser's fast path agrees with serde's derived deserializer
+//! (same error message, or an item with the same header); `Entry::from_json` and
+//! `History::record_json` agree (both refuse what
 //! is not an item, with the same error; `compaction_trigger` is refused as an entry and filtered
 //! as a record; `system` messages and client tool searches without a call id are filtered; a
 //! client tool search stored with other text has canonical arguments); a built entry keeps the
@@ -32,8 +34,31 @@ fn same_header(a: &Entry, b: &Entry) {
     assert_eq!(a.tokens(), b.tokens());
 }
 
+/// The item parser (a type-first fast path, then serde's derived deserializer) gives what the
+/// derived deserializer alone gives: the same error message, or an item with the same header.
+fn check_fast_path(line: &str, built: &Result<Entry, ItemError>) {
+    if !line.trim_start().starts_with('{') {
+        return;
+    }
+    match (serde_json::from_str::<ResponseItem>(line), built) {
+        (Err(derived), Err(ItemError::InvalidJson { source, .. })) => {
+            assert_eq!(derived.to_string(), source.to_string(), "{line:?}");
+        }
+        (Err(derived), Ok(entry)) => panic!("{line:?}: built {entry:?}, derived {derived}"),
+        (Ok(item), built) => match Entry::from_item(&item) {
+            Ok(reference) => same_header(built.as_ref().expect("derived parses"), &reference),
+            Err(_) => assert!(matches!(
+                (item, built),
+                (ResponseItem::Other, Ok(_)) | (ResponseItem::CompactionTrigger, Err(_))
+            )),
+        },
+        (Err(_), Err(_)) => {}
+    }
+}
+
 fn check_line(history: &mut History, line: &str) {
     let built = Entry::from_json(line);
+    check_fast_path(line, &built);
     let recorded = history.record_json(line);
     let entry = match (built, recorded) {
         (Err(ItemError::NotStorable { .. }), Ok(Recorded::Filtered(reason))) => {

@@ -24,7 +24,8 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 
 use crate::item::{
-    Entry, ItemError, ItemKind, OutputBody, ResponseItem, Role, approx_token_count, parse_item,
+    BYTES_PER_TOKEN, Entry, ItemError, ItemKind, OutputBody, ResponseItem, Role,
+    approx_token_count, parse_item,
 };
 
 pub(crate) use canonical::{Canonical, canonicalize};
@@ -446,7 +447,24 @@ impl History {
         // bounds the string's length.
         let short_text = match output {
             OutputBody::Text { bytes } => bytes <= budget,
-            OutputBody::Parts => false,
+            // Truncation keeps every part (and changes nothing) exactly when no text part is
+            // empty and the parts' costs, in the policy's unit, add up to at most its limit:
+            // each text part then finds budget left (it costs at least one), as does each
+            // audio part.
+            OutputBody::Parts(cost) => {
+                !cost.empty_text
+                    && match policy {
+                        TruncationPolicy::Bytes(_) => {
+                            cost.text_bytes
+                                .saturating_add(cost.audio_tokens.saturating_mul(BYTES_PER_TOKEN))
+                                <= policy.byte_budget()
+                        }
+                        TruncationPolicy::Tokens(_) => {
+                            cost.text_tokens.saturating_add(cost.audio_tokens)
+                                <= policy.token_budget()
+                        }
+                    }
+            }
             OutputBody::Unknown | OutputBody::None => {
                 entry.byte_len() <= budget && output_is_text(entry.json())
             }

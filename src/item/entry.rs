@@ -718,8 +718,51 @@ pub(crate) enum OutputBody {
     None,
     /// A string body of this many bytes.
     Text { bytes: usize },
-    /// An array of parts.
-    Parts,
+    /// An array of parts, with what truncation would count of it.
+    Parts(PartsCost),
+}
+
+/// What record-time truncation counts of a tool output's array of parts, so that an array within
+/// budget is not parsed again to find that nothing is cut (see `History::truncate_output`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) struct PartsCost {
+    /// Bytes of the non-empty `input_text` parts.
+    pub(crate) text_bytes: usize,
+    /// Tokens of the non-empty `input_text` parts, each estimated on its own.
+    pub(crate) text_tokens: usize,
+    /// Tokens of the `input_audio` parts (their URL's estimate).
+    pub(crate) audio_tokens: usize,
+    /// Whether an `input_text` part is empty (truncation drops it: the text changes).
+    pub(crate) empty_text: bool,
+}
+
+impl PartsCost {
+    fn of(parts: &[OutputContentItem]) -> PartsCost {
+        parts
+            .iter()
+            .fold(PartsCost::default(), |cost, part| match part {
+                OutputContentItem::InputText { text } if text.is_empty() => PartsCost {
+                    empty_text: true,
+                    ..cost
+                },
+                OutputContentItem::InputText { text } => PartsCost {
+                    text_bytes: cost.text_bytes.saturating_add(text.len()),
+                    text_tokens: cost
+                        .text_tokens
+                        .saturating_add(super::estimate::tokens_for_bytes(text.len())),
+                    ..cost
+                },
+                OutputContentItem::InputAudio { audio_url } => PartsCost {
+                    audio_tokens: cost
+                        .audio_tokens
+                        .saturating_add(super::estimate::approx_token_count(audio_url)),
+                    ..cost
+                },
+                OutputContentItem::InputImage(_)
+                | OutputContentItem::EncryptedContent { .. }
+                | OutputContentItem::Other => cost,
+            })
+    }
 }
 
 impl OutputBody {
@@ -732,7 +775,7 @@ impl OutputBody {
         };
         match output {
             OutputPayload::Text(text) => OutputBody::Text { bytes: text.len() },
-            OutputPayload::ContentItems(_) => OutputBody::Parts,
+            OutputPayload::ContentItems(parts) => OutputBody::Parts(PartsCost::of(parts)),
         }
     }
 }
@@ -752,6 +795,11 @@ pub(crate) fn parse_item(json: &str) -> Result<ResponseItem, ItemError> {
             item_type: None,
             source,
         });
+    }
+    // One pass when `type` comes first (every item Codex writes); otherwise, and for every
+    // item the fast path does not accept, the derived deserializer decides (see `parse.rs`).
+    if let Some(item) = super::parse::parse_type_first(json) {
+        return Ok(item);
     }
     serde_json::from_str(json).map_err(|source| ItemError::InvalidJson {
         item_type: sniff_type(json),

@@ -8,6 +8,8 @@
 
 use std::io;
 
+use serde_json::Value;
+
 use super::error::ItemError;
 use super::model::{
     AgentContentItem, ContentItem, ImageDetail, ImagePart, OutputContentItem, OutputPayload,
@@ -73,6 +75,90 @@ fn json_len(value: &impl serde::Serialize) -> Result<usize, ItemError> {
     serde_json::to_writer(&mut counter, value).map_err(ItemError::Serialize)?;
     Ok(counter.0)
 }
+
+/// The length of a JSON value's compact text (what `serde_json::to_string` writes), counted
+/// without writing it: a walk over the value, strings measured with their escapes. The same number
+/// as [`json_len`] (the tests compare them), without serde_json's escaping writer.
+fn value_len(value: &Value) -> Result<usize, ItemError> {
+    Ok(match value {
+        Value::Null => 4,
+        Value::Bool(true) => 4,
+        Value::Bool(false) => 5,
+        // Integers and floats as serde_json formats them.
+        Value::Number(number) => json_len(number)?,
+        Value::String(text) => escaped_len(text),
+        Value::Array(values) => values_len(values)?,
+        Value::Object(fields) => {
+            let mut total = 2 + fields.len().saturating_sub(1);
+            for (key, value) in fields {
+                total = total
+                    .saturating_add(escaped_len(key))
+                    .saturating_add(1)
+                    .saturating_add(value_len(value)?);
+            }
+            total
+        }
+    })
+}
+
+/// The length of a JSON array's compact text.
+fn values_len(values: &[Value]) -> Result<usize, ItemError> {
+    let mut total = 2 + values.len().saturating_sub(1);
+    for value in values {
+        total = total.saturating_add(value_len(value)?);
+    }
+    Ok(total)
+}
+
+/// The length of `text` as a JSON string, quotes included: serde_json writes `"` and `\` as two
+/// bytes, `\b \f \n \r \t` as two, any other byte below 0x20 as `\u00XX` (six), everything
+/// else as it is.
+fn escaped_len(text: &str) -> usize {
+    const ONES: u64 = u64::from_ne_bytes([1; 8]);
+    const HIGHS: u64 = u64::from_ne_bytes([0x80; 8]);
+    /// Whether any byte of `word` is below `n` (n ≤ 0x80): exact for "any".
+    const fn has_less(word: u64, n: u8) -> bool {
+        word.wrapping_sub(ONES * n as u64) & !word & HIGHS != 0
+    }
+    const fn has_byte(word: u64, byte: u8) -> bool {
+        has_less(word ^ (ONES * byte as u64), 1)
+    }
+    let bytes = text.as_bytes();
+    let mut extra = 0usize;
+    // Eight bytes at a time: most words of most text need no escape, and are skipped whole.
+    let mut words = bytes.chunks_exact(8);
+    for chunk in &mut words {
+        let word = u64::from_ne_bytes(chunk.try_into().unwrap_or([0; 8]));
+        if has_less(word, 0x20) || has_byte(word, b'"') || has_byte(word, b'\\') {
+            extra += chunk
+                .iter()
+                .map(|&byte| usize::from(ESCAPE_EXTRA[usize::from(byte)]))
+                .sum::<usize>();
+        }
+    }
+    extra += words
+        .remainder()
+        .iter()
+        .map(|&byte| usize::from(ESCAPE_EXTRA[usize::from(byte)]))
+        .sum::<usize>();
+    text.len().saturating_add(extra).saturating_add(2)
+}
+
+/// The bytes serde_json's escaping adds for each byte value.
+const ESCAPE_EXTRA: [u8; 256] = {
+    let mut table = [0u8; 256];
+    let mut byte = 0;
+    while byte < 0x20 {
+        table[byte] = match byte {
+            0x08 | 0x09 | 0x0a | 0x0c | 0x0d => 1,
+            _ => 5,
+        };
+        byte += 1;
+    }
+    table[b'"' as usize] = 1;
+    table[b'\\' as usize] = 1;
+    table
+};
 
 /// Encrypted reasoning or compaction: `max(0, len*3/4 − 650)`.
 fn encrypted_reasoning_bytes(ciphertext: &str) -> usize {
@@ -163,9 +249,9 @@ fn model_visible_bytes(item: &ResponseItem) -> Result<usize, ItemError> {
         ResponseItem::CustomToolCallOutput(output) => output_bytes(&output.output)
             .saturating_add(len(output.call_id.as_str()))
             .saturating_add(opt_len(output.name.as_deref())),
-        ResponseItem::ToolSearchCall(call) => json_len(&call.arguments)?,
-        ResponseItem::ToolSearchOutput(output) => json_len(&output.tools)?,
-        ResponseItem::AdditionalTools(tools) => json_len(&tools.tools)?,
+        ResponseItem::ToolSearchCall(call) => value_len(&call.arguments)?,
+        ResponseItem::ToolSearchOutput(output) => values_len(&output.tools)?,
+        ResponseItem::AdditionalTools(tools) => values_len(&tools.tools)?,
         ResponseItem::LocalShellCall(call) => json_len(&call.action)?,
         ResponseItem::WebSearchCall(call) => match &call.action {
             Some(action) => json_len(action)?,
@@ -181,4 +267,56 @@ fn model_visible_bytes(item: &ResponseItem) -> Result<usize, ItemError> {
         }
         ResponseItem::CompactionTrigger | ResponseItem::Other => 0,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    fn value() -> impl Strategy<Value = Value> {
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i64>().prop_map(Value::from),
+            any::<u64>().prop_map(Value::from),
+            any::<f64>().prop_map(Value::from),
+            any::<String>().prop_map(Value::String),
+            "[\\x00-\\x20\"\\\\\u{7f}\u{e9}\u{2028}\u{1F600}a/]{0,40}".prop_map(Value::String),
+        ];
+        leaf.prop_recursive(4, 32, 4, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+                prop::collection::vec(("[\\x00-\\x7f]{0,4}", inner), 0..4)
+                    .prop_map(|fields| Value::Object(fields.into_iter().collect())),
+            ]
+        })
+    }
+
+    proptest! {
+        #[test]
+        fn the_counted_length_is_the_serialized_length(value in value()) {
+            prop_assert_eq!(value_len(&value).expect("counted"), json_len(&value).expect("serialized"));
+            prop_assert_eq!(
+                value_len(&value).expect("counted"),
+                serde_json::to_string(&value).expect("serialized").len()
+            );
+            let values = vec![value.clone(), value];
+            prop_assert_eq!(values_len(&values).expect("counted"), json_len(&values).expect("serialized"));
+        }
+    }
+
+    #[test]
+    fn every_byte_is_counted_as_serde_json_escapes_it() {
+        for byte in 0u8..0x80 {
+            let text = String::from(char::from(byte));
+            let value = Value::String(text);
+            assert_eq!(
+                value_len(&value).expect("counted"),
+                serde_json::to_string(&value).expect("serialized").len(),
+                "byte {byte:#04x}"
+            );
+        }
+    }
 }

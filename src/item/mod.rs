@@ -11,6 +11,7 @@ mod ids;
 mod inter_agent;
 mod kind;
 mod model;
+mod parse;
 mod turn;
 mod work;
 

@@ -333,6 +333,18 @@ pub(super) fn read_lines(
             None => (available, false),
         };
         let taken = chunk.len();
+        // A whole line within the buffer (the common case: lines are shorter than it) is read
+        // where it is, not gathered into `line` first.
+        if terminated && length == 0 && (taken as u64 - 1) <= options.max_line_bytes as u64 {
+            if let Some(hasher) = hasher.as_deref_mut() {
+                hasher.update(chunk);
+            }
+            state.lines += 1;
+            state.line(&chunk[..taken - 1], offset, true)?;
+            offset += taken as u64;
+            reader.consume(taken);
+            continue;
+        }
         if !at_end {
             length += taken as u64;
             let content_length = length - u64::from(terminated);
@@ -437,7 +449,9 @@ impl ReadState<'_> {
             content = &content[BYTE_ORDER_MARK.len()..];
             repairs.push(LineRepair::ByteOrderMark);
         }
-        let parsed = match std::str::from_utf8(content) {
+        // SIMD validation (simdutf8, already a dependency of rkyv's bytecheck): only whether the
+        // line is UTF-8 matters here, not where it is not.
+        let parsed = match simdutf8::basic::from_utf8(content) {
             Ok(text) => self.parse(text),
             Err(_) => {
                 self.non_blank = true;

@@ -106,6 +106,9 @@ pub(super) fn parse_envelope(text: &str, salvage: bool) -> Result<Parsed, SkipRe
         kind: Cow<'a, str>,
         payload: Box<RawValue>,
     }
+    if let Some(parsed) = response_item_line(text) {
+        return Ok(parsed);
+    }
     if !text.starts_with('{') {
         return Err(not_an_object(text));
     }
@@ -171,6 +174,53 @@ pub(super) fn parse_envelope(text: &str, salvage: bool) -> Result<Parsed, SkipRe
         content: LineContent::Payload { raw, facts },
         ghost_snapshots,
         repair,
+    })
+}
+
+/// The hot path of [`parse_envelope`]: a `response_item` line exactly as Codex and this library
+/// write it — `{"timestamp":"…","type":"response_item","payload":{…}}`, no white space between
+/// the tokens, a timestamp without escapes — whose payload is an item. The payload is then the
+/// text between the fixed head and the closing brace, and it is parsed once, as the item it is:
+/// the envelope is not parsed first, nor the payload's bytes validated twice.
+///
+/// Such a line is a valid envelope (the head is valid JSON by the checks made here, the payload
+/// by the item's parse), so [`parse_envelope`]'s generic path would find the same payload text
+/// and make the same entry of it. `None` for any other line, and for a payload that is not an
+/// item: the generic path then reads the line and says what is wrong with it.
+fn response_item_line(text: &str) -> Option<Parsed> {
+    const HEAD: &str = "{\"timestamp\":\"";
+    const AFTER_TIMESTAMP: &str = "\",\"type\":\"response_item\",\"payload\":";
+    let rest = text.strip_prefix(HEAD)?;
+    let stamp_end = memchr::memchr(b'"', rest.as_bytes())?;
+    // A JSON string without escapes holds no backslash and no control character.
+    if rest.as_bytes()[..stamp_end]
+        .iter()
+        .any(|&byte| byte == b'\\' || byte < 0x20)
+    {
+        return None;
+    }
+    let payload = rest[stamp_end..]
+        .strip_prefix(AFTER_TIMESTAMP)?
+        .strip_suffix('}')?
+        // JSON's white space only: any other character there is not JSON.
+        .trim_end_matches([' ', '\t', '\n', '\r']);
+    if !payload.starts_with('{') {
+        return None;
+    }
+    let (entry, output) = match item_entry(payload) {
+        Ok(Some(item)) => item,
+        Ok(None) => return Some(Parsed::Ignored(Ignored::GhostSnapshot)),
+        Err(_) => return None,
+    };
+    Some(Parsed::Line {
+        kind: LineKind::ResponseItem,
+        content: LineContent::Item {
+            entry,
+            output,
+            payload: None,
+        },
+        ghost_snapshots: 0,
+        repair: None,
     })
 }
 

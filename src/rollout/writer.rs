@@ -10,6 +10,7 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 
 use crate::history::Compacted;
+use crate::item::Entry;
 use crate::snapshot::sync_parent_directory;
 
 use super::error::{RolloutWriteError, WriteStep};
@@ -262,6 +263,31 @@ impl<S: RolloutSink> RolloutWriter<S> {
         self.commit()
     }
 
+    /// Appends one `response_item` line per entry, as one batch (the session, with the entries it
+    /// has just recorded). An entry's text was parsed as an item when the entry was built, so it
+    /// is JSON and is not validated again; a text that spans lines (never one a session builds)
+    /// is written in compact form, as [`RolloutWriter::append_response_items`] writes it.
+    ///
+    /// # Errors
+    ///
+    /// The sink's error (or, for a text that spans lines and is not JSON, `InvalidInput`).
+    pub(crate) fn append_entries<'a>(
+        &mut self,
+        entries: impl IntoIterator<Item = &'a Entry>,
+    ) -> Result<(), RolloutWriteError> {
+        for entry in entries {
+            let json = entry.json();
+            if memchr::memchr2(b'\n', b'\r', json.as_bytes()).is_none() {
+                self.push_line(LineKind::ResponseItem, json);
+            } else {
+                let payload =
+                    one_line(json).map_err(|error| self.invalid(LineKind::ResponseItem, error))?;
+                self.push_line(LineKind::ResponseItem, &payload);
+            }
+        }
+        self.commit()
+    }
+
     /// Appends a `compacted` line: the summary message and the replacement history.
     ///
     /// # Errors
@@ -399,7 +425,7 @@ impl<S: RolloutSink> RolloutWriter<S> {
     /// `InvalidInput` for a line that is not one newline-terminated line; otherwise the sink's
     /// error.
     pub fn append_verbatim_line(&mut self, line: &[u8]) -> Result<(), RolloutWriteError> {
-        let newlines = line.iter().filter(|&&b| b == b'\n').count();
+        let newlines = memchr::memchr_iter(b'\n', line).count();
         if newlines != 1 || line.last() != Some(&b'\n') {
             return Err(self.error(
                 WriteStep::Write {
@@ -485,10 +511,7 @@ impl<S: RolloutSink> RolloutWriter<S> {
                 }
                 Ok(written) => {
                     let written = written.min(self.pending.len());
-                    let lines = self.pending[..written]
-                        .iter()
-                        .filter(|&&b| b == b'\n')
-                        .count();
+                    let lines = memchr::memchr_iter(b'\n', &self.pending[..written]).count();
                     self.lines_written += lines as u64;
                     for _ in 0..lines {
                         self.pending_kinds.pop_front();
@@ -551,7 +574,7 @@ fn one_line(json: &str) -> Result<std::borrow::Cow<'_, str>, serde_json::Error> 
     let trimmed = json.trim();
     // Validate: a payload that is not JSON would make the whole line unreadable.
     let raw: &RawValue = serde_json::from_str(trimmed)?;
-    if !raw.get().contains(['\n', '\r']) {
+    if memchr::memchr2(b'\n', b'\r', raw.get().as_bytes()).is_none() {
         return Ok(std::borrow::Cow::Borrowed(raw.get()));
     }
     let value: Value = serde_json::from_str(trimmed)?;
