@@ -3,6 +3,7 @@
 //! `cargo bench --bench snapshot`.
 
 use std::hint::black_box;
+use std::time::Instant;
 
 mod common;
 use common::{median, ratio};
@@ -60,6 +61,22 @@ fn main() {
         resumed.history().len(),
         text.len() / 1_000_000
     );
+
+    open_vs_blake3("small items (400 B on average)", &snapshot_path);
+    large_outputs(&dir);
+    // For a profiler (`perf record -g` on this binary): only opens of the snapshot with 3.7 KB
+    // outputs, this many times.
+    if let Some(opens) = std::env::var("AGENT_HISTORY_BENCH_PROFILE_OPENS")
+        .ok()
+        .and_then(|opens| opens.parse::<usize>().ok())
+    {
+        let large = dir.join("large.snap");
+        for _ in 0..opens {
+            black_box(open_snapshot(&large, SnapshotOptions::default()).expect("opens"));
+        }
+        std::fs::remove_dir_all(&dir).ok();
+        return;
+    }
 
     let full_options = ResumeOptions::new(DEFAULT_TRUNCATION);
     let full = median(5, || {
@@ -137,6 +154,107 @@ fn main() {
     );
     codex_session(&dir);
     std::fs::remove_dir_all(&dir).ok();
+}
+
+/// Opening a snapshot with its digest verified against a bare BLAKE3 of the same bytes (the file
+/// read into memory once, outside the timing; the open maps the same file, warm in the page
+/// cache): median and interquartile range of the ratio over 31 interleaved pairs, for the open
+/// alone and for the open plus dropping what it built.
+fn open_vs_blake3(session: &str, path: &std::path::Path) {
+    let bytes = std::fs::read(path).expect("snapshot");
+    let (mut opens, mut with_drops, mut hashes) = (Vec::new(), Vec::new(), Vec::new());
+    for pair in 0..31 {
+        let open = || {
+            let start = Instant::now();
+            let snapshot = open_snapshot(path, SnapshotOptions::default()).expect("opens");
+            let opened = start.elapsed();
+            drop(black_box(snapshot));
+            (opened, start.elapsed())
+        };
+        let hash = || {
+            let start = Instant::now();
+            black_box(blake3::hash(black_box(&bytes)));
+            start.elapsed()
+        };
+        let ((open, with_drop), hash) = if pair % 2 == 0 {
+            let open = open();
+            (open, hash())
+        } else {
+            let hash = hash();
+            (open(), hash)
+        };
+        opens.push(open.as_secs_f64());
+        with_drops.push(with_drop.as_secs_f64());
+        hashes.push(hash.as_secs_f64().max(1e-9));
+    }
+    let quartiles = |times: &[f64]| {
+        let mut ratios: Vec<f64> = times.iter().zip(&hashes).map(|(t, h)| t / h).collect();
+        ratios.sort_by(f64::total_cmp);
+        let at = |q: f64| ratios[((ratios.len() - 1) as f64 * q).round() as usize];
+        (at(0.5), at(0.25), at(0.75))
+    };
+    let median = |times: &[f64]| {
+        let mut times = times.to_vec();
+        times.sort_by(f64::total_cmp);
+        times[times.len() / 2] * 1e3
+    };
+    println!(
+        "snapshot of {} MB, {session}; BLAKE3 {:.2} ms (31 pairs)",
+        bytes.len() / 1_000_000,
+        median(&hashes)
+    );
+    for (name, times) in [("open", &opens), ("open + drop", &with_drops)] {
+        let (ratio, low, high) = quartiles(times);
+        println!(
+            "  {:<60} {ratio:>10.4}× blake3 [{low:.3}–{high:.3}] ({:.2} ms)",
+            format!("{name} (digest verified) vs BLAKE3 of the file"),
+            median(times)
+        );
+    }
+}
+
+/// The same shape of session with tool outputs of 3.7 KB, the average of `benches/compare.rs`'s
+/// sessions: 30,000 items, about 30 MB. Only the open against BLAKE3 is measured.
+fn large_outputs(dir: &std::path::Path) {
+    let writer = RolloutWriter::with_sink(Vec::new(), "memory", Durability::Buffered);
+    let thread_id = ThreadId::random();
+    let mut session =
+        Session::from_parts(History::new(), writer, thread_id).with_id_assignment(false);
+    session
+        .append_raw(
+            "session_meta",
+            &format!(r#"{{"id":"{thread_id}","timestamp":"2026-11-03T14:00:00.000Z"}}"#),
+        )
+        .expect("meta");
+    let output = "lorem ipsum dolor sit amet ".repeat(137);
+    for turn in 0..7_500 {
+        for json in [
+            format!(
+                r#"{{"type":"message","role":"user","content":[{{"type":"input_text","text":"question {turn}"}}]}}"#
+            ),
+            format!(
+                r#"{{"type":"function_call","id":"fc_{turn}","name":"shell","arguments":"{{\"command\":[\"ls\"]}}","call_id":"c{turn}"}}"#
+            ),
+            format!(r#"{{"type":"function_call_output","call_id":"c{turn}","output":"{output}"}}"#),
+            format!(
+                r#"{{"type":"message","role":"assistant","content":[{{"type":"output_text","text":"answer {turn}"}}]}}"#
+            ),
+        ] {
+            session.record_json(&json).expect("recorded");
+        }
+    }
+    session.flush().expect("flushed");
+    let rollout_path = dir.join("large.jsonl");
+    let snapshot_path = dir.join("large.snap");
+    std::fs::write(&rollout_path, session.writer().sink()).expect("write");
+    resume_file(
+        &rollout_path,
+        &ResumeOptions::new(DEFAULT_TRUNCATION).snapshot_ready(),
+    )
+    .expect("resumes")
+    .write_snapshot(&snapshot_path)
+    .expect("snapshot");
+    open_vs_blake3("outputs of 3.7 KB", &snapshot_path);
 }
 
 /// A Codex-shaped session that continues after its snapshot: 3,000 turns with turn events, a

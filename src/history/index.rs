@@ -2,190 +2,680 @@
 //! media or are of unknown type.
 //!
 //! It lives in persistent maps so that cloning a history clones it in O(1), and it is updated as
-//! each item is recorded, so that projection never scans the history. Positions are indices into
-//! the history's vector; operations that shift them (remove-first, replace, rollback) rebuild the
-//! index.
+//! each item is recorded, so that projection never scans the history.
+//!
+//! The index does not store positions, which every removal at the front would shift: it stores
+//! **keys**. An entry's key is the number of entries pushed before it since the index was built,
+//! so keys grow with positions and never change while the entry is held. [`Positions`] maps keys
+//! to positions: the key of position 0 (`base`), the next key, and the keys of entries removed
+//! from the middle (`holes`, usually none). Removing the first entry moves `base` on; removing an
+//! entry in the middle records a hole; removing the last one moves the next key back. None of
+//! them touches the keys of the other entries, so trimming the front of a long history costs
+//! O(log n), not a rebuild.
 
-use imbl::{OrdMap, OrdSet};
+use std::hash::BuildHasher;
+use std::sync::Arc;
+
+use imbl::{OrdMap, OrdSet, Vector};
 
 use crate::item::{CallId, Entry, Family, ItemKind, Pairing};
+
+/// An entry's key: its number in push order since the index was built (see the module docs).
+type Key = u64;
+
+/// The hasher of call ids in [`SlotKey`]: fixed, so that slot order is the same in every run.
+const CALL_ID_HASHER: foldhash::fast::FixedState = foldhash::fast::FixedState::with_seed(0);
+
+/// Maps keys to positions and back: the live keys are `base..next` without the `holes`.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+struct Positions {
+    /// The key of the entry at position 0 (equal to `next` when there is none).
+    base: Key,
+    /// The key the next pushed entry gets.
+    next: Key,
+    /// Keys of entries removed from the middle, ascending; each lies strictly between the first
+    /// and the last live key.
+    holes: Vector<Key>,
+}
+
+impl Positions {
+    /// Number of live keys.
+    fn len(&self) -> usize {
+        (self.next - self.base) as usize - self.holes.len()
+    }
+
+    /// Number of holes below `key`. Time: O(1) without holes, O(log² h) with h.
+    fn holes_below(&self, key: Key) -> usize {
+        if self.holes.is_empty() {
+            return 0;
+        }
+        match self.holes.binary_search(&key) {
+            Ok(index) | Err(index) => index,
+        }
+    }
+
+    /// The position of the live entry whose key is `key`.
+    fn position(&self, key: Key) -> usize {
+        (key - self.base) as usize - self.holes_below(key)
+    }
+
+    /// The key of the entry at `position` (which must be below [`Positions::len`]).
+    fn key(&self, position: usize) -> Key {
+        let position = position as u64;
+        if self.holes.is_empty() {
+            return self.base + position;
+        }
+        // The live entries below the hole at index i number `hole_i - base - i`, which grows
+        // with i; the holes below the wanted key are those with at most `position` below them.
+        let (mut low, mut high) = (0, self.holes.len());
+        while low < high {
+            let mid = low + (high - low) / 2;
+            if self.holes[mid] - self.base - mid as u64 <= position {
+                low = mid + 1;
+            } else {
+                high = mid;
+            }
+        }
+        self.base + position + low as u64
+    }
+
+    /// The key of a new last entry.
+    fn push(&mut self) -> Key {
+        let key = self.next;
+        self.next += 1;
+        key
+    }
+
+    /// Forgets the live key `key`. Time: O(1) at either end (amortized over the holes it passes),
+    /// O(log h) for a hole in the middle.
+    fn remove(&mut self, key: Key) {
+        if key == self.base {
+            self.base += 1;
+            while self.holes.front() == Some(&self.base) {
+                self.holes.pop_front();
+                self.base += 1;
+            }
+        } else if key + 1 == self.next {
+            self.next -= 1;
+            while self.holes.back().is_some_and(|&hole| hole + 1 == self.next) {
+                self.holes.pop_back();
+                self.next -= 1;
+            }
+        } else if let Err(index) = self.holes.binary_search(&key) {
+            self.holes.insert(index, key);
+        }
+    }
+}
+
+/// The key of a slot: family and call id, ordered by a hash of the id first so that finding a
+/// slot compares integers, not strings (the id decides only between equal hashes).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+struct SlotKey {
+    family: Family,
+    hash: u64,
+    call_id: CallId,
+}
+
+impl SlotKey {
+    fn new(family: Family, call_id: &CallId) -> SlotKey {
+        SlotKey {
+            family,
+            hash: CALL_ID_HASHER.hash_one(call_id.as_str()),
+            call_id: call_id.clone(),
+        }
+    }
+}
+
+/// A call or output of a slot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Member {
+    key: Key,
+    kind: ItemKind,
+    /// For an output: whether it is an orphan when no call exists (client-executed ones are).
+    removable: bool,
+}
+
+/// The calls or the outputs of a slot, in key order. One member, the common case, needs no
+/// allocation of its own.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+enum Members {
+    #[default]
+    None,
+    One(Member),
+    /// Two or more.
+    Many(Arc<Vec<Member>>),
+}
+
+impl Members {
+    fn as_slice(&self) -> &[Member] {
+        match self {
+            Members::None => &[],
+            Members::One(member) => std::slice::from_ref(member),
+            Members::Many(members) => members,
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        matches!(self, Members::None)
+    }
+
+    /// Appends `member`, whose key is larger than every member's.
+    fn push(&mut self, member: Member) {
+        *self = match std::mem::take(self) {
+            Members::None => Members::One(member),
+            Members::One(first) => Members::Many(Arc::new(vec![first, member])),
+            Members::Many(mut members) => {
+                Arc::make_mut(&mut members).push(member);
+                Members::Many(members)
+            }
+        };
+    }
+
+    /// Removes the member with `key`, if there is one.
+    fn remove(&mut self, key: Key) {
+        *self = match std::mem::take(self) {
+            Members::One(member) if member.key == key => Members::None,
+            Members::Many(mut members) => {
+                let list = Arc::make_mut(&mut members);
+                list.retain(|member| member.key != key);
+                match list.as_slice() {
+                    [] => Members::None,
+                    [one] => Members::One(*one),
+                    _ => Members::Many(members),
+                }
+            }
+            other => other,
+        };
+    }
+}
 
 /// Calls and outputs sharing one call id within one family.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 struct CallSlots {
-    /// Positions of the calls.
-    calls: OrdSet<usize>,
-    /// Outputs of any execution, for Codex's global-presence rule: a server tool-search output
-    /// answers a call just as a client one does.
-    outputs: usize,
-    /// Positions of outputs that are orphans when no call exists (client-executed ones).
-    removable_outputs: OrdSet<usize>,
+    /// The calls.
+    calls: Members,
+    /// The outputs of any execution, for Codex's global-presence rule: a server tool-search
+    /// output answers a call just as a client one does. Only the removable ones are orphans
+    /// when no call exists.
+    outputs: Members,
 }
 
 /// The derived pairing and media state of a history. See the module docs.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub(crate) struct PairingIndex {
-    slots: OrdMap<(Family, CallId), CallSlots>,
+    positions: Positions,
+    slots: OrdMap<SlotKey, CallSlots>,
     /// Calls with no output of their family anywhere in the history.
-    calls_without_output: OrdSet<usize>,
+    calls_without_output: OrdSet<Key>,
     /// Outputs with no call of their family anywhere in the history.
-    orphan_outputs: OrdSet<usize>,
+    orphan_outputs: OrdSet<Key>,
     /// Entries carrying image content.
-    images: OrdSet<usize>,
+    images: OrdSet<Key>,
     /// Entries carrying audio content.
-    audio: OrdSet<usize>,
+    audio: OrdSet<Key>,
     /// Entries of a type this library does not know.
-    unknown: OrdSet<usize>,
+    unknown: OrdSet<Key>,
     /// Entries that start a user turn.
-    user_turns: OrdSet<usize>,
+    user_turns: OrdSet<Key>,
+}
+
+/// Positions of a set of entries, ascending: their keys mapped to positions as they are read.
+/// O(1) per entry when no entry was removed from the middle.
+pub(crate) struct PositionsOf<'a> {
+    keys: imbl::ordset::Iter<'a, Key, imbl::shared_ptr::DefaultSharedPtr>,
+    positions: &'a Positions,
+}
+
+impl Iterator for PositionsOf<'_> {
+    type Item = usize;
+
+    fn next(&mut self) -> Option<usize> {
+        self.keys.next().map(|&key| self.positions.position(key))
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        self.keys.size_hint()
+    }
+}
+
+impl DoubleEndedIterator for PositionsOf<'_> {
+    fn next_back(&mut self) -> Option<usize> {
+        self.keys
+            .next_back()
+            .map(|&key| self.positions.position(key))
+    }
+}
+
+impl ExactSizeIterator for PositionsOf<'_> {}
+
+/// A set of entries of an index, read as positions: the keys and the key-to-position map of the
+/// index it was taken from, both shared (a clone is O(1)). A projection keeps the media sets of
+/// the history it was made from this way.
+#[derive(Debug, Clone)]
+pub(crate) struct PositionSet {
+    keys: OrdSet<Key>,
+    positions: Positions,
+}
+
+impl PositionSet {
+    /// The positions, ascending.
+    pub(crate) fn iter(&self) -> PositionsOf<'_> {
+        PositionsOf {
+            keys: self.keys.iter(),
+            positions: &self.positions,
+        }
+    }
+
+    /// Whether the entry at `position` is in the set. Time: O(log n).
+    pub(crate) fn contains(&self, position: usize) -> bool {
+        position < self.positions.len() && self.keys.contains(&self.positions.key(position))
+    }
+
+    /// Whether both are the same set of the same entries: the same tree of keys. A key names
+    /// one entry for as long as it is held (an index built anew has new trees), so while the
+    /// tree is shared the entries are the same, wherever removals moved them. Time: O(1).
+    pub(crate) fn ptr_eq(&self, other: &PositionSet) -> bool {
+        self.keys.ptr_eq(&other.keys)
+    }
+}
+
+/// The slot member `entry` is, with its slot's family, if it pairs at all.
+fn member_of(entry: &Entry, key: Key) -> Option<(Family, &CallId, Member, bool)> {
+    // Calls and outputs without a call id never pair: a local shell or tool-search call without
+    // one needs no output, and an output without one is an external tool event.
+    let call_id = entry.call_id()?;
+    let kind = entry.kind();
+    match kind.pairing() {
+        Pairing::Call { family, .. } => Some((
+            family,
+            call_id,
+            Member {
+                key,
+                kind,
+                removable: false,
+            },
+            true,
+        )),
+        Pairing::Output { family } => Some((
+            family,
+            call_id,
+            Member {
+                key,
+                kind,
+                removable: !(family == Family::ToolSearch && entry.flags().is_server_executed()),
+            },
+            false,
+        )),
+        Pairing::Unpaired => None,
+    }
 }
 
 impl PairingIndex {
-    /// Builds the index of `entries` from scratch. Time: O(n log n).
-    pub(crate) fn build<'a>(entries: impl IntoIterator<Item = &'a Entry>) -> PairingIndex {
+    /// Builds the index of `entries` from scratch, in one pass: each entry's key is appended to
+    /// the sets its flags name (at the end, no search) and its call or output to its slot; the
+    /// calls without output and the orphan outputs are derived from the slots at the end, so
+    /// that a call answered later is not inserted and then removed. A slot with one call and one
+    /// output allocates nothing beyond its map node. Time: O(n log s) for n entries and s call
+    /// ids, with integer comparisons.
+    /// `len` is the number of entries (the grouping map is allocated once at that size).
+    pub(crate) fn build<'a>(
+        entries: impl IntoIterator<Item = &'a Entry>,
+        len: usize,
+    ) -> PairingIndex {
+        // The slots are grouped in an ordinary hash map first (borrowed ids, one probe per
+        // member), then inserted into the persistent map in key order, one descent per slot
+        // along nodes that stay in cache.
+        let mut groups: std::collections::HashMap<
+            (Family, &CallId),
+            (u64, CallSlots),
+            foldhash::fast::FixedState,
+        > = std::collections::HashMap::with_capacity_and_hasher(len / 2, CALL_ID_HASHER);
         let mut index = PairingIndex::default();
-        for (position, entry) in entries.into_iter().enumerate() {
-            index.push(position, entry);
+        for entry in entries {
+            let key = index.positions.push();
+            index.push_flags(key, entry);
+            if let Some((family, call_id, member, is_call)) = member_of(entry, key) {
+                let (_, slots) = groups.entry((family, call_id)).or_insert_with(|| {
+                    (
+                        CALL_ID_HASHER.hash_one(call_id.as_str()),
+                        CallSlots::default(),
+                    )
+                });
+                if is_call {
+                    slots.calls.push(member);
+                } else {
+                    slots.outputs.push(member);
+                }
+            }
         }
+        let mut groups: Vec<(SlotKey, CallSlots)> = groups
+            .into_iter()
+            .map(|((family, call_id), (hash, slots))| {
+                let key = SlotKey {
+                    family,
+                    hash,
+                    call_id: call_id.clone(),
+                };
+                (key, slots)
+            })
+            .collect();
+        groups.sort_unstable_by(|(a, _), (b, _)| a.cmp(b));
+        let mut calls_without_output = Vec::new();
+        let mut orphan_outputs = Vec::new();
+        for (key, slots) in groups {
+            if slots.outputs.is_empty() {
+                calls_without_output.extend(slots.calls.as_slice().iter().map(|call| call.key));
+            }
+            if slots.calls.is_empty() {
+                orphan_outputs.extend(
+                    slots
+                        .outputs
+                        .as_slice()
+                        .iter()
+                        .filter(|output| output.removable)
+                        .map(|output| output.key),
+                );
+            }
+            index.slots.insert(key, slots);
+        }
+        calls_without_output.sort_unstable();
+        orphan_outputs.sort_unstable();
+        index.calls_without_output = calls_without_output.into_iter().collect();
+        index.orphan_outputs = orphan_outputs.into_iter().collect();
         index
     }
 
-    /// Accounts for `entry` appended at `position`. Time: O(log n), plus O(d) when d earlier items
-    /// share the call id.
-    pub(crate) fn push(&mut self, position: usize, entry: &Entry) {
+    /// Adds `key` to the sets `entry`'s flags and kind name.
+    fn push_flags(&mut self, key: Key, entry: &Entry) {
         let flags = entry.flags();
         if flags.has_image() {
-            self.images.insert(position);
+            self.images.insert(key);
         }
         if flags.has_audio() {
-            self.audio.insert(position);
+            self.audio.insert(key);
         }
         if entry.kind() == ItemKind::Unknown {
-            self.unknown.insert(position);
+            self.unknown.insert(key);
         }
         if flags.is_user_turn_boundary() {
-            self.user_turns.insert(position);
-        }
-        let Some(call_id) = entry.call_id() else {
-            // Calls and outputs without a call id never pair: a local shell or tool-search call
-            // without one needs no output, and an output without one is an external tool event.
-            return;
-        };
-        match entry.kind().pairing() {
-            Pairing::Call { family, .. } => {
-                let slots = self.slots.entry((family, call_id.clone())).or_default();
-                if slots.calls.is_empty() {
-                    for output in &slots.removable_outputs {
-                        self.orphan_outputs.remove(output);
-                    }
-                }
-                slots.calls.insert(position);
-                if slots.outputs == 0 {
-                    self.calls_without_output.insert(position);
-                }
-            }
-            Pairing::Output { family } => {
-                let removable = !(family == Family::ToolSearch && flags.is_server_executed());
-                let slots = self.slots.entry((family, call_id.clone())).or_default();
-                if slots.outputs == 0 {
-                    for call in &slots.calls {
-                        self.calls_without_output.remove(call);
-                    }
-                }
-                slots.outputs += 1;
-                if removable {
-                    slots.removable_outputs.insert(position);
-                    if slots.calls.is_empty() {
-                        self.orphan_outputs.insert(position);
-                    }
-                }
-            }
-            Pairing::Unpaired => {}
+            self.user_turns.insert(key);
         }
     }
 
-    /// Undoes [`PairingIndex::push`] for the last entry, `entry` at `position`. Time: O(log n),
-    /// plus O(d) when d other items share the call id.
-    pub(crate) fn pop(&mut self, position: usize, entry: &Entry) {
-        self.images.remove(&position);
-        self.audio.remove(&position);
-        self.unknown.remove(&position);
-        self.user_turns.remove(&position);
-        let Some(call_id) = entry.call_id() else {
+    /// Accounts for `entry` appended after the last entry. Time: O(log n), plus O(d) when d
+    /// earlier items share the call id.
+    pub(crate) fn push(&mut self, entry: &Entry) {
+        let key = self.positions.push();
+        self.push_flags(key, entry);
+        let Some((family, call_id, member, is_call)) = member_of(entry, key) else {
             return;
         };
-        match entry.kind().pairing() {
-            Pairing::Call { family, .. } => {
-                let key = (family, call_id.clone());
-                let Some(slots) = self.slots.get_mut(&key) else {
-                    return;
-                };
-                slots.calls.remove(&position);
-                self.calls_without_output.remove(&position);
-                if slots.calls.is_empty() {
-                    for output in &slots.removable_outputs {
-                        self.orphan_outputs.insert(*output);
-                    }
-                }
-                if slots.calls.is_empty() && slots.outputs == 0 {
-                    self.slots.remove(&key);
+        let slots = self.slots.entry(SlotKey::new(family, call_id)).or_default();
+        if is_call {
+            if slots.calls.is_empty() {
+                for output in slots.outputs.as_slice() {
+                    self.orphan_outputs.remove(&output.key);
                 }
             }
-            Pairing::Output { family } => {
-                let key = (family, call_id.clone());
-                let Some(slots) = self.slots.get_mut(&key) else {
-                    return;
-                };
-                slots.outputs = slots.outputs.saturating_sub(1);
-                slots.removable_outputs.remove(&position);
-                self.orphan_outputs.remove(&position);
-                if slots.outputs == 0 {
-                    for call in &slots.calls {
-                        self.calls_without_output.insert(*call);
-                    }
-                }
-                if slots.calls.is_empty() && slots.outputs == 0 {
-                    self.slots.remove(&key);
+            slots.calls.push(member);
+            if slots.outputs.is_empty() {
+                self.calls_without_output.insert(key);
+            }
+        } else {
+            if slots.outputs.is_empty() {
+                for call in slots.calls.as_slice() {
+                    self.calls_without_output.remove(&call.key);
                 }
             }
-            Pairing::Unpaired => {}
+            slots.outputs.push(member);
+            if member.removable && slots.calls.is_empty() {
+                self.orphan_outputs.insert(key);
+            }
         }
+    }
+
+    /// Forgets `entry`, the entry at `position`, wherever it is: the first (trimming the
+    /// front), the last (a rollback) or any other (the counterpart of a trimmed entry). The
+    /// positions of the entries after it move down by one, without any of their index entries
+    /// changing. Time: O(log n), plus O(d) when d other items share the call id, plus O(log h)
+    /// for a removal in the middle when h entries were removed from the middle before.
+    pub(crate) fn remove(&mut self, position: usize, entry: &Entry) {
+        if position >= self.positions.len() {
+            return;
+        }
+        let key = self.positions.key(position);
+        self.images.remove(&key);
+        self.audio.remove(&key);
+        self.unknown.remove(&key);
+        self.user_turns.remove(&key);
+        if let Some((family, call_id, _, is_call)) = member_of(entry, key) {
+            let slot_key = SlotKey::new(family, call_id);
+            if let Some(slots) = self.slots.get_mut(&slot_key) {
+                if is_call {
+                    slots.calls.remove(key);
+                    self.calls_without_output.remove(&key);
+                    if slots.calls.is_empty() {
+                        for output in slots.outputs.as_slice() {
+                            if output.removable {
+                                self.orphan_outputs.insert(output.key);
+                            }
+                        }
+                    }
+                } else {
+                    slots.outputs.remove(key);
+                    self.orphan_outputs.remove(&key);
+                    if slots.outputs.is_empty() {
+                        for call in slots.calls.as_slice() {
+                            self.calls_without_output.insert(call.key);
+                        }
+                    }
+                }
+                if slots.calls.is_empty() && slots.outputs.is_empty() {
+                    self.slots.remove(&slot_key);
+                }
+            }
+        }
+        self.positions.remove(key);
+    }
+
+    /// The position of the first item that pairs with `entry` (which is no longer in the
+    /// index): a call's first output, an output's first call, where a `function_call_output`
+    /// looks for a `function_call` first and then for a `local_shell_call`. Time: O(log n), plus
+    /// O(d) when d items share the call id.
+    pub(crate) fn counterpart(&self, entry: &Entry) -> Option<usize> {
+        let call_id = entry.call_id()?;
+        let (family, wanted): (Family, &[ItemKind]) = match entry.kind().pairing() {
+            Pairing::Call { family, .. } => (family, &[]),
+            Pairing::Output { family } => (family, family.call_kinds()),
+            Pairing::Unpaired => return None,
+        };
+        let slots = self.slots.get(&SlotKey::new(family, call_id))?;
+        let key = if wanted.is_empty() {
+            slots.outputs.as_slice().first()?.key
+        } else {
+            wanted.iter().find_map(|kind| {
+                slots
+                    .calls
+                    .as_slice()
+                    .iter()
+                    .find(|call| call.kind == *kind)
+                    .map(|call| call.key)
+            })?
+        };
+        Some(self.positions.position(key))
+    }
+
+    /// Positions of the entries in `keys`, ascending.
+    fn positions_of<'a>(&'a self, keys: &'a OrdSet<Key>) -> PositionsOf<'a> {
+        PositionsOf {
+            keys: keys.iter(),
+            positions: &self.positions,
+        }
+    }
+
+    /// Number of entries that start a user turn. Time: O(1).
+    pub(crate) fn user_turn_count(&self) -> usize {
+        self.user_turns.len()
     }
 
     /// Positions of the entries that start a user turn, ascending.
-    pub(crate) fn user_turns(&self) -> &OrdSet<usize> {
-        &self.user_turns
+    pub(crate) fn user_turns(&self) -> PositionsOf<'_> {
+        self.positions_of(&self.user_turns)
+    }
+
+    /// Number of entries at `position` or after it that start a user turn. Time: O(t) for the
+    /// t of them.
+    pub(crate) fn user_turns_from(&self, position: usize) -> usize {
+        if position >= self.positions.len() {
+            return 0;
+        }
+        let key = self.positions.key(position);
+        self.user_turns.range(key..).count()
+    }
+
+    /// Positions of calls with no output, ascending.
+    pub(crate) fn calls_without_output(&self) -> PositionsOf<'_> {
+        self.positions_of(&self.calls_without_output)
+    }
+
+    /// Positions of outputs with no call, ascending.
+    pub(crate) fn orphan_outputs(&self) -> PositionsOf<'_> {
+        self.positions_of(&self.orphan_outputs)
+    }
+
+    /// The entries with image content, as a value that outlives the index (O(1)).
+    pub(crate) fn images(&self) -> PositionSet {
+        PositionSet {
+            keys: self.images.clone(),
+            positions: self.positions.clone(),
+        }
+    }
+
+    /// The entries with audio content, as a value that outlives the index (O(1)).
+    pub(crate) fn audio(&self) -> PositionSet {
+        PositionSet {
+            keys: self.audio.clone(),
+            positions: self.positions.clone(),
+        }
+    }
+
+    /// Positions of entries of unknown type, ascending.
+    pub(crate) fn unknown(&self) -> PositionsOf<'_> {
+        self.positions_of(&self.unknown)
+    }
+
+    /// Number of entries the index accounts for.
+    #[cfg(any(test, feature = "testing"))]
+    pub(crate) fn len(&self) -> usize {
+        self.positions.len()
+    }
+
+    /// The index with every key replaced by its position, so that it compares equal to a
+    /// [`PairingIndex::recompute`] of the same entries however many were removed before. Panics
+    /// when the key bookkeeping is broken (holes outside the live range, out of order).
+    #[cfg(any(test, feature = "testing"))]
+    pub(crate) fn by_position(&self) -> PairingIndex {
+        let positions = &self.positions;
+        assert!(positions.base <= positions.next, "base past the next key");
+        let mut previous = positions.base;
+        for &hole in &positions.holes {
+            assert!(
+                hole > previous && hole + 1 < positions.next,
+                "hole {hole} out of order or outside the live keys {}..{}",
+                positions.base,
+                positions.next
+            );
+            previous = hole;
+        }
+        let live = |key: &Key| {
+            assert!(
+                *key >= positions.base
+                    && *key < positions.next
+                    && positions.holes.binary_search(key).is_err(),
+                "key {key} is not a live entry's"
+            );
+            positions.position(*key) as Key
+        };
+        let map = |set: &OrdSet<Key>| set.iter().map(live).collect::<OrdSet<Key>>();
+        let members = |members: &Members| {
+            let mut mapped = Members::None;
+            for member in members.as_slice() {
+                mapped.push(Member {
+                    key: live(&member.key),
+                    ..*member
+                });
+            }
+            mapped
+        };
+        PairingIndex {
+            positions: Positions {
+                base: 0,
+                next: positions.len() as Key,
+                holes: Vector::new(),
+            },
+            slots: self
+                .slots
+                .iter()
+                .map(|(key, slots)| {
+                    assert!(
+                        !slots.calls.is_empty() || !slots.outputs.is_empty(),
+                        "an empty slot is kept"
+                    );
+                    (
+                        key.clone(),
+                        CallSlots {
+                            calls: members(&slots.calls),
+                            outputs: members(&slots.outputs),
+                        },
+                    )
+                })
+                .collect(),
+            calls_without_output: map(&self.calls_without_output),
+            orphan_outputs: map(&self.orphan_outputs),
+            images: map(&self.images),
+            audio: map(&self.audio),
+            unknown: map(&self.unknown),
+            user_turns: map(&self.user_turns),
+        }
     }
 
     /// Recomputes the index from scratch with a different algorithm than [`PairingIndex::push`]
-    /// (two passes over the entries: collect every family's calls and outputs, then derive the
-    /// sets), so that comparing the two checks the incremental updates. For
-    /// `History::assert_invariants`. Time: O(n log n).
+    /// and [`PairingIndex::build`] (two passes over the entries: collect every family's calls
+    /// and outputs in an ordinary map, then derive the sets), with each entry's position as its
+    /// key, so that comparing it with [`PairingIndex::by_position`] checks the incremental
+    /// updates. For `History::assert_invariants`. Time: O(n log n).
     #[cfg(any(test, feature = "testing"))]
     pub(crate) fn recompute(entries: &[&Entry]) -> PairingIndex {
         use std::collections::BTreeMap;
 
         #[derive(Default)]
         struct Group {
-            calls: Vec<usize>,
-            outputs: usize,
-            removable: Vec<usize>,
+            calls: Vec<(usize, ItemKind)>,
+            outputs: Vec<(usize, ItemKind, bool)>,
         }
         let mut groups: BTreeMap<(Family, CallId), Group> = BTreeMap::new();
-        let mut index = PairingIndex::default();
+        let mut index = PairingIndex {
+            positions: Positions {
+                base: 0,
+                next: entries.len() as Key,
+                holes: Vector::new(),
+            },
+            ..PairingIndex::default()
+        };
         for (position, entry) in entries.iter().enumerate() {
+            let key = position as Key;
             let flags = entry.flags();
             if flags.has_image() {
-                index.images.insert(position);
+                index.images.insert(key);
             }
             if flags.has_audio() {
-                index.audio.insert(position);
+                index.audio.insert(key);
             }
             if entry.kind() == ItemKind::Unknown {
-                index.unknown.insert(position);
+                index.unknown.insert(key);
             }
             if flags.is_user_turn_boundary() {
-                index.user_turns.insert(position);
+                index.user_turns.insert(key);
             }
             let (Some(call_id), pairing) = (entry.call_id(), entry.kind().pairing()) else {
                 continue;
@@ -193,64 +683,84 @@ impl PairingIndex {
             match pairing {
                 Pairing::Call { family, .. } => {
                     let group = groups.entry((family, call_id.clone())).or_default();
-                    group.calls.push(position);
+                    group.calls.push((position, entry.kind()));
                 }
                 Pairing::Output { family } => {
                     let group = groups.entry((family, call_id.clone())).or_default();
-                    group.outputs += 1;
-                    if !(family == Family::ToolSearch && flags.is_server_executed()) {
-                        group.removable.push(position);
-                    }
+                    let server = family == Family::ToolSearch && flags.is_server_executed();
+                    group.outputs.push((position, entry.kind(), !server));
                 }
                 Pairing::Unpaired => {}
             }
         }
-        for (key, group) in groups {
-            let Group {
-                calls,
-                outputs,
-                removable,
-            } = group;
-            if outputs == 0 {
-                index.calls_without_output.extend(calls.iter().copied());
+        for ((family, call_id), group) in groups {
+            let Group { calls, outputs } = group;
+            if outputs.is_empty() {
+                index
+                    .calls_without_output
+                    .extend(calls.iter().map(|&(position, _)| position as Key));
             }
             if calls.is_empty() {
-                index.orphan_outputs.extend(removable.iter().copied());
+                index.orphan_outputs.extend(
+                    outputs
+                        .iter()
+                        .filter(|&&(_, _, removable)| removable)
+                        .map(|&(position, _, _)| position as Key),
+                );
             }
-            index.slots.insert(
-                key,
-                CallSlots {
-                    calls: calls.into_iter().collect(),
-                    outputs,
-                    removable_outputs: removable.into_iter().collect(),
-                },
-            );
+            let mut slots = CallSlots::default();
+            for (position, kind) in calls {
+                slots.calls.push(Member {
+                    key: position as Key,
+                    kind,
+                    removable: false,
+                });
+            }
+            for (position, kind, removable) in outputs {
+                slots.outputs.push(Member {
+                    key: position as Key,
+                    kind,
+                    removable,
+                });
+            }
+            index.slots.insert(SlotKey::new(family, &call_id), slots);
         }
         index
     }
+}
 
-    /// Positions of calls with no output, ascending.
-    pub(crate) fn calls_without_output(&self) -> &OrdSet<usize> {
-        &self.calls_without_output
-    }
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-    /// Positions of outputs with no call, ascending.
-    pub(crate) fn orphan_outputs(&self) -> &OrdSet<usize> {
-        &self.orphan_outputs
-    }
-
-    /// Positions of entries with image content, ascending.
-    pub(crate) fn images(&self) -> &OrdSet<usize> {
-        &self.images
-    }
-
-    /// Positions of entries with audio content, ascending.
-    pub(crate) fn audio(&self) -> &OrdSet<usize> {
-        &self.audio
-    }
-
-    /// Positions of entries of unknown type, ascending.
-    pub(crate) fn unknown(&self) -> &OrdSet<usize> {
-        &self.unknown
+    #[test]
+    fn positions_map_keys_across_holes_and_ends() {
+        let mut positions = Positions::default();
+        for _ in 0..10 {
+            positions.push();
+        }
+        // Live keys 0..10; remove 0 (front), 4 and 6 (middle), 9 (back).
+        positions.remove(0);
+        positions.remove(4);
+        positions.remove(6);
+        positions.remove(9);
+        let live = [1, 2, 3, 5, 7, 8];
+        assert_eq!(positions.len(), live.len());
+        for (position, &key) in live.iter().enumerate() {
+            assert_eq!(positions.key(position), key, "key of position {position}");
+            assert_eq!(positions.position(key), position, "position of key {key}");
+        }
+        // Removing the front up to a hole passes it; removing the back down to one too.
+        positions.remove(1);
+        positions.remove(2);
+        positions.remove(3);
+        assert_eq!(positions.base, 5);
+        assert_eq!(positions.holes.iter().copied().collect::<Vec<_>>(), vec![6]);
+        positions.remove(8);
+        positions.remove(7);
+        assert_eq!(positions.next, 6);
+        assert!(positions.holes.is_empty());
+        assert_eq!(positions.len(), 1);
+        assert_eq!(positions.key(0), 5);
     }
 }

@@ -4,12 +4,13 @@
 //!
 //! Each entry with media caches its stripped forms in its own shared payload (computed once per
 //! entry). A projection still has to know that every form it will render is computed; checking
-//! costs a lookup per media entry. The memo records, per set of stripped media, the media
-//! position sets of the index (imbl `OrdSet`s, cloned in O(1)) for which every media entry's
-//! forms were computed. While the index's sets are the same sets (the same tree: `ptr_eq`), the
-//! entries at those positions are the same entries: an operation that puts another entry at a
-//! media position goes through the index, which then holds a different set. So a projection that
-//! finds its sets in the memo checks nothing.
+//! costs a lookup per media entry. The memo records, per set of stripped media, the media sets of
+//! the index (`PositionSet`s, cloned in O(1)) for which every media entry's forms were computed.
+//! While the index's sets are the same sets (the same tree of keys: `ptr_eq`), they hold the same
+//! entries: a key names one entry for as long as the index holds it (removals at the front or in
+//! the middle move positions, not keys), and an operation that adds or drops a media entry goes
+//! through the index, which then holds a different set. So a projection that finds its sets in
+//! the memo checks nothing.
 //!
 //! The memo is shared by every clone of a history (an `Arc`): a clone that diverges and strips
 //! its own media overwrites the note, and the other one checks again next time (a lookup per
@@ -17,10 +18,10 @@
 
 use std::sync::{Mutex, PoisonError};
 
-use imbl::OrdSet;
+use super::PositionSet;
 
 /// The image and audio position sets of an index.
-type MediaSets = (OrdSet<usize>, OrdSet<usize>);
+type MediaSets = (PositionSet, PositionSet);
 
 /// Per set of stripped media (an index below [`MediaMemo::SLOTS`]), the image and audio position
 /// sets whose entries have every stripped form computed. See the module docs.
@@ -35,12 +36,7 @@ impl MediaMemo {
 
     /// Whether the forms for `slot` were computed for every entry of exactly these sets. Time:
     /// O(1).
-    pub(crate) fn covers(
-        &self,
-        slot: usize,
-        images: &OrdSet<usize>,
-        audio: &OrdSet<usize>,
-    ) -> bool {
+    pub(crate) fn covers(&self, slot: usize, images: &PositionSet, audio: &PositionSet) -> bool {
         let Some(cell) = self.covered.get(slot) else {
             return false;
         };
@@ -51,7 +47,7 @@ impl MediaMemo {
     }
 
     /// Notes that the forms for `slot` are computed for every entry of these sets. Time: O(1).
-    pub(crate) fn cover(&self, slot: usize, images: &OrdSet<usize>, audio: &OrdSet<usize>) {
+    pub(crate) fn cover(&self, slot: usize, images: &PositionSet, audio: &PositionSet) {
         if let Some(cell) = self.covered.get(slot) {
             *cell.lock().unwrap_or_else(PoisonError::into_inner) =
                 Some((images.clone(), audio.clone()));

@@ -24,14 +24,14 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 
 use crate::item::{
-    BYTES_PER_TOKEN, Entry, ItemError, ItemKind, OutputBody, Pairing, ResponseItem, Role,
+    BYTES_PER_TOKEN, Entry, ItemError, ItemKind, OutputBody, ResponseItem, Role,
     approx_token_count, parse_item,
 };
 
 pub(crate) use canonical::{Canonical, canonicalize};
 pub use compact::{COMPACT_USER_MESSAGE_TOKENS, Compacted, EMPTY_SUMMARY, summary_text};
 pub(crate) use compact::{UserWindow, real_user_text};
-pub(crate) use index::PairingIndex;
+pub(crate) use index::{PairingIndex, PositionSet};
 pub(crate) use memo::MediaMemo;
 pub use shared::{HistoryPublisher, Published, SharedHistory};
 pub use truncate::{TruncationPolicy, truncate_text};
@@ -165,8 +165,8 @@ impl History {
         }
     }
 
-    /// A history rebuilt from stored entries (the snapshot reader): the index is rebuilt from the
-    /// headers, no item JSON is parsed.
+    /// A history rebuilt from stored entries (the snapshot reader): the index is built from the
+    /// headers in one pass ([`PairingIndex::build`]), no item JSON is parsed.
     pub(crate) fn from_stored(
         entries: Vector<Entry>,
         version: u64,
@@ -419,7 +419,7 @@ impl History {
     /// Appends an already-built entry, bypassing filter and truncation (used by `replace`).
     fn push(&mut self, entry: Entry) -> usize {
         let position = self.entries.len();
-        self.index.push(position, &entry);
+        self.index.push(&entry);
         self.tokens += u128::from(entry.tokens());
         self.bytes += entry.byte_len() as u64;
         self.entries.push_back(entry);
@@ -487,10 +487,12 @@ impl History {
     }
 
     /// Replaces all items with `entries` (compaction does this). Bumps the version (saturating)
-    /// and rebuilds the index. The history as it was stays reachable: a rollback of more user
-    /// turns than were recorded since returns to it (see [`History::drop_last_n_user_turns`]).
-    /// The user messages in `entries` are not turns of their own: they stand for turns of the
-    /// history before. Time: O(n log n) for the n new entries; the earlier state is kept in O(1).
+    /// and builds the index of the new entries. The history as it was stays reachable: a
+    /// rollback of more user turns than were recorded since returns to it (see
+    /// [`History::drop_last_n_user_turns`]). The user messages in `entries` are not turns of
+    /// their own: they stand for turns of the history before. Time: O(m log s) for the m new
+    /// entries with s call ids among them (one pass, integer comparisons; a replace cannot cost
+    /// less than collecting its m entries); the earlier state is kept in O(1).
     pub fn replace(&mut self, entries: impl IntoIterator<Item = Entry>) {
         let entries: Vector<Entry> = entries.into_iter().collect();
         self.keep_earlier_state();
@@ -499,10 +501,17 @@ impl History {
         self.version = self.version.saturating_add(1);
     }
 
+    /// Makes `entries` the items, building the index, the token total and the byte total in one
+    /// pass over them.
     fn set_entries(&mut self, entries: Vector<Entry>) {
-        self.index = PairingIndex::build(entries.iter());
-        self.tokens = entries.iter().map(|entry| u128::from(entry.tokens())).sum();
-        self.bytes = json_bytes(&entries);
+        let (mut tokens, mut bytes) = (0u128, 0u64);
+        let count = |entry: &&Entry| {
+            tokens += u128::from(entry.tokens());
+            bytes += entry.byte_len() as u64;
+        };
+        self.index = PairingIndex::build(entries.leaves().flatten().inspect(count), entries.len());
+        self.tokens = tokens;
+        self.bytes = bytes;
         self.entries = entries;
     }
 
@@ -510,23 +519,31 @@ impl History {
     /// its first output along, an output its first call (a `function_call_output` looks for a
     /// `function_call` first, then a `local_shell_call`). Does not bump the version, and does not
     /// change the states a rollback can return to. Returns the removed entries (none on an empty
-    /// history). Time: O(n).
+    /// history). Time: O(log n), plus O(d) when d items share the call id, plus the vector's
+    /// removal of the counterpart when it is not at the front (a split and a concatenation of the
+    /// persistent vector, O(log n) with a larger constant).
     pub fn remove_first_item(&mut self) -> Vec<Entry> {
-        let mut entries = self.entries.clone();
-        let Some(first) = entries.pop_front() else {
+        let Some(first) = self.entries.pop_front() else {
             return Vec::new();
         };
-        let mut removed = vec![first.clone()];
+        self.index.remove(0, &first);
+        self.tokens = self.tokens.saturating_sub(u128::from(first.tokens()));
+        self.bytes = self.bytes.saturating_sub(first.byte_len() as u64);
         let mut removed_before_turns = 1;
-        if let Some(position) = counterpart_position(&entries, &first) {
-            // `position` is in the shortened vector: the entry was at `position + 1`.
+        let counterpart = self.index.counterpart(&first);
+        let mut removed = vec![first];
+        if let Some(position) = counterpart.filter(|&position| position < self.entries.len()) {
+            // `position` is in the shortened history: the entry was at `position + 1`.
             if position + 1 < self.turns_from {
                 removed_before_turns += 1;
             }
-            removed.push(entries.remove(position));
+            let entry = self.entries.remove(position);
+            self.index.remove(position, &entry);
+            self.tokens = self.tokens.saturating_sub(u128::from(entry.tokens()));
+            self.bytes = self.bytes.saturating_sub(entry.byte_len() as u64);
+            removed.push(entry);
         }
         self.turns_from = self.turns_from.saturating_sub(removed_before_turns);
-        self.set_entries(entries);
         removed
     }
 
@@ -551,9 +568,15 @@ impl History {
     #[cfg(any(test, feature = "testing"))]
     pub fn assert_invariants(&self) {
         let entries: Vec<&Entry> = self.entries.iter().collect();
+        assert_eq!(
+            self.index.len(),
+            entries.len(),
+            "the pairing index accounts for another number of entries"
+        );
         let recomputed = PairingIndex::recompute(&entries);
         assert_eq!(
-            self.index, recomputed,
+            self.index.by_position(),
+            recomputed,
             "pairing index differs from a recomputation"
         );
         let tokens: u128 = self
@@ -597,20 +620,4 @@ fn output_is_text(json: &str) -> bool {
         output: &'a RawValue,
     }
     serde_json::from_str::<Output<'_>>(json).is_ok_and(|item| item.output.get().starts_with('"'))
-}
-
-/// Where the first counterpart of `removed` sits in `entries` (a call's first output, an output's
-/// first call).
-fn counterpart_position(entries: &Vector<Entry>, removed: &Entry) -> Option<usize> {
-    let call_id = removed.call_id()?;
-    let find = |kind: ItemKind| {
-        entries
-            .iter()
-            .position(|entry| entry.kind() == kind && entry.call_id() == Some(call_id))
-    };
-    match removed.kind().pairing() {
-        Pairing::Call { family, .. } => find(family.output_kind()),
-        Pairing::Output { family } => family.call_kinds().iter().find_map(|kind| find(*kind)),
-        Pairing::Unpaired => None,
-    }
 }

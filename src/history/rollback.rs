@@ -39,7 +39,7 @@ impl History {
     /// [`EntryFlags::is_user_turn_boundary`](crate::item::EntryFlags::is_user_turn_boundary)),
     /// the copies in a compaction's replacement history included. Time: O(1).
     pub fn user_turn_count(&self) -> usize {
-        self.index.user_turns().len()
+        self.index.user_turn_count()
     }
 
     /// Number of user turns a rollback can undo: those recorded since the history began that it
@@ -175,7 +175,8 @@ impl History {
     /// snapshot reader checks the invariants first (each `turns_from` within its state, none
     /// before the first state's turns, and 0 when there is no earlier state); a value past its
     /// state's end is clamped to it here all the same, so that nothing can index past an end.
-    /// Time: O(n log n) for the n entries of all the states.
+    /// Time: O(n log s) for the n entries of all the states with s call ids
+    /// ([`PairingIndex::build`]).
     pub(crate) fn set_stored_states(
         &mut self,
         turns_from: usize,
@@ -185,7 +186,7 @@ impl History {
             .into_iter()
             .map(|(entries, turns_from)| {
                 Arc::new(Earlier {
-                    index: PairingIndex::build(entries.iter()),
+                    index: PairingIndex::build(entries.leaves().flatten(), entries.len()),
                     tokens: entries.iter().map(|entry| u128::from(entry.tokens())).sum(),
                     bytes: super::json_bytes(&entries),
                     turns_from: turns_from.min(entries.len()),
@@ -222,16 +223,15 @@ impl History {
     /// that turn's settings fragments are stripped too. Returns the positions of the messages the
     /// strip dropped. Does not bump the version.
     fn cut_last_n_user_turns(&mut self, n: usize) -> Result<Vec<usize>, ItemError> {
-        let turns = self.index.user_turns();
-        let Some(&first_boundary) = turns.get_min() else {
+        let Some(first_boundary) = self.index.user_turns().next() else {
             return Ok(Vec::new());
         };
         // The n-th boundary from the end; with fewer than n turns, the first one.
-        let mut cut = turns
-            .iter()
+        let mut cut = self
+            .index
+            .user_turns()
             .rev()
             .nth(n - 1)
-            .copied()
             .unwrap_or(first_boundary);
         let mut clears_reference = false;
         while cut > first_boundary {
@@ -314,7 +314,7 @@ impl History {
             let Some(entry) = self.entries.pop_back() else {
                 break;
             };
-            self.index.pop(position, &entry);
+            self.index.remove(position, &entry);
             self.tokens = self.tokens.saturating_sub(u128::from(entry.tokens()));
             self.bytes = self.bytes.saturating_sub(entry.byte_len() as u64);
         }
@@ -417,5 +417,5 @@ fn is_settings_part(part: &Value) -> bool {
 
 /// The user turns of a state: its boundaries at or after `turns_from`.
 fn own_turns(index: &PairingIndex, turns_from: usize) -> usize {
-    index.user_turns().range(turns_from..).count()
+    index.user_turns_from(turns_from)
 }

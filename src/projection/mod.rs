@@ -146,8 +146,8 @@ impl Projection {
     pub fn json_array_len(&self) -> usize {
         let mut bytes = self.bytes;
         let mut grown = 0u64;
-        let mut count = |position: &usize| {
-            let Some(slot) = self.slots.get(*position) else {
+        let mut count = |position: usize| {
+            let Some(slot) = self.slots.get(position) else {
                 return;
             };
             if let Payload::WithMedia(_) = slot.payload() {

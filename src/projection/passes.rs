@@ -23,7 +23,7 @@ use super::slots::SlotBuilder;
 /// Pass 1: a synthetic output right after each call that has none.
 pub(super) fn synthesize_missing_outputs(builder: &mut SlotBuilder<'_>) {
     let history = builder.history();
-    for &position in history.index().calls_without_output() {
+    for position in history.index().calls_without_output() {
         let Some(call) = history.get(position) else {
             continue;
         };
@@ -45,7 +45,7 @@ pub(super) fn synthesize_missing_outputs(builder: &mut SlotBuilder<'_>) {
 /// Pass 2: outputs whose call is nowhere in the history are dropped.
 pub(super) fn drop_orphan_outputs(builder: &mut SlotBuilder<'_>) {
     let history = builder.history();
-    for &position in history.index().orphan_outputs() {
+    for position in history.index().orphan_outputs() {
         if let Some(output) = history.get(position) {
             builder.omit(position, output, RepairKind::DroppedOrphanOutput);
         }
@@ -77,7 +77,7 @@ pub(super) fn strip_media(
     let history = builder.history();
     let index = history.index();
     let memo = history.media_memo();
-    if !memo.covers(memo_slot, index.images(), index.audio()) {
+    if !memo.covers(memo_slot, &index.images(), &index.audio()) {
         // Both passes, in Codex's order, as the lazy report lists them.
         let mut complete = true;
         if strip.images {
@@ -87,12 +87,12 @@ pub(super) fn strip_media(
             complete &= compute_forms(builder, Media::Audio, strip)?;
         }
         if complete {
-            memo.cover(memo_slot, index.images(), index.audio());
+            memo.cover(memo_slot, &index.images(), &index.audio());
         }
     }
     builder.strip_lazily(
-        strip.images.then(|| index.images().clone()),
-        strip.audio.then(|| index.audio().clone()),
+        strip.images.then(|| index.images()),
+        strip.audio.then(|| index.audio()),
     );
     Ok(())
 }
@@ -113,7 +113,7 @@ fn compute_forms(
         Media::Audio => history.index().audio(),
     };
     let mut complete = true;
-    for &position in positions {
+    for position in positions.iter() {
         count_check();
         let Some(slot) = builder.slot(position) else {
             continue;
@@ -225,7 +225,7 @@ pub(super) fn stripped_kinds(
 /// Items of a type this library does not know are kept out of the request.
 pub(super) fn hold_back_unknown_items(builder: &mut SlotBuilder<'_>) {
     let history = builder.history();
-    for &position in history.index().unknown() {
+    for position in history.index().unknown() {
         if let Some(item) = history.get(position) {
             builder.omit(position, item, RepairKind::HeldBackUnknownItem);
         }
@@ -238,8 +238,7 @@ pub(super) fn strict_violations(history: &History) -> Vec<Violation> {
     let index = history.index();
     let missing = index
         .calls_without_output()
-        .iter()
-        .filter_map(|&position| Some((position, history.get(position)?)))
+        .filter_map(|position| Some((position, history.get(position)?)))
         .filter(|(_, call)| {
             matches!(
                 call.kind().pairing(),
@@ -252,8 +251,7 @@ pub(super) fn strict_violations(history: &History) -> Vec<Violation> {
         .map(|(position, call)| (ViolationKind::MissingOutput, position, call));
     let orphans = index
         .orphan_outputs()
-        .iter()
-        .filter_map(|&position| Some((position, history.get(position)?)))
+        .filter_map(|position| Some((position, history.get(position)?)))
         .map(|(position, output)| (ViolationKind::OrphanOutput, position, output));
     let mut violations: Vec<Violation> = missing
         .chain(orphans)

@@ -3,8 +3,9 @@
 use std::fmt;
 use std::sync::OnceLock;
 
-use imbl::{OrdSet, Vector};
+use imbl::Vector;
 
+use crate::history::PositionSet;
 use crate::item::{CallId, Entry, ItemId, ItemKind, Payload};
 
 use super::StripSet;
@@ -140,8 +141,8 @@ pub struct RepairReport {
 #[derive(Clone)]
 pub(crate) struct MediaLines {
     pub(crate) slots: Vector<Entry>,
-    pub(crate) images: Option<OrdSet<usize>>,
-    pub(crate) audio: Option<OrdSet<usize>>,
+    pub(crate) images: Option<PositionSet>,
+    pub(crate) audio: Option<PositionSet>,
 }
 
 impl RepairReport {
@@ -185,7 +186,7 @@ impl MediaLines {
             audio: self.audio.is_some(),
         };
         for (media, positions) in [(Media::Image, &self.images), (Media::Audio, &self.audio)] {
-            for &position in positions.iter().flatten() {
+            for position in positions.iter().flat_map(PositionSet::iter) {
                 let Some(slot) = self.slots.get(position) else {
                     continue;
                 };

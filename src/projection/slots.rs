@@ -7,9 +7,9 @@
 
 use std::sync::Arc;
 
-use imbl::{OrdSet, Vector};
+use imbl::Vector;
 
-use crate::history::History;
+use crate::history::{History, PositionSet};
 use crate::item::{Entry, Payload};
 
 use super::report::{Location, MediaLines, Repair, RepairKind, RepairReport};
@@ -90,11 +90,7 @@ impl<'h> SlotBuilder<'h> {
 
     /// Leaves the media repairs to the report, which lists them when first read from the slots
     /// as they are now and the positions of the media stripped (O(1) clones).
-    pub(super) fn strip_lazily(
-        &mut self,
-        images: Option<OrdSet<usize>>,
-        audio: Option<OrdSet<usize>>,
-    ) {
+    pub(super) fn strip_lazily(&mut self, images: Option<PositionSet>, audio: Option<PositionSet>) {
         self.media = Some(MediaLines {
             slots: self.slots.clone(),
             images,

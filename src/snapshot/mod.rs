@@ -258,6 +258,11 @@ fn io_error(path: &Path, step: SnapshotStep) -> impl FnOnce(std::io::Error) -> S
 /// Opens a snapshot: maps the file, checks the header, verifies the payload digest (unless told
 /// not to), validates the archive once, and builds a history whose entries' JSON stays in the map.
 ///
+/// With a payload of 1 MiB or more, the digest is computed on a second (scoped) thread while
+/// this one validates the archive and builds the history, so that an open takes about as long as
+/// the longer of the two, not their sum, when a second core is free. The result is the same
+/// either way: a digest mismatch is reported whatever decoding found.
+///
 /// The map lives as long as any entry refers to it. The file must not be modified or truncated in
 /// place while any entry refers to it: this library never does (writers replace files by rename),
 /// but another program that writes into the file breaks the guarantees a memory map rests on — the
@@ -299,11 +304,56 @@ pub fn open_snapshot(
     let bytes = map.bytes();
     let header = SnapshotHeader::decode(bytes).map_err(|problem| header_error(path, problem))?;
     let payload = &bytes[PAYLOAD_OFFSET as usize..];
-    if options.verify_digest && blake3::hash(payload) != header.payload_digest {
-        return Err(SnapshotError::PayloadDigestMismatch {
-            path: path.to_owned(),
-        });
+    let digest_matches = || blake3::hash(payload) == header.payload_digest;
+    let mismatch = || SnapshotError::PayloadDigestMismatch {
+        path: path.to_owned(),
+    };
+    if !options.verify_digest {
+        return decode(path, &map, payload, header, options);
     }
+    if payload.len() < PARALLEL_DIGEST_MIN {
+        if !digest_matches() {
+            return Err(mismatch());
+        }
+        return decode(path, &map, payload, header, options);
+    }
+    // The digest is computed on a second thread while this one validates the archive and builds
+    // the history: neither needs the other (validation keeps memory safe whatever the bytes are;
+    // the digest only tells damage). A mismatch wins over whatever decoding found, as when the
+    // digest is checked first; what was built is then dropped.
+    std::thread::scope(|scope| {
+        let hashing = std::thread::Builder::new()
+            .name("snapshot-digest".into())
+            .spawn_scoped(scope, digest_matches);
+        let Ok(hashing) = hashing else {
+            // No thread to be had: one after the other.
+            if !digest_matches() {
+                return Err(mismatch());
+            }
+            return decode(path, &map, payload, header, options);
+        };
+        let decoded = decode(path, &map, payload, header, options);
+        match hashing.join() {
+            Ok(true) => decoded,
+            Ok(false) => Err(mismatch()),
+            Err(panic) => std::panic::resume_unwind(panic),
+        }
+    })
+}
+
+/// Payloads from this size on have their digest computed on a second thread while the archive is
+/// decoded (below it, starting a thread costs more than it saves).
+const PARALLEL_DIGEST_MIN: usize = 1 << 20;
+
+/// Validates and decodes the payload of a snapshot whose header was checked: the history, the
+/// resume state and the scan facts, every entry's text left in `map`.
+fn decode(
+    path: &Path,
+    map: &MappedFile,
+    payload: &[u8],
+    header: SnapshotHeader,
+    options: SnapshotOptions,
+) -> Result<Snapshot, SnapshotError> {
     let invalid = |detail: String| SnapshotError::InvalidArchive {
         path: path.to_owned(),
         detail,
@@ -340,7 +390,7 @@ pub fn open_snapshot(
                 .entries
                 .iter()
                 .enumerate()
-                .map(|(index, stored)| entry_of(&map, stored, index, options.trust, path))
+                .map(|(index, stored)| entry_of(map, stored, index, options.trust, path))
                 .collect::<Result<Vector<Entry>, _>>()?;
             Ok(Snapshot {
                 history: History::from_stored(
@@ -394,7 +444,7 @@ pub fn open_snapshot(
             let mut entries = Vector::new();
             let mut others = Vec::with_capacity(archived.entries.len() - current);
             for (index, stored) in archived.entries.iter().enumerate() {
-                let entry = entry_of(&map, stored, index, options.trust, path)?;
+                let entry = entry_of(map, stored, index, options.trust, path)?;
                 if index < current {
                     entries.push_back(entry);
                 } else {
@@ -439,7 +489,7 @@ pub fn open_snapshot(
                 .facts
                 .iter()
                 .enumerate()
-                .map(|(index, fact)| fact_of(&map, fact, index, options.trust, &invalid))
+                .map(|(index, fact)| fact_of(map, fact, index, options.trust, &invalid))
                 .collect::<Result<Vec<_>, _>>()?;
             let mut history = History::from_stored(
                 entries,
