@@ -256,3 +256,180 @@ fn rendered(slot: &Entry) -> (usize, u64) {
         Payload::Omitted { .. } => (0, 0),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A history of `n` user messages whose texts start with `tag`.
+    fn messages(n: usize, tag: &str) -> History {
+        let mut history = History::new();
+        for i in 0..n {
+            history
+                .record_json(format!(
+                    r#"{{"type":"message","role":"user","content":[{{"type":"input_text","text":"{tag} {i}"}}]}}"#
+                ))
+                .expect("valid");
+        }
+        history
+    }
+
+    /// The slots of `history` with the slots at `positions` replaced by `other`'s entries there.
+    fn overlaid(history: &History, other: &History, positions: &[usize]) -> Slots {
+        let mut overlay: Vec<(usize, Entry)> = positions
+            .iter()
+            .map(|&p| (p, other.get(p).expect("in range").clone()))
+            .collect();
+        overlay.sort_by_key(|&(p, _)| p);
+        overlay.dedup_by_key(|&mut (p, _)| p);
+        Slots {
+            entries: history.entries().clone(),
+            overlay: Some(overlay.into()),
+        }
+    }
+
+    #[test]
+    fn runs_merge_replacements_at_the_edges_of_leaves_and_of_the_history() {
+        let history = messages(1000, "kept");
+        let other = messages(1000, "replaced");
+        let mut leaves = Vec::new();
+        let mut start = 0;
+        for leaf in history.entries().leaves() {
+            leaves.push((start, leaf));
+            start += leaf.len();
+        }
+        assert!(leaves.len() > 2, "several leaves");
+        // The first and last slot of every other leaf, and of the history.
+        let mut positions = vec![0, history.len() - 1];
+        for &(start, leaf) in leaves.iter().step_by(2) {
+            positions.extend([start, start + leaf.len() - 1]);
+        }
+        let slots = overlaid(&history, &other, &positions);
+        let expected: Vec<&str> = (0..history.len())
+            .map(|p| {
+                let source = if positions.contains(&p) {
+                    &other
+                } else {
+                    &history
+                };
+                source.get(p).expect("in range").json()
+            })
+            .collect();
+        let merged: Vec<&str> = slots.runs().flatten().map(Entry::json).collect();
+        assert_eq!(merged, expected);
+        for (p, json) in expected.iter().enumerate() {
+            assert_eq!(slots.get(p).map(Entry::json), Some(*json), "slot {p}");
+        }
+        assert!(slots.get(history.len()).is_none());
+        // A leaf without a replaced slot is one run, the leaf as stored.
+        let runs: Vec<&[Entry]> = slots.runs().collect();
+        for &(start, leaf) in &leaves {
+            let untouched = !positions
+                .iter()
+                .any(|&p| (start..start + leaf.len()).contains(&p));
+            let whole = runs
+                .iter()
+                .any(|run| std::ptr::eq(run.as_ptr(), leaf.as_ptr()) && run.len() == leaf.len());
+            assert_eq!(whole, untouched, "leaf at {start}");
+        }
+    }
+
+    #[test]
+    fn runs_without_an_overlay_are_the_leaves() {
+        let history = messages(300, "kept");
+        let slots = Slots {
+            entries: history.entries().clone(),
+            overlay: None,
+        };
+        let runs: Vec<*const Entry> = slots.runs().map(<[Entry]>::as_ptr).collect();
+        let leaves: Vec<*const Entry> = history.entries().leaves().map(<[Entry]>::as_ptr).collect();
+        assert_eq!(runs, leaves);
+        let empty = History::new();
+        let slots = Slots {
+            entries: empty.entries().clone(),
+            overlay: None,
+        };
+        assert_eq!(slots.runs().count(), 0);
+    }
+
+    #[test]
+    fn a_slot_replaced_twice_renders_as_the_last_replacement() {
+        let history = messages(200, "kept");
+        let mut builder = SlotBuilder::new(&history);
+        let position = 64;
+        let entry = history.get(position).expect("in range").clone();
+        let text = entry.json().len() as u64;
+        let synthetic = Arc::new(Payload::CallWithSyntheticOutput {
+            call: Arc::clone(entry.body()),
+            output: r#"{"synthetic":1}"#.into(),
+        });
+        builder.replace(position, &entry, synthetic, RepairKind::DroppedOrphanOutput);
+        assert_eq!(builder.len, 201);
+        assert_eq!(builder.bytes, history.json_bytes() + 15);
+        // Replaced again: counted from the first replacement, not from the history's entry.
+        builder.omit(position, &entry, RepairKind::HeldBackUnknownItem);
+        assert_eq!(builder.len, 199);
+        assert_eq!(builder.bytes, history.json_bytes() - text);
+        assert!(matches!(
+            builder.slot(position).map(Entry::payload),
+            Some(Payload::Omitted { .. })
+        ));
+        let projection = builder.finish(StripSet {
+            images: false,
+            audio: false,
+        });
+        let sent: Vec<&str> = projection.iter().collect();
+        let expected: Vec<&str> = history
+            .iter()
+            .enumerate()
+            .filter(|&(p, _)| p != position)
+            .map(|(_, e)| e.json())
+            .collect();
+        assert_eq!(sent, expected);
+        assert_eq!(projection.len(), 199);
+        assert_eq!(projection.report().len(), 2);
+        assert_eq!(
+            projection.to_json_array().len(),
+            projection.json_array_len()
+        );
+    }
+
+    #[test]
+    fn the_media_lines_keep_the_slots_as_the_media_passes_left_them() {
+        let history = messages(100, "kept");
+        let entry = |p: usize| history.get(p).expect("in range").clone();
+        let mut builder = SlotBuilder::new(&history);
+        builder.omit(10, &entry(10), RepairKind::DroppedOrphanOutput);
+        builder.strip_lazily(None, None);
+        let projection = |builder: SlotBuilder<'_>| {
+            builder.finish(StripSet {
+                images: false,
+                audio: false,
+            })
+        };
+        let omitted = |slots: &Slots, p: usize| {
+            matches!(
+                slots.get(p).map(Entry::payload),
+                Some(Payload::Omitted { .. })
+            )
+        };
+        // Nothing replaced after the media passes: the projection shares their overlay.
+        let same = projection(builder);
+        let lines = same.report.media.as_ref().expect("media lines");
+        assert!(omitted(&lines.slots, 10) && omitted(&same.slots, 10));
+        assert!(Arc::ptr_eq(
+            lines.slots.overlay.as_ref().expect("overlay"),
+            same.slots.overlay.as_ref().expect("overlay")
+        ));
+        // A slot replaced after them: the projection has it, the media lines do not.
+        let mut builder = SlotBuilder::new(&history);
+        builder.omit(10, &entry(10), RepairKind::DroppedOrphanOutput);
+        builder.strip_lazily(None, None);
+        builder.omit(20, &entry(20), RepairKind::HeldBackUnknownItem);
+        let later = projection(builder);
+        let lines = later.report.media.as_ref().expect("media lines");
+        assert!(omitted(&lines.slots, 10) && omitted(&later.slots, 10));
+        assert!(!omitted(&lines.slots, 20) && omitted(&later.slots, 20));
+        assert_eq!(later.len(), 98);
+    }
+}
