@@ -236,7 +236,7 @@ fn scan_and_request(options: &ProjectionOptions) {
         t_clone,
     );
 
-    println!("-- projection with k repairs: O(k log n), against a full scan");
+    println!("-- projection with k repairs: O(k log k + k log n), against a full scan");
     // The baseline is the per-request work of a Vec-based normalizer (Codex's approach): clone
     // the item list, collect the output call ids into a hash set, walk every item.
     let entries: Vec<Entry> = large.iter().cloned().collect();
