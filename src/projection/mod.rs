@@ -7,9 +7,9 @@
 //! becomes a slot that renders as nothing; an item whose media the model cannot take keeps its
 //! slot and renders as its stripped form, computed once per entry and shared. No slot is inserted
 //! or removed and no node of the vector is copied, so the cost is O(1) without repairs and
-//! O(k log k + k log n) with k (the passes' lookups), and the live history is untouched. Media items cost nothing per
-//! projection once their forms are known to be computed (the history's media memo); the report
-//! lists their repairs when first read.
+//! O(k log k + k log n) with k (the passes' lookups), and the live history is untouched. Media
+//! items cost nothing per projection once their forms are known to be computed (the history's
+//! media memo); the report lists their repairs when first read.
 //!
 //! [`History::project`] is defined here, with the layer whose work it does; each pass is one
 //! function of `passes.rs` over the slot builder of `slots.rs`.
