@@ -115,10 +115,11 @@ fn session(n: usize, k: usize) -> History {
 }
 
 /// Projection with k = 16 repairs (8 calls without output, 8 orphan outputs) from 1k to 1M items
-/// of the comparison bench's session: each repair is a `set`, a path copy of a leaf of entries
-/// and the tree nodes above it, so the cost grows with the depth of the tree and with how far
-/// apart in memory the copied entries' shared bodies are. One pair is one projection (and its
-/// drop) of each history, in alternating order; the ratio is taken within the pair.
+/// of the comparison bench's session: each repair is an entry in the projection's overlay (the
+/// history's vector is not copied), so what grows with the history is the passes' lookups in it
+/// and in the pairing index, O(log n) each. One pair is one projection (and its drop) of each
+/// history, in alternating order; the ratio is taken within the pair. The path copies the
+/// projection made before the overlay are measured on their own below ([`layouts`]).
 fn growth(options: &ProjectionOptions) {
     const K: usize = 16;
     const PAIRS: usize = 101;
@@ -161,9 +162,10 @@ struct WideEntry {
     byte_len: u32,
 }
 
-/// What the path copies of a projection cost with today's entries against the 56-byte header
-/// they replaced, measured in the same run: `k` `set`s spread over the vector (each a path copy
-/// of a leaf of 64 entries and the nodes above it), then the drop of the copy.
+/// What path copies cost with today's entries against the 56-byte header they replaced,
+/// measured in the same run: `k` `set`s spread over the vector (each a path copy of a leaf of 64
+/// entries and the nodes above it), then the drop of the copy. A projection made these before it
+/// kept its repairs in an overlay.
 fn layouts(small: &History, large: &History, k: usize, pairs: usize) {
     assert_eq!(std::mem::size_of::<WideEntry>(), 56);
     let narrow = |h: &History| -> Vector<Entry> { h.iter().cloned().collect() };
@@ -234,7 +236,7 @@ fn scan_and_request(options: &ProjectionOptions) {
         t_clone,
     );
 
-    println!("-- projection with k repairs: O(k log n), against a full scan");
+    println!("-- projection with k repairs: O(k log k + k log n), against a full scan");
     // The baseline is the per-request work of a Vec-based normalizer (Codex's approach): clone
     // the item list, collect the output call ids into a hash set, walk every item.
     let entries: Vec<Entry> = large.iter().cloned().collect();

@@ -1,14 +1,15 @@
 //! The projection layer: the live history turned into a model's input, with the protocol shape
 //! repaired in the projection only.
 //!
-//! A projection is the live persistent vector with a few slots replaced (`set`, a path copy):
-//! a call without output becomes a slot that renders as the call followed by its synthetic
-//! output; a dropped orphan or a held-back unknown item becomes a slot that renders as nothing; an
-//! item whose media the model cannot take keeps its slot and renders as its stripped form, computed
-//! once per entry and shared. No slot is inserted or removed, so the cost is O(1) without repairs
-//! and O(k log n) with k, and the live history is untouched. Media items cost nothing per
-//! projection once their forms are known to be computed (the history's media memo); the report
-//! lists their repairs when first read.
+//! A projection is the live persistent vector, kept as it is (an O(1) clone), with a few slots
+//! replaced in an overlay sorted by position: a call without output becomes a slot that renders
+//! as the call followed by its synthetic output; a dropped orphan or a held-back unknown item
+//! becomes a slot that renders as nothing; an item whose media the model cannot take keeps its
+//! slot and renders as its stripped form, computed once per entry and shared. No slot is inserted
+//! or removed and no node of the vector is copied, so the cost is O(1) without repairs and
+//! O(k log k + k log n) with k (the passes' lookups), and the live history is untouched. Media
+//! items cost nothing per projection once their forms are known to be computed (the history's
+//! media memo); the report lists their repairs when first read.
 //!
 //! [`History::project`] is defined here, with the layer whose work it does; each pass is one
 //! function of `passes.rs` over the slot builder of `slots.rs`.
@@ -22,8 +23,6 @@ mod slots;
 
 use std::io::{self, Write};
 
-use imbl::Vector;
-
 use crate::history::History;
 use crate::item::{Entry, ItemError, Payload, ResponseItem, parse_item};
 
@@ -33,7 +32,7 @@ pub use media::{AUDIO_PLACEHOLDER, IMAGE_PLACEHOLDER};
 pub use media::{media_checks, media_strips};
 pub use options::{Modalities, ParseModalitiesError, ProjectionOptions, RepairMode, UnknownItems};
 pub use report::{Location, Repair, RepairKind, RepairReport, Violation, ViolationKind};
-use slots::SlotBuilder;
+use slots::{SlotBuilder, Slots};
 
 /// The output text of a synthetic output.
 pub const ABORTED_OUTPUT: &str = "aborted";
@@ -61,7 +60,8 @@ impl StripSet {
 /// the history it came from.
 #[derive(Debug, Clone)]
 pub struct Projection {
-    slots: Vector<Entry>,
+    /// The history's entries and the overlay of the replaced slots.
+    slots: Slots,
     /// The media the model cannot take: a slot holding an item with media renders as the
     /// item's cached stripped form (computed by the media passes before the projection exists).
     strip: StripSet,
@@ -87,7 +87,7 @@ impl Projection {
     /// The JSON text of each item sent, in order.
     pub fn iter(&self) -> impl Iterator<Item = &str> + '_ {
         let mut pending: Option<&str> = None;
-        let mut slots = self.slots.leaves().flat_map(<[Entry]>::iter);
+        let mut slots = self.slots.runs().flat_map(<[Entry]>::iter);
         let strip = self.strip;
         std::iter::from_fn(move || {
             if let Some(output) = pending.take() {
@@ -107,7 +107,8 @@ impl Projection {
     }
 
     /// Calls `f` with the JSON text of each item sent, in order: the fast way to copy every item,
-    /// walking the persistent vector leaf by leaf.
+    /// walking the persistent vector leaf by leaf (a leaf with a replaced slot is split around
+    /// it, the others are read as they are stored).
     ///
     /// # Errors
     ///
@@ -116,8 +117,8 @@ impl Projection {
         /// Slots read ahead of copying: an imbl leaf's length.
         const BATCH: usize = 64;
         let mut texts: [(&str, Option<&str>); BATCH] = [("", None); BATCH];
-        for leaf in self.slots.leaves() {
-            for batch in leaf.chunks(BATCH) {
+        for run in self.slots.runs() {
+            for batch in run.chunks(BATCH) {
                 // First every slot's text, then the copies: the loads of the payloads (one
                 // shared block each, anywhere in the heap) do not depend on each other, so their
                 // cache misses overlap instead of each waiting for the previous item's copy.
@@ -258,7 +259,8 @@ impl History {
     /// placeholders, unknown items held back (unless asked otherwise). Every repair is
     /// deterministic and reported, in position order.
     ///
-    /// The history is not changed. Time: O(1) when nothing needs repair, O(k log n) for k repairs.
+    /// The history is not changed. Time: O(1) when nothing needs repair, O(k log k + k log n) for
+    /// k repairs (the passes' lookups; no node of the history's vector is copied).
     /// Stripping an item's media is one repair: its stripped form is computed the first time any
     /// projection needs it (the size of the item) and shared by every later projection of every
     /// version that holds the entry. Media items cost nothing per projection: the first projection

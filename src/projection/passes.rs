@@ -1,7 +1,7 @@
 //! The projection passes, one function each, in Codex's order, and the strict check.
 //!
 //! Each pass reads its positions from the history's pairing index, so a projection never scans
-//! the history: O(1) without repairs, O(k log n) for k repairs.
+//! the history: O(1) without repairs, O(k log k + k log n) for k repairs.
 
 use std::sync::Arc;
 

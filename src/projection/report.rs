@@ -3,14 +3,13 @@
 use std::fmt;
 use std::sync::OnceLock;
 
-use imbl::Vector;
-
 use crate::history::PositionSet;
 use crate::item::{CallId, Entry, ItemId, ItemKind, Payload};
 
 use super::StripSet;
 use super::media::Media;
 use super::passes::{stripped_form, stripped_kinds};
+use super::slots::Slots;
 
 /// Where in the live history a repair or a violation is: the item's position, kind and call id.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -137,10 +136,11 @@ pub struct RepairReport {
 }
 
 /// What a projection needs to list its media repairs later: the slots as the media passes saw
-/// them, and the positions of the entries with media it strips.
+/// them (the history's entries and the overlay of the slots replaced before), and the positions
+/// of the entries with media it strips.
 #[derive(Clone)]
 pub(crate) struct MediaLines {
-    pub(crate) slots: Vector<Entry>,
+    pub(super) slots: Slots,
     pub(crate) images: Option<PositionSet>,
     pub(crate) audio: Option<PositionSet>,
 }

@@ -1,10 +1,14 @@
-//! The slot builder every projection pass works on.
+//! The slots of a projection and the builder every projection pass works on.
 //!
-//! A projection starts as a clone of the live persistent vector (O(1)). A pass never inserts or
-//! removes: it replaces a slot with `set` (a path copy), and the slot's payload says how it
-//! renders — the item, the item followed by a synthetic output, or nothing. An item with media
-//! keeps its slot and renders as its cached stripped form when the projection strips that media.
+//! A projection keeps the live persistent vector as it is (an O(1) clone) and an overlay: the
+//! few slots a pass replaced, sorted by position. A pass never inserts or removes: it replaces a
+//! slot, and the slot's payload says how it renders — the item, the item followed by a synthetic
+//! output, or nothing. An item with media keeps its slot and renders as its cached stripped form
+//! when the projection strips that media. Replacing a slot costs O(log k) in the builder, and no
+//! node of the vector is copied: reading a slot looks in the overlay first (a binary search),
+//! iterating merges the overlay into the vector's leaves in position order.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use imbl::Vector;
@@ -15,16 +19,105 @@ use crate::item::{Entry, Payload};
 use super::report::{Location, MediaLines, Repair, RepairKind, RepairReport};
 use super::{Projection, StripSet};
 
+/// The slots a projection renders: the history's entries, with the replaced ones in an overlay.
+/// Cloning is O(1): two reference counts.
+#[derive(Debug, Clone)]
+pub(super) struct Slots {
+    /// The history's entries, never changed.
+    entries: Vector<Entry>,
+    /// The replaced slots, sorted by position, each position at most once, each below
+    /// `entries.len()`; `None` when nothing was replaced (no allocation).
+    overlay: Option<Arc<[(usize, Entry)]>>,
+}
+
+impl Slots {
+    /// The slot at `position`: its replacement if it has one, else the history's entry.
+    /// Time: O(log k + log n).
+    pub(super) fn get(&self, position: usize) -> Option<&Entry> {
+        let overlay = self.overlay();
+        match overlay.binary_search_by_key(&position, |&(p, _)| p) {
+            Ok(found) => Some(&overlay[found].1),
+            Err(_) => self.entries.get(position),
+        }
+    }
+
+    /// The replaced slots, sorted by position.
+    fn overlay(&self) -> &[(usize, Entry)] {
+        self.overlay.as_deref().unwrap_or(&[])
+    }
+
+    /// Every slot in position order, as runs of consecutive slots: a leaf of the vector that
+    /// holds no replaced slot is one run, as it is stored; a leaf that holds some is split
+    /// around them, each replacement a run of one.
+    pub(super) fn runs(&self) -> Runs<'_> {
+        Runs {
+            leaves: self.entries.leaves(),
+            overlay: self.overlay(),
+            leaf: &[],
+            start: 0,
+        }
+    }
+}
+
+/// The iterator of [`Slots::runs`].
+pub(super) struct Runs<'a> {
+    leaves: imbl::vector::Chunks<'a, Entry, imbl::shared_ptr::DefaultSharedPtr>,
+    /// The replacements not reached yet.
+    overlay: &'a [(usize, Entry)],
+    /// What is left of the current leaf.
+    leaf: &'a [Entry],
+    /// The position of `leaf[0]`.
+    start: usize,
+}
+
+impl<'a> Iterator for Runs<'a> {
+    type Item = &'a [Entry];
+
+    fn next(&mut self) -> Option<&'a [Entry]> {
+        while self.leaf.is_empty() {
+            self.leaf = self.leaves.next()?;
+        }
+        let end = self.start + self.leaf.len();
+        match self.overlay.split_first() {
+            Some(((position, entry), rest)) if *position < end => {
+                // The overlay is sorted and every earlier replacement was passed, so
+                // `position >= start`.
+                let before = position - self.start;
+                if before > 0 {
+                    let (run, after) = self.leaf.split_at(before);
+                    self.leaf = after;
+                    self.start = *position;
+                    Some(run)
+                } else {
+                    self.overlay = rest;
+                    self.leaf = &self.leaf[1..];
+                    self.start += 1;
+                    Some(std::slice::from_ref(entry))
+                }
+            }
+            _ => {
+                self.start = end;
+                Some(std::mem::take(&mut self.leaf))
+            }
+        }
+    }
+}
+
 /// The projection being built: the slots, how many items they render as and their bytes, and the
 /// repairs.
 pub(super) struct SlotBuilder<'h> {
     history: &'h History,
-    slots: Vector<Entry>,
+    /// The replaced slots by position.
+    replaced: BTreeMap<usize, Entry>,
+    /// How many times a slot was replaced: tells whether the slots changed since the media
+    /// passes took them.
+    replacements: usize,
     len: usize,
     /// The bytes of the items the slots render (stored texts for slots with media).
     bytes: u64,
     repairs: Vec<Repair>,
-    media: Option<MediaLines>,
+    /// The lazy media lines and `replacements` when they took the slots.
+    media: Option<(MediaLines, usize)>,
 }
 
 impl<'h> SlotBuilder<'h> {
@@ -32,7 +125,8 @@ impl<'h> SlotBuilder<'h> {
     pub(super) fn new(history: &'h History) -> Self {
         SlotBuilder {
             history,
-            slots: history.entries().clone(),
+            replaced: BTreeMap::new(),
+            replacements: 0,
             len: history.len(),
             bytes: history.json_bytes(),
             repairs: Vec::new(),
@@ -46,12 +140,16 @@ impl<'h> SlotBuilder<'h> {
     }
 
     /// The slot at `position` as it is now (a pass may see an earlier pass's work).
+    /// Time: O(log k + log n).
     pub(super) fn slot(&self, position: usize) -> Option<&Entry> {
-        self.slots.get(position)
+        self.replaced
+            .get(&position)
+            .or_else(|| self.history.entries().get(position))
     }
 
     /// Replaces the slot at `position` with `entry`'s header and `payload`, which renders as
-    /// `renders` items instead of the one it replaces, and reports `kind`.
+    /// `renders` items instead of the one it replaces, and reports `kind`. A slot replaced
+    /// before is replaced again. Time: O(log k + log n).
     pub(super) fn replace(
         &mut self,
         position: usize,
@@ -59,13 +157,19 @@ impl<'h> SlotBuilder<'h> {
         payload: Arc<Payload>,
         kind: RepairKind,
     ) {
-        let (before, before_bytes) = self.slots.get(position).map_or((0, 0), rendered);
+        let Some(before) = self.slot(position) else {
+            // Positions come from the history's index: every one holds an entry.
+            debug_assert!(false, "slot {position} is past the history's end");
+            return;
+        };
+        let (before, before_bytes) = rendered(before);
         let slot = entry.with_payload(payload);
         let (after, after_bytes) = rendered(&slot);
         // `len` and `bytes` count what every slot renders, this one's `before` among them.
         self.len = self.len - before + after;
         self.bytes = self.bytes.saturating_sub(before_bytes) + after_bytes;
-        self.slots.set(position, slot);
+        self.replaced.insert(position, slot);
+        self.replacements += 1;
         self.report(position, entry, kind);
     }
 
@@ -88,25 +192,48 @@ impl<'h> SlotBuilder<'h> {
         });
     }
 
+    /// The slots as they are now. Time: O(k).
+    fn slots(&self) -> Slots {
+        let overlay = (!self.replaced.is_empty()).then(|| {
+            self.replaced
+                .iter()
+                .map(|(&position, entry)| (position, entry.clone()))
+                .collect()
+        });
+        Slots {
+            entries: self.history.entries().clone(),
+            overlay,
+        }
+    }
+
     /// Leaves the media repairs to the report, which lists them when first read from the slots
-    /// as they are now and the positions of the media stripped (O(1) clones).
+    /// as they are now and the positions of the media stripped (O(1) clones of the sets, O(k)
+    /// for the overlay).
     pub(super) fn strip_lazily(&mut self, images: Option<PositionSet>, audio: Option<PositionSet>) {
-        self.media = Some(MediaLines {
-            slots: self.slots.clone(),
+        let lines = MediaLines {
+            slots: self.slots(),
             images,
             audio,
-        });
+        };
+        self.media = Some((lines, self.replacements));
     }
 
     /// The projection; its slots holding items with media render without the media in `strip`.
     /// The report puts the repairs in position order (the passes' order within one item).
     pub(super) fn finish(self, strip: StripSet) -> Projection {
+        let slots = match &self.media {
+            // Nothing replaced since the media passes: their slots are the projection's.
+            Some((lines, replacements)) if *replacements == self.replacements => {
+                lines.slots.clone()
+            }
+            _ => self.slots(),
+        };
         Projection {
-            slots: self.slots,
+            slots,
             strip,
             len: self.len,
             bytes: self.bytes,
-            report: RepairReport::new(self.repairs, self.media),
+            report: RepairReport::new(self.repairs, self.media.map(|(lines, _)| lines)),
             history_version: self.history.version(),
         }
     }
@@ -123,5 +250,182 @@ fn rendered(slot: &Entry) -> (usize, u64) {
             (call.payload.original_json().len() + output.len()) as u64,
         ),
         Payload::Omitted { .. } => (0, 0),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A history of `n` user messages whose texts start with `tag`.
+    fn messages(n: usize, tag: &str) -> History {
+        let mut history = History::new();
+        for i in 0..n {
+            history
+                .record_json(format!(
+                    r#"{{"type":"message","role":"user","content":[{{"type":"input_text","text":"{tag} {i}"}}]}}"#
+                ))
+                .expect("valid");
+        }
+        history
+    }
+
+    /// The slots of `history` with the slots at `positions` replaced by `other`'s entries there.
+    fn overlaid(history: &History, other: &History, positions: &[usize]) -> Slots {
+        let mut overlay: Vec<(usize, Entry)> = positions
+            .iter()
+            .map(|&p| (p, other.get(p).expect("in range").clone()))
+            .collect();
+        overlay.sort_by_key(|&(p, _)| p);
+        overlay.dedup_by_key(|&mut (p, _)| p);
+        Slots {
+            entries: history.entries().clone(),
+            overlay: Some(overlay.into()),
+        }
+    }
+
+    #[test]
+    fn runs_merge_replacements_at_the_edges_of_leaves_and_of_the_history() {
+        let history = messages(1000, "kept");
+        let other = messages(1000, "replaced");
+        let mut leaves = Vec::new();
+        let mut start = 0;
+        for leaf in history.entries().leaves() {
+            leaves.push((start, leaf));
+            start += leaf.len();
+        }
+        assert!(leaves.len() > 2, "several leaves");
+        // The first and last slot of every other leaf, and of the history.
+        let mut positions = vec![0, history.len() - 1];
+        for &(start, leaf) in leaves.iter().step_by(2) {
+            positions.extend([start, start + leaf.len() - 1]);
+        }
+        let slots = overlaid(&history, &other, &positions);
+        let expected: Vec<&str> = (0..history.len())
+            .map(|p| {
+                let source = if positions.contains(&p) {
+                    &other
+                } else {
+                    &history
+                };
+                source.get(p).expect("in range").json()
+            })
+            .collect();
+        let merged: Vec<&str> = slots.runs().flatten().map(Entry::json).collect();
+        assert_eq!(merged, expected);
+        for (p, json) in expected.iter().enumerate() {
+            assert_eq!(slots.get(p).map(Entry::json), Some(*json), "slot {p}");
+        }
+        assert!(slots.get(history.len()).is_none());
+        // A leaf without a replaced slot is one run, the leaf as stored.
+        let runs: Vec<&[Entry]> = slots.runs().collect();
+        for &(start, leaf) in &leaves {
+            let untouched = !positions
+                .iter()
+                .any(|&p| (start..start + leaf.len()).contains(&p));
+            let whole = runs
+                .iter()
+                .any(|run| std::ptr::eq(run.as_ptr(), leaf.as_ptr()) && run.len() == leaf.len());
+            assert_eq!(whole, untouched, "leaf at {start}");
+        }
+    }
+
+    #[test]
+    fn runs_without_an_overlay_are_the_leaves() {
+        let history = messages(300, "kept");
+        let slots = Slots {
+            entries: history.entries().clone(),
+            overlay: None,
+        };
+        let runs: Vec<*const Entry> = slots.runs().map(<[Entry]>::as_ptr).collect();
+        let leaves: Vec<*const Entry> = history.entries().leaves().map(<[Entry]>::as_ptr).collect();
+        assert_eq!(runs, leaves);
+        let empty = History::new();
+        let slots = Slots {
+            entries: empty.entries().clone(),
+            overlay: None,
+        };
+        assert_eq!(slots.runs().count(), 0);
+    }
+
+    #[test]
+    fn a_slot_replaced_twice_renders_as_the_last_replacement() {
+        let history = messages(200, "kept");
+        let mut builder = SlotBuilder::new(&history);
+        let position = 64;
+        let entry = history.get(position).expect("in range").clone();
+        let text = entry.json().len() as u64;
+        let synthetic = Arc::new(Payload::CallWithSyntheticOutput {
+            call: Arc::clone(entry.body()),
+            output: r#"{"synthetic":1}"#.into(),
+        });
+        builder.replace(position, &entry, synthetic, RepairKind::DroppedOrphanOutput);
+        assert_eq!(builder.len, 201);
+        assert_eq!(builder.bytes, history.json_bytes() + 15);
+        // Replaced again: counted from the first replacement, not from the history's entry.
+        builder.omit(position, &entry, RepairKind::HeldBackUnknownItem);
+        assert_eq!(builder.len, 199);
+        assert_eq!(builder.bytes, history.json_bytes() - text);
+        assert!(matches!(
+            builder.slot(position).map(Entry::payload),
+            Some(Payload::Omitted { .. })
+        ));
+        let projection = builder.finish(StripSet {
+            images: false,
+            audio: false,
+        });
+        let sent: Vec<&str> = projection.iter().collect();
+        let expected: Vec<&str> = history
+            .iter()
+            .enumerate()
+            .filter(|&(p, _)| p != position)
+            .map(|(_, e)| e.json())
+            .collect();
+        assert_eq!(sent, expected);
+        assert_eq!(projection.len(), 199);
+        assert_eq!(projection.report().len(), 2);
+        assert_eq!(
+            projection.to_json_array().len(),
+            projection.json_array_len()
+        );
+    }
+
+    #[test]
+    fn the_media_lines_keep_the_slots_as_the_media_passes_left_them() {
+        let history = messages(100, "kept");
+        let entry = |p: usize| history.get(p).expect("in range").clone();
+        let mut builder = SlotBuilder::new(&history);
+        builder.omit(10, &entry(10), RepairKind::DroppedOrphanOutput);
+        builder.strip_lazily(None, None);
+        let projection = |builder: SlotBuilder<'_>| {
+            builder.finish(StripSet {
+                images: false,
+                audio: false,
+            })
+        };
+        let omitted = |slots: &Slots, p: usize| {
+            matches!(
+                slots.get(p).map(Entry::payload),
+                Some(Payload::Omitted { .. })
+            )
+        };
+        // Nothing replaced after the media passes: the projection shares their overlay.
+        let same = projection(builder);
+        let lines = same.report.media.as_ref().expect("media lines");
+        assert!(omitted(&lines.slots, 10) && omitted(&same.slots, 10));
+        assert!(Arc::ptr_eq(
+            lines.slots.overlay.as_ref().expect("overlay"),
+            same.slots.overlay.as_ref().expect("overlay")
+        ));
+        // A slot replaced after them: the projection has it, the media lines do not.
+        let mut builder = SlotBuilder::new(&history);
+        builder.omit(10, &entry(10), RepairKind::DroppedOrphanOutput);
+        builder.strip_lazily(None, None);
+        builder.omit(20, &entry(20), RepairKind::HeldBackUnknownItem);
+        let later = projection(builder);
+        let lines = later.report.media.as_ref().expect("media lines");
+        assert!(omitted(&lines.slots, 10) && omitted(&later.slots, 10));
+        assert!(!omitted(&lines.slots, 20) && omitted(&later.slots, 20));
+        assert_eq!(later.len(), 98);
     }
 }

@@ -125,6 +125,34 @@ proptest! {
     }
 }
 
+proptest! {
+    #![proptest_config(ProptestConfig { cases: config().cases.div_ceil(8), ..config() })]
+
+    /// 8. Histories longer than one leaf of the persistent vector (64 entries): the repaired
+    ///    slots, merged into the leaves when the projection is read, land where the reference
+    ///    puts them, byte for byte, with the same report.
+    #[test]
+    fn long_projection_matches_reference(
+        jsons in prop::collection::vec(any_json(), 64..260),
+        options in options(),
+    ) {
+        let (history, model) = record_all(&jsons);
+        check(compare_projection(&history, &model.items, &options))?;
+        let options = lenient(options);
+        let projection = history.project(&options).expect("lenient");
+        let mut by_leaves = Vec::new();
+        projection
+            .try_for_each_json(|json| {
+                by_leaves.push(json.to_owned());
+                Ok::<(), std::convert::Infallible>(())
+            })
+            .expect("infallible");
+        let by_iter: Vec<&str> = projection.iter().collect();
+        prop_assert_eq!(by_iter, by_leaves);
+        prop_assert_eq!(projection.to_json_array().len(), projection.json_array_len());
+    }
+}
+
 /// The live history's recorded texts.
 pub(crate) fn texts_of(history: &History) -> Vec<String> {
     history
