@@ -1,6 +1,8 @@
 //! Resuming a long session: a memory-mapped snapshot against a full JSONL resume of the same
 //! rollout, measured in the same run and reported as ratios. Run with
-//! `cargo bench --bench snapshot`.
+//! `cargo bench --bench snapshot` (`AGENT_HISTORY_BENCH_FIRST_BODY=1`: only the resume of a 100 MB
+//! session to its first request input, through a snapshot and from JSONL, against the floor of
+//! the snapshot path).
 
 use std::hint::black_box;
 use std::time::Instant;
@@ -14,6 +16,14 @@ use agent_history::{
 };
 
 fn main() {
+    if std::env::var_os("AGENT_HISTORY_BENCH_FIRST_BODY").is_some() {
+        // Only the resume to the first request input (about a minute).
+        let dir = std::env::temp_dir().join(format!("agent-history-bench-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        first_request_body(&dir);
+        std::fs::remove_dir_all(&dir).ok();
+        return;
+    }
     // A 30,000-item session (~ 20 MB): turns of a user message, a call, a 500-byte output and
     // an answer.
     let writer = RolloutWriter::with_sink(Vec::new(), "memory", Durability::Buffered);
@@ -153,6 +163,7 @@ fn main() {
         from_heap,
     );
     codex_session(&dir);
+    first_request_body(&dir);
     std::fs::remove_dir_all(&dir).ok();
 }
 
@@ -216,6 +227,17 @@ fn open_vs_blake3(session: &str, path: &std::path::Path) {
 /// The same shape of session with tool outputs of 3.7 KB, the average of `benches/compare.rs`'s
 /// sessions: 30,000 items, about 30 MB. Only the open against BLAKE3 is measured.
 fn large_outputs(dir: &std::path::Path) {
+    let (_, snapshot_path) = write_session_with_outputs(dir, "large", 7_500);
+    open_vs_blake3("outputs of 3.7 KB", &snapshot_path);
+}
+
+/// A rollout of `turns` turns (a user message, a call, its 3.7 KB output, an answer), written to
+/// `{name}.jsonl` in `dir`, and a snapshot of all of it, `{name}.snap`.
+fn write_session_with_outputs(
+    dir: &std::path::Path,
+    name: &str,
+    turns: usize,
+) -> (std::path::PathBuf, std::path::PathBuf) {
     let writer = RolloutWriter::with_sink(Vec::new(), "memory", Durability::Buffered);
     let thread_id = ThreadId::random();
     let mut session =
@@ -227,7 +249,7 @@ fn large_outputs(dir: &std::path::Path) {
         )
         .expect("meta");
     let output = "lorem ipsum dolor sit amet ".repeat(137);
-    for turn in 0..7_500 {
+    for turn in 0..turns {
         for json in [
             format!(
                 r#"{{"type":"message","role":"user","content":[{{"type":"input_text","text":"question {turn}"}}]}}"#
@@ -244,8 +266,8 @@ fn large_outputs(dir: &std::path::Path) {
         }
     }
     session.flush().expect("flushed");
-    let rollout_path = dir.join("large.jsonl");
-    let snapshot_path = dir.join("large.snap");
+    let rollout_path = dir.join(format!("{name}.jsonl"));
+    let snapshot_path = dir.join(format!("{name}.snap"));
     std::fs::write(&rollout_path, session.writer().sink()).expect("write");
     resume_file(
         &rollout_path,
@@ -254,7 +276,101 @@ fn large_outputs(dir: &std::path::Path) {
     .expect("resumes")
     .write_snapshot(&snapshot_path)
     .expect("snapshot");
-    open_vs_blake3("outputs of 3.7 KB", &snapshot_path);
+    (rollout_path, snapshot_path)
+}
+
+/// Resuming a 100 MB session up to its first request input: a full JSONL resume, a resume
+/// through a snapshot that covers the whole rollout (the rollout's bytes hashed and compared, the
+/// snapshot mapped with its digest verified), and the floor of the snapshot path — a BLAKE3 of
+/// each file and a copy of the input's bytes into a fresh buffer — in interleaved triples; each
+/// path ends with the projection's JSON array written into a fresh `Vec` of its size. Median and
+/// interquartile range of each ratio within its triple.
+fn first_request_body(dir: &std::path::Path) {
+    let (rollout_path, snapshot_path) = write_session_with_outputs(dir, "first-body", 25_000);
+    let rollout = std::fs::read(&rollout_path).expect("rollout");
+    let snapshot = std::fs::read(&snapshot_path).expect("snapshot");
+    let options = ProjectionOptions::default();
+    let input = |history: &History| {
+        let projection = history.project(&options).expect("lenient");
+        let mut body = Vec::with_capacity(projection.json_array_len());
+        projection.write_json_array(&mut body).expect("vec");
+        body
+    };
+    let full_options = ResumeOptions::new(DEFAULT_TRUNCATION);
+    let snapshot_options = ResumeOptions::new(DEFAULT_TRUNCATION).with_snapshot(&snapshot_path);
+    let expected = input(
+        resume_file(&rollout_path, &full_options)
+            .expect("resumes")
+            .history(),
+    );
+    let through_snapshot = resume_file(&rollout_path, &snapshot_options).expect("resumes");
+    assert!(
+        through_snapshot.used_snapshot(),
+        "the snapshot path is taken"
+    );
+    assert!(
+        input(through_snapshot.history()) == expected,
+        "both paths send the same input"
+    );
+    drop(through_snapshot);
+    let mut times: [Vec<f64>; 3] = Default::default();
+    for triple in 0..15 {
+        for which in (0..3).map(|step| (triple + step) % 3) {
+            let start = Instant::now();
+            match which {
+                0 => {
+                    let resumed = resume_file(&rollout_path, &full_options).expect("resumes");
+                    black_box(input(resumed.history()));
+                }
+                1 => {
+                    let resumed = resume_file(&rollout_path, &snapshot_options).expect("resumes");
+                    black_box(input(resumed.history()));
+                }
+                _ => {
+                    black_box(blake3::hash(black_box(&rollout)));
+                    black_box(blake3::hash(black_box(&snapshot)));
+                    black_box(black_box(&expected).to_vec());
+                }
+            }
+            times[which].push(start.elapsed().as_secs_f64());
+        }
+    }
+    let quartiles = |numerator: &[f64], denominator: &[f64]| {
+        let mut ratios: Vec<f64> = numerator
+            .iter()
+            .zip(denominator)
+            .map(|(n, d)| n / d)
+            .collect();
+        ratios.sort_by(f64::total_cmp);
+        let at = |q: f64| ratios[((ratios.len() - 1) as f64 * q).round() as usize];
+        (at(0.5), at(0.25), at(0.75))
+    };
+    let median = |times: &[f64]| {
+        let mut times = times.to_vec();
+        times.sort_by(f64::total_cmp);
+        times[times.len() / 2] * 1e3
+    };
+    println!(
+        "first request input of a {} MB rollout ({} MB snapshot, {} MB input): JSONL {:.1} ms, snapshot {:.1} ms, floor {:.1} ms (15 triples)",
+        rollout.len() / 1_000_000,
+        snapshot.len() / 1_000_000,
+        expected.len() / 1_000_000,
+        median(&times[0]),
+        median(&times[1]),
+        median(&times[2]),
+    );
+    for (name, numerator, denominator) in [
+        ("through the snapshot vs JSONL resume", &times[1], &times[0]),
+        (
+            "floor (BLAKE3 of both files + copy) vs JSONL resume",
+            &times[2],
+            &times[0],
+        ),
+        ("through the snapshot vs its floor", &times[1], &times[2]),
+    ] {
+        let (ratio, low, high) = quartiles(numerator, denominator);
+        println!("  {name:<58} {ratio:>8.3}× [{low:.3}–{high:.3}]");
+    }
 }
 
 /// A Codex-shaped session that continues after its snapshot: 3,000 turns with turn events, a
