@@ -23,7 +23,7 @@ use crate::item::{CallId, Entry, Family, ItemKind, Pairing};
 /// An entry's key: its number in push order since the index was built (see the module docs).
 type Key = u64;
 
-/// The hasher of call ids in [`SlotKey`]: fixed, so that slot order is the same in every run.
+/// The hasher of slots ([`slot_hash`]): fixed, so that the slot map is the same in every run.
 const CALL_ID_HASHER: foldhash::fast::FixedState = foldhash::fast::FixedState::with_seed(0);
 
 /// Maps keys to positions and back: the live keys are `base..next` without the `holes`.
@@ -107,22 +107,156 @@ impl Positions {
     }
 }
 
-/// The key of a slot: family and call id, ordered by a hash of the id first so that finding a
-/// slot compares integers, not strings (the id decides only between equal hashes).
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-struct SlotKey {
-    family: Family,
-    hash: u64,
-    call_id: CallId,
+/// The hash a slot is filed under: of its family and call id, with [`CALL_ID_HASHER`].
+fn slot_hash(family: Family, call_id: &CallId) -> u64 {
+    CALL_ID_HASHER.hash_one((family, call_id.as_str()))
 }
 
-impl SlotKey {
-    fn new(family: Family, call_id: &CallId) -> SlotKey {
-        SlotKey {
-            family,
-            hash: CALL_ID_HASHER.hash_one(call_id.as_str()),
-            call_id: call_id.clone(),
+/// The calls and outputs of one family and call id, with the other slots filed under the same
+/// hash (almost never any), in family and id order.
+///
+/// The slot map holds a pointer to it rather than the slot itself, so that its nodes hold 16
+/// bytes per slot: recording a call or an output path-copies those nodes, and every retained
+/// version keeps the copies (`docs/performance.md`, "Memory of retained versions").
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Slot {
+    family: Family,
+    call_id: CallId,
+    members: CallSlots,
+    /// The next slot with the same hash: a larger family and id.
+    next: Option<Arc<Slot>>,
+}
+
+impl Slot {
+    /// The slot of `family` and `call_id` in the chain starting at `slot`.
+    fn find<'a>(mut slot: &'a Slot, family: Family, call_id: &CallId) -> Option<&'a CallSlots> {
+        loop {
+            if slot.family == family && slot.call_id == *call_id {
+                return Some(&slot.members);
+            }
+            slot = slot.next.as_deref()?;
         }
+    }
+
+    /// Applies `change` to the members of `family` and `call_id` in the chain starting at
+    /// `link` (to empty members when the chain has no such slot, inserted in order unless they
+    /// stay empty). Returns what `change` returned and whether the first slot of the chain is
+    /// left empty, which the caller unlinks.
+    fn update<R>(
+        link: &mut Arc<Slot>,
+        family: Family,
+        call_id: &CallId,
+        change: impl FnOnce(&mut CallSlots) -> R,
+    ) -> (R, bool) {
+        let slot = Arc::make_mut(link);
+        match (slot.family, &slot.call_id).cmp(&(family, call_id)) {
+            std::cmp::Ordering::Equal => {
+                let result = change(&mut slot.members);
+                (result, slot.members.is_empty())
+            }
+            std::cmp::Ordering::Greater => {
+                let mut members = CallSlots::default();
+                let result = change(&mut members);
+                if !members.is_empty() {
+                    let new = Slot {
+                        family,
+                        call_id: call_id.clone(),
+                        members,
+                        next: None,
+                    };
+                    let rest = std::mem::replace(slot, new);
+                    slot.next = Some(Arc::new(rest));
+                }
+                (result, false)
+            }
+            std::cmp::Ordering::Less => {
+                let Some(next) = &mut slot.next else {
+                    let mut members = CallSlots::default();
+                    let result = change(&mut members);
+                    if !members.is_empty() {
+                        slot.next = Some(Arc::new(Slot {
+                            family,
+                            call_id: call_id.clone(),
+                            members,
+                            next: None,
+                        }));
+                    }
+                    return (result, false);
+                };
+                let (result, emptied) = Slot::update(next, family, call_id, change);
+                if emptied {
+                    let rest = next.next.clone();
+                    slot.next = rest;
+                }
+                (result, false)
+            }
+        }
+    }
+}
+
+/// The slots of a history: a persistent map from [`slot_hash`] to the chain of slots with that
+/// hash. Nothing reads it in hash order: it is only probed by family and call id.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+struct Slots(OrdMap<u64, Arc<Slot>>);
+
+impl Slots {
+    /// The members of `family` and `call_id`, if any.
+    fn get(&self, family: Family, call_id: &CallId) -> Option<&CallSlots> {
+        Slot::find(self.0.get(&slot_hash(family, call_id))?, family, call_id)
+    }
+
+    /// Applies `change` to the members of `family` and `call_id` (empty ones when there is no
+    /// such slot); a slot left empty is removed, one created empty is not kept.
+    fn update<R>(
+        &mut self,
+        family: Family,
+        call_id: &CallId,
+        change: impl FnOnce(&mut CallSlots) -> R,
+    ) -> R {
+        let hash = slot_hash(family, call_id);
+        let Some(head) = self.0.get_mut(&hash) else {
+            let mut members = CallSlots::default();
+            let result = change(&mut members);
+            if !members.is_empty() {
+                self.insert_new(hash, family, call_id.clone(), members);
+            }
+            return result;
+        };
+        let (result, emptied) = Slot::update(head, family, call_id, change);
+        if emptied {
+            match head.next.clone() {
+                Some(rest) => *head = rest,
+                None => {
+                    self.0.remove(&hash);
+                }
+            }
+        }
+        result
+    }
+
+    /// Files a slot under `hash`, where there is none yet.
+    fn insert_new(&mut self, hash: u64, family: Family, call_id: CallId, members: CallSlots) {
+        let slot = Slot {
+            family,
+            call_id,
+            members,
+            next: None,
+        };
+        self.0.insert(hash, Arc::new(slot));
+    }
+
+    /// Every slot as (family, call id, members), in no particular order.
+    #[cfg(any(test, feature = "testing"))]
+    fn all(&self) -> Vec<(Family, &CallId, &CallSlots)> {
+        let mut all = Vec::new();
+        for head in self.0.values() {
+            let mut slot = Some(&**head);
+            while let Some(current) = slot {
+                all.push((current.family, &current.call_id, &current.members));
+                slot = current.next.as_deref();
+            }
+        }
+        all
     }
 }
 
@@ -200,11 +334,17 @@ struct CallSlots {
     outputs: Members,
 }
 
+impl CallSlots {
+    fn is_empty(&self) -> bool {
+        self.calls.is_empty() && self.outputs.is_empty()
+    }
+}
+
 /// The derived pairing and media state of a history. See the module docs.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub(crate) struct PairingIndex {
     positions: Positions,
-    slots: OrdMap<SlotKey, CallSlots>,
+    slots: Slots,
     /// Calls with no output of their family anywhere in the history.
     calls_without_output: OrdSet<Key>,
     /// Outputs with no call of their family anywhere in the history.
@@ -335,12 +475,9 @@ impl PairingIndex {
             let key = index.positions.push();
             index.push_flags(key, entry);
             if let Some((family, call_id, member, is_call)) = member_of(entry, key) {
-                let (_, slots) = groups.entry((family, call_id)).or_insert_with(|| {
-                    (
-                        CALL_ID_HASHER.hash_one(call_id.as_str()),
-                        CallSlots::default(),
-                    )
-                });
+                let (_, slots) = groups
+                    .entry((family, call_id))
+                    .or_insert_with(|| (slot_hash(family, call_id), CallSlots::default()));
                 if is_call {
                     slots.calls.push(member);
                 } else {
@@ -348,21 +485,15 @@ impl PairingIndex {
                 }
             }
         }
-        let mut groups: Vec<(SlotKey, CallSlots)> = groups
+        let mut groups: Vec<(u64, Family, &CallId, CallSlots)> = groups
             .into_iter()
-            .map(|((family, call_id), (hash, slots))| {
-                let key = SlotKey {
-                    family,
-                    hash,
-                    call_id: call_id.clone(),
-                };
-                (key, slots)
-            })
+            .map(|((family, call_id), (hash, slots))| (hash, family, call_id, slots))
             .collect();
-        groups.sort_unstable_by(|(a, _), (b, _)| a.cmp(b));
+        groups.sort_unstable_by(|a, b| (a.0, a.1, a.2).cmp(&(b.0, b.1, b.2)));
         let mut calls_without_output = Vec::new();
         let mut orphan_outputs = Vec::new();
-        for (key, slots) in groups {
+        let mut last_hash = None;
+        for (hash, family, call_id, slots) in groups {
             if slots.outputs.is_empty() {
                 calls_without_output.extend(slots.calls.as_slice().iter().map(|call| call.key));
             }
@@ -376,7 +507,15 @@ impl PairingIndex {
                         .map(|output| output.key),
                 );
             }
-            index.slots.insert(key, slots);
+            if last_hash == Some(hash) {
+                // Another id with the same hash: chained behind the first.
+                index
+                    .slots
+                    .update(family, call_id, |members| *members = slots);
+            } else {
+                index.slots.insert_new(hash, family, call_id.clone(), slots);
+            }
+            last_hash = Some(hash);
         }
         calls_without_output.sort_unstable();
         orphan_outputs.sort_unstable();
@@ -410,28 +549,31 @@ impl PairingIndex {
         let Some((family, call_id, member, is_call)) = member_of(entry, key) else {
             return;
         };
-        let slots = self.slots.entry(SlotKey::new(family, call_id)).or_default();
-        if is_call {
-            if slots.calls.is_empty() {
-                for output in slots.outputs.as_slice() {
-                    self.orphan_outputs.remove(&output.key);
+        let calls_without_output = &mut self.calls_without_output;
+        let orphan_outputs = &mut self.orphan_outputs;
+        self.slots.update(family, call_id, |slots| {
+            if is_call {
+                if slots.calls.is_empty() {
+                    for output in slots.outputs.as_slice() {
+                        orphan_outputs.remove(&output.key);
+                    }
+                }
+                slots.calls.push(member);
+                if slots.outputs.is_empty() {
+                    calls_without_output.insert(key);
+                }
+            } else {
+                if slots.outputs.is_empty() {
+                    for call in slots.calls.as_slice() {
+                        calls_without_output.remove(&call.key);
+                    }
+                }
+                slots.outputs.push(member);
+                if member.removable && slots.calls.is_empty() {
+                    orphan_outputs.insert(key);
                 }
             }
-            slots.calls.push(member);
-            if slots.outputs.is_empty() {
-                self.calls_without_output.insert(key);
-            }
-        } else {
-            if slots.outputs.is_empty() {
-                for call in slots.calls.as_slice() {
-                    self.calls_without_output.remove(&call.key);
-                }
-            }
-            slots.outputs.push(member);
-            if member.removable && slots.calls.is_empty() {
-                self.orphan_outputs.insert(key);
-            }
-        }
+        });
     }
 
     /// Forgets `entry`, the entry at `position`, wherever it is: the first (trimming the
@@ -449,31 +591,33 @@ impl PairingIndex {
         self.unknown.remove(&key);
         self.user_turns.remove(&key);
         if let Some((family, call_id, _, is_call)) = member_of(entry, key) {
-            let slot_key = SlotKey::new(family, call_id);
-            if let Some(slots) = self.slots.get_mut(&slot_key) {
+            let calls_without_output = &mut self.calls_without_output;
+            let orphan_outputs = &mut self.orphan_outputs;
+            self.slots.update(family, call_id, |slots| {
+                if slots.is_empty() {
+                    // No slot: nothing of this entry is indexed.
+                    return;
+                }
                 if is_call {
                     slots.calls.remove(key);
-                    self.calls_without_output.remove(&key);
+                    calls_without_output.remove(&key);
                     if slots.calls.is_empty() {
                         for output in slots.outputs.as_slice() {
                             if output.removable {
-                                self.orphan_outputs.insert(output.key);
+                                orphan_outputs.insert(output.key);
                             }
                         }
                     }
                 } else {
                     slots.outputs.remove(key);
-                    self.orphan_outputs.remove(&key);
+                    orphan_outputs.remove(&key);
                     if slots.outputs.is_empty() {
                         for call in slots.calls.as_slice() {
-                            self.calls_without_output.insert(call.key);
+                            calls_without_output.insert(call.key);
                         }
                     }
                 }
-                if slots.calls.is_empty() && slots.outputs.is_empty() {
-                    self.slots.remove(&slot_key);
-                }
-            }
+            });
         }
         self.positions.remove(key);
     }
@@ -489,7 +633,7 @@ impl PairingIndex {
             Pairing::Output { family } => (family, family.call_kinds()),
             Pairing::Unpaired => return None,
         };
-        let slots = self.slots.get(&SlotKey::new(family, call_id))?;
+        let slots = self.slots.get(family, call_id)?;
         let key = if wanted.is_empty() {
             slots.outputs.as_slice().first()?.key
         } else {
@@ -613,23 +757,19 @@ impl PairingIndex {
                 next: positions.len() as Key,
                 holes: Vector::new(),
             },
-            slots: self
-                .slots
-                .iter()
-                .map(|(key, slots)| {
-                    assert!(
-                        !slots.calls.is_empty() || !slots.outputs.is_empty(),
-                        "an empty slot is kept"
-                    );
-                    (
-                        key.clone(),
-                        CallSlots {
-                            calls: members(&slots.calls),
-                            outputs: members(&slots.outputs),
-                        },
-                    )
-                })
-                .collect(),
+            slots: {
+                let mut slots = Slots::default();
+                for (family, call_id, members_of) in self.slots.all() {
+                    assert!(!members_of.is_empty(), "an empty slot is kept");
+                    slots.update(family, call_id, |mapped| {
+                        *mapped = CallSlots {
+                            calls: members(&members_of.calls),
+                            outputs: members(&members_of.outputs),
+                        }
+                    });
+                }
+                slots
+            },
             calls_without_output: map(&self.calls_without_output),
             orphan_outputs: map(&self.orphan_outputs),
             images: map(&self.images),
@@ -723,7 +863,9 @@ impl PairingIndex {
                     removable,
                 });
             }
-            index.slots.insert(SlotKey::new(family, &call_id), slots);
+            index
+                .slots
+                .update(family, &call_id, |members| *members = slots);
         }
         index
     }
@@ -762,5 +904,125 @@ mod tests {
         assert!(positions.holes.is_empty());
         assert_eq!(positions.len(), 1);
         assert_eq!(positions.key(0), 5);
+    }
+
+    /// Slots whose hashes collide (which 64-bit hashes of real ids never do, so the chain is
+    /// driven directly): kept in family and id order whatever the order they come in, found,
+    /// changed and unlinked one by one.
+    #[test]
+    fn colliding_slots_chain_in_order() {
+        let call = |key| Member {
+            key,
+            kind: ItemKind::FunctionCall,
+            removable: false,
+        };
+        let add = |key| move |members: &mut CallSlots| members.calls.push(call(key));
+        let id = CallId::new;
+        let mut head = Arc::new(Slot {
+            family: Family::Function,
+            call_id: id("b"),
+            members: CallSlots::default(),
+            next: None,
+        });
+        Arc::make_mut(&mut head).members.calls.push(call(0));
+        let before = head.clone();
+        assert_eq!(
+            Slot::update(&mut head, Family::Function, &id("c"), add(1)),
+            ((), false)
+        );
+        assert_eq!(
+            Slot::update(&mut head, Family::Function, &id("a"), add(2)),
+            ((), false)
+        );
+        assert_eq!(
+            Slot::update(&mut head, Family::Custom, &id("a"), add(3)),
+            ((), false)
+        );
+        assert_eq!(
+            Slot::update(&mut head, Family::Function, &id("c"), add(4)),
+            ((), false)
+        );
+        let mut order = Vec::new();
+        let mut slot = Some(&*head);
+        while let Some(current) = slot {
+            order.push((
+                current.family,
+                current.call_id.as_str(),
+                current.members.calls.as_slice().len(),
+            ));
+            slot = current.next.as_deref();
+        }
+        let mut sorted = order.clone();
+        sorted.sort();
+        assert_eq!(order, sorted, "chain out of order");
+        assert_eq!(order.len(), 4);
+        assert_eq!(
+            Slot::find(&head, Family::Function, &id("c")).map(|m| m.calls.as_slice().len()),
+            Some(2)
+        );
+        assert_eq!(
+            Slot::find(&head, Family::Custom, &id("a")).map(|m| m.calls.as_slice()[0].key),
+            Some(3)
+        );
+        assert_eq!(Slot::find(&head, Family::Custom, &id("b")), None);
+        // The earlier version is untouched.
+        assert_eq!(before.next, None);
+        assert_eq!(before.members.calls.as_slice(), &[call(0)]);
+        // Emptying a slot in the middle unlinks it; emptying the first one is reported.
+        let (_, emptied) = Slot::update(&mut head, Family::Function, &id("b"), |members| {
+            members.calls.remove(0);
+        });
+        assert!(!emptied);
+        assert_eq!(Slot::find(&head, Family::Function, &id("b")), None);
+        assert_eq!(
+            Slot::find(&head, Family::Function, &id("c")).map(|m| m.calls.as_slice().len()),
+            Some(2)
+        );
+        let first = (head.family, head.call_id.clone());
+        let (_, emptied) = Slot::update(&mut head, first.0, &first.1, |members| {
+            *members = CallSlots::default();
+        });
+        assert!(emptied, "the emptied first slot is reported");
+        // A change that leaves a new slot empty inserts nothing.
+        let (_, emptied) = Slot::update(&mut head, Family::Function, &id("z"), |_| {});
+        assert!(!emptied);
+        assert_eq!(Slot::find(&head, Family::Function, &id("z")), None);
+    }
+
+    /// The slot map finds, changes and drops slots by family and id.
+    #[test]
+    fn slots_update_and_drop() {
+        let member = |key| Member {
+            key,
+            kind: ItemKind::FunctionCallOutput,
+            removable: true,
+        };
+        let mut slots = Slots::default();
+        for i in 0..100u64 {
+            slots.update(
+                Family::Function,
+                &CallId::new(format!("call_{i}")),
+                |members| members.outputs.push(member(i)),
+            );
+        }
+        let snapshot = slots.clone();
+        for i in (0..100u64).step_by(2) {
+            slots.update(
+                Family::Function,
+                &CallId::new(format!("call_{i}")),
+                |members| members.outputs.remove(i),
+            );
+        }
+        assert_eq!(slots.all().len(), 50);
+        assert_eq!(snapshot.all().len(), 100);
+        for i in 0..100u64 {
+            let id = CallId::new(format!("call_{i}"));
+            let found = slots
+                .get(Family::Function, &id)
+                .map(|m| m.outputs.as_slice()[0].key);
+            assert_eq!(found, (i % 2 == 1).then_some(i), "call_{i}");
+            assert_eq!(slots.get(Family::Custom, &id), None);
+            assert!(snapshot.get(Family::Function, &id).is_some());
+        }
     }
 }
