@@ -35,7 +35,43 @@ struct Positions {
     next: Key,
     /// Keys of entries removed from the middle, ascending; each lies strictly between the first
     /// and the last live key.
-    holes: Vector<Key>,
+    holes: Holes,
+}
+
+/// The holes of [`Positions`]: a vector allocated only while there are some (usually there are
+/// none), so that a history holds 8 bytes for them rather than an inline vector's 64.
+#[derive(Debug, Clone, Default)]
+struct Holes(Option<Arc<Vector<Key>>>);
+
+/// What [`Holes`] reads as when there are none.
+static NO_HOLES: std::sync::LazyLock<Vector<Key>> = std::sync::LazyLock::new(Vector::new);
+
+impl std::ops::Deref for Holes {
+    type Target = Vector<Key>;
+
+    fn deref(&self) -> &Vector<Key> {
+        self.0.as_deref().unwrap_or(&NO_HOLES)
+    }
+}
+
+impl PartialEq for Holes {
+    fn eq(&self, other: &Holes) -> bool {
+        **self == **other
+    }
+}
+
+impl Eq for Holes {}
+
+impl Holes {
+    /// Applies `change` to the holes (allocating them for it); none left frees them.
+    fn change<R>(&mut self, change: impl FnOnce(&mut Vector<Key>) -> R) -> R {
+        let holes = Arc::make_mut(self.0.get_or_insert_with(Arc::default));
+        let result = change(holes);
+        if holes.is_empty() {
+            self.0 = None;
+        }
+        result
+    }
 }
 
 impl Positions {
@@ -92,17 +128,17 @@ impl Positions {
         if key == self.base {
             self.base += 1;
             while self.holes.front() == Some(&self.base) {
-                self.holes.pop_front();
+                self.holes.change(|holes| holes.pop_front());
                 self.base += 1;
             }
         } else if key + 1 == self.next {
             self.next -= 1;
             while self.holes.back().is_some_and(|&hole| hole + 1 == self.next) {
-                self.holes.pop_back();
+                self.holes.change(|holes| holes.pop_back());
                 self.next -= 1;
             }
         } else if let Err(index) = self.holes.binary_search(&key) {
-            self.holes.insert(index, key);
+            self.holes.change(|holes| holes.insert(index, key));
         }
     }
 }
@@ -347,6 +383,16 @@ pub(crate) struct PairingIndex {
     slots: Slots,
     /// Calls with no output of their family anywhere in the history.
     calls_without_output: OrdSet<Key>,
+    /// The sets that few records change, behind one shared pointer (copied on write), so
+    /// that a version holds 8 bytes of them rather than 96.
+    uncommon: Arc<Uncommon>,
+    /// Entries that start a user turn.
+    user_turns: OrdSet<Key>,
+}
+
+/// The sets of a [`PairingIndex`] that few records change.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+struct Uncommon {
     /// Outputs with no call of their family anywhere in the history.
     orphan_outputs: OrdSet<Key>,
     /// Entries carrying image content.
@@ -355,8 +401,27 @@ pub(crate) struct PairingIndex {
     audio: OrdSet<Key>,
     /// Entries of a type this library does not know.
     unknown: OrdSet<Key>,
-    /// Entries that start a user turn.
-    user_turns: OrdSet<Key>,
+}
+
+impl Uncommon {
+    /// Removes `key` from every set holding it, copying the sets only when one does.
+    fn remove(this: &mut Arc<Uncommon>, key: Key) {
+        let sets = |sets: &Uncommon| {
+            [
+                sets.orphan_outputs.contains(&key),
+                sets.images.contains(&key),
+                sets.audio.contains(&key),
+                sets.unknown.contains(&key),
+            ]
+        };
+        if sets(this).contains(&true) {
+            let sets = Arc::make_mut(this);
+            sets.orphan_outputs.remove(&key);
+            sets.images.remove(&key);
+            sets.audio.remove(&key);
+            sets.unknown.remove(&key);
+        }
+    }
 }
 
 /// Positions of a set of entries, ascending: their keys mapped to positions as they are read.
@@ -520,7 +585,7 @@ impl PairingIndex {
         calls_without_output.sort_unstable();
         orphan_outputs.sort_unstable();
         index.calls_without_output = calls_without_output.into_iter().collect();
-        index.orphan_outputs = orphan_outputs.into_iter().collect();
+        Arc::make_mut(&mut index.uncommon).orphan_outputs = orphan_outputs.into_iter().collect();
         index
     }
 
@@ -528,13 +593,13 @@ impl PairingIndex {
     fn push_flags(&mut self, key: Key, entry: &Entry) {
         let flags = entry.flags();
         if flags.has_image() {
-            self.images.insert(key);
+            Arc::make_mut(&mut self.uncommon).images.insert(key);
         }
         if flags.has_audio() {
-            self.audio.insert(key);
+            Arc::make_mut(&mut self.uncommon).audio.insert(key);
         }
         if entry.kind() == ItemKind::Unknown {
-            self.unknown.insert(key);
+            Arc::make_mut(&mut self.uncommon).unknown.insert(key);
         }
         if flags.is_user_turn_boundary() {
             self.user_turns.insert(key);
@@ -550,12 +615,14 @@ impl PairingIndex {
             return;
         };
         let calls_without_output = &mut self.calls_without_output;
-        let orphan_outputs = &mut self.orphan_outputs;
+        let uncommon = &mut self.uncommon;
         self.slots.update(family, call_id, |slots| {
             if is_call {
                 if slots.calls.is_empty() {
                     for output in slots.outputs.as_slice() {
-                        orphan_outputs.remove(&output.key);
+                        if uncommon.orphan_outputs.contains(&output.key) {
+                            Arc::make_mut(uncommon).orphan_outputs.remove(&output.key);
+                        }
                     }
                 }
                 slots.calls.push(member);
@@ -570,7 +637,7 @@ impl PairingIndex {
                 }
                 slots.outputs.push(member);
                 if member.removable && slots.calls.is_empty() {
-                    orphan_outputs.insert(key);
+                    Arc::make_mut(uncommon).orphan_outputs.insert(key);
                 }
             }
         });
@@ -586,13 +653,11 @@ impl PairingIndex {
             return;
         }
         let key = self.positions.key(position);
-        self.images.remove(&key);
-        self.audio.remove(&key);
-        self.unknown.remove(&key);
+        Uncommon::remove(&mut self.uncommon, key);
         self.user_turns.remove(&key);
         if let Some((family, call_id, _, is_call)) = member_of(entry, key) {
             let calls_without_output = &mut self.calls_without_output;
-            let orphan_outputs = &mut self.orphan_outputs;
+            let uncommon = &mut self.uncommon;
             self.slots.update(family, call_id, |slots| {
                 if slots.is_empty() {
                     // No slot: nothing of this entry is indexed.
@@ -604,13 +669,13 @@ impl PairingIndex {
                     if slots.calls.is_empty() {
                         for output in slots.outputs.as_slice() {
                             if output.removable {
-                                orphan_outputs.insert(output.key);
+                                Arc::make_mut(uncommon).orphan_outputs.insert(output.key);
                             }
                         }
                     }
                 } else {
                     slots.outputs.remove(key);
-                    orphan_outputs.remove(&key);
+                    Uncommon::remove(uncommon, key);
                     if slots.outputs.is_empty() {
                         for call in slots.calls.as_slice() {
                             calls_without_output.insert(call.key);
@@ -684,13 +749,13 @@ impl PairingIndex {
 
     /// Positions of outputs with no call, ascending.
     pub(crate) fn orphan_outputs(&self) -> PositionsOf<'_> {
-        self.positions_of(&self.orphan_outputs)
+        self.positions_of(&self.uncommon.orphan_outputs)
     }
 
     /// The entries with image content, as a value that outlives the index (O(1)).
     pub(crate) fn images(&self) -> PositionSet {
         PositionSet {
-            keys: self.images.clone(),
+            keys: self.uncommon.images.clone(),
             positions: self.positions.clone(),
         }
     }
@@ -698,14 +763,14 @@ impl PairingIndex {
     /// The entries with audio content, as a value that outlives the index (O(1)).
     pub(crate) fn audio(&self) -> PositionSet {
         PositionSet {
-            keys: self.audio.clone(),
+            keys: self.uncommon.audio.clone(),
             positions: self.positions.clone(),
         }
     }
 
     /// Positions of entries of unknown type, ascending.
     pub(crate) fn unknown(&self) -> PositionsOf<'_> {
-        self.positions_of(&self.unknown)
+        self.positions_of(&self.uncommon.unknown)
     }
 
     /// Number of entries the index accounts for.
@@ -722,7 +787,7 @@ impl PairingIndex {
         let positions = &self.positions;
         assert!(positions.base <= positions.next, "base past the next key");
         let mut previous = positions.base;
-        for &hole in &positions.holes {
+        for &hole in positions.holes.iter() {
             assert!(
                 hole > previous && hole + 1 < positions.next,
                 "hole {hole} out of order or outside the live keys {}..{}",
@@ -755,7 +820,7 @@ impl PairingIndex {
             positions: Positions {
                 base: 0,
                 next: positions.len() as Key,
-                holes: Vector::new(),
+                holes: Holes::default(),
             },
             slots: {
                 let mut slots = Slots::default();
@@ -771,10 +836,12 @@ impl PairingIndex {
                 slots
             },
             calls_without_output: map(&self.calls_without_output),
-            orphan_outputs: map(&self.orphan_outputs),
-            images: map(&self.images),
-            audio: map(&self.audio),
-            unknown: map(&self.unknown),
+            uncommon: Arc::new(Uncommon {
+                orphan_outputs: map(&self.uncommon.orphan_outputs),
+                images: map(&self.uncommon.images),
+                audio: map(&self.uncommon.audio),
+                unknown: map(&self.uncommon.unknown),
+            }),
             user_turns: map(&self.user_turns),
         }
     }
@@ -798,7 +865,7 @@ impl PairingIndex {
             positions: Positions {
                 base: 0,
                 next: entries.len() as Key,
-                holes: Vector::new(),
+                holes: Holes::default(),
             },
             ..PairingIndex::default()
         };
@@ -806,13 +873,13 @@ impl PairingIndex {
             let key = position as Key;
             let flags = entry.flags();
             if flags.has_image() {
-                index.images.insert(key);
+                Arc::make_mut(&mut index.uncommon).images.insert(key);
             }
             if flags.has_audio() {
-                index.audio.insert(key);
+                Arc::make_mut(&mut index.uncommon).audio.insert(key);
             }
             if entry.kind() == ItemKind::Unknown {
-                index.unknown.insert(key);
+                Arc::make_mut(&mut index.uncommon).unknown.insert(key);
             }
             if flags.is_user_turn_boundary() {
                 index.user_turns.insert(key);
@@ -841,7 +908,7 @@ impl PairingIndex {
                     .extend(calls.iter().map(|&(position, _)| position as Key));
             }
             if calls.is_empty() {
-                index.orphan_outputs.extend(
+                Arc::make_mut(&mut index.uncommon).orphan_outputs.extend(
                     outputs
                         .iter()
                         .filter(|&&(_, _, removable)| removable)
