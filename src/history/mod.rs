@@ -101,6 +101,15 @@ pub struct History {
     /// The sum of the entries' JSON text lengths (request bodies are sized from it).
     bytes: u64,
     truncation: TruncationPolicy,
+    /// What changes only on a replace, a rollback or a new reference context: behind one
+    /// shared pointer, so that a version (which every clone a caller keeps is) holds 8 bytes of
+    /// it rather than 88, and a record, which changes none of it, copies nothing of it.
+    rare: Arc<Rare>,
+}
+
+/// The fields of a [`History`] that change rarely (copied on write).
+#[derive(Clone, Default)]
+struct Rare {
     reference_context_item: Option<Arc<Value>>,
     /// The first position whose user turns are this state's own: the items before it came from
     /// the replacement history of the compaction that began this state, and their user messages
@@ -109,7 +118,8 @@ pub struct History {
     /// The states before each compaction (or other [`History::replace`]) that a rollback can
     /// return to, oldest first (`rollback.rs`).
     earlier: Vector<Arc<rollback::Earlier>>,
-    /// Which media sets' stripped forms are all computed, shared by clones (`memo.rs`).
+    /// Which media sets' stripped forms are all computed, shared by clones (`memo.rs`); a copy
+    /// of the other fields shares it too.
     media_memo: Arc<MediaMemo>,
 }
 
@@ -126,7 +136,7 @@ impl PartialEq for History {
     fn eq(&self, other: &Self) -> bool {
         self.version == other.version
             && self.truncation == other.truncation
-            && self.reference_context_item == other.reference_context_item
+            && self.rare.reference_context_item == other.rare.reference_context_item
             && self.entries == other.entries
     }
 }
@@ -158,10 +168,7 @@ impl History {
             tokens: 0,
             bytes: 0,
             truncation: policy,
-            reference_context_item: None,
-            turns_from: 0,
-            earlier: Vector::new(),
-            media_memo: Arc::default(),
+            rare: Arc::default(),
         }
     }
 
@@ -176,7 +183,7 @@ impl History {
         let mut history = History::with_truncation(truncation);
         history.set_entries(entries);
         history.version = version;
-        history.reference_context_item = reference_context_item.map(Arc::new);
+        history.set_shared_reference_context_item(reference_context_item.map(Arc::new));
         history
     }
 
@@ -239,17 +246,32 @@ impl History {
     /// The reference context item: the baseline a harness diffs turn settings against. `None`
     /// means the next turn re-injects full context.
     pub fn reference_context_item(&self) -> Option<&Value> {
-        self.reference_context_item.as_deref()
+        self.rare.reference_context_item.as_deref()
     }
 
     /// Sets or clears the reference context item.
     pub fn set_reference_context_item(&mut self, item: Option<Value>) {
-        self.reference_context_item = item.map(Arc::new);
+        self.set_shared_reference_context_item(item.map(Arc::new));
     }
 
     /// Sets or clears the reference context item, sharing it (resume sets the one it read).
     pub(crate) fn set_shared_reference_context_item(&mut self, item: Option<Arc<Value>>) {
-        self.reference_context_item = item;
+        if self.rare.reference_context_item.is_some() || item.is_some() {
+            self.rare_mut().reference_context_item = item;
+        }
+    }
+
+    /// The rarely changing fields, for a change (copied first when a clone shares them).
+    fn rare_mut(&mut self) -> &mut Rare {
+        Arc::make_mut(&mut self.rare)
+    }
+
+    /// Sets the first position of this state's own turns (copying the rare fields only when it
+    /// changes).
+    fn set_turns_from(&mut self, turns_from: usize) {
+        if self.rare.turns_from != turns_from {
+            self.rare_mut().turns_from = turns_from;
+        }
     }
 
     /// Why the record filter keeps `item` out of a history, if it does: `system` messages and
@@ -496,7 +518,7 @@ impl History {
     pub fn replace(&mut self, entries: impl IntoIterator<Item = Entry>) {
         let entries: Vector<Entry> = entries.into_iter().collect();
         self.keep_earlier_state();
-        self.turns_from = entries.len();
+        self.set_turns_from(entries.len());
         self.set_entries(entries);
         self.version = self.version.saturating_add(1);
     }
@@ -534,7 +556,7 @@ impl History {
         let mut removed = vec![first];
         if let Some(position) = counterpart.filter(|&position| position < self.entries.len()) {
             // `position` is in the shortened history: the entry was at `position + 1`.
-            if position + 1 < self.turns_from {
+            if position + 1 < self.rare.turns_from {
                 removed_before_turns += 1;
             }
             let entry = self.entries.remove(position);
@@ -543,7 +565,7 @@ impl History {
             self.bytes = self.bytes.saturating_sub(entry.byte_len() as u64);
             removed.push(entry);
         }
-        self.turns_from = self.turns_from.saturating_sub(removed_before_turns);
+        self.set_turns_from(self.rare.turns_from.saturating_sub(removed_before_turns));
         removed
     }
 
@@ -555,7 +577,7 @@ impl History {
     /// What the projections of this history and its clones know of its media's stripped forms
     /// (crate-internal: read and written by projection).
     pub(crate) fn media_memo(&self) -> &MediaMemo {
-        &self.media_memo
+        &self.rare.media_memo
     }
 
     /// Recomputes every derived field (pairing index, token total) from the entries, with an
@@ -591,11 +613,11 @@ impl History {
             "byte total differs from a recount"
         );
         assert!(
-            self.turns_from <= self.entries.len(),
+            self.rare.turns_from <= self.entries.len(),
             "the first position of the state's own turns is past its end"
         );
         assert!(
-            !self.earlier.is_empty() || self.turns_from == 0,
+            !self.rare.earlier.is_empty() || self.rare.turns_from == 0,
             "a history with no earlier state has turns before its own"
         );
         for entry in &self.entries {
