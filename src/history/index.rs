@@ -382,7 +382,7 @@ pub(crate) struct PairingIndex {
     positions: Positions,
     slots: Slots,
     /// Calls with no output of their family anywhere in the history.
-    calls_without_output: OrdSet<Key>,
+    calls_without_output: FewKeys,
     /// The sets that few records change, behind one shared pointer (copied on write), so
     /// that a version holds 8 bytes of them rather than 96.
     uncommon: Arc<Uncommon>,
@@ -424,10 +424,146 @@ impl Uncommon {
     }
 }
 
+/// A set of keys that is usually tiny (the calls waiting for their output: most are answered
+/// by the next item): up to two keys inline, a persistent set beyond. Recording a call and then
+/// its output then changes 16 bytes in the history value instead of path-copying a set's node
+/// twice, which every retained version would keep.
+#[derive(Debug, Clone)]
+enum FewKeys {
+    /// `len` keys (at most two), ascending, in `keys[..len]`.
+    Few { len: u8, keys: [Key; 2] },
+    /// More than two keys.
+    Many(OrdSet<Key>),
+}
+
+impl Default for FewKeys {
+    fn default() -> FewKeys {
+        FewKeys::Few {
+            len: 0,
+            keys: [0; 2],
+        }
+    }
+}
+
+impl PartialEq for FewKeys {
+    fn eq(&self, other: &FewKeys) -> bool {
+        self.iter().eq(other.iter())
+    }
+}
+
+impl Eq for FewKeys {}
+
+impl FewKeys {
+    fn iter(&self) -> KeysIter<'_> {
+        match self {
+            FewKeys::Few { len, keys } => KeysIter::Few(keys[..usize::from(*len)].iter()),
+            FewKeys::Many(set) => KeysIter::Many(set.iter()),
+        }
+    }
+
+    fn insert(&mut self, key: Key) {
+        match self {
+            FewKeys::Few { len, keys } => {
+                let held = &keys[..usize::from(*len)];
+                if held.contains(&key) {
+                    return;
+                }
+                if held.len() < keys.len() {
+                    keys[held.len()] = key;
+                    *len += 1;
+                    keys[..usize::from(*len)].sort_unstable();
+                } else {
+                    let mut set: OrdSet<Key> = held.iter().copied().collect();
+                    set.insert(key);
+                    *self = FewKeys::Many(set);
+                }
+            }
+            FewKeys::Many(set) => {
+                set.insert(key);
+            }
+        }
+    }
+
+    fn remove(&mut self, key: Key) {
+        match self {
+            FewKeys::Few { len, keys } => {
+                let held = usize::from(*len);
+                if let Some(at) = keys[..held].iter().position(|&k| k == key) {
+                    keys.copy_within(at + 1..held, at);
+                    keys[held - 1] = 0;
+                    *len -= 1;
+                }
+            }
+            FewKeys::Many(set) => {
+                set.remove(&key);
+                if set.len() <= 2 {
+                    let mut few = FewKeys::default();
+                    for &key in set.iter() {
+                        few.insert(key);
+                    }
+                    *self = few;
+                }
+            }
+        }
+    }
+}
+
+impl Extend<Key> for FewKeys {
+    fn extend<I: IntoIterator<Item = Key>>(&mut self, keys: I) {
+        for key in keys {
+            self.insert(key);
+        }
+    }
+}
+
+impl FromIterator<Key> for FewKeys {
+    fn from_iter<I: IntoIterator<Item = Key>>(keys: I) -> FewKeys {
+        let mut set = FewKeys::default();
+        for key in keys {
+            set.insert(key);
+        }
+        set
+    }
+}
+
+/// The keys of a set, ascending.
+#[derive(Clone)]
+enum KeysIter<'a> {
+    Few(std::slice::Iter<'a, Key>),
+    Many(imbl::ordset::Iter<'a, Key, imbl::shared_ptr::DefaultSharedPtr>),
+}
+
+impl<'a> Iterator for KeysIter<'a> {
+    type Item = &'a Key;
+
+    fn next(&mut self) -> Option<&'a Key> {
+        match self {
+            KeysIter::Few(keys) => keys.next(),
+            KeysIter::Many(keys) => keys.next(),
+        }
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        match self {
+            KeysIter::Few(keys) => keys.size_hint(),
+            KeysIter::Many(keys) => keys.size_hint(),
+        }
+    }
+}
+
+impl DoubleEndedIterator for KeysIter<'_> {
+    fn next_back(&mut self) -> Option<Self::Item> {
+        match self {
+            KeysIter::Few(keys) => keys.next_back(),
+            KeysIter::Many(keys) => keys.next_back(),
+        }
+    }
+}
+
 /// Positions of a set of entries, ascending: their keys mapped to positions as they are read.
 /// O(1) per entry when no entry was removed from the middle.
 pub(crate) struct PositionsOf<'a> {
-    keys: imbl::ordset::Iter<'a, Key, imbl::shared_ptr::DefaultSharedPtr>,
+    keys: KeysIter<'a>,
     positions: &'a Positions,
 }
 
@@ -466,7 +602,7 @@ impl PositionSet {
     /// The positions, ascending.
     pub(crate) fn iter(&self) -> PositionsOf<'_> {
         PositionsOf {
-            keys: self.keys.iter(),
+            keys: KeysIter::Many(self.keys.iter()),
             positions: &self.positions,
         }
     }
@@ -632,7 +768,7 @@ impl PairingIndex {
             } else {
                 if slots.outputs.is_empty() {
                     for call in slots.calls.as_slice() {
-                        calls_without_output.remove(&call.key);
+                        calls_without_output.remove(call.key);
                     }
                 }
                 slots.outputs.push(member);
@@ -665,7 +801,7 @@ impl PairingIndex {
                 }
                 if is_call {
                     slots.calls.remove(key);
-                    calls_without_output.remove(&key);
+                    calls_without_output.remove(key);
                     if slots.calls.is_empty() {
                         for output in slots.outputs.as_slice() {
                             if output.removable {
@@ -717,7 +853,7 @@ impl PairingIndex {
     /// Positions of the entries in `keys`, ascending.
     fn positions_of<'a>(&'a self, keys: &'a OrdSet<Key>) -> PositionsOf<'a> {
         PositionsOf {
-            keys: keys.iter(),
+            keys: KeysIter::Many(keys.iter()),
             positions: &self.positions,
         }
     }
@@ -744,7 +880,10 @@ impl PairingIndex {
 
     /// Positions of calls with no output, ascending.
     pub(crate) fn calls_without_output(&self) -> PositionsOf<'_> {
-        self.positions_of(&self.calls_without_output)
+        PositionsOf {
+            keys: self.calls_without_output.iter(),
+            positions: &self.positions,
+        }
     }
 
     /// Positions of outputs with no call, ascending.
@@ -835,7 +974,7 @@ impl PairingIndex {
                 }
                 slots
             },
-            calls_without_output: map(&self.calls_without_output),
+            calls_without_output: self.calls_without_output.iter().map(live).collect(),
             uncommon: Arc::new(Uncommon {
                 orphan_outputs: map(&self.uncommon.orphan_outputs),
                 images: map(&self.uncommon.images),
@@ -1090,6 +1229,48 @@ mod tests {
             assert_eq!(found, (i % 2 == 1).then_some(i), "call_{i}");
             assert_eq!(slots.get(Family::Custom, &id), None);
             assert!(snapshot.get(Family::Function, &id).is_some());
+        }
+    }
+
+    /// The inline-or-persistent set holds what an ordinary set holds through inserts and
+    /// removals that cross the inline size both ways, and a clone keeps its keys.
+    #[test]
+    fn few_keys_behave_as_a_set() {
+        let mut set = FewKeys::default();
+        let mut model = std::collections::BTreeSet::new();
+        let mut clones = Vec::new();
+        let mut state: u64 = 7;
+        for step in 0..2000 {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let key = (state >> 33) % 6;
+            if (state >> 20) % 3 == 0 {
+                set.remove(key);
+                model.remove(&key);
+            } else {
+                set.insert(key);
+                model.insert(key);
+            }
+            let keys: Vec<Key> = set.iter().copied().collect();
+            assert_eq!(
+                keys,
+                model.iter().copied().collect::<Vec<_>>(),
+                "step {step}"
+            );
+            assert_eq!(set.iter().rev().count(), model.len());
+            assert_eq!(
+                matches!(set, FewKeys::Few { .. }),
+                model.len() <= 2,
+                "inline exactly when small, step {step}"
+            );
+            assert_eq!(set, model.iter().copied().collect::<FewKeys>());
+            if step % 100 == 0 {
+                clones.push((set.clone(), keys));
+            }
+        }
+        for (clone, keys) in clones {
+            assert_eq!(clone.iter().copied().collect::<Vec<_>>(), keys);
         }
     }
 }
