@@ -113,7 +113,7 @@ fn retained(name: &str, start: &[String], appended: &[String]) {
         one as f64 / 1e6
     );
     println!(
-        "{:<62} {:>10.3}× one version ({:.2} KB per retained version)",
+        "{:<62} {:>10.4}× one version ({:.2} KB per retained version)",
         format!("{VERSIONS} retained versions vs one, {name}"),
         all as f64 / one as f64,
         per_version / 1e3

@@ -432,8 +432,8 @@ impl Uncommon {
 enum FewKeys {
     /// `len` keys (at most two), ascending, in `keys[..len]`.
     Few { len: u8, keys: [Key; 2] },
-    /// More than two keys.
-    Many(OrdSet<Key>),
+    /// More than two keys (behind a pointer, so that the inline case sets the size: 24 bytes).
+    Many(Arc<OrdSet<Key>>),
 }
 
 impl Default for FewKeys {
@@ -475,11 +475,13 @@ impl FewKeys {
                 } else {
                     let mut set: OrdSet<Key> = held.iter().copied().collect();
                     set.insert(key);
-                    *self = FewKeys::Many(set);
+                    *self = FewKeys::Many(Arc::new(set));
                 }
             }
             FewKeys::Many(set) => {
-                set.insert(key);
+                if !set.contains(&key) {
+                    Arc::make_mut(set).insert(key);
+                }
             }
         }
     }
@@ -495,7 +497,10 @@ impl FewKeys {
                 }
             }
             FewKeys::Many(set) => {
-                set.remove(&key);
+                if !set.contains(&key) {
+                    return;
+                }
+                Arc::make_mut(set).remove(&key);
                 if set.len() <= 2 {
                     let mut few = FewKeys::default();
                     for &key in set.iter() {

@@ -100,16 +100,16 @@ pub struct History {
     tokens: u128,
     /// The sum of the entries' JSON text lengths (request bodies are sized from it).
     bytes: u64,
-    truncation: TruncationPolicy,
     /// What changes only on a replace, a rollback or a new reference context: behind one
     /// shared pointer, so that a version (which every clone a caller keeps is) holds 8 bytes of
-    /// it rather than 88, and a record, which changes none of it, copies nothing of it.
+    /// it rather than 104, and a record, which changes none of it, copies nothing of it.
     rare: Arc<Rare>,
 }
 
 /// The fields of a [`History`] that change rarely (copied on write).
-#[derive(Clone, Default)]
+#[derive(Clone)]
 struct Rare {
+    truncation: TruncationPolicy,
     reference_context_item: Option<Arc<Value>>,
     /// The first position whose user turns are this state's own: the items before it came from
     /// the replacement history of the compaction that began this state, and their user messages
@@ -135,7 +135,7 @@ impl PartialEq for History {
     /// rollback can return to are not compared).
     fn eq(&self, other: &Self) -> bool {
         self.version == other.version
-            && self.truncation == other.truncation
+            && self.rare.truncation == other.rare.truncation
             && self.rare.reference_context_item == other.rare.reference_context_item
             && self.entries == other.entries
     }
@@ -147,7 +147,7 @@ impl std::fmt::Debug for History {
             .field("version", &self.version)
             .field("len", &self.entries.len())
             .field("tokens", &self.tokens)
-            .field("truncation", &self.truncation)
+            .field("truncation", &self.rare.truncation)
             .finish_non_exhaustive()
     }
 }
@@ -167,8 +167,13 @@ impl History {
             version: 0,
             tokens: 0,
             bytes: 0,
-            truncation: policy,
-            rare: Arc::default(),
+            rare: Arc::new(Rare {
+                truncation: policy,
+                reference_context_item: None,
+                turns_from: 0,
+                earlier: Vector::new(),
+                media_memo: Arc::default(),
+            }),
         }
     }
 
@@ -189,7 +194,7 @@ impl History {
 
     /// The model's truncation policy this history records with.
     pub fn truncation(&self) -> TruncationPolicy {
-        self.truncation
+        self.rare.truncation
     }
 
     /// Number of stored items. Time: O(1).
@@ -462,7 +467,7 @@ impl History {
         ) {
             return Ok((entry, false));
         }
-        let policy = self.truncation.with_serialization_allowance();
+        let policy = self.rare.truncation.with_serialization_allowance();
         let budget = policy.byte_budget();
         // Fast path: a string body within budget is left alone by `truncate_text`, so the common
         // case needs no second parse. When the body is not known, the whole JSON within budget
