@@ -1250,7 +1250,7 @@ mod tests {
                 .wrapping_mul(6364136223846793005)
                 .wrapping_add(1442695040888963407);
             let key = (state >> 33) % 6;
-            if (state >> 20) % 3 == 0 {
+            if (state >> 20).is_multiple_of(3) {
                 set.remove(key);
                 model.remove(&key);
             } else {
