@@ -863,6 +863,13 @@ impl PairingIndex {
         }
     }
 
+    /// Whether this index and `other` share their rarely changed sets (one allocation).
+    #[cfg(test)]
+    pub(crate) fn shares_rare_sets(&self, other: &PairingIndex) -> bool {
+        Arc::ptr_eq(&self.uncommon, &other.uncommon)
+            && matches!(self.calls_without_output, FewKeys::Few { .. })
+    }
+
     /// Number of entries that start a user turn. Time: O(1).
     pub(crate) fn user_turn_count(&self) -> usize {
         self.user_turns.len()

@@ -648,3 +648,42 @@ fn output_is_text(json: &str) -> bool {
     }
     serde_json::from_str::<Output<'_>>(json).is_ok_and(|item| item.output.get().starts_with('"'))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Recording shares what it does not change with the version before: the rare fields and the
+    /// index's rare sets stay one allocation for both, and a call answered by the next item
+    /// leaves no set node behind (what keeps a retained version small).
+    #[test]
+    fn a_record_copies_none_of_the_rare_parts() {
+        let mut history = History::new();
+        history.set_reference_context_item(Some(serde_json::json!({"cwd": "/"})));
+        let items = [
+            r#"{"type":"message","role":"user","content":[{"type":"input_text","text":"hi"}]}"#,
+            r#"{"type":"function_call","name":"ls","arguments":"{}","call_id":"c1"}"#,
+            r#"{"type":"function_call_output","call_id":"c1","output":"ok"}"#,
+            r#"{"type":"message","role":"assistant","content":[{"type":"output_text","text":"done"}]}"#,
+        ];
+        for json in items {
+            let before = history.clone();
+            history.record_json(json).expect("valid");
+            assert!(
+                Arc::ptr_eq(&before.rare, &history.rare),
+                "rare fields copied by {json}"
+            );
+            assert!(
+                history.index.shares_rare_sets(&before.index),
+                "rare index sets copied by {json}"
+            );
+        }
+        assert_eq!(history.index.calls_without_output().count(), 0);
+        // A change of a rare field copies them for this version only.
+        let before = history.clone();
+        history.set_reference_context_item(None);
+        assert!(!Arc::ptr_eq(&before.rare, &history.rare));
+        assert!(before.reference_context_item().is_some());
+        assert!(history.reference_context_item().is_none());
+    }
+}
