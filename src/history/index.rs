@@ -23,7 +23,7 @@ use crate::item::{CallId, Entry, Family, ItemKind, Pairing};
 /// An entry's key: its number in push order since the index was built (see the module docs).
 type Key = u64;
 
-/// The hasher of call ids in [`SlotKey`]: fixed, so that slot order is the same in every run.
+/// The hasher of slots ([`slot_hash`]): fixed, so that the slot map is the same in every run.
 const CALL_ID_HASHER: foldhash::fast::FixedState = foldhash::fast::FixedState::with_seed(0);
 
 /// Maps keys to positions and back: the live keys are `base..next` without the `holes`.
@@ -35,7 +35,43 @@ struct Positions {
     next: Key,
     /// Keys of entries removed from the middle, ascending; each lies strictly between the first
     /// and the last live key.
-    holes: Vector<Key>,
+    holes: Holes,
+}
+
+/// The holes of [`Positions`]: a vector allocated only while there are some (usually there are
+/// none), so that a history holds 8 bytes for them rather than an inline vector's 64.
+#[derive(Debug, Clone, Default)]
+struct Holes(Option<Arc<Vector<Key>>>);
+
+/// What [`Holes`] reads as when there are none.
+static NO_HOLES: std::sync::LazyLock<Vector<Key>> = std::sync::LazyLock::new(Vector::new);
+
+impl std::ops::Deref for Holes {
+    type Target = Vector<Key>;
+
+    fn deref(&self) -> &Vector<Key> {
+        self.0.as_deref().unwrap_or(&NO_HOLES)
+    }
+}
+
+impl PartialEq for Holes {
+    fn eq(&self, other: &Holes) -> bool {
+        **self == **other
+    }
+}
+
+impl Eq for Holes {}
+
+impl Holes {
+    /// Applies `change` to the holes (allocating them for it); none left frees them.
+    fn change<R>(&mut self, change: impl FnOnce(&mut Vector<Key>) -> R) -> R {
+        let holes = Arc::make_mut(self.0.get_or_insert_with(Arc::default));
+        let result = change(holes);
+        if holes.is_empty() {
+            self.0 = None;
+        }
+        result
+    }
 }
 
 impl Positions {
@@ -92,37 +128,171 @@ impl Positions {
         if key == self.base {
             self.base += 1;
             while self.holes.front() == Some(&self.base) {
-                self.holes.pop_front();
+                self.holes.change(|holes| holes.pop_front());
                 self.base += 1;
             }
         } else if key + 1 == self.next {
             self.next -= 1;
             while self.holes.back().is_some_and(|&hole| hole + 1 == self.next) {
-                self.holes.pop_back();
+                self.holes.change(|holes| holes.pop_back());
                 self.next -= 1;
             }
         } else if let Err(index) = self.holes.binary_search(&key) {
-            self.holes.insert(index, key);
+            self.holes.change(|holes| holes.insert(index, key));
         }
     }
 }
 
-/// The key of a slot: family and call id, ordered by a hash of the id first so that finding a
-/// slot compares integers, not strings (the id decides only between equal hashes).
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-struct SlotKey {
-    family: Family,
-    hash: u64,
-    call_id: CallId,
+/// The hash a slot is filed under: of its family and call id, with [`CALL_ID_HASHER`].
+fn slot_hash(family: Family, call_id: &CallId) -> u64 {
+    CALL_ID_HASHER.hash_one((family, call_id.as_str()))
 }
 
-impl SlotKey {
-    fn new(family: Family, call_id: &CallId) -> SlotKey {
-        SlotKey {
-            family,
-            hash: CALL_ID_HASHER.hash_one(call_id.as_str()),
-            call_id: call_id.clone(),
+/// The calls and outputs of one family and call id, with the other slots filed under the same
+/// hash (almost never any), in family and id order.
+///
+/// The slot map holds a pointer to it rather than the slot itself, so that its nodes hold 16
+/// bytes per slot: recording a call or an output path-copies those nodes, and every retained
+/// version keeps the copies (`docs/performance.md`, "Memory of retained versions").
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Slot {
+    family: Family,
+    call_id: CallId,
+    members: CallSlots,
+    /// The next slot with the same hash: a larger family and id.
+    next: Option<Arc<Slot>>,
+}
+
+impl Slot {
+    /// The slot of `family` and `call_id` in the chain starting at `slot`.
+    fn find<'a>(mut slot: &'a Slot, family: Family, call_id: &CallId) -> Option<&'a CallSlots> {
+        loop {
+            if slot.family == family && slot.call_id == *call_id {
+                return Some(&slot.members);
+            }
+            slot = slot.next.as_deref()?;
         }
+    }
+
+    /// Applies `change` to the members of `family` and `call_id` in the chain starting at
+    /// `link` (to empty members when the chain has no such slot, inserted in order unless they
+    /// stay empty). Returns what `change` returned and whether the first slot of the chain is
+    /// left empty, which the caller unlinks.
+    fn update<R>(
+        link: &mut Arc<Slot>,
+        family: Family,
+        call_id: &CallId,
+        change: impl FnOnce(&mut CallSlots) -> R,
+    ) -> (R, bool) {
+        let slot = Arc::make_mut(link);
+        match (slot.family, &slot.call_id).cmp(&(family, call_id)) {
+            std::cmp::Ordering::Equal => {
+                let result = change(&mut slot.members);
+                (result, slot.members.is_empty())
+            }
+            std::cmp::Ordering::Greater => {
+                let mut members = CallSlots::default();
+                let result = change(&mut members);
+                if !members.is_empty() {
+                    let new = Slot {
+                        family,
+                        call_id: call_id.clone(),
+                        members,
+                        next: None,
+                    };
+                    let rest = std::mem::replace(slot, new);
+                    slot.next = Some(Arc::new(rest));
+                }
+                (result, false)
+            }
+            std::cmp::Ordering::Less => {
+                let Some(next) = &mut slot.next else {
+                    let mut members = CallSlots::default();
+                    let result = change(&mut members);
+                    if !members.is_empty() {
+                        slot.next = Some(Arc::new(Slot {
+                            family,
+                            call_id: call_id.clone(),
+                            members,
+                            next: None,
+                        }));
+                    }
+                    return (result, false);
+                };
+                let (result, emptied) = Slot::update(next, family, call_id, change);
+                if emptied {
+                    let rest = next.next.clone();
+                    slot.next = rest;
+                }
+                (result, false)
+            }
+        }
+    }
+}
+
+/// The slots of a history: a persistent map from [`slot_hash`] to the chain of slots with that
+/// hash. Nothing reads it in hash order: it is only probed by family and call id.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+struct Slots(OrdMap<u64, Arc<Slot>>);
+
+impl Slots {
+    /// The members of `family` and `call_id`, if any.
+    fn get(&self, family: Family, call_id: &CallId) -> Option<&CallSlots> {
+        Slot::find(self.0.get(&slot_hash(family, call_id))?, family, call_id)
+    }
+
+    /// Applies `change` to the members of `family` and `call_id` (empty ones when there is no
+    /// such slot); a slot left empty is removed, one created empty is not kept.
+    fn update<R>(
+        &mut self,
+        family: Family,
+        call_id: &CallId,
+        change: impl FnOnce(&mut CallSlots) -> R,
+    ) -> R {
+        let hash = slot_hash(family, call_id);
+        let Some(head) = self.0.get_mut(&hash) else {
+            let mut members = CallSlots::default();
+            let result = change(&mut members);
+            if !members.is_empty() {
+                self.insert_new(hash, family, call_id.clone(), members);
+            }
+            return result;
+        };
+        let (result, emptied) = Slot::update(head, family, call_id, change);
+        if emptied {
+            match head.next.clone() {
+                Some(rest) => *head = rest,
+                None => {
+                    self.0.remove(&hash);
+                }
+            }
+        }
+        result
+    }
+
+    /// Files a slot under `hash`, where there is none yet.
+    fn insert_new(&mut self, hash: u64, family: Family, call_id: CallId, members: CallSlots) {
+        let slot = Slot {
+            family,
+            call_id,
+            members,
+            next: None,
+        };
+        self.0.insert(hash, Arc::new(slot));
+    }
+
+    /// Every slot as (family, call id, members), in no particular order.
+    #[cfg(any(test, feature = "testing"))]
+    fn all(&self) -> Vec<(Family, &CallId, &CallSlots)> {
+        let mut all = Vec::new();
+        for head in self.0.values() {
+            let mut slot = Some(&**head);
+            while let Some(current) = slot {
+                all.push((current.family, &current.call_id, &current.members));
+                slot = current.next.as_deref();
+            }
+        }
+        all
     }
 }
 
@@ -200,13 +370,29 @@ struct CallSlots {
     outputs: Members,
 }
 
+impl CallSlots {
+    fn is_empty(&self) -> bool {
+        self.calls.is_empty() && self.outputs.is_empty()
+    }
+}
+
 /// The derived pairing and media state of a history. See the module docs.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub(crate) struct PairingIndex {
     positions: Positions,
-    slots: OrdMap<SlotKey, CallSlots>,
+    slots: Slots,
     /// Calls with no output of their family anywhere in the history.
-    calls_without_output: OrdSet<Key>,
+    calls_without_output: FewKeys,
+    /// The sets that few records change, behind one shared pointer (copied on write), so
+    /// that a version holds 8 bytes of them rather than 96.
+    uncommon: Arc<Uncommon>,
+    /// Entries that start a user turn.
+    user_turns: OrdSet<Key>,
+}
+
+/// The sets of a [`PairingIndex`] that few records change.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+struct Uncommon {
     /// Outputs with no call of their family anywhere in the history.
     orphan_outputs: OrdSet<Key>,
     /// Entries carrying image content.
@@ -215,14 +401,174 @@ pub(crate) struct PairingIndex {
     audio: OrdSet<Key>,
     /// Entries of a type this library does not know.
     unknown: OrdSet<Key>,
-    /// Entries that start a user turn.
-    user_turns: OrdSet<Key>,
+}
+
+impl Uncommon {
+    /// Removes `key` from every set holding it, copying the sets only when one does.
+    fn remove(this: &mut Arc<Uncommon>, key: Key) {
+        let sets = |sets: &Uncommon| {
+            [
+                sets.orphan_outputs.contains(&key),
+                sets.images.contains(&key),
+                sets.audio.contains(&key),
+                sets.unknown.contains(&key),
+            ]
+        };
+        if sets(this).contains(&true) {
+            let sets = Arc::make_mut(this);
+            sets.orphan_outputs.remove(&key);
+            sets.images.remove(&key);
+            sets.audio.remove(&key);
+            sets.unknown.remove(&key);
+        }
+    }
+}
+
+/// A set of keys that is usually tiny (the calls waiting for their output: most are answered
+/// by the next item): up to two keys inline, a persistent set beyond. Recording a call and then
+/// its output then changes 16 bytes in the history value instead of path-copying a set's node
+/// twice, which every retained version would keep.
+#[derive(Debug, Clone)]
+enum FewKeys {
+    /// `len` keys (at most two), ascending, in `keys[..len]`.
+    Few { len: u8, keys: [Key; 2] },
+    /// More than two keys (behind a pointer, so that the inline case sets the size: 24 bytes).
+    Many(Arc<OrdSet<Key>>),
+}
+
+impl Default for FewKeys {
+    fn default() -> FewKeys {
+        FewKeys::Few {
+            len: 0,
+            keys: [0; 2],
+        }
+    }
+}
+
+impl PartialEq for FewKeys {
+    fn eq(&self, other: &FewKeys) -> bool {
+        self.iter().eq(other.iter())
+    }
+}
+
+impl Eq for FewKeys {}
+
+impl FewKeys {
+    fn iter(&self) -> KeysIter<'_> {
+        match self {
+            FewKeys::Few { len, keys } => KeysIter::Few(keys[..usize::from(*len)].iter()),
+            FewKeys::Many(set) => KeysIter::Many(set.iter()),
+        }
+    }
+
+    fn insert(&mut self, key: Key) {
+        match self {
+            FewKeys::Few { len, keys } => {
+                let held = &keys[..usize::from(*len)];
+                if held.contains(&key) {
+                    return;
+                }
+                if held.len() < keys.len() {
+                    keys[held.len()] = key;
+                    *len += 1;
+                    keys[..usize::from(*len)].sort_unstable();
+                } else {
+                    let mut set: OrdSet<Key> = held.iter().copied().collect();
+                    set.insert(key);
+                    *self = FewKeys::Many(Arc::new(set));
+                }
+            }
+            FewKeys::Many(set) => {
+                if !set.contains(&key) {
+                    Arc::make_mut(set).insert(key);
+                }
+            }
+        }
+    }
+
+    fn remove(&mut self, key: Key) {
+        match self {
+            FewKeys::Few { len, keys } => {
+                let held = usize::from(*len);
+                if let Some(at) = keys[..held].iter().position(|&k| k == key) {
+                    keys.copy_within(at + 1..held, at);
+                    keys[held - 1] = 0;
+                    *len -= 1;
+                }
+            }
+            FewKeys::Many(set) => {
+                if !set.contains(&key) {
+                    return;
+                }
+                Arc::make_mut(set).remove(&key);
+                if set.len() <= 2 {
+                    let mut few = FewKeys::default();
+                    for &key in set.iter() {
+                        few.insert(key);
+                    }
+                    *self = few;
+                }
+            }
+        }
+    }
+}
+
+impl Extend<Key> for FewKeys {
+    fn extend<I: IntoIterator<Item = Key>>(&mut self, keys: I) {
+        for key in keys {
+            self.insert(key);
+        }
+    }
+}
+
+impl FromIterator<Key> for FewKeys {
+    fn from_iter<I: IntoIterator<Item = Key>>(keys: I) -> FewKeys {
+        let mut set = FewKeys::default();
+        for key in keys {
+            set.insert(key);
+        }
+        set
+    }
+}
+
+/// The keys of a set, ascending.
+#[derive(Clone)]
+enum KeysIter<'a> {
+    Few(std::slice::Iter<'a, Key>),
+    Many(imbl::ordset::Iter<'a, Key, imbl::shared_ptr::DefaultSharedPtr>),
+}
+
+impl<'a> Iterator for KeysIter<'a> {
+    type Item = &'a Key;
+
+    fn next(&mut self) -> Option<&'a Key> {
+        match self {
+            KeysIter::Few(keys) => keys.next(),
+            KeysIter::Many(keys) => keys.next(),
+        }
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        match self {
+            KeysIter::Few(keys) => keys.size_hint(),
+            KeysIter::Many(keys) => keys.size_hint(),
+        }
+    }
+}
+
+impl DoubleEndedIterator for KeysIter<'_> {
+    fn next_back(&mut self) -> Option<Self::Item> {
+        match self {
+            KeysIter::Few(keys) => keys.next_back(),
+            KeysIter::Many(keys) => keys.next_back(),
+        }
+    }
 }
 
 /// Positions of a set of entries, ascending: their keys mapped to positions as they are read.
 /// O(1) per entry when no entry was removed from the middle.
 pub(crate) struct PositionsOf<'a> {
-    keys: imbl::ordset::Iter<'a, Key, imbl::shared_ptr::DefaultSharedPtr>,
+    keys: KeysIter<'a>,
     positions: &'a Positions,
 }
 
@@ -261,7 +607,7 @@ impl PositionSet {
     /// The positions, ascending.
     pub(crate) fn iter(&self) -> PositionsOf<'_> {
         PositionsOf {
-            keys: self.keys.iter(),
+            keys: KeysIter::Many(self.keys.iter()),
             positions: &self.positions,
         }
     }
@@ -335,12 +681,9 @@ impl PairingIndex {
             let key = index.positions.push();
             index.push_flags(key, entry);
             if let Some((family, call_id, member, is_call)) = member_of(entry, key) {
-                let (_, slots) = groups.entry((family, call_id)).or_insert_with(|| {
-                    (
-                        CALL_ID_HASHER.hash_one(call_id.as_str()),
-                        CallSlots::default(),
-                    )
-                });
+                let (_, slots) = groups
+                    .entry((family, call_id))
+                    .or_insert_with(|| (slot_hash(family, call_id), CallSlots::default()));
                 if is_call {
                     slots.calls.push(member);
                 } else {
@@ -348,21 +691,15 @@ impl PairingIndex {
                 }
             }
         }
-        let mut groups: Vec<(SlotKey, CallSlots)> = groups
+        let mut groups: Vec<(u64, Family, &CallId, CallSlots)> = groups
             .into_iter()
-            .map(|((family, call_id), (hash, slots))| {
-                let key = SlotKey {
-                    family,
-                    hash,
-                    call_id: call_id.clone(),
-                };
-                (key, slots)
-            })
+            .map(|((family, call_id), (hash, slots))| (hash, family, call_id, slots))
             .collect();
-        groups.sort_unstable_by(|(a, _), (b, _)| a.cmp(b));
+        groups.sort_unstable_by(|a, b| (a.0, a.1, a.2).cmp(&(b.0, b.1, b.2)));
         let mut calls_without_output = Vec::new();
         let mut orphan_outputs = Vec::new();
-        for (key, slots) in groups {
+        let mut last_hash = None;
+        for (hash, family, call_id, slots) in groups {
             if slots.outputs.is_empty() {
                 calls_without_output.extend(slots.calls.as_slice().iter().map(|call| call.key));
             }
@@ -376,12 +713,20 @@ impl PairingIndex {
                         .map(|output| output.key),
                 );
             }
-            index.slots.insert(key, slots);
+            if last_hash == Some(hash) {
+                // Another id with the same hash: chained behind the first.
+                index
+                    .slots
+                    .update(family, call_id, |members| *members = slots);
+            } else {
+                index.slots.insert_new(hash, family, call_id.clone(), slots);
+            }
+            last_hash = Some(hash);
         }
         calls_without_output.sort_unstable();
         orphan_outputs.sort_unstable();
         index.calls_without_output = calls_without_output.into_iter().collect();
-        index.orphan_outputs = orphan_outputs.into_iter().collect();
+        Arc::make_mut(&mut index.uncommon).orphan_outputs = orphan_outputs.into_iter().collect();
         index
     }
 
@@ -389,13 +734,13 @@ impl PairingIndex {
     fn push_flags(&mut self, key: Key, entry: &Entry) {
         let flags = entry.flags();
         if flags.has_image() {
-            self.images.insert(key);
+            Arc::make_mut(&mut self.uncommon).images.insert(key);
         }
         if flags.has_audio() {
-            self.audio.insert(key);
+            Arc::make_mut(&mut self.uncommon).audio.insert(key);
         }
         if entry.kind() == ItemKind::Unknown {
-            self.unknown.insert(key);
+            Arc::make_mut(&mut self.uncommon).unknown.insert(key);
         }
         if flags.is_user_turn_boundary() {
             self.user_turns.insert(key);
@@ -410,28 +755,33 @@ impl PairingIndex {
         let Some((family, call_id, member, is_call)) = member_of(entry, key) else {
             return;
         };
-        let slots = self.slots.entry(SlotKey::new(family, call_id)).or_default();
-        if is_call {
-            if slots.calls.is_empty() {
-                for output in slots.outputs.as_slice() {
-                    self.orphan_outputs.remove(&output.key);
+        let calls_without_output = &mut self.calls_without_output;
+        let uncommon = &mut self.uncommon;
+        self.slots.update(family, call_id, |slots| {
+            if is_call {
+                if slots.calls.is_empty() {
+                    for output in slots.outputs.as_slice() {
+                        if uncommon.orphan_outputs.contains(&output.key) {
+                            Arc::make_mut(uncommon).orphan_outputs.remove(&output.key);
+                        }
+                    }
+                }
+                slots.calls.push(member);
+                if slots.outputs.is_empty() {
+                    calls_without_output.insert(key);
+                }
+            } else {
+                if slots.outputs.is_empty() {
+                    for call in slots.calls.as_slice() {
+                        calls_without_output.remove(call.key);
+                    }
+                }
+                slots.outputs.push(member);
+                if member.removable && slots.calls.is_empty() {
+                    Arc::make_mut(uncommon).orphan_outputs.insert(key);
                 }
             }
-            slots.calls.push(member);
-            if slots.outputs.is_empty() {
-                self.calls_without_output.insert(key);
-            }
-        } else {
-            if slots.outputs.is_empty() {
-                for call in slots.calls.as_slice() {
-                    self.calls_without_output.remove(&call.key);
-                }
-            }
-            slots.outputs.push(member);
-            if member.removable && slots.calls.is_empty() {
-                self.orphan_outputs.insert(key);
-            }
-        }
+        });
     }
 
     /// Forgets `entry`, the entry at `position`, wherever it is: the first (trimming the
@@ -444,36 +794,36 @@ impl PairingIndex {
             return;
         }
         let key = self.positions.key(position);
-        self.images.remove(&key);
-        self.audio.remove(&key);
-        self.unknown.remove(&key);
+        Uncommon::remove(&mut self.uncommon, key);
         self.user_turns.remove(&key);
         if let Some((family, call_id, _, is_call)) = member_of(entry, key) {
-            let slot_key = SlotKey::new(family, call_id);
-            if let Some(slots) = self.slots.get_mut(&slot_key) {
+            let calls_without_output = &mut self.calls_without_output;
+            let uncommon = &mut self.uncommon;
+            self.slots.update(family, call_id, |slots| {
+                if slots.is_empty() {
+                    // No slot: nothing of this entry is indexed.
+                    return;
+                }
                 if is_call {
                     slots.calls.remove(key);
-                    self.calls_without_output.remove(&key);
+                    calls_without_output.remove(key);
                     if slots.calls.is_empty() {
                         for output in slots.outputs.as_slice() {
                             if output.removable {
-                                self.orphan_outputs.insert(output.key);
+                                Arc::make_mut(uncommon).orphan_outputs.insert(output.key);
                             }
                         }
                     }
                 } else {
                     slots.outputs.remove(key);
-                    self.orphan_outputs.remove(&key);
+                    Uncommon::remove(uncommon, key);
                     if slots.outputs.is_empty() {
                         for call in slots.calls.as_slice() {
-                            self.calls_without_output.insert(call.key);
+                            calls_without_output.insert(call.key);
                         }
                     }
                 }
-                if slots.calls.is_empty() && slots.outputs.is_empty() {
-                    self.slots.remove(&slot_key);
-                }
-            }
+            });
         }
         self.positions.remove(key);
     }
@@ -489,7 +839,7 @@ impl PairingIndex {
             Pairing::Output { family } => (family, family.call_kinds()),
             Pairing::Unpaired => return None,
         };
-        let slots = self.slots.get(&SlotKey::new(family, call_id))?;
+        let slots = self.slots.get(family, call_id)?;
         let key = if wanted.is_empty() {
             slots.outputs.as_slice().first()?.key
         } else {
@@ -508,9 +858,16 @@ impl PairingIndex {
     /// Positions of the entries in `keys`, ascending.
     fn positions_of<'a>(&'a self, keys: &'a OrdSet<Key>) -> PositionsOf<'a> {
         PositionsOf {
-            keys: keys.iter(),
+            keys: KeysIter::Many(keys.iter()),
             positions: &self.positions,
         }
+    }
+
+    /// Whether this index and `other` share their rarely changed sets (one allocation).
+    #[cfg(test)]
+    pub(crate) fn shares_rare_sets(&self, other: &PairingIndex) -> bool {
+        Arc::ptr_eq(&self.uncommon, &other.uncommon)
+            && matches!(self.calls_without_output, FewKeys::Few { .. })
     }
 
     /// Number of entries that start a user turn. Time: O(1).
@@ -535,18 +892,21 @@ impl PairingIndex {
 
     /// Positions of calls with no output, ascending.
     pub(crate) fn calls_without_output(&self) -> PositionsOf<'_> {
-        self.positions_of(&self.calls_without_output)
+        PositionsOf {
+            keys: self.calls_without_output.iter(),
+            positions: &self.positions,
+        }
     }
 
     /// Positions of outputs with no call, ascending.
     pub(crate) fn orphan_outputs(&self) -> PositionsOf<'_> {
-        self.positions_of(&self.orphan_outputs)
+        self.positions_of(&self.uncommon.orphan_outputs)
     }
 
     /// The entries with image content, as a value that outlives the index (O(1)).
     pub(crate) fn images(&self) -> PositionSet {
         PositionSet {
-            keys: self.images.clone(),
+            keys: self.uncommon.images.clone(),
             positions: self.positions.clone(),
         }
     }
@@ -554,14 +914,14 @@ impl PairingIndex {
     /// The entries with audio content, as a value that outlives the index (O(1)).
     pub(crate) fn audio(&self) -> PositionSet {
         PositionSet {
-            keys: self.audio.clone(),
+            keys: self.uncommon.audio.clone(),
             positions: self.positions.clone(),
         }
     }
 
     /// Positions of entries of unknown type, ascending.
     pub(crate) fn unknown(&self) -> PositionsOf<'_> {
-        self.positions_of(&self.unknown)
+        self.positions_of(&self.uncommon.unknown)
     }
 
     /// Number of entries the index accounts for.
@@ -578,7 +938,7 @@ impl PairingIndex {
         let positions = &self.positions;
         assert!(positions.base <= positions.next, "base past the next key");
         let mut previous = positions.base;
-        for &hole in &positions.holes {
+        for &hole in positions.holes.iter() {
             assert!(
                 hole > previous && hole + 1 < positions.next,
                 "hole {hole} out of order or outside the live keys {}..{}",
@@ -611,30 +971,28 @@ impl PairingIndex {
             positions: Positions {
                 base: 0,
                 next: positions.len() as Key,
-                holes: Vector::new(),
+                holes: Holes::default(),
             },
-            slots: self
-                .slots
-                .iter()
-                .map(|(key, slots)| {
-                    assert!(
-                        !slots.calls.is_empty() || !slots.outputs.is_empty(),
-                        "an empty slot is kept"
-                    );
-                    (
-                        key.clone(),
-                        CallSlots {
-                            calls: members(&slots.calls),
-                            outputs: members(&slots.outputs),
-                        },
-                    )
-                })
-                .collect(),
-            calls_without_output: map(&self.calls_without_output),
-            orphan_outputs: map(&self.orphan_outputs),
-            images: map(&self.images),
-            audio: map(&self.audio),
-            unknown: map(&self.unknown),
+            slots: {
+                let mut slots = Slots::default();
+                for (family, call_id, members_of) in self.slots.all() {
+                    assert!(!members_of.is_empty(), "an empty slot is kept");
+                    slots.update(family, call_id, |mapped| {
+                        *mapped = CallSlots {
+                            calls: members(&members_of.calls),
+                            outputs: members(&members_of.outputs),
+                        }
+                    });
+                }
+                slots
+            },
+            calls_without_output: self.calls_without_output.iter().map(live).collect(),
+            uncommon: Arc::new(Uncommon {
+                orphan_outputs: map(&self.uncommon.orphan_outputs),
+                images: map(&self.uncommon.images),
+                audio: map(&self.uncommon.audio),
+                unknown: map(&self.uncommon.unknown),
+            }),
             user_turns: map(&self.user_turns),
         }
     }
@@ -658,7 +1016,7 @@ impl PairingIndex {
             positions: Positions {
                 base: 0,
                 next: entries.len() as Key,
-                holes: Vector::new(),
+                holes: Holes::default(),
             },
             ..PairingIndex::default()
         };
@@ -666,13 +1024,13 @@ impl PairingIndex {
             let key = position as Key;
             let flags = entry.flags();
             if flags.has_image() {
-                index.images.insert(key);
+                Arc::make_mut(&mut index.uncommon).images.insert(key);
             }
             if flags.has_audio() {
-                index.audio.insert(key);
+                Arc::make_mut(&mut index.uncommon).audio.insert(key);
             }
             if entry.kind() == ItemKind::Unknown {
-                index.unknown.insert(key);
+                Arc::make_mut(&mut index.uncommon).unknown.insert(key);
             }
             if flags.is_user_turn_boundary() {
                 index.user_turns.insert(key);
@@ -701,7 +1059,7 @@ impl PairingIndex {
                     .extend(calls.iter().map(|&(position, _)| position as Key));
             }
             if calls.is_empty() {
-                index.orphan_outputs.extend(
+                Arc::make_mut(&mut index.uncommon).orphan_outputs.extend(
                     outputs
                         .iter()
                         .filter(|&&(_, _, removable)| removable)
@@ -723,7 +1081,9 @@ impl PairingIndex {
                     removable,
                 });
             }
-            index.slots.insert(SlotKey::new(family, &call_id), slots);
+            index
+                .slots
+                .update(family, &call_id, |members| *members = slots);
         }
         index
     }
@@ -762,5 +1122,167 @@ mod tests {
         assert!(positions.holes.is_empty());
         assert_eq!(positions.len(), 1);
         assert_eq!(positions.key(0), 5);
+    }
+
+    /// Slots whose hashes collide (which 64-bit hashes of real ids never do, so the chain is
+    /// driven directly): kept in family and id order whatever the order they come in, found,
+    /// changed and unlinked one by one.
+    #[test]
+    fn colliding_slots_chain_in_order() {
+        let call = |key| Member {
+            key,
+            kind: ItemKind::FunctionCall,
+            removable: false,
+        };
+        let add = |key| move |members: &mut CallSlots| members.calls.push(call(key));
+        let id = CallId::new;
+        let mut head = Arc::new(Slot {
+            family: Family::Function,
+            call_id: id("b"),
+            members: CallSlots::default(),
+            next: None,
+        });
+        Arc::make_mut(&mut head).members.calls.push(call(0));
+        let before = head.clone();
+        assert_eq!(
+            Slot::update(&mut head, Family::Function, &id("c"), add(1)),
+            ((), false)
+        );
+        assert_eq!(
+            Slot::update(&mut head, Family::Function, &id("a"), add(2)),
+            ((), false)
+        );
+        assert_eq!(
+            Slot::update(&mut head, Family::Custom, &id("a"), add(3)),
+            ((), false)
+        );
+        assert_eq!(
+            Slot::update(&mut head, Family::Function, &id("c"), add(4)),
+            ((), false)
+        );
+        let mut order = Vec::new();
+        let mut slot = Some(&*head);
+        while let Some(current) = slot {
+            order.push((
+                current.family,
+                current.call_id.as_str(),
+                current.members.calls.as_slice().len(),
+            ));
+            slot = current.next.as_deref();
+        }
+        let mut sorted = order.clone();
+        sorted.sort();
+        assert_eq!(order, sorted, "chain out of order");
+        assert_eq!(order.len(), 4);
+        assert_eq!(
+            Slot::find(&head, Family::Function, &id("c")).map(|m| m.calls.as_slice().len()),
+            Some(2)
+        );
+        assert_eq!(
+            Slot::find(&head, Family::Custom, &id("a")).map(|m| m.calls.as_slice()[0].key),
+            Some(3)
+        );
+        assert_eq!(Slot::find(&head, Family::Custom, &id("b")), None);
+        // The earlier version is untouched.
+        assert_eq!(before.next, None);
+        assert_eq!(before.members.calls.as_slice(), &[call(0)]);
+        // Emptying a slot in the middle unlinks it; emptying the first one is reported.
+        let (_, emptied) = Slot::update(&mut head, Family::Function, &id("b"), |members| {
+            members.calls.remove(0);
+        });
+        assert!(!emptied);
+        assert_eq!(Slot::find(&head, Family::Function, &id("b")), None);
+        assert_eq!(
+            Slot::find(&head, Family::Function, &id("c")).map(|m| m.calls.as_slice().len()),
+            Some(2)
+        );
+        let first = (head.family, head.call_id.clone());
+        let (_, emptied) = Slot::update(&mut head, first.0, &first.1, |members| {
+            *members = CallSlots::default();
+        });
+        assert!(emptied, "the emptied first slot is reported");
+        // A change that leaves a new slot empty inserts nothing.
+        let (_, emptied) = Slot::update(&mut head, Family::Function, &id("z"), |_| {});
+        assert!(!emptied);
+        assert_eq!(Slot::find(&head, Family::Function, &id("z")), None);
+    }
+
+    /// The slot map finds, changes and drops slots by family and id.
+    #[test]
+    fn slots_update_and_drop() {
+        let member = |key| Member {
+            key,
+            kind: ItemKind::FunctionCallOutput,
+            removable: true,
+        };
+        let mut slots = Slots::default();
+        for i in 0..100u64 {
+            slots.update(
+                Family::Function,
+                &CallId::new(format!("call_{i}")),
+                |members| members.outputs.push(member(i)),
+            );
+        }
+        let snapshot = slots.clone();
+        for i in (0..100u64).step_by(2) {
+            slots.update(
+                Family::Function,
+                &CallId::new(format!("call_{i}")),
+                |members| members.outputs.remove(i),
+            );
+        }
+        assert_eq!(slots.all().len(), 50);
+        assert_eq!(snapshot.all().len(), 100);
+        for i in 0..100u64 {
+            let id = CallId::new(format!("call_{i}"));
+            let found = slots
+                .get(Family::Function, &id)
+                .map(|m| m.outputs.as_slice()[0].key);
+            assert_eq!(found, (i % 2 == 1).then_some(i), "call_{i}");
+            assert_eq!(slots.get(Family::Custom, &id), None);
+            assert!(snapshot.get(Family::Function, &id).is_some());
+        }
+    }
+
+    /// The inline-or-persistent set holds what an ordinary set holds through inserts and
+    /// removals that cross the inline size both ways, and a clone keeps its keys.
+    #[test]
+    fn few_keys_behave_as_a_set() {
+        let mut set = FewKeys::default();
+        let mut model = std::collections::BTreeSet::new();
+        let mut clones = Vec::new();
+        let mut state: u64 = 7;
+        for step in 0..2000 {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let key = (state >> 33) % 6;
+            if (state >> 20).is_multiple_of(3) {
+                set.remove(key);
+                model.remove(&key);
+            } else {
+                set.insert(key);
+                model.insert(key);
+            }
+            let keys: Vec<Key> = set.iter().copied().collect();
+            assert_eq!(
+                keys,
+                model.iter().copied().collect::<Vec<_>>(),
+                "step {step}"
+            );
+            assert_eq!(set.iter().rev().count(), model.len());
+            assert_eq!(
+                matches!(set, FewKeys::Few { .. }),
+                model.len() <= 2,
+                "inline exactly when small, step {step}"
+            );
+            assert_eq!(set, model.iter().copied().collect::<FewKeys>());
+            if step % 100 == 0 {
+                clones.push((set.clone(), keys));
+            }
+        }
+        for (clone, keys) in clones {
+            assert_eq!(clone.iter().copied().collect::<Vec<_>>(), keys);
+        }
     }
 }

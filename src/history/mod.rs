@@ -100,6 +100,15 @@ pub struct History {
     tokens: u128,
     /// The sum of the entries' JSON text lengths (request bodies are sized from it).
     bytes: u64,
+    /// What changes only on a replace, a rollback or a new reference context: behind one
+    /// shared pointer, so that a version (which every clone a caller keeps is) holds 8 bytes of
+    /// it rather than 104, and a record, which changes none of it, copies nothing of it.
+    rare: Arc<Rare>,
+}
+
+/// The fields of a [`History`] that change rarely (copied on write).
+#[derive(Clone)]
+struct Rare {
     truncation: TruncationPolicy,
     reference_context_item: Option<Arc<Value>>,
     /// The first position whose user turns are this state's own: the items before it came from
@@ -109,7 +118,8 @@ pub struct History {
     /// The states before each compaction (or other [`History::replace`]) that a rollback can
     /// return to, oldest first (`rollback.rs`).
     earlier: Vector<Arc<rollback::Earlier>>,
-    /// Which media sets' stripped forms are all computed, shared by clones (`memo.rs`).
+    /// Which media sets' stripped forms are all computed, shared by clones (`memo.rs`); a copy
+    /// of the other fields shares it too.
     media_memo: Arc<MediaMemo>,
 }
 
@@ -125,8 +135,8 @@ impl PartialEq for History {
     /// rollback can return to are not compared).
     fn eq(&self, other: &Self) -> bool {
         self.version == other.version
-            && self.truncation == other.truncation
-            && self.reference_context_item == other.reference_context_item
+            && self.rare.truncation == other.rare.truncation
+            && self.rare.reference_context_item == other.rare.reference_context_item
             && self.entries == other.entries
     }
 }
@@ -137,7 +147,7 @@ impl std::fmt::Debug for History {
             .field("version", &self.version)
             .field("len", &self.entries.len())
             .field("tokens", &self.tokens)
-            .field("truncation", &self.truncation)
+            .field("truncation", &self.rare.truncation)
             .finish_non_exhaustive()
     }
 }
@@ -157,11 +167,13 @@ impl History {
             version: 0,
             tokens: 0,
             bytes: 0,
-            truncation: policy,
-            reference_context_item: None,
-            turns_from: 0,
-            earlier: Vector::new(),
-            media_memo: Arc::default(),
+            rare: Arc::new(Rare {
+                truncation: policy,
+                reference_context_item: None,
+                turns_from: 0,
+                earlier: Vector::new(),
+                media_memo: Arc::default(),
+            }),
         }
     }
 
@@ -176,13 +188,13 @@ impl History {
         let mut history = History::with_truncation(truncation);
         history.set_entries(entries);
         history.version = version;
-        history.reference_context_item = reference_context_item.map(Arc::new);
+        history.set_shared_reference_context_item(reference_context_item.map(Arc::new));
         history
     }
 
     /// The model's truncation policy this history records with.
     pub fn truncation(&self) -> TruncationPolicy {
-        self.truncation
+        self.rare.truncation
     }
 
     /// Number of stored items. Time: O(1).
@@ -239,17 +251,32 @@ impl History {
     /// The reference context item: the baseline a harness diffs turn settings against. `None`
     /// means the next turn re-injects full context.
     pub fn reference_context_item(&self) -> Option<&Value> {
-        self.reference_context_item.as_deref()
+        self.rare.reference_context_item.as_deref()
     }
 
     /// Sets or clears the reference context item.
     pub fn set_reference_context_item(&mut self, item: Option<Value>) {
-        self.reference_context_item = item.map(Arc::new);
+        self.set_shared_reference_context_item(item.map(Arc::new));
     }
 
     /// Sets or clears the reference context item, sharing it (resume sets the one it read).
     pub(crate) fn set_shared_reference_context_item(&mut self, item: Option<Arc<Value>>) {
-        self.reference_context_item = item;
+        if self.rare.reference_context_item.is_some() || item.is_some() {
+            self.rare_mut().reference_context_item = item;
+        }
+    }
+
+    /// The rarely changing fields, for a change (copied first when a clone shares them).
+    fn rare_mut(&mut self) -> &mut Rare {
+        Arc::make_mut(&mut self.rare)
+    }
+
+    /// Sets the first position of this state's own turns (copying the rare fields only when it
+    /// changes).
+    fn set_turns_from(&mut self, turns_from: usize) {
+        if self.rare.turns_from != turns_from {
+            self.rare_mut().turns_from = turns_from;
+        }
     }
 
     /// Why the record filter keeps `item` out of a history, if it does: `system` messages and
@@ -440,7 +467,7 @@ impl History {
         ) {
             return Ok((entry, false));
         }
-        let policy = self.truncation.with_serialization_allowance();
+        let policy = self.rare.truncation.with_serialization_allowance();
         let budget = policy.byte_budget();
         // Fast path: a string body within budget is left alone by `truncate_text`, so the common
         // case needs no second parse. When the body is not known, the whole JSON within budget
@@ -496,7 +523,7 @@ impl History {
     pub fn replace(&mut self, entries: impl IntoIterator<Item = Entry>) {
         let entries: Vector<Entry> = entries.into_iter().collect();
         self.keep_earlier_state();
-        self.turns_from = entries.len();
+        self.set_turns_from(entries.len());
         self.set_entries(entries);
         self.version = self.version.saturating_add(1);
     }
@@ -534,7 +561,7 @@ impl History {
         let mut removed = vec![first];
         if let Some(position) = counterpart.filter(|&position| position < self.entries.len()) {
             // `position` is in the shortened history: the entry was at `position + 1`.
-            if position + 1 < self.turns_from {
+            if position + 1 < self.rare.turns_from {
                 removed_before_turns += 1;
             }
             let entry = self.entries.remove(position);
@@ -543,7 +570,7 @@ impl History {
             self.bytes = self.bytes.saturating_sub(entry.byte_len() as u64);
             removed.push(entry);
         }
-        self.turns_from = self.turns_from.saturating_sub(removed_before_turns);
+        self.set_turns_from(self.rare.turns_from.saturating_sub(removed_before_turns));
         removed
     }
 
@@ -555,7 +582,7 @@ impl History {
     /// What the projections of this history and its clones know of its media's stripped forms
     /// (crate-internal: read and written by projection).
     pub(crate) fn media_memo(&self) -> &MediaMemo {
-        &self.media_memo
+        &self.rare.media_memo
     }
 
     /// Recomputes every derived field (pairing index, token total) from the entries, with an
@@ -591,11 +618,11 @@ impl History {
             "byte total differs from a recount"
         );
         assert!(
-            self.turns_from <= self.entries.len(),
+            self.rare.turns_from <= self.entries.len(),
             "the first position of the state's own turns is past its end"
         );
         assert!(
-            !self.earlier.is_empty() || self.turns_from == 0,
+            !self.rare.earlier.is_empty() || self.rare.turns_from == 0,
             "a history with no earlier state has turns before its own"
         );
         for entry in &self.entries {
@@ -620,4 +647,43 @@ fn output_is_text(json: &str) -> bool {
         output: &'a RawValue,
     }
     serde_json::from_str::<Output<'_>>(json).is_ok_and(|item| item.output.get().starts_with('"'))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Recording shares what it does not change with the version before: the rare fields and the
+    /// index's rare sets stay one allocation for both, and a call answered by the next item
+    /// leaves no set node behind (what keeps a retained version small).
+    #[test]
+    fn a_record_copies_none_of_the_rare_parts() {
+        let mut history = History::new();
+        history.set_reference_context_item(Some(serde_json::json!({"cwd": "/"})));
+        let items = [
+            r#"{"type":"message","role":"user","content":[{"type":"input_text","text":"hi"}]}"#,
+            r#"{"type":"function_call","name":"ls","arguments":"{}","call_id":"c1"}"#,
+            r#"{"type":"function_call_output","call_id":"c1","output":"ok"}"#,
+            r#"{"type":"message","role":"assistant","content":[{"type":"output_text","text":"done"}]}"#,
+        ];
+        for json in items {
+            let before = history.clone();
+            history.record_json(json).expect("valid");
+            assert!(
+                Arc::ptr_eq(&before.rare, &history.rare),
+                "rare fields copied by {json}"
+            );
+            assert!(
+                history.index.shares_rare_sets(&before.index),
+                "rare index sets copied by {json}"
+            );
+        }
+        assert_eq!(history.index.calls_without_output().count(), 0);
+        // A change of a rare field copies them for this version only.
+        let before = history.clone();
+        history.set_reference_context_item(None);
+        assert!(!Arc::ptr_eq(&before.rare, &history.rare));
+        assert!(before.reference_context_item().is_some());
+        assert!(history.reference_context_item().is_none());
+    }
 }

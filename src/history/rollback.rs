@@ -49,17 +49,18 @@ impl History {
     /// held in the current state, plus O(c) for c earlier states.
     pub fn reachable_user_turns(&self) -> usize {
         let earlier: usize = self
+            .rare
             .earlier
             .iter()
             .map(|state| own_turns(&state.index, state.turns_from))
             .sum();
-        earlier + own_turns(&self.index, self.turns_from)
+        earlier + own_turns(&self.index, self.rare.turns_from)
     }
 
     /// Number of states before a compaction (or another [`History::replace`]) that a rollback
     /// can still return to. Time: O(1).
     pub fn compactions_reachable(&self) -> usize {
-        self.earlier.len()
+        self.rare.earlier.len()
     }
 
     /// Rolls back the last `n` user turns: the history returns to what it was before the `n`-th
@@ -103,11 +104,11 @@ impl History {
         let mut n = n.min(self.reachable_user_turns());
         let mut crossed = false;
         loop {
-            let own = own_turns(&target.index, target.turns_from);
+            let own = own_turns(&target.index, target.rare.turns_from);
             if n <= own {
                 break;
             }
-            let Some(earlier) = target.earlier.pop_back() else {
+            let Some(earlier) = target.rare_mut().earlier.pop_back() else {
                 break;
             };
             n -= own;
@@ -115,7 +116,7 @@ impl History {
             crossed = true;
         }
         if crossed {
-            target.reference_context_item = None;
+            target.set_shared_reference_context_item(None);
         }
         let mut dropped = Vec::new();
         if n > 0 {
@@ -146,25 +147,27 @@ impl History {
 
     /// Keeps the current state as one a rollback can return to (before a replace).
     pub(super) fn keep_earlier_state(&mut self) {
-        self.earlier.push_back(Arc::new(Earlier {
+        let state = Arc::new(Earlier {
             entries: self.entries.clone(),
             index: self.index.clone(),
             tokens: self.tokens,
             bytes: self.bytes,
-            turns_from: self.turns_from,
-        }));
+            turns_from: self.rare.turns_from,
+        });
+        self.rare_mut().earlier.push_back(state);
     }
 
     /// The first position whose user turns are the current state's own (0 when there is no
     /// earlier state). Crate-internal: a snapshot stores it.
     pub(crate) fn turns_from(&self) -> usize {
-        self.turns_from
+        self.rare.turns_from
     }
 
     /// The earlier states a rollback can return to, oldest first: each one's entries and the
     /// first position whose user turns are its own. Crate-internal: a snapshot stores them.
     pub(crate) fn earlier_states(&self) -> impl Iterator<Item = (&Vector<Entry>, usize)> + '_ {
-        self.earlier
+        self.rare
+            .earlier
             .iter()
             .map(|state| (&state.entries, state.turns_from))
     }
@@ -182,7 +185,7 @@ impl History {
         turns_from: usize,
         earlier: impl IntoIterator<Item = (Vector<Entry>, usize)>,
     ) {
-        self.earlier = earlier
+        self.rare_mut().earlier = earlier
             .into_iter()
             .map(|(entries, turns_from)| {
                 Arc::new(Earlier {
@@ -194,19 +197,19 @@ impl History {
                 })
             })
             .collect();
-        self.turns_from = if self.earlier.is_empty() {
+        self.set_turns_from(if self.rare.earlier.is_empty() {
             0
         } else {
             turns_from.min(self.entries.len())
-        };
+        });
     }
 
     /// Forgets every earlier state: no rollback returns past this point, and the user messages
     /// the history holds now count as turns (resume does this after a legacy compaction, whose
     /// earlier states it does not rebuild).
     pub(crate) fn forget_earlier_states(&mut self) {
-        self.earlier = Vector::new();
-        self.turns_from = 0;
+        self.rare_mut().earlier = Vector::new();
+        self.set_turns_from(0);
     }
 
     /// Makes `earlier` the current state (the version is the caller's).
@@ -215,7 +218,7 @@ impl History {
         self.index = earlier.index.clone();
         self.tokens = earlier.tokens;
         self.bytes = earlier.bytes;
-        self.turns_from = earlier.turns_from;
+        self.set_turns_from(earlier.turns_from);
     }
 
     /// Codex's cut within the current state: at the `n`-th last user-turn boundary (the first,
@@ -247,7 +250,7 @@ impl History {
             }
         }
         if clears_reference {
-            self.reference_context_item = None;
+            self.set_shared_reference_context_item(None);
         }
         // Back to the very first turn: its settings fragments go too (below). Read the turn id
         // before the boundary is cut off.
@@ -300,8 +303,11 @@ impl History {
             }
         }
         if changed {
-            let before_turns = dropped.iter().filter(|&&p| p < self.turns_from).count();
-            self.turns_from -= before_turns;
+            let before_turns = dropped
+                .iter()
+                .filter(|&&p| p < self.rare.turns_from)
+                .count();
+            self.set_turns_from(self.rare.turns_from - before_turns);
             self.set_entries(kept);
         }
         Ok(dropped)
@@ -318,7 +324,7 @@ impl History {
             self.tokens = self.tokens.saturating_sub(u128::from(entry.tokens()));
             self.bytes = self.bytes.saturating_sub(entry.byte_len() as u64);
         }
-        self.turns_from = self.turns_from.min(len);
+        self.set_turns_from(self.rare.turns_from.min(len));
     }
 }
 
