@@ -198,17 +198,8 @@ fn open_vs_blake3(session: &str, path: &std::path::Path) {
         with_drops.push(with_drop.as_secs_f64());
         hashes.push(hash.as_secs_f64().max(1e-9));
     }
-    let quartiles = |times: &[f64]| {
-        let mut ratios: Vec<f64> = times.iter().zip(&hashes).map(|(t, h)| t / h).collect();
-        ratios.sort_by(f64::total_cmp);
-        let at = |q: f64| ratios[((ratios.len() - 1) as f64 * q).round() as usize];
-        (at(0.5), at(0.25), at(0.75))
-    };
-    let median = |times: &[f64]| {
-        let mut times = times.to_vec();
-        times.sort_by(f64::total_cmp);
-        times[times.len() / 2] * 1e3
-    };
+    let quartiles = |times: &[f64]| pair_quartiles(times, &hashes);
+    let median = |times: &[f64]| median_ms(times);
     println!(
         "snapshot of {} MB, {session}; BLAKE3 {:.2} ms (31 pairs)",
         bytes.len() / 1_000_000,
@@ -222,6 +213,26 @@ fn open_vs_blake3(session: &str, path: &std::path::Path) {
             median(times)
         );
     }
+}
+
+/// The median and the quartiles of the ratios `numerator[i] / denominator[i]`, each taken within
+/// its pair: `(median, first quartile, third quartile)`.
+fn pair_quartiles(numerator: &[f64], denominator: &[f64]) -> (f64, f64, f64) {
+    let mut ratios: Vec<f64> = numerator
+        .iter()
+        .zip(denominator)
+        .map(|(n, d)| n / d)
+        .collect();
+    ratios.sort_by(f64::total_cmp);
+    let at = |q: f64| ratios[((ratios.len() - 1) as f64 * q).round() as usize];
+    (at(0.5), at(0.25), at(0.75))
+}
+
+/// The median of `times` (seconds), in milliseconds.
+fn median_ms(times: &[f64]) -> f64 {
+    let mut times = times.to_vec();
+    times.sort_by(f64::total_cmp);
+    times[times.len() / 2] * 1e3
 }
 
 /// The same shape of session with tool outputs of 3.7 KB, the average of `benches/compare.rs`'s
@@ -335,21 +346,8 @@ fn first_request_body(dir: &std::path::Path) {
             times[which].push(start.elapsed().as_secs_f64());
         }
     }
-    let quartiles = |numerator: &[f64], denominator: &[f64]| {
-        let mut ratios: Vec<f64> = numerator
-            .iter()
-            .zip(denominator)
-            .map(|(n, d)| n / d)
-            .collect();
-        ratios.sort_by(f64::total_cmp);
-        let at = |q: f64| ratios[((ratios.len() - 1) as f64 * q).round() as usize];
-        (at(0.5), at(0.25), at(0.75))
-    };
-    let median = |times: &[f64]| {
-        let mut times = times.to_vec();
-        times.sort_by(f64::total_cmp);
-        times[times.len() / 2] * 1e3
-    };
+    let quartiles = pair_quartiles;
+    let median = median_ms;
     println!(
         "first request input of a {} MB rollout ({} MB snapshot, {} MB input): JSONL {:.1} ms, snapshot {:.1} ms, floor {:.1} ms (15 triples)",
         rollout.len() / 1_000_000,
