@@ -9,7 +9,7 @@ use std::hint::black_box;
 use std::time::Instant;
 
 mod common;
-use common::{median, ratio};
+use common::{median, paired, ratio};
 #[path = "common/session.rs"]
 mod session;
 
@@ -60,29 +60,6 @@ fn history(n: usize, missing: usize) -> History {
         i += 1;
     }
     history
-}
-
-/// Median and interquartile range of the ratio `measured / baseline` over `pairs` interleaved
-/// runs (the order within a pair alternates, so neither side always runs first).
-fn paired(pairs: usize, mut baseline: impl FnMut(), mut measured: impl FnMut()) -> [f64; 3] {
-    let time = |f: &mut dyn FnMut()| {
-        let start = Instant::now();
-        f();
-        start.elapsed().as_secs_f64().max(1e-12)
-    };
-    let mut ratios: Vec<f64> = (0..pairs)
-        .map(|i| {
-            if i % 2 == 0 {
-                let b = time(&mut baseline);
-                time(&mut measured) / b
-            } else {
-                let m = time(&mut measured);
-                m / time(&mut baseline)
-            }
-        })
-        .collect();
-    ratios.sort_by(f64::total_cmp);
-    [ratios[pairs / 4], ratios[pairs / 2], ratios[pairs * 3 / 4]]
 }
 
 /// Whether the section `name` runs: every word given on the command line (flags aside) must be

@@ -11,7 +11,7 @@
 //! Run with `cargo bench --bench record` (`AGENT_HISTORY_BENCH_QUICK=1` for fewer pairs).
 
 use std::hint::black_box;
-use std::time::{Instant, SystemTime};
+use std::time::SystemTime;
 
 use serde::{Deserialize, Serialize};
 
@@ -21,6 +21,7 @@ use agent_history::{
 
 #[allow(dead_code)]
 mod common;
+use common::paired;
 mod items;
 
 // ---------------------------------------------------------------------------------------------
@@ -181,29 +182,6 @@ fn library_session(items: &[String]) -> Session<Vec<u8>> {
     }
     session.flush().expect("flushed");
     session
-}
-
-/// Median and interquartile range of library / baseline over `pairs` interleaved pairs (the
-/// order within a pair alternates).
-fn paired(pairs: usize, mut baseline: impl FnMut(), mut measured: impl FnMut()) -> [f64; 3] {
-    let time = |f: &mut dyn FnMut()| {
-        let start = Instant::now();
-        f();
-        start.elapsed().as_secs_f64().max(1e-12)
-    };
-    let mut ratios: Vec<f64> = (0..pairs)
-        .map(|i| {
-            if i % 2 == 0 {
-                let b = time(&mut baseline);
-                time(&mut measured) / b
-            } else {
-                let m = time(&mut measured);
-                m / time(&mut baseline)
-            }
-        })
-        .collect();
-    ratios.sort_by(f64::total_cmp);
-    [ratios[pairs / 4], ratios[pairs / 2], ratios[pairs * 3 / 4]]
 }
 
 fn report(name: &str, baseline: &str, [q1, median, q3]: [f64; 3]) {
