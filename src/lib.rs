@@ -15,6 +15,7 @@ mod request;
 mod rollout;
 mod session;
 mod snapshot;
+mod world;
 
 // The item layer: the wire model, stored entries, ids, kinds and pairing, turns, tokens.
 pub use item::{
@@ -29,6 +30,10 @@ pub use item::{
     approx_token_count, is_contextual_developer_text, is_contextual_user_text, is_summary_text,
     synthetic_output_id,
 };
+
+// The world-state layer: snapshots of the runtime context a model is shown, and their merge
+// patches.
+pub use world::{WorldSnapshot, WorldStateError, merge_patch, remove_null_fields};
 
 // The history layer: the persistent history, recording, truncation, compaction, sharing
 // between threads.

@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 /// `error` only aggregates the layers' errors, so everything but `session` lies below it.
 const LAYERS: &[&str] = &[
     "item",
+    "world",
     "history",
     "projection",
     "request",

@@ -27,6 +27,7 @@ use crate::item::{
     BYTES_PER_TOKEN, Entry, ItemError, ItemKind, OutputBody, ResponseItem, Role,
     approx_token_count, parse_item,
 };
+use crate::world::WorldSnapshot;
 
 pub(crate) use canonical::{Canonical, canonicalize};
 pub use compact::{COMPACT_USER_MESSAGE_TOKENS, Compacted, EMPTY_SUMMARY, summary_text};
@@ -121,6 +122,10 @@ struct Rare {
     /// Which media sets' stripped forms are all computed, shared by clones (`memo.rs`); a copy
     /// of the other fields shares it too.
     media_memo: Arc<MediaMemo>,
+    /// The world-state baseline: the snapshot of the world state the items already show, which
+    /// the next update is rendered against. `None` until the first update, and again after
+    /// anything that rewrites the items (so the next update renders in full).
+    world_state: Option<Arc<WorldSnapshot>>,
 }
 
 impl Default for History {
@@ -130,13 +135,14 @@ impl Default for History {
 }
 
 impl PartialEq for History {
-    /// Histories are equal when their entries, version, truncation policy and reference context
-    /// are equal (the index and token total are derived from the entries; the earlier states a
-    /// rollback can return to are not compared).
+    /// Histories are equal when their entries, version, truncation policy, reference context
+    /// and world-state baseline are equal (the index and token total are derived from the
+    /// entries; the earlier states a rollback can return to are not compared).
     fn eq(&self, other: &Self) -> bool {
         self.version == other.version
             && self.rare.truncation == other.rare.truncation
             && self.rare.reference_context_item == other.rare.reference_context_item
+            && self.rare.world_state == other.rare.world_state
             && self.entries == other.entries
     }
 }
@@ -173,6 +179,7 @@ impl History {
                 turns_from: 0,
                 earlier: Vector::new(),
                 media_memo: Arc::default(),
+                world_state: None,
             }),
         }
     }
@@ -263,6 +270,29 @@ impl History {
     pub(crate) fn set_shared_reference_context_item(&mut self, item: Option<Arc<Value>>) {
         if self.rare.reference_context_item.is_some() || item.is_some() {
             self.rare_mut().reference_context_item = item;
+        }
+    }
+
+    /// The world-state baseline: the snapshot of the world state that the items already show,
+    /// which the next world-state update is diffed against. `None` before the first update and
+    /// after [`History::replace`], [`History::remove_first_item`], a compaction or a rollback,
+    /// so that the next update renders every section in full. Time: O(1).
+    pub fn world_state_baseline(&self) -> Option<&WorldSnapshot> {
+        self.rare.world_state.as_deref()
+    }
+
+    /// Sets or clears the world-state baseline (after the items rendering an update are
+    /// recorded, or when a resume replays the rollout's `world_state` lines). Does not change the
+    /// items or the version. Time: O(1) (the rarely changing fields are copied when shared).
+    pub fn set_world_state_baseline(&mut self, baseline: Option<WorldSnapshot>) {
+        self.set_shared_world_state_baseline(baseline.map(Arc::new));
+    }
+
+    /// Sets or clears the world-state baseline, sharing it (a snapshot or resume sets the one
+    /// it read).
+    pub(crate) fn set_shared_world_state_baseline(&mut self, baseline: Option<Arc<WorldSnapshot>>) {
+        if self.rare.world_state.is_some() || baseline.is_some() {
+            self.rare_mut().world_state = baseline;
         }
     }
 
@@ -514,7 +544,8 @@ impl History {
     }
 
     /// Replaces all items with `entries` (compaction does this). Bumps the version (saturating)
-    /// and builds the index of the new entries. The history as it was stays reachable: a
+    /// and builds the index of the new entries, and clears the world-state baseline (the next
+    /// update renders in full). The history as it was stays reachable: a
     /// rollback of more user turns than were recorded since returns to it (see
     /// [`History::drop_last_n_user_turns`]). The user messages in `entries` are not turns of
     /// their own: they stand for turns of the history before. Time: O(m log s) for the m new
@@ -525,6 +556,7 @@ impl History {
         self.keep_earlier_state();
         self.set_turns_from(entries.len());
         self.set_entries(entries);
+        self.set_shared_world_state_baseline(None);
         self.version = self.version.saturating_add(1);
     }
 
@@ -544,7 +576,8 @@ impl History {
 
     /// Removes the first item and then the first item that pairs with it: a call takes
     /// its first output along, an output its first call (a `function_call_output` looks for a
-    /// `function_call` first, then a `local_shell_call`). Does not bump the version, and does not
+    /// `function_call` first, then a `local_shell_call`). Clears the world-state baseline (when
+    /// there was an item to remove). Does not bump the version, and does not
     /// change the states a rollback can return to. Returns the removed entries (none on an empty
     /// history). Time: O(log n), plus O(d) when d items share the call id, plus the vector's
     /// removal of the counterpart when it is not at the front (a split and a concatenation of the
@@ -553,6 +586,7 @@ impl History {
         let Some(first) = self.entries.pop_front() else {
             return Vec::new();
         };
+        self.set_shared_world_state_baseline(None);
         self.index.remove(0, &first);
         self.tokens = self.tokens.saturating_sub(u128::from(first.tokens()));
         self.bytes = self.bytes.saturating_sub(first.byte_len() as u64);

@@ -76,7 +76,8 @@ impl History {
     /// history returns to the state that compaction replaced (kept when it was made, so this is
     /// exact) and rolls back the remaining turns there; the reference context item is then
     /// cleared, so that the next turn sends the full context. With no user turn at all the items
-    /// are kept and the version is still bumped, as Codex does. Time: O(t + c) to count the t
+    /// are kept and the version is still bumped, as Codex does. A rollback (`n > 0`) clears the
+    /// world-state baseline, so the next update renders in full. Time: O(t + c) to count the t
     /// user turns and c earlier states, O(1) for each compaction crossed, O(k log n) for k
     /// removed items.
     ///
@@ -122,6 +123,9 @@ impl History {
         if n > 0 {
             dropped = target.cut_last_n_user_turns(n)?;
         }
+        // Codex rolls back with a replace, which clears the baseline: the next update renders in
+        // full.
+        target.set_shared_world_state_baseline(None);
         target.version = self.version.saturating_add(1);
         *self = target;
         Ok(dropped)

@@ -1,0 +1,32 @@
+//! [`WorldStateError`]: a world-state value or patch was not of the shape it must have.
+
+/// A world-state snapshot, section or patch was not of the shape it must have.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum WorldStateError {
+    /// A snapshot (the `state` of a `full` world-state line, a stored baseline) is not a JSON
+    /// object of sections.
+    #[error("a world-state snapshot must be a JSON object of sections, not {found}")]
+    SnapshotNotAnObject {
+        /// The kind of JSON value found (`an array`, `null`, …).
+        found: &'static str,
+    },
+    /// A section's snapshot is `null`, which a merge patch could not tell from a deletion.
+    #[error("the snapshot of world-state section `{section}` is null")]
+    NullSection {
+        /// The section's id.
+        section: String,
+    },
+    /// A merge patch of a world-state snapshot is not a JSON object.
+    #[error("a world-state merge patch must be a JSON object, not {found}")]
+    PatchNotAnObject {
+        /// The kind of JSON value found.
+        found: &'static str,
+    },
+    /// Two sections of one world state have the same id.
+    #[error("duplicate world-state section id `{id}`")]
+    DuplicateSection {
+        /// The repeated id.
+        id: String,
+    },
+}
