@@ -33,7 +33,9 @@ pub use item::{
 
 // The world-state layer: snapshots of the runtime context a model is shown, and their merge
 // patches.
-pub use world::{WorldSnapshot, WorldStateError, merge_patch, remove_null_fields};
+pub use world::{
+    WorldSnapshot, WorldStateChange, WorldStateError, merge_patch, remove_null_fields,
+};
 
 // The history layer: the persistent history, recording, truncation, compaction, sharing
 // between threads.

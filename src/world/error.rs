@@ -23,6 +23,9 @@ pub enum WorldStateError {
         /// The kind of JSON value found.
         found: &'static str,
     },
+    /// A merge patch arrived when there was no baseline to apply it to.
+    #[error("a world-state patch without a full snapshot before it")]
+    PatchWithoutBaseline,
     /// Two sections of one world state have the same id.
     #[error("duplicate world-state section id `{id}`")]
     DuplicateSection {

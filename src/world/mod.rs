@@ -10,4 +10,4 @@ mod error;
 mod snapshot;
 
 pub use error::WorldStateError;
-pub use snapshot::{WorldSnapshot, merge_patch, remove_null_fields};
+pub use snapshot::{WorldSnapshot, WorldStateChange, merge_patch, remove_null_fields};

@@ -168,6 +168,63 @@ impl WorldSnapshot {
     }
 }
 
+/// What a rollout's `world_state` line records: a whole snapshot that becomes the new baseline
+/// (`full: true`), or the merge patch of the baseline into the new snapshot (`full: false`).
+/// Its JSON is the line's payload, `{"full": …, "state": …}`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct WorldStateChange {
+    /// Whether `state` is a whole snapshot rather than a patch.
+    pub full: bool,
+    /// The snapshot (`full`) or the RFC 7386 merge patch (otherwise); always an object.
+    pub state: Value,
+}
+
+impl WorldSnapshot {
+    /// The change to persist when the baseline was `previous` and the state is now `self`: the
+    /// whole snapshot when there was no baseline, the merge patch when there was, `None` when
+    /// nothing changed (nothing is persisted).
+    pub fn change_from(&self, previous: Option<&WorldSnapshot>) -> Option<WorldStateChange> {
+        match previous {
+            None => Some(WorldStateChange {
+                full: true,
+                state: self.to_value(),
+            }),
+            Some(previous) => self
+                .merge_patch_from(previous)
+                .map(|patch| WorldStateChange {
+                    full: false,
+                    state: patch,
+                }),
+        }
+    }
+}
+
+impl WorldStateChange {
+    /// The baseline after this change: the snapshot itself when `full`, else `baseline` with the
+    /// patch applied.
+    ///
+    /// # Errors
+    ///
+    /// [`WorldStateError::PatchWithoutBaseline`] for a patch when there is no baseline (Codex
+    /// ignores such a line, with a warning), and the errors of [`WorldSnapshot::from_value`] and
+    /// [`WorldSnapshot::apply_merge_patch`] for a state of the wrong shape. The baseline is not
+    /// consumed: on an error the caller still has it.
+    pub fn apply_to(
+        &self,
+        baseline: Option<&WorldSnapshot>,
+    ) -> Result<WorldSnapshot, WorldStateError> {
+        if self.full {
+            return WorldSnapshot::from_value(self.state.clone());
+        }
+        let Some(baseline) = baseline else {
+            return Err(WorldStateError::PatchWithoutBaseline);
+        };
+        let mut next = baseline.clone();
+        next.apply_merge_patch(&self.state)?;
+        Ok(next)
+    }
+}
+
 impl<'de> Deserialize<'de> for WorldSnapshot {
     /// A snapshot from a JSON object, checked as [`WorldSnapshot::from_value`] does.
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<WorldSnapshot, D::Error> {
@@ -317,6 +374,34 @@ mod tests {
         let mut applied = previous;
         applied.apply_merge_patch(&patch).unwrap();
         assert_eq!(applied, current);
+    }
+
+    #[test]
+    fn a_change_is_full_without_a_baseline_a_patch_with_one_and_nothing_when_equal() {
+        let before = snapshot(json!({"a": {"x": 1}, "b": 2}));
+        let after = snapshot(json!({"a": {"x": 2}, "b": 2}));
+        let full = after.change_from(None).unwrap();
+        assert!(full.full);
+        assert_eq!(full.state, json!({"a": {"x": 2}, "b": 2}));
+        assert_eq!(full.apply_to(Some(&before)).unwrap(), after);
+        let patch = after.change_from(Some(&before)).unwrap();
+        assert_eq!(
+            patch,
+            WorldStateChange {
+                full: false,
+                state: json!({"a": {"x": 2}})
+            }
+        );
+        assert_eq!(patch.apply_to(Some(&before)).unwrap(), after);
+        assert_eq!(
+            patch.apply_to(None),
+            Err(WorldStateError::PatchWithoutBaseline)
+        );
+        assert_eq!(after.change_from(Some(&after)), None);
+        assert_eq!(
+            serde_json::to_string(&patch).unwrap(),
+            r#"{"full":false,"state":{"a":{"x":2}}}"#
+        );
     }
 
     #[test]
