@@ -15,7 +15,7 @@ pub struct WorldStateUpdate {
     /// caller records them, after the items already in the history.
     pub items: Vec<ResponseItem>,
     /// The updates the items were merged from, in section order (a caller assembling a fresh
-    /// initial context puts the prefix ones first: [`split_prefix_updates`](crate::split_prefix_updates)).
+    /// initial context puts the prefix ones first: [`split_prefix_updates`](crate::world::split_prefix_updates)).
     pub updates: Vec<ContextUpdate>,
     /// The rollout's `world_state` line: the whole snapshot when there was no baseline, else the
     /// merge patch from the baseline; `None` when nothing persisted changed.

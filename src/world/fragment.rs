@@ -100,9 +100,7 @@ impl FragmentMarkers {
             return false;
         }
         let text = text.trim();
-        text.len() >= self.start.len() + self.end.len()
-            && starts_with_ignore_case(text, &self.start)
-            && ends_with_ignore_case(text, &self.end)
+        starts_with_ignore_case(text, &self.start) && ends_with_ignore_case(text, &self.end)
     }
 }
 
@@ -132,7 +130,7 @@ impl FragmentMatcher {
 /// `developer` message, with a content kind that names what it is.
 ///
 /// Rendering is `start + body + end` with nothing added between them (a body carries its own
-/// newlines). Several fragments can share one message ([`merge_updates`](crate::merge_updates));
+/// newlines). Several fragments can share one message ([`merge_updates`](super::update::merge_updates));
 /// the message's host metadata then lists each part's content kind.
 ///
 /// # Examples
@@ -243,8 +241,8 @@ mod tests {
         assert!(!markers.matches_text("<env>x"));
         assert!(!markers.matches_text("x</env>"));
         assert!(!markers.matches_text("before <env>x</env>"));
-        // The markers may not overlap: `<a>` alone is not `<a>` … `a>`.
-        assert!(!FragmentMarkers::new("<a>", "a>").matches_text("<a>"));
+        // The two checks are independent, as Codex makes them: the markers may overlap.
+        assert!(FragmentMarkers::new("<a>", "a>").matches_text("<a>"));
         // A marker length that falls inside a multi-byte character is not a match (no panic).
         assert!(!FragmentMarkers::new("ab", "").matches_text("é"));
     }
