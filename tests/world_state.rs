@@ -902,8 +902,8 @@ fn the_documented_example_holds() {
     );
 }
 
-/// Rendering does not read the history when no section has a matcher, and reads only `user`
-/// and `developer` messages when one does.
+/// A fragment is looked for only in `user` and `developer` messages: the same text in an
+/// assistant message or a call's arguments is not the section's.
 #[test]
 fn history_messages_of_other_roles_do_not_match() {
     let state =
