@@ -31,18 +31,21 @@ pub use item::{
     synthetic_output_id,
 };
 
-// The world-state layer: snapshots of the runtime context a model is shown, and their merge
-// patches.
+// The world-state layer: the runtime context a model is shown, as sections with snapshots and
+// their merge patches, rendered into fragments and the messages that carry them.
 pub use world::{
-    WorldSnapshot, WorldStateChange, WorldStateError, merge_patch, remove_null_fields,
+    ContextUpdate, ContextualFragment, FragmentMarkers, FragmentMatcher, FragmentRole, JsonSection,
+    Placement, Previous, RenderedWorld, Section, UpdateContent, WorldSnapshot, WorldState,
+    WorldStateChange, WorldStateError, WorldStateHash, merge_patch, merge_updates,
+    remove_null_fields, split_prefix_updates,
 };
 
 // The history layer: the persistent history, recording, truncation, compaction, sharing
 // between threads.
 pub use history::{
     COMPACT_USER_MESSAGE_TOKENS, Compacted, DEFAULT_TRUNCATION, EMPTY_SUMMARY, FilterReason,
-    History, HistoryPublisher, Published, Recorded, SharedHistory, TruncationPolicy, summary_text,
-    truncate_text,
+    History, HistoryPublisher, Published, Recorded, SharedHistory, TruncationPolicy,
+    WorldStateUpdate, summary_text, truncate_text,
 };
 
 // The projection layer: a history turned into a model's input, repaired and reported.

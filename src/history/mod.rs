@@ -3,7 +3,7 @@
 //! Every inherent method of `History` that changes or reads the history lives in this folder:
 //! recording, replacing and removing here, rollback (and the states before compactions it can
 //! return to) in `rollback.rs`, compaction in `compact.rs`, the pairing index it maintains in
-//! `index.rs`, record-time truncation in `truncate.rs`. `shared.rs` shares a
+//! `index.rs`, record-time truncation in `truncate.rs`, world-state updates in `world.rs`. `shared.rs` shares a
 //! history between threads: one writer publishes versions, any number of readers load them.
 //! Projecting a history into a request is the projection layer's work (`History::project` is
 //! defined there).
@@ -15,6 +15,7 @@ mod memo;
 mod rollback;
 mod shared;
 mod truncate;
+mod world;
 
 use std::sync::Arc;
 
@@ -36,6 +37,7 @@ pub(crate) use index::{PairingIndex, PositionSet};
 pub(crate) use memo::MediaMemo;
 pub use shared::{HistoryPublisher, Published, SharedHistory};
 pub use truncate::{TruncationPolicy, truncate_text};
+pub use world::WorldStateUpdate;
 
 /// The truncation policy a history uses when none is given: 10,000 tokens, Codex's policy for
 /// its current models.

@@ -37,7 +37,10 @@ pub use model::{
 pub use turn::{
     SUMMARY_PREFIX, is_contextual_developer_text, is_contextual_user_text, is_summary_text,
 };
-pub(crate) use turn::{TurnRole, is_first_turn_settings_text, turn_role};
+pub(crate) use turn::{
+    TurnRole, ends_with_ignore_case, is_first_turn_settings_text, starts_with_ignore_case,
+    turn_role,
+};
 pub(crate) use work::count_conversion;
 #[cfg(feature = "testing")]
 pub use work::item_conversions;

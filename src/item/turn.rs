@@ -63,12 +63,15 @@ const DEVELOPER_FRAGMENT_PREFIXES: &[&str] = &[
     "Approved command prefix saved:",
 ];
 
-fn starts_with_ignore_case(text: &str, prefix: &str) -> bool {
+/// Whether `text` starts with `prefix`, ASCII case-insensitively (false when the prefix's length
+/// does not fall on a character boundary of `text`).
+pub(crate) fn starts_with_ignore_case(text: &str, prefix: &str) -> bool {
     text.get(..prefix.len())
         .is_some_and(|head| head.eq_ignore_ascii_case(prefix))
 }
 
-fn ends_with_ignore_case(text: &str, suffix: &str) -> bool {
+/// Whether `text` ends with `suffix`, ASCII case-insensitively.
+pub(crate) fn ends_with_ignore_case(text: &str, suffix: &str) -> bool {
     text.len() >= suffix.len()
         && text
             .get(text.len() - suffix.len()..)

@@ -32,4 +32,11 @@ pub enum WorldStateError {
         /// The repeated id.
         id: String,
     },
+    /// An item of the history that world-state rendering had to read (a `user` or `developer`
+    /// message, searched for a section's fragment) is not of a message's shape.
+    #[error("history item {position} is not a readable message")]
+    UnreadableItem {
+        /// Its position in the history.
+        position: usize,
+    },
 }
