@@ -95,6 +95,12 @@ mod tests {
                 source: json(),
             }
             .into(),
+            ToolsError::Plan {
+                path: path.clone(),
+                source: ToolPlanError::Serialize { source: json() },
+            }
+            .into(),
+            ToolPlanError::Serialize { source: json() }.into(),
             SnapshotError::Io {
                 path: path.clone(),
                 step: SnapshotStep::Map,

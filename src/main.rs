@@ -8,8 +8,8 @@ use std::process::ExitCode;
 use agent_history::{
     Modalities, ProjectionOptions, PromptCompiler, ReasoningConfig, RepairKind, Replace,
     RequestSettings, ResponseOptions, ResumeOptions, Resumed, SNAPSHOT_FORMAT_VERSION,
-    SnapshotOptions, SnapshotTrust, StepContext, ToolChoice, ToolPlan, TruncationPolicy, UnknownItems,
-    is_snapshot, open_rollout, open_snapshot, read_tools, resume_reader,
+    SnapshotOptions, SnapshotTrust, StepContext, ToolChoice, ToolPlan, TruncationPolicy,
+    UnknownItems, is_snapshot, open_rollout, open_snapshot, read_tools, resume_reader,
 };
 use anyhow::Context as _;
 use clap::{Parser, Subcommand};

@@ -78,8 +78,10 @@ fn compiler(modalities: Modalities) -> PromptCompiler {
     })
     .with_base_instructions("Line one.\nLine \"two\".")
     .with_tools(
-        ToolPlan::new(vec![serde_json::json!({"type":"function","name":"shell","parameters":{}})])
-            .expect("a plan"),
+        ToolPlan::new(vec![
+            serde_json::json!({"type":"function","name":"shell","parameters":{}}),
+        ])
+        .expect("a plan"),
         true,
     )
     .with_projection(ProjectionOptions::for_modalities(modalities))

@@ -545,11 +545,7 @@ impl PromptCompiler {
     }
 
     /// Sets the tool plan and whether its tools may be called in parallel.
-    pub fn with_tools(
-        mut self,
-        plan: impl Into<Arc<ToolPlan>>,
-        parallel_tool_calls: bool,
-    ) -> Self {
+    pub fn with_tools(mut self, plan: impl Into<Arc<ToolPlan>>, parallel_tool_calls: bool) -> Self {
         self.tools = plan.into();
         self.parallel_tool_calls = parallel_tool_calls;
         self

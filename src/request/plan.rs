@@ -540,19 +540,23 @@ impl ToolPlan {
     /// model named a tool it was not shown). Time: O(1) expected.
     pub fn lookup(&self, key: ToolCallKey<'_>) -> Option<ToolMatch<'_>> {
         let index = &self.index;
-        let top = |at: Option<&usize>| at.copied().map(|at| (ToolPosition::top(at), &self.specs[at]));
-        let member = |namespace: &str, pick: fn(&NamespaceIndex) -> &HashMap<String, usize>, name: &str| {
-            let found = index.namespaces.get(namespace)?;
-            let member = *pick(found).get(name)?;
-            let spec = self.specs[found.index].get("tools")?.get(member)?;
-            Some((
-                ToolPosition {
-                    index: found.index,
-                    member: Some(member),
-                },
-                spec,
-            ))
+        let top = |at: Option<&usize>| {
+            at.copied()
+                .map(|at| (ToolPosition::top(at), &self.specs[at]))
         };
+        let member =
+            |namespace: &str, pick: fn(&NamespaceIndex) -> &HashMap<String, usize>, name: &str| {
+                let found = index.namespaces.get(namespace)?;
+                let member = *pick(found).get(name)?;
+                let spec = self.specs[found.index].get("tools")?.get(member)?;
+                Some((
+                    ToolPosition {
+                        index: found.index,
+                        member: Some(member),
+                    },
+                    spec,
+                ))
+            };
         let (found, runner) = match key {
             ToolCallKey::Function {
                 namespace: None,
@@ -698,5 +702,84 @@ impl ToolRegistry {
     /// already there; the registry then keeps its current plan.
     pub fn add(&mut self, spec: Value) -> Result<Arc<ToolPlan>, ToolPlanError> {
         self.update(|specs| specs.push(spec))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn web_search_variants_are_one_tool_and_other_types_none() {
+        for kind in [
+            "web_search",
+            "web_search_preview",
+            "web_search_2025_08_26",
+            "web_search_preview_2025_03_11",
+        ] {
+            let plan = ToolPlan::new(vec![json!({"type": kind})]).expect("a plan");
+            assert_eq!(plan.index.web_search, Some(0), "{kind}");
+        }
+        let plan = ToolPlan::new(vec![json!({"type":"websearch"}), json!({"type":"mcp"})])
+            .expect("a plan");
+        assert_eq!(plan.index.web_search, None);
+        assert!(plan.index.functions.is_empty() && plan.index.namespaces.is_empty());
+    }
+
+    #[test]
+    fn positions_and_duplicate_messages_name_the_spec() {
+        assert_eq!(ToolPosition::top(3).to_string(), "tool 3");
+        let member = ToolPosition {
+            index: 2,
+            member: Some(1),
+        };
+        assert_eq!(member.to_string(), "member 1 of tool 2");
+        let error = ToolPlan::new(vec![json!({"type":"namespace","name":"fs","tools":[
+            {"type":"function","name":"read"},
+            {"type":"function","name":"read"},
+        ]})])
+        .expect_err("duplicate member");
+        assert_eq!(
+            error.to_string(),
+            "member 1 of tool 0 repeats the name `read` in namespace `fs` of member 0 of tool 0"
+        );
+    }
+
+    /// The plan's `Serialize` impl, its `json` and serde's bytes for the specs are one text.
+    #[test]
+    fn serialize_gives_the_bytes_built_once() {
+        let specs = vec![
+            json!({"type":"function","name":"a","parameters":{"b":1,"a":2}}),
+            json!({"type":"local_shell"}),
+        ];
+        let plan = ToolPlan::new(specs.clone()).expect("a plan");
+        let expected = serde_json::to_string(&specs).expect("serializes");
+        assert_eq!(plan.json(), expected);
+        assert_eq!(serde_json::to_string(&plan).expect("serializes"), expected);
+        assert_eq!(
+            format!("{plan:?}"),
+            format!("ToolPlan {{ generation: 0, json: {expected:?}, .. }}")
+        );
+    }
+
+    /// A failed edit leaves the registry's plan and generation where they were.
+    #[test]
+    fn a_refused_edit_changes_nothing() {
+        let mut registry = ToolRegistry::new(vec![json!({"type":"local_shell"})]).expect("a plan");
+        let before = registry.plan();
+        let error = registry
+            .update(|specs| {
+                specs.push(json!({"type":"function","name":"x"}));
+                specs.push(json!({"type":"local_shell"}));
+            })
+            .expect_err("two local shells");
+        assert!(matches!(
+            error,
+            ToolPlanError::DuplicateName { ref name, second: ToolPosition { index: 2, member: None }, .. } if name == "local_shell"
+        ));
+        assert!(Arc::ptr_eq(&before, &registry.plan()));
+        assert_eq!(registry.generation(), 0);
     }
 }
