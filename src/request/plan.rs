@@ -540,15 +540,16 @@ impl ToolPlan {
     /// model named a tool it was not shown). Time: O(1) expected.
     pub fn lookup(&self, key: ToolCallKey<'_>) -> Option<ToolMatch<'_>> {
         let index = &self.index;
+        // The index was built from these specs: every position in it is there.
         let top = |at: Option<&usize>| {
-            at.copied()
-                .map(|at| (ToolPosition::top(at), &self.specs[at]))
+            let at = *at?;
+            Some((ToolPosition::top(at), self.specs.get(at)?))
         };
         let member =
             |namespace: &str, pick: fn(&NamespaceIndex) -> &HashMap<String, usize>, name: &str| {
                 let found = index.namespaces.get(namespace)?;
                 let member = *pick(found).get(name)?;
-                let spec = self.specs[found.index].get("tools")?.get(member)?;
+                let spec = self.specs.get(found.index)?.get("tools")?.get(member)?;
                 Some((
                     ToolPosition {
                         index: found.index,
