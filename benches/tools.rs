@@ -115,7 +115,10 @@ fn main() {
             }
         },
     );
-    print("tools field: copy the plan's bytes / serialize the specs", ratio);
+    print(
+        "tools field: copy the plan's bytes / serialize the specs",
+        ratio,
+    );
 
     let with_plan = PromptCompiler::new(settings()).with_tools(Arc::clone(&plan), true);
     let without = PromptCompiler::new(settings());
@@ -138,11 +141,7 @@ fn main() {
             .body()
             .expect("a Vec");
         let bare = String::from_utf8(bare).expect("UTF-8");
-        let spliced = bare.replacen(
-            r#""tools":[]"#,
-            &format!(r#""tools":{}"#, plan.json()),
-            1,
-        );
+        let spliced = bare.replacen(r#""tools":[]"#, &format!(r#""tools":{}"#, plan.json()), 1);
         assert_eq!(spliced.as_bytes(), body.as_slice(), "the same body");
 
         let mut body_buffer = Vec::new();
