@@ -510,7 +510,8 @@ impl ToolPlan {
     }
 
     /// The generation: 0 for a plan made by [`ToolPlan::new`]; in a [`ToolRegistry`], one more
-    /// than the plan before for each change of the tools.
+    /// than the plan before for each change of the tools. It numbers one registry's plans: plans
+    /// of two registries, or made apart, are not told apart by it.
     pub fn generation(&self) -> u64 {
         self.generation
     }
@@ -636,7 +637,8 @@ impl Serialize for ToolPlan {
 /// assert_eq!((second.generation(), second.len(), first.len()), (2, 2, 1));
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-#[derive(Debug, Clone, Default)]
+// Not `Clone`: two copies would number different plans with one generation.
+#[derive(Debug, Default)]
 pub struct ToolRegistry {
     plan: Arc<ToolPlan>,
 }
