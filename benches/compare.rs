@@ -38,7 +38,7 @@ use serde_json::{Map, Value};
 
 use agent_history::{
     History, IMAGE_PLACEHOLDER, ItemId, Modalities, ModelRequest, ProjectionOptions,
-    PromptCompiler, RequestSettings, StepContext, synthetic_output_id,
+    PromptCompiler, RequestSettings, StepContext, ToolPlan, synthetic_output_id,
 };
 
 #[path = "common/session.rs"]
@@ -170,6 +170,7 @@ impl Library {
         for json in items {
             history.record_json(json.as_str()).expect("a valid item");
         }
+        let plan = Arc::new(ToolPlan::new(tools()).expect("distinct tool names"));
         let compiler = |modalities| {
             PromptCompiler::new(RequestSettings {
                 model: MODEL.into(),
@@ -177,7 +178,7 @@ impl Library {
                 ..RequestSettings::default()
             })
             .with_base_instructions(INSTRUCTIONS)
-            .with_tools(tools(), true)
+            .with_tools(Arc::clone(&plan), true)
             .with_projection(ProjectionOptions::for_modalities(modalities))
         };
         Library {

@@ -1,14 +1,14 @@
 //! [`Error`]: any error of this crate.
 //!
 //! Each layer defines its errors beside its operations ([`ItemError`] in the item layer,
-//! [`ProjectionError`] in projection, [`RequestError`] and [`ToolsError`] in request,
-//! [`SnapshotError`] in snapshot, [`RolloutError`] and [`RolloutWriteError`] in rollout); this
-//! module only aggregates them, for callers — and the session layer — that do several kinds of
-//! work.
+//! [`ProjectionError`] in projection, [`RequestError`], [`ToolPlanError`] and [`ToolsError`] in
+//! request, [`SnapshotError`] in snapshot, [`RolloutError`] and [`RolloutWriteError`] in
+//! rollout); this module only aggregates them, for callers — and the session layer — that do
+//! several kinds of work.
 
 use crate::item::ItemError;
 use crate::projection::ProjectionError;
-use crate::request::{RequestError, ToolsError};
+use crate::request::{RequestError, ToolPlanError, ToolsError};
 use crate::rollout::{RolloutError, RolloutWriteError};
 use crate::snapshot::SnapshotError;
 
@@ -25,6 +25,9 @@ pub enum Error {
     /// See [`RequestError`].
     #[error(transparent)]
     Request(#[from] RequestError),
+    /// See [`ToolPlanError`].
+    #[error(transparent)]
+    ToolPlan(#[from] ToolPlanError),
     /// See [`ToolsError`].
     #[error(transparent)]
     Tools(#[from] ToolsError),
@@ -92,6 +95,12 @@ mod tests {
                 source: json(),
             }
             .into(),
+            ToolsError::Plan {
+                path: path.clone(),
+                source: ToolPlanError::Serialize { source: json() },
+            }
+            .into(),
+            ToolPlanError::Serialize { source: json() }.into(),
             SnapshotError::Io {
                 path: path.clone(),
                 step: SnapshotStep::Map,

@@ -55,11 +55,12 @@ pub use projection::{
     RepairMode, RepairReport, UnknownItems, Violation, ViolationKind,
 };
 
-// The request layer: prompts, model requests, the Responses API body, tools files.
+// The request layer: prompts, model requests, the Responses API body, tool plans, tools files.
 pub use request::{
     MAX_TOOLS_FILE_BYTES, ModelRequest, OUTPUT_SCHEMA_NAME, Prompt, PromptCompiler,
     REASONING_ENCRYPTED_CONTENT, ReasoningConfig, RequestError, RequestSettings, ResponseOptions,
-    StepContext, ToolChoice, ToolsError, Verbosity, read_tools,
+    Runner, StepContext, StepIdentity, ToolCallKey, ToolChoice, ToolMatch, ToolPlan, ToolPlanError,
+    ToolPosition, ToolRegistry, ToolsError, Verbosity, read_tools,
 };
 
 // The snapshot layer: memory-mapped archives of a history.

@@ -8,8 +8,8 @@ use std::process::ExitCode;
 use agent_history::{
     Modalities, ProjectionOptions, PromptCompiler, ReasoningConfig, RepairKind, Replace,
     RequestSettings, ResponseOptions, ResumeOptions, Resumed, SNAPSHOT_FORMAT_VERSION,
-    SnapshotOptions, SnapshotTrust, StepContext, ToolChoice, TruncationPolicy, UnknownItems,
-    is_snapshot, open_rollout, open_snapshot, read_tools, resume_reader,
+    SnapshotOptions, SnapshotTrust, StepContext, ToolChoice, ToolPlan, TruncationPolicy,
+    UnknownItems, is_snapshot, open_rollout, open_snapshot, read_tools, resume_reader,
 };
 use anyhow::Context as _;
 use clap::{Parser, Subcommand};
@@ -231,7 +231,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             // Before the rollout, which can be large: a wrong tools file fails at once.
             let tools = match tools {
                 Some(path) => read_tools(path)?,
-                None => Vec::new(),
+                None => ToolPlan::empty(),
             };
             let (history, thread_id, recorded) = if is_snapshot(&rollout) {
                 let options = SnapshotOptions {

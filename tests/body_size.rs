@@ -7,7 +7,7 @@
 use agent_history::testing::{media_checks, media_strips};
 use agent_history::{
     History, Modalities, ModelRequest, ProjectionOptions, PromptCompiler, RequestSettings,
-    StepContext,
+    StepContext, ToolPlan,
 };
 
 const IMAGE_MESSAGE: &str = r#"{"type":"message","role":"user","content":[{"type":"input_text","text":"look"},{"type":"input_image","image_url":"data:image/png;base64,AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"}]}"#;
@@ -78,7 +78,10 @@ fn compiler(modalities: Modalities) -> PromptCompiler {
     })
     .with_base_instructions("Line one.\nLine \"two\".")
     .with_tools(
-        vec![serde_json::json!({"type":"function","name":"shell","parameters":{}})],
+        ToolPlan::new(vec![
+            serde_json::json!({"type":"function","name":"shell","parameters":{}}),
+        ])
+        .expect("a plan"),
         true,
     )
     .with_projection(ProjectionOptions::for_modalities(modalities))

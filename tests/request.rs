@@ -3,7 +3,8 @@
 use agent_history::{
     History, MAX_TOOLS_FILE_BYTES, Modalities, ProjectionOptions, PromptCompiler,
     REASONING_ENCRYPTED_CONTENT, ReasoningConfig, RequestSettings, ResponseOptions, StepContext,
-    ToolChoice, ToolsError, TurnId, Verbosity, read_tools,
+    StepIdentity, ToolChoice, ToolPlan, ToolPlanError, ToolPosition, ToolRegistry, ToolsError,
+    TurnId, Verbosity, read_tools,
 };
 use serde_json::{Value, json};
 
@@ -82,6 +83,12 @@ fn full_body_has_reasoning_cache_key_text_format_and_tier() {
     let schema =
         json!({"type":"object","properties":{"answer":{"type":"string"}},"required":["answer"]});
     let tools = vec![json!({"type":"function","name":"shell","parameters":{"type":"object"}})];
+    // Generation 2: a registry that held other tools before.
+    let mut registry = ToolRegistry::default();
+    registry
+        .set(vec![json!({"type":"local_shell"})])
+        .expect("a plan");
+    let plan = registry.set(tools.clone()).expect("a plan");
     let request = PromptCompiler::new(RequestSettings {
         model: "m".into(),
         reasoning: Some(ReasoningConfig {
@@ -92,7 +99,7 @@ fn full_body_has_reasoning_cache_key_text_format_and_tier() {
         prompt_cache_key: Some("thread-1".into()),
         service_tier: Some("priority".into()),
     })
-    .with_tools(tools.clone(), true)
+    .with_tools(plan, true)
     .with_output_schema(schema.clone(), true)
     .with_projection(ProjectionOptions::for_modalities(Modalities::TEXT))
     .compile(
@@ -100,13 +107,17 @@ fn full_body_has_reasoning_cache_key_text_format_and_tier() {
         StepContext {
             turn_id: Some(TurnId::new("turn-7")),
             step_id: 3,
-            tool_plan_generation: 2,
         },
     )
     .expect("lenient");
-    assert_eq!(request.step.turn_id, Some(TurnId::new("turn-7")));
-    assert_eq!(request.step.step_id, 3);
-    assert_eq!(request.step.tool_plan_generation, 2);
+    assert_eq!(
+        request.step_identity(),
+        StepIdentity {
+            turn_id: Some(TurnId::new("turn-7")),
+            step_id: 3,
+            tool_generation: 2,
+        }
+    );
     let body: Value = serde_json::from_slice(&request.body().expect("body")).expect("JSON");
     assert_eq!(
         keys(&body),
@@ -304,7 +315,10 @@ fn serialize_gives_the_bytes_of_write_body() {
     })
     .with_base_instructions("Line one.\n\"Two\" \u{1F600}")
     .with_tools(
-        vec![json!({"type":"function","name":"shell","parameters":{"type":"object","properties":{}}})],
+        ToolPlan::new(vec![
+            json!({"type":"function","name":"shell","parameters":{"type":"object","properties":{}}}),
+        ])
+        .expect("a plan"),
         true,
     )
     .with_output_schema(json!({"type":"object"}), false)
@@ -447,14 +461,17 @@ mod serialize_matches_write_body {
             for index in items {
                 history.record_json(ITEMS[index]).expect("recorded");
             }
+            // One tool per name: a plan refuses two tools with one name.
+            let mut seen = std::collections::HashSet::new();
             let tools = tool_names
                 .into_iter()
+                .filter(|name| seen.insert(name.clone()))
                 .map(|name| json!({"type":"function","name":name,"parameters":{"type":"object"}}))
                 .collect();
             let modalities = if text_only { Modalities::TEXT } else { Modalities::default() };
             let mut compiler = PromptCompiler::new(settings)
                 .with_base_instructions(instructions)
-                .with_tools(tools, parallel)
+                .with_tools(ToolPlan::new(tools).expect("distinct names"), parallel)
                 .with_response_options(response)
                 .with_projection(ProjectionOptions::for_modalities(modalities));
             if let Some((title, strict)) = schema {
@@ -482,13 +499,14 @@ fn tools_files_are_read_and_checked() {
     .expect("written");
     let tools = read_tools(&path).expect("valid");
     assert_eq!(tools.len(), 2);
+    assert_eq!(tools.generation(), 0);
     assert_eq!(
-        serde_json::to_string(&tools[0]).expect("serializes"),
+        serde_json::to_string(&tools.specs()[0]).expect("serializes"),
         r#"{"type":"function","name":"shell","parameters":{"type":"object"},"strict":false}"#,
         "keys in the file's order"
     );
     std::fs::write(&path, "[]").expect("written");
-    assert_eq!(read_tools(&path).expect("valid"), Vec::<Value>::new());
+    assert!(read_tools(&path).expect("valid").is_empty());
 
     let cases: [(&str, &str); 5] = [
         (
@@ -527,6 +545,32 @@ fn tools_files_are_read_and_checked() {
     ));
     std::fs::write(&path, "[] x").expect("written");
     assert!(matches!(read_tools(&path), Err(ToolsError::Json { .. })));
+    // Specs a plan refuses: the file is named, the spec is in the source.
+    std::fs::write(
+        &path,
+        r#"[{"type":"function","name":"shell"},{"type":"custom","name":"shell"}]"#,
+    )
+    .expect("written");
+    let error = read_tools(&path).expect_err("two tools named shell");
+    assert!(error.to_string().contains(&shown), "{error}");
+    assert!(
+        matches!(
+            &error,
+            ToolsError::Plan {
+                source: ToolPlanError::DuplicateName { name, first: ToolPosition { index: 0, member: None }, second: ToolPosition { index: 1, member: None }, .. },
+                ..
+            } if name == "shell"
+        ),
+        "{error:?}"
+    );
+    std::fs::write(&path, r#"[{"type":"function","parameters":{}}]"#).expect("written");
+    assert!(matches!(
+        read_tools(&path),
+        Err(ToolsError::Plan {
+            source: ToolPlanError::InvalidSpec { .. },
+            ..
+        })
+    ));
 
     let missing = dir.path().join("missing.json");
     let error = read_tools(&missing).expect_err("missing");

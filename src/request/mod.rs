@@ -1,7 +1,9 @@
 //! The request layer: the [`Prompt`], the [`ModelRequest`] around it, the [`PromptCompiler`]
 //! that composes them, and the Responses API body writer (keys and values as Codex sends them).
-//! `tools.rs` reads tool specs from a file ([`read_tools`]).
+//! `plan.rs` holds the tools of a step ([`ToolPlan`], [`ToolRegistry`]); `tools.rs` reads tool
+//! specs from a file ([`read_tools`]).
 
+mod plan;
 mod tools;
 
 use std::io::Write;
@@ -16,6 +18,11 @@ use crate::history::History;
 use crate::item::TurnId;
 use crate::projection::{Projection, ProjectionError, ProjectionOptions};
 
+#[cfg(feature = "testing")]
+pub use plan::tool_plan_serializations;
+pub use plan::{
+    Runner, ToolCallKey, ToolMatch, ToolPlan, ToolPlanError, ToolPosition, ToolRegistry,
+};
 pub use tools::{MAX_TOOLS_FILE_BYTES, ToolsError, read_tools};
 
 /// Writing a request body failed.
@@ -25,7 +32,7 @@ pub enum RequestError {
     /// The writer failed.
     #[error("cannot write request body")]
     Io(#[from] std::io::Error),
-    /// A field (tools, schema) could not be serialized.
+    /// A field (the output schema) could not be serialized.
     #[error("cannot serialize request field `{field}`")]
     Serialize {
         /// The field.
@@ -46,8 +53,8 @@ pub struct Prompt {
     pub base_instructions: Arc<str>,
     /// The projected history.
     pub input: Projection,
-    /// Tool definitions as JSON.
-    pub tools: Arc<[Value]>,
+    /// The tools, serialized once per plan; the executor looks the answer's calls up in it.
+    pub tools: Arc<ToolPlan>,
     /// Whether the model may call tools in parallel.
     pub parallel_tool_calls: bool,
     /// A JSON schema the answer must follow.
@@ -79,15 +86,28 @@ pub enum Verbosity {
     High,
 }
 
-/// Where in the agent loop a request is made; carried beside the request, never sent.
+/// Where in the agent loop a request is made, as the caller knows it; carried beside the
+/// request, never sent. The tool generation comes from the request's plan: see
+/// [`ModelRequest::step_identity`].
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct StepContext {
     /// The turn the request belongs to, if any.
     pub turn_id: Option<TurnId>,
     /// The step within the turn (each model request of a turn is one step).
     pub step_id: u64,
-    /// The generation of the tool plan the request's tools come from.
-    pub tool_plan_generation: u64,
+}
+
+/// The identity of a request's step: its turn, its step, and the generation of the tool plan
+/// its tools come from ([`ModelRequest::step_identity`]). Two requests with one identity offered
+/// the model the same tools.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct StepIdentity {
+    /// The turn, if any.
+    pub turn_id: Option<TurnId>,
+    /// The step within the turn.
+    pub step_id: u64,
+    /// The generation of the request's [`ToolPlan`].
+    pub tool_generation: u64,
 }
 
 /// What the model may do with the tools: the request's `tool_choice`.
@@ -176,11 +196,20 @@ pub struct ModelRequest {
     pub settings: RequestSettings,
     /// `tool_choice`, `store`, `stream`, `include`.
     pub response: ResponseOptions,
-    /// Turn, step and tool-plan generation (not sent).
+    /// Turn and step (not sent).
     pub step: StepContext,
 }
 
 impl ModelRequest {
+    /// Turn, step and the generation of the request's tool plan.
+    pub fn step_identity(&self) -> StepIdentity {
+        StepIdentity {
+            turn_id: self.step.turn_id.clone(),
+            step_id: self.step.step_id,
+            tool_generation: self.prompt.tools.generation(),
+        }
+    }
+
     /// Writes the Responses API request body, copying each input item's JSON bytes (without any
     /// white space around an item's text, which is not part of its JSON value).
     ///
@@ -195,8 +224,8 @@ impl ModelRequest {
     ///
     /// # Errors
     ///
-    /// [`RequestError::Io`] from the writer, [`RequestError::Serialize`] if a tool or the schema
-    /// cannot be serialized.
+    /// [`RequestError::Io`] from the writer, [`RequestError::Serialize`] if the schema cannot be
+    /// serialized.
     pub fn write_body<W: Write + ?Sized>(&self, out: &mut W) -> Result<(), RequestError> {
         self.write_head(out)?;
         let mut first = true;
@@ -235,8 +264,7 @@ impl ModelRequest {
     ///
     /// # Errors
     ///
-    /// [`RequestError::Serialize`] if a tool or the schema cannot be serialized; `out` is then
-    /// left empty.
+    /// [`RequestError::Serialize`] if the schema cannot be serialized; `out` is then left empty.
     ///
     /// # Examples
     ///
@@ -295,7 +323,8 @@ impl ModelRequest {
         let prompt = &self.prompt;
         let response = &self.response;
         out.write_all(b"],\"tools\":")?;
-        write_json(out, "tools", &*prompt.tools)?;
+        // Serialized when the plan was built: copied, never serialized per request.
+        out.write_all(prompt.tools.json().as_bytes())?;
         out.write_all(b",\"tool_choice\":")?;
         write_json(out, "tool_choice", &response.tool_choice)?;
         out.write_all(b",\"parallel_tool_calls\":")?;
@@ -480,7 +509,7 @@ pub struct PromptCompiler {
     settings: RequestSettings,
     projection: ProjectionOptions,
     base_instructions: Arc<str>,
-    tools: Arc<[Value]>,
+    tools: Arc<ToolPlan>,
     parallel_tool_calls: bool,
     output_schema: Option<Arc<Value>>,
     output_schema_strict: bool,
@@ -496,7 +525,7 @@ impl PromptCompiler {
             settings,
             projection: ProjectionOptions::default(),
             base_instructions: Arc::from(""),
-            tools: Arc::from(Vec::new()),
+            tools: Arc::new(ToolPlan::empty()),
             parallel_tool_calls: false,
             output_schema: None,
             output_schema_strict: true,
@@ -515,11 +544,17 @@ impl PromptCompiler {
         self
     }
 
-    /// Sets the tools and whether they may be called in parallel.
-    pub fn with_tools(mut self, tools: Vec<Value>, parallel_tool_calls: bool) -> Self {
-        self.tools = Arc::from(tools);
+    /// Sets the tool plan and whether its tools may be called in parallel.
+    pub fn with_tools(mut self, plan: impl Into<Arc<ToolPlan>>, parallel_tool_calls: bool) -> Self {
+        self.tools = plan.into();
         self.parallel_tool_calls = parallel_tool_calls;
         self
+    }
+
+    /// Sets the tool plan of the requests compiled from now on, say the current plan of a
+    /// [`ToolRegistry`] before each step. Requests compiled before keep theirs.
+    pub fn set_tools(&mut self, plan: impl Into<Arc<ToolPlan>>) {
+        self.tools = plan.into();
     }
 
     /// Sets an output schema (strict by default, as in Codex).
@@ -535,7 +570,8 @@ impl PromptCompiler {
         self
     }
 
-    /// Projects `history` and composes the request for `step`.
+    /// Projects `history` and composes the request for `step`, with the current tool plan (its
+    /// generation is the request's [`StepIdentity::tool_generation`]).
     ///
     /// # Errors
     ///

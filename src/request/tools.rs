@@ -1,5 +1,5 @@
 //! Tool specs read from a file: a JSON array of objects, each one tool as the Responses API
-//! takes it (`{"type":"function","name":…,"parameters":…}`, say).
+//! takes it (`{"type":"function","name":…,"parameters":…}`, say), made into a [`ToolPlan`].
 
 use std::fs::File;
 use std::io::Read;
@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
+use super::plan::{ToolPlan, ToolPlanError};
 use crate::item::json_type;
 
 /// The largest tools file [`read_tools`] reads: 64 MiB. Real tool lists are kilobytes; the limit
@@ -67,17 +68,30 @@ pub enum ToolsError {
         /// What it is: "a string", "null", …
         found: &'static str,
     },
+    /// The array holds tool specs a plan refuses: one without what its calls are found by, or
+    /// two with one name.
+    #[error("tools file {} is not a usable list of tools", path.display())]
+    Plan {
+        /// The file.
+        path: PathBuf,
+        /// What the plan refused, naming the spec.
+        #[source]
+        source: ToolPlanError,
+    },
 }
 
-/// Reads tool specs from the JSON file at `path`: an array of objects, each passed on as given
-/// (keys in the file's order) to [`PromptCompiler::with_tools`](super::PromptCompiler::with_tools).
-/// The objects' contents are not checked: the provider knows which tool types it takes.
+/// Reads tool specs from the JSON file at `path` into a [`ToolPlan`] (generation 0), for
+/// [`PromptCompiler::with_tools`](super::PromptCompiler::with_tools): an array of objects, each
+/// sent as given (keys in the file's order). Of their contents, only what a plan finds calls by
+/// is checked (a `type`; a `name` for `function`, `custom` and `namespace` tools; names that
+/// differ): the provider knows which tool types it takes.
 ///
 /// # Errors
 ///
 /// [`ToolsError::Io`] when the file cannot be read, [`ToolsError::TooLarge`] over
 /// [`MAX_TOOLS_FILE_BYTES`], [`ToolsError::Json`] when it is not JSON,
-/// [`ToolsError::NotAnArray`] and [`ToolsError::NotAnObject`] when it is JSON of another shape.
+/// [`ToolsError::NotAnArray`] and [`ToolsError::NotAnObject`] when it is JSON of another shape,
+/// [`ToolsError::Plan`] when [`ToolPlan::new`] refuses the specs.
 ///
 /// # Examples
 ///
@@ -87,13 +101,13 @@ pub enum ToolsError {
 /// let dir = tempfile::tempdir()?;
 /// let path = dir.path().join("tools.json");
 /// std::fs::write(&path, r#"[{"type":"function","name":"shell","parameters":{"type":"object"}}]"#)?;
-/// assert_eq!(read_tools(&path)?[0]["name"], "shell");
+/// assert_eq!(read_tools(&path)?.specs()[0]["name"], "shell");
 ///
 /// std::fs::write(&path, r#"{"type":"function","name":"shell"}"#)?;
 /// assert!(matches!(read_tools(&path), Err(ToolsError::NotAnArray { found: "an object", .. })));
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-pub fn read_tools(path: impl AsRef<Path>) -> Result<Vec<Value>, ToolsError> {
+pub fn read_tools(path: impl AsRef<Path>) -> Result<ToolPlan, ToolsError> {
     let path = path.as_ref();
     let io_error = |source| ToolsError::Io {
         path: path.to_owned(),
@@ -126,5 +140,8 @@ pub fn read_tools(path: impl AsRef<Path>) -> Result<Vec<Value>, ToolsError> {
             found: json_type(tool),
         });
     }
-    Ok(tools)
+    ToolPlan::new(tools).map_err(|source| ToolsError::Plan {
+        path: path.to_owned(),
+        source,
+    })
 }
