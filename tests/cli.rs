@@ -277,8 +277,9 @@ fn check_reports_a_replacement_historys_images_once_and_what_resume_leaves_out()
         "{stdout}"
     );
     assert!(
-        stdout
-            .contains("left out by resume (not history content): 1 ghost_snapshot, 1 token_usage_record"),
+        stdout.contains(
+            "left out by resume (not history content): 1 ghost_snapshot, 1 token_usage_record"
+        ),
         "{stdout}"
     );
     assert!(stdout.contains("2 finding(s)"), "{stdout}");
@@ -292,8 +293,9 @@ fn check_reports_a_replacement_historys_images_once_and_what_resume_leaves_out()
     );
     let project = run(&["project", path.to_str().expect("utf-8 path")]);
     assert!(
-        text(&project.stderr)
-            .contains("left out by resume (not history content): 1 ghost_snapshot, 1 token_usage_record"),
+        text(&project.stderr).contains(
+            "left out by resume (not history content): 1 ghost_snapshot, 1 token_usage_record"
+        ),
         "{}",
         text(&project.stderr)
     );
@@ -374,7 +376,7 @@ fn snapshot_verify_and_project_from_a_snapshot() {
     let old = run(&["verify", golden]);
     assert!(old.status.success(), "stderr: {}", text(&old.stderr));
     assert!(
-        text(&old.stdout).contains("format          version 1 (this build writes 2)"),
+        text(&old.stdout).contains("format          version 1 (this build writes 3)"),
         "{}",
         text(&old.stdout)
     );

@@ -33,7 +33,11 @@ fn world_at(step: u64) -> WorldSnapshot {
 }
 
 fn resume_snapshot_ready(path: &Path) -> Resumed {
-    resume_file(path, &ResumeOptions::new(DEFAULT_TRUNCATION).snapshot_ready()).expect("resumes")
+    resume_file(
+        path,
+        &ResumeOptions::new(DEFAULT_TRUNCATION).snapshot_ready(),
+    )
+    .expect("resumes")
 }
 
 /// A generated Codex-shaped rollout with world-state lines: full snapshots, patches, updates that
@@ -50,7 +54,9 @@ fn generated(seed: u64) -> CodexRollout {
     };
     for step in 0..24u64 {
         rollout.start_turn("gpt-5").expect("turn");
-        rollout.user(&format!("question {step}"), None).expect("user");
+        rollout
+            .user(&format!("question {step}"), None)
+            .expect("user");
         match next() % 9 {
             0 | 1 | 2 => {
                 rollout.world_state(&world_at(step)).expect("world");
@@ -61,7 +67,9 @@ fn generated(seed: u64) -> CodexRollout {
                 assert_eq!(rollout.world_state(&world_at(step)).expect("world"), None);
             }
             4 => rollout.compact("summary").expect("compacted"),
-            5 if step > 2 => rollout.rollback(1 + (next() % 2) as u32).expect("rolled back"),
+            5 if step > 2 => rollout
+                .rollback(1 + (next() % 2) as u32)
+                .expect("rolled back"),
             6 => rollout
                 .world_state_change(&WorldStateChange {
                     full: false,
@@ -143,7 +151,11 @@ fn a_snapshot_at_every_line_boundary_resumes_to_the_full_resume_baseline_include
             );
             used += usize::from(through.used_snapshot());
         }
-        assert_eq!(used, line_ends.len(), "seed {seed}: every cut uses the snapshot");
+        assert_eq!(
+            used,
+            line_ends.len(),
+            "seed {seed}: every cut uses the snapshot"
+        );
     }
     // The cuts exercised stored baselines, not only empty ones.
     assert!(with_baseline > 10, "{with_baseline}");
@@ -190,18 +202,18 @@ fn world_state_lines_are_replayed_in_order_and_problems_reported_with_their_line
             .to_string(),
     );
     let lines = [
-        meta_line(),                                                // 1
-        ws(json!({"full": false, "state": {"a": 1}})),              // 2: before the reset
-        ws(json!({"full": true, "state": {"a": {"x": 1}}})),        // 3: before the reset
-        item_line(&user("one")),                                    // 4
-        compacted,                                                  // 5: clears
-        ws(json!({"full": false, "state": {"a": {"x": 2}}})),       // 6: no baseline: ignored
+        meta_line(),                                                           // 1
+        ws(json!({"full": false, "state": {"a": 1}})), // 2: before the reset
+        ws(json!({"full": true, "state": {"a": {"x": 1}}})), // 3: before the reset
+        item_line(&user("one")),                       // 4
+        compacted,                                     // 5: clears
+        ws(json!({"full": false, "state": {"a": {"x": 2}}})), // 6: no baseline: ignored
         ws(json!({"full": true, "state": {"a": {"x": 1}, "b": 2}})), // 7
-        ws(json!({"full": false, "state": {"a": {"x": 3}}})),       // 8
-        ws(json!({"full": "yes", "state": {}})),                    // 9: not a world_state
-        item_line(&assistant("two")),                               // 10
-        ws(json!({"full": false, "state": "text"})),                // 11: drops the baseline
-        ws(json!({"full": false, "state": {"b": null}})),           // 12: no baseline: ignored
+        ws(json!({"full": false, "state": {"a": {"x": 3}}})), // 8
+        ws(json!({"full": "yes", "state": {}})),       // 9: not a world_state
+        item_line(&assistant("two")),                  // 10
+        ws(json!({"full": false, "state": "text"})),   // 11: drops the baseline
+        ws(json!({"full": false, "state": {"b": null}})), // 12: no baseline: ignored
         ws(json!({"full": true, "state": {"c": {"on": true, "gone": null}}})), // 13
         ws(json!({"full": false, "state": {"c": {"on": false}, "d": [1]}})), // 14
     ];
@@ -212,8 +224,14 @@ fn world_state_lines_are_replayed_in_order_and_problems_reported_with_their_line
         Some(&snapshot(json!({"c": {"on": false}, "d": [1]})))
     );
     let report = &resumed.report().world_state;
-    assert_eq!(report.lines, 9, "the line without {{full, state}} is not one");
-    assert_eq!(report.replayed, 7, "lines 2 and 3 come before the compaction");
+    assert_eq!(
+        report.lines, 9,
+        "the line without {{full, state}} is not one"
+    );
+    assert_eq!(
+        report.replayed, 7,
+        "lines 2 and 3 come before the compaction"
+    );
     assert_eq!(report.ignored_patches, 2);
     assert_eq!(report.invalid, 1);
     let issues: Vec<(u64, &WorldStateProblem)> = report
@@ -308,9 +326,15 @@ fn a_session_persists_world_states_and_resumes_to_the_same_baseline() {
         .expect("persisted")
         .expect("changed");
     assert!(!change.full);
-    assert_eq!(change.state, second.merge_patch_from(&first).expect("differ"));
+    assert_eq!(
+        change.state,
+        second.merge_patch_from(&first).expect("differ")
+    );
     let length = std::fs::metadata(&path).expect("file").len();
-    assert_eq!(session.persist_world_state(&second).expect("persisted"), None);
+    assert_eq!(
+        session.persist_world_state(&second).expect("persisted"),
+        None
+    );
     assert_eq!(
         std::fs::metadata(&path).expect("file").len(),
         length,
@@ -342,7 +366,9 @@ fn a_session_persists_world_states_and_resumes_to_the_same_baseline() {
         .expect("persisted")
         .expect("changed");
     session.record_json(&user("three")).expect("recorded");
-    session.persist_world_state(&world_at(6)).expect("persisted");
+    session
+        .persist_world_state(&world_at(6))
+        .expect("persisted");
     check(&session, "before the rollback");
     session.rollback(1).expect("rolled back");
     assert_eq!(session.history().world_state_baseline(), None);
@@ -355,7 +381,9 @@ fn a_session_persists_world_states_and_resumes_to_the_same_baseline() {
             .expect("changed")
             .full
     );
-    session.persist_world_state(&world_at(8)).expect("persisted");
+    session
+        .persist_world_state(&world_at(8))
+        .expect("persisted");
     check(&session, "at the end");
     let live = session.history().clone();
     drop(session);
@@ -364,7 +392,9 @@ fn a_session_persists_world_states_and_resumes_to_the_same_baseline() {
         .session;
     assert_eq!(resumed.history(), &live);
     assert_eq!(
-        resumed.persist_world_state(&world_at(8)).expect("persisted"),
+        resumed
+            .persist_world_state(&world_at(8))
+            .expect("persisted"),
         None,
         "nothing changed since the last persisted state"
     );

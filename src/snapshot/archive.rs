@@ -39,12 +39,12 @@ pub(crate) struct SnapshotV2 {
     pub(crate) facts: Vec<FactV2>,
 }
 
-/// The root of a version-3 payload: a version-2 root, and the history's world-state baseline as
-/// JSON text (`None` when it has none).
+/// The root of a version-3 payload: the history's world-state baseline as JSON text (`None` when
+/// it has none), and a version-2 root.
 #[derive(Archive, Serialize, Deserialize, Debug)]
 pub(crate) struct SnapshotV3 {
-    pub(crate) v2: SnapshotV2,
     pub(crate) world_state: Option<String>,
+    pub(crate) v2: SnapshotV2,
 }
 
 /// A state of the history before a compaction: indices into the entry table, and the first
