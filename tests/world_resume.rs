@@ -26,7 +26,7 @@ fn world_at(step: u64) -> WorldSnapshot {
         "environment": {"cwd": format!("/work/{}", step / 3), "shell": "bash"},
         "model": {"slug": if step % 4 < 2 { "gpt-5" } else { "gpt-5-mini" }},
     });
-    if step % 5 != 0 {
+    if !step.is_multiple_of(5) {
         world["agents_md"] = json!({"hash": format!("h{}", step / 5)});
     }
     snapshot(world)
@@ -58,7 +58,7 @@ fn generated(seed: u64) -> CodexRollout {
             .user(&format!("question {step}"), None)
             .expect("user");
         match next() % 9 {
-            0 | 1 | 2 => {
+            0..=2 => {
                 rollout.world_state(&world_at(step)).expect("world");
             }
             3 => {
