@@ -22,11 +22,12 @@ use crate::world::{WorldSnapshot, WorldStateChange};
 /// lines (as the history keeps them before truncation — a client `tool_search_call` with its
 /// canonical arguments, see [`History::record_json`]; never filtered items, never projection
 /// repairs),
-/// compactions as `compacted` lines, rollbacks as `thread_rolled_back` events. Resuming the file
-/// gives a history equal to this one, entry for entry, and one that a later rollback changes as it
-/// changes this one — across compactions too ([`History::drop_last_n_user_turns`]), also when it
-/// is resumed through a snapshot this build wrote (format version 2 holds the states before the
-/// compactions it covers). Through a version 1 snapshot a rollback does not return past the
+/// compactions as `compacted` lines, rollbacks as `thread_rolled_back` events, world states as
+/// `world_state` lines ([`Session::persist_world_state`]). Resuming the file gives a history equal
+/// to this one, entry for entry and world-state baseline included, and one that a later rollback
+/// changes as it changes this one — across compactions too ([`History::drop_last_n_user_turns`]),
+/// also when it is resumed through a snapshot this build wrote (format version 2 and later hold
+/// the states before the compactions they cover). Through a version 1 snapshot a rollback does not return past the
 /// compactions it covers (`docs/codex-compatibility.md`).
 ///
 /// The history changes first, then the line is written. If the write fails, the error is

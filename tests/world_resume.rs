@@ -519,3 +519,64 @@ fn a_version_2_snapshot_whose_prefix_may_hold_world_state_falls_back() {
         );
     }
 }
+
+/// A sink whose writes fail while `failing` is set.
+struct SwitchSink {
+    data: Vec<u8>,
+    failing: std::rc::Rc<std::cell::Cell<bool>>,
+}
+
+impl agent_history::RolloutSink for SwitchSink {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        if self.failing.get() {
+            return Err(std::io::Error::other("injected failure"));
+        }
+        self.data.extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+    fn sync_data(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// A failed write sets no baseline and clears the old one (the line stays pending and may still
+/// reach the file): the next update is written in full, and the file resumes to the live
+/// baseline once it is written.
+#[test]
+fn a_failed_world_state_write_clears_the_baseline_and_the_next_update_is_full() {
+    let failing = std::rc::Rc::new(std::cell::Cell::new(false));
+    let sink = SwitchSink {
+        data: Vec::new(),
+        failing: failing.clone(),
+    };
+    let writer = agent_history::RolloutWriter::with_sink(sink, "switch", Durability::Flush);
+    let mut session = Session::from_parts(agent_history::History::new(), writer, thread("switch"));
+    session
+        .append_raw("session_meta", &common::meta_payload())
+        .expect("meta");
+    session
+        .persist_world_state(&world_at(1))
+        .expect("persisted");
+    assert_eq!(session.history().world_state_baseline(), Some(&world_at(1)));
+    failing.set(true);
+    session
+        .persist_world_state(&world_at(2))
+        .expect_err("the write fails");
+    assert_eq!(session.history().world_state_baseline(), None);
+    failing.set(false);
+    let change = session
+        .persist_world_state(&world_at(2))
+        .expect("persisted")
+        .expect("written");
+    assert!(change.full, "after a failed write the update is full");
+    let resumed = common::resume_bytes(&session.writer().sink().data, DEFAULT_TRUNCATION);
+    assert_eq!(resumed.history(), session.history());
+    assert_eq!(
+        resumed.report().world_state.lines,
+        3,
+        "the pending patch was written too"
+    );
+}

@@ -515,3 +515,30 @@ impl Resumed {
         )
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::WorldStateSearch;
+
+    /// What the search finds in `bytes` cut into chunks of `size`.
+    fn found(bytes: &[u8], size: usize) -> bool {
+        let mut search = WorldStateSearch::default();
+        for chunk in bytes.chunks(size) {
+            search.update(chunk);
+        }
+        search.found
+    }
+
+    /// A needle is found wherever the chunks cut it, and nothing else is.
+    #[test]
+    fn the_search_finds_a_needle_across_chunk_boundaries() {
+        let with_type = br#"{"type":"world_state","payload":{}}"#;
+        let with_escape = br#"{"type":"world\u005fstate"}"#;
+        let without = br#"{"type":"world_stat","payload":{"state":"world state"}}"#;
+        for size in 1..=with_type.len() {
+            assert!(found(with_type, size), "chunks of {size}");
+            assert!(found(with_escape, size), "chunks of {size}");
+            assert!(!found(without, size), "chunks of {size}");
+        }
+    }
+}
