@@ -428,7 +428,9 @@ pub struct LoadReport {
     pub left_out: LeftOut,
     /// The `world_state` lines read, and what rebuilding the world-state baseline from them
     /// found: patches ignored for want of a baseline, states that are not a valid snapshot or
-    /// patch. The reader counts the lines; resume fills in the rest.
+    /// patch. The reader counts the lines; resume fills in the rest. Through a snapshot, these
+    /// are the lines after the prefix it covers (those of the prefix were reported when the
+    /// snapshot's resume read them).
     pub world_state: WorldStateReport,
 }
 
