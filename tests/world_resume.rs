@@ -580,3 +580,46 @@ fn a_failed_world_state_write_clears_the_baseline_and_the_next_update_is_full() 
         "the pending patch was written too"
     );
 }
+
+/// A fork resumes to the forked history, baseline included: cut before a turn (a rollback in the
+/// fork's file, no baseline) or after the last one (the parent's baseline).
+#[test]
+fn a_fork_resumes_to_its_baseline() {
+    let dir = temp_dir();
+    let path = dir.path().join("parent.jsonl");
+    let mut session = Session::create(
+        &path,
+        SessionMeta::new(thread("parent")),
+        DEFAULT_TRUNCATION,
+        Durability::Flush,
+    )
+    .expect("created");
+    session.record_json(&user("one")).expect("recorded");
+    session
+        .persist_world_state(&world_at(1))
+        .expect("persisted");
+    session.record_json(&user("two")).expect("recorded");
+    session
+        .persist_world_state(&world_at(2))
+        .expect("persisted");
+    for (turn, name) in [(2, "cut.jsonl"), (3, "whole.jsonl")] {
+        let fork_path = dir.path().join(name);
+        let fork = session
+            .fork(
+                turn,
+                &fork_path,
+                SessionMeta::new(thread(name)),
+                Durability::Flush,
+            )
+            .expect("forked");
+        let live = fork.history().clone();
+        assert_eq!(
+            live.world_state_baseline().is_some(),
+            turn == 3,
+            "fork before turn {turn}"
+        );
+        drop(fork);
+        let resumed = resume_file(&fork_path, &ResumeOptions::default()).expect("resumes");
+        assert_eq!(resumed.history(), &live, "fork before turn {turn}");
+    }
+}
