@@ -22,8 +22,8 @@ snapshot_input() { # mode file output
   { printf "\\$(printf '%03o' "$1")"; head -c 256 "$2"; tail -c +4097 "$2"; } >"$3"
 }
 
-snapshots=(tests/fixtures/snapshot-v1.snap tests/fixtures/snapshot-v2.snap)
-for rollout in examples/rollouts/*.jsonl fuzz/seeds/rollouts/*.jsonl tests/fixtures/snapshot-v2.jsonl; do
+snapshots=(tests/fixtures/snapshot-v1.snap tests/fixtures/snapshot-v2.snap tests/fixtures/snapshot-v3.snap)
+for rollout in examples/rollouts/*.jsonl fuzz/seeds/rollouts/*.jsonl tests/fixtures/snapshot-v2.jsonl tests/fixtures/snapshot-v3.jsonl; do
   name=$(basename "$rollout" .jsonl)
   # rollout_read: three option bytes (session_meta prefix, line limit, max reported), the bytes.
   { printf '\000\000\000'; cat "$rollout"; } >"$corpus/rollout_read/$name"

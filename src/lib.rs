@@ -76,7 +76,8 @@ pub use rollout::{
     FallbackReason, FileSink, LaterLine, LeftOut, LineKind, LineRepair, LoadReport, READER_LABEL,
     ReadMode, ReadOptions, RepairedLine, ResumeOptions, ResumeSource, Resumed, Rollout,
     RolloutError, RolloutLine, RolloutSink, RolloutWriteError, RolloutWriter, SessionMeta,
-    SkipCounts, SkipReason, SkippedLine, WriteStep, open_rollout, resume_file, resume_reader,
+    SkipCounts, SkipReason, SkippedLine, WorldStateIssue, WorldStateProblem, WorldStateReport,
+    WriteStep, open_rollout, resume_file, resume_reader,
 };
 
 // The session layer: a history and its rollout kept in step.

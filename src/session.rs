@@ -16,16 +16,18 @@ use crate::rollout::{
     RolloutWriteError, RolloutWriter, SessionMeta, WriteStep, resume_file,
 };
 use crate::snapshot::SnapshotHeader;
+use crate::world::{WorldSnapshot, WorldStateChange};
 
 /// A history whose every change is appended to a rollout: recorded items as `response_item`
 /// lines (as the history keeps them before truncation — a client `tool_search_call` with its
 /// canonical arguments, see [`History::record_json`]; never filtered items, never projection
 /// repairs),
-/// compactions as `compacted` lines, rollbacks as `thread_rolled_back` events. Resuming the file
-/// gives a history equal to this one, entry for entry, and one that a later rollback changes as it
-/// changes this one — across compactions too ([`History::drop_last_n_user_turns`]), also when it
-/// is resumed through a snapshot this build wrote (format version 2 holds the states before the
-/// compactions it covers). Through a version 1 snapshot a rollback does not return past the
+/// compactions as `compacted` lines, rollbacks as `thread_rolled_back` events, world states as
+/// `world_state` lines ([`Session::persist_world_state`]). Resuming the file gives a history equal
+/// to this one, entry for entry and world-state baseline included, and one that a later rollback
+/// changes as it changes this one — across compactions too ([`History::drop_last_n_user_turns`]),
+/// also when it is resumed through a snapshot this build wrote (format version 2 and later hold
+/// the states before the compactions they cover). Through a version 1 snapshot a rollback does not return past the
 /// compactions it covers (`docs/codex-compatibility.md`).
 ///
 /// The history changes first, then the line is written. If the write fails, the error is
@@ -428,7 +430,34 @@ impl<S: RolloutSink> Session<S> {
         Ok(())
     }
 
-    /// Appends a line that resume does not interpret — `world_state`, `token_usage_record`, an
+    /// Persists the world state `snapshot`: the change from the history's baseline
+    /// ([`WorldSnapshot::change_from`]) — the whole snapshot when there is none (after a
+    /// compaction, a rollback, a resume of a file that had none), else the merge patch — is
+    /// appended as a `world_state` line with the session's durability, and once that succeeded
+    /// the snapshot becomes the baseline. Returns the change; `None` when nothing changed, and
+    /// then nothing is written. Resuming the file gives the same baseline.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::RolloutWrite`] when the line could not be written. The baseline is then cleared,
+    /// not kept: the line stays pending in the writer and may still reach the file, so neither
+    /// the old baseline nor the new one is certain, and the next update is written in full.
+    pub fn persist_world_state(
+        &mut self,
+        snapshot: &WorldSnapshot,
+    ) -> Result<Option<WorldStateChange>, Error> {
+        let Some(change) = snapshot.change_from(self.history.world_state_baseline()) else {
+            return Ok(None);
+        };
+        let written = self.writer.append_world_state(&change);
+        let baseline = written.is_ok().then(|| snapshot.clone());
+        self.history.set_world_state_baseline(baseline);
+        self.publish();
+        written?;
+        Ok(Some(change))
+    }
+
+    /// Appends a line that resume does not interpret — `token_usage_record`, an
     /// `event_msg` such as `agent_message` or `token_count`, a `session_meta` — with a JSON
     /// payload. The history does not change, and resuming the file still gives it.
     ///
@@ -440,7 +469,9 @@ impl<S: RolloutSink> Session<S> {
     /// delimit and count the turns a later rollback discards; `inter_agent_communication` lines,
     /// which resume records as `agent_message` items (user turns); and `turn_context` lines, from
     /// which resume takes the reference context item and the previous-turn settings (and whose
-    /// `turn_id` assigns lines to turns), where the live history takes nothing. An
+    /// `turn_id` assigns lines to turns), where the live history takes nothing; and `world_state`
+    /// lines, from which resume rebuilds the world-state baseline (use
+    /// [`Session::persist_world_state`]). An
     /// `event_msg` payload must be an object with a string `type`. [`RolloutWriter::append_raw`]
     /// writes any line: it keeps no history.
     ///

@@ -219,7 +219,7 @@ fn check_of_a_clean_rollout_finds_nothing_even_in_strict_mode() {
 }
 
 /// A rollout whose compaction's replacement history holds images, beside lines resume leaves
-/// out: a `world_state` line and a legacy ghost snapshot.
+/// out: a `token_usage_record` line and a legacy ghost snapshot.
 fn compacted_with_images() -> (tempfile::TempDir, std::path::PathBuf) {
     let dir = temp_dir();
     let path = dir.path().join("compacted.jsonl");
@@ -242,7 +242,7 @@ fn compacted_with_images() -> (tempfile::TempDir, std::path::PathBuf) {
             "compacted",
             &format!(r#"{{"message":"summary","replacement_history":[{replacement}]}}"#),
         ),
-        common::line("world_state", r#"{"full":true,"state":{}}"#),
+        common::line("token_usage_record", r#"{"total_tokens":12}"#),
         item_line(r#"{"type":"ghost_snapshot","ghost_commit":{"id":"abc"}}"#),
         item_line(&image(1)),
     ];
@@ -277,8 +277,9 @@ fn check_reports_a_replacement_historys_images_once_and_what_resume_leaves_out()
         "{stdout}"
     );
     assert!(
-        stdout
-            .contains("left out by resume (not history content): 1 ghost_snapshot, 1 world_state"),
+        stdout.contains(
+            "left out by resume (not history content): 1 ghost_snapshot, 1 token_usage_record"
+        ),
         "{stdout}"
     );
     assert!(stdout.contains("2 finding(s)"), "{stdout}");
@@ -287,13 +288,14 @@ fn check_reports_a_replacement_historys_images_once_and_what_resume_leaves_out()
     assert!(
         stats
             .lines()
-            .any(|line| line == "left out       2 (1 ghost_snapshot, 1 world_state)"),
+            .any(|line| line == "left out       2 (1 ghost_snapshot, 1 token_usage_record)"),
         "{stats}"
     );
     let project = run(&["project", path.to_str().expect("utf-8 path")]);
     assert!(
-        text(&project.stderr)
-            .contains("left out by resume (not history content): 1 ghost_snapshot, 1 world_state"),
+        text(&project.stderr).contains(
+            "left out by resume (not history content): 1 ghost_snapshot, 1 token_usage_record"
+        ),
         "{}",
         text(&project.stderr)
     );
@@ -365,7 +367,7 @@ fn snapshot_verify_and_project_from_a_snapshot() {
     let report = text(&verified.stdout);
     assert!(report.contains(": ok"), "{report}");
     assert!(report.contains("digest verified"), "{report}");
-    assert!(report.contains("format          version 2"), "{report}");
+    assert!(report.contains("format          version 3"), "{report}");
     // The golden version 1 snapshot verifies too, and says its version.
     let golden = concat!(
         env!("CARGO_MANIFEST_DIR"),
@@ -374,7 +376,7 @@ fn snapshot_verify_and_project_from_a_snapshot() {
     let old = run(&["verify", golden]);
     assert!(old.status.success(), "stderr: {}", text(&old.stderr));
     assert!(
-        text(&old.stdout).contains("format          version 1 (this build writes 2)"),
+        text(&old.stdout).contains("format          version 1 (this build writes 3)"),
         "{}",
         text(&old.stdout)
     );

@@ -158,7 +158,7 @@ fn an_unknown_item_type_and_an_unknown_line_type_are_used() {
     let (text, _) = join(&[
         meta_line(),
         line("response_item", r#"{"type":"future_tool_event","x":1}"#),
-        line("world_state", r#"{"full":true,"state":{}}"#),
+        line("token_usage_record", r#"{"total":1}"#),
         line(
             "inter_agent_communication",
             r#"{"author":"/root","recipient":"/root/w","content":"go","trigger_turn":true}"#,
@@ -172,11 +172,11 @@ fn an_unknown_item_type_and_an_unknown_line_type_are_used() {
         [
             &LineKind::SessionMeta,
             &LineKind::ResponseItem,
-            &LineKind::Other("world_state".into()),
+            &LineKind::Other("token_usage_record".into()),
             &LineKind::InterAgentCommunication,
         ]
     );
-    assert_eq!(rollout.lines[2].kind.as_str(), "world_state");
+    assert_eq!(rollout.lines[2].kind.as_str(), "token_usage_record");
 }
 
 #[test]
@@ -554,17 +554,19 @@ fn the_report_counts_what_resume_leaves_out_by_kind() {
     assert_eq!(left_out.system_messages, 1);
     assert_eq!(
         left_out.line_types().collect::<Vec<_>>(),
-        [("token_usage_record", 1), ("world_state", 2)]
+        [("token_usage_record", 1)]
     );
-    assert_eq!(left_out.line_type("world_state"), 2);
+    // `world_state` lines rebuild the world-state baseline: not left out, counted apart.
+    assert_eq!(left_out.line_type("world_state"), 0);
+    assert_eq!(rollout.report.world_state.lines, 2);
     assert_eq!(left_out.line_type("event_msg"), 0);
     // An inter-agent line becomes the agent message it stands for: not left out.
     assert_eq!(left_out.line_type("inter_agent_communication"), 0);
     assert_eq!(left_out.other_line_types(), 0);
-    assert_eq!(left_out.total(), 5);
+    assert_eq!(left_out.total(), 3);
     assert_eq!(
         left_out.to_string(),
-        "1 ghost_snapshot, 1 system message, 1 token_usage_record, 2 world_state"
+        "1 ghost_snapshot, 1 system message, 1 token_usage_record"
     );
     // What is counted as left out is indeed not in the history: the system message and the
     // payloads of the other types never are.

@@ -68,7 +68,7 @@ fn write_read_resume_is_exact_and_leaves_the_file_untouched() {
         session.record_json(&item).expect("recorded");
     }
     session
-        .append_raw("world_state", r#"{"cwd":"/"}"#)
+        .append_raw("token_usage_record", r#"{"total":1}"#)
         .expect("raw line");
     assert!(
         session
@@ -846,6 +846,11 @@ fn refused_lines() -> Vec<(&'static str, String, Option<&'static str>)> {
         ("compacted", r#"{"message":"legacy"}"#.to_owned(), None),
         ("turn_context", r#"{"model":"m"}"#.to_owned(), None),
         (
+            "world_state",
+            r#"{"full":true,"state":{"a":1}}"#.to_owned(),
+            None,
+        ),
+        (
             "turn_context",
             r#"{"turn_id":"t9","model":"m"}"#.to_owned(),
             None,
@@ -901,7 +906,6 @@ fn refused_lines() -> Vec<(&'static str, String, Option<&'static str>)> {
 fn append_raw_keeps_the_live_and_the_resumed_history_equal() {
     let accepted = [
         ("session_meta", common::meta_payload()),
-        ("world_state", r#"{"cwd":"/"}"#.to_owned()),
         ("token_usage_record", r#"{"total":12}"#.to_owned()),
         (
             "event_msg",

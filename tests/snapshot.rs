@@ -261,7 +261,7 @@ fn version_and_format_errors_say_what_was_found() {
             error,
             SnapshotError::UnsupportedVersion {
                 found: 7,
-                supported: 2,
+                supported: 3,
                 ..
             }
         ),
@@ -362,9 +362,10 @@ fn golden_snapshot_v1_reads_and_rewrites_identically() {
 
 /// The golden snapshot of format version 2, written from `snapshot-v2.jsonl` (the bundled session
 /// followed by a turn with a compaction mid-turn, a rolled-back turn and an inter-agent line, so
-/// that it holds an earlier state and every kind of scan fact): read by every build, and
-/// rewritten byte for byte from the same rollout and from the opened file. Regenerate (only with
-/// a new format version) with `AGENT_HISTORY_WRITE_GOLDEN=1 cargo test --test snapshot golden`.
+/// that it holds an earlier state and every kind of scan fact) by the version 2 writer: read by
+/// every build, written back byte for byte when copied (a copy keeps its version: it holds no
+/// world-state baseline), and used by a resume of its rollout (whose prefix has no `world_state`
+/// line).
 #[test]
 fn golden_snapshot_v2_reads_and_rewrites_identically() {
     let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
@@ -375,21 +376,67 @@ fn golden_snapshot_v2_reads_and_rewrites_identically() {
         &ResumeOptions::new(DEFAULT_TRUNCATION).snapshot_ready(),
     )
     .expect("resumes");
-    if std::env::var_os("AGENT_HISTORY_WRITE_GOLDEN").is_some() {
-        resumed.write_snapshot(&golden).expect("golden written");
-    }
     let opened = open_snapshot(&golden, SnapshotOptions::untrusted()).expect("golden opens");
     assert_eq!(opened.header().format_version, 2);
     assert_eq!(Some(opened.header().rollout), resumed.covered());
     assert_eq!(opened.history().entries(), resumed.history().entries());
     assert_eq!(opened.history().compactions_reachable(), 1);
     assert_eq!(
-        opened.history().compactions_reachable(),
-        resumed.history().compactions_reachable()
+        opened.history().reachable_user_turns(),
+        resumed.history().reachable_user_turns()
     );
+    let dir = temp_dir();
+    let golden_bytes = std::fs::read(&golden).expect("golden");
+    let copy = dir.path().join("copy.snap");
+    opened.write(&copy).expect("written");
+    assert_eq!(
+        std::fs::read(&copy).expect("file"),
+        golden_bytes,
+        "an opened version 2 snapshot writes itself back unchanged"
+    );
+    let through = resume_with(&rollout, &golden, DEFAULT_TRUNCATION);
+    assert!(through.used_snapshot(), "{:?}", through.source());
+    assert_eq!(through.history(), resumed.history());
+    let again = dir.path().join("again.snap");
+    resumed.write_snapshot(&again).expect("written");
+    let again = open_snapshot(&again, SnapshotOptions::default()).expect("opens");
+    assert_eq!(again.header().format_version, SNAPSHOT_FORMAT_VERSION);
+}
+
+/// The golden snapshot of format version 3, written from `snapshot-v3.jsonl` (`snapshot-v2.jsonl`
+/// followed by world-state lines: a full snapshot and a patch): read by every build, and
+/// rewritten byte for byte from the same rollout and from the opened file. Regenerate (only with
+/// a new format version) with `AGENT_HISTORY_WRITE_GOLDEN=1 cargo test --test snapshot golden`.
+#[test]
+fn golden_snapshot_v3_reads_and_rewrites_identically() {
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+    let golden = fixtures.join("snapshot-v3.snap");
+    let rollout = fixtures.join("snapshot-v3.jsonl");
+    let resumed = resume_file(
+        &rollout,
+        &ResumeOptions::new(DEFAULT_TRUNCATION).snapshot_ready(),
+    )
+    .expect("resumes");
+    if std::env::var_os("AGENT_HISTORY_WRITE_GOLDEN").is_some() {
+        resumed.write_snapshot(&golden).expect("golden written");
+    }
+    let opened = open_snapshot(&golden, SnapshotOptions::untrusted()).expect("golden opens");
+    assert_eq!(opened.header().format_version, 3);
+    assert_eq!(Some(opened.header().rollout), resumed.covered());
+    assert_eq!(opened.history().entries(), resumed.history().entries());
+    assert_eq!(opened.history().compactions_reachable(), 1);
     assert_eq!(
         opened.history().reachable_user_turns(),
         resumed.history().reachable_user_turns()
+    );
+    let baseline = opened
+        .history()
+        .world_state_baseline()
+        .expect("the rollout ends with world-state lines");
+    assert_eq!(Some(baseline), resumed.history().world_state_baseline());
+    assert_eq!(
+        serde_json::to_string(baseline).expect("json"),
+        r#"{"environment":{"cwd":"/repo","shell":"zsh"},"model":{"slug":"gpt-5"}}"#
     );
     let dir = temp_dir();
     let golden_bytes = std::fs::read(&golden).expect("golden");
@@ -398,7 +445,7 @@ fn golden_snapshot_v2_reads_and_rewrites_identically() {
     assert_eq!(
         std::fs::read(&again).expect("file"),
         golden_bytes,
-        "the writer no longer produces format version 2 byte for byte"
+        "the writer no longer produces format version 3 byte for byte"
     );
     let copy = dir.path().join("copy.snap");
     opened.write(&copy).expect("written");

@@ -10,7 +10,8 @@
 //! reference context item, thread id, previous-turn settings and turn state, and (a version 2
 //! snapshot carries the states before the compactions it covers) the same reachable turns and
 //! compactions, and the same history after a rollback of any depth (`docs/snapshot-format.md`,
-//! "Resume").
+//! "Resume"); the history's equality includes its world-state baseline, which the snapshot
+//! stores (version 3) and both resumes rebuild from the `world_state` lines.
 #![no_main]
 
 use agent_history::{
@@ -95,6 +96,15 @@ fuzz_target!(|input: &[u8]| {
     .expect("resumes through the snapshot");
     same(&full, &through);
     through.history().assert_invariants();
+    // The world-state lines: those interpreted are among those read, and every one that could
+    // not be applied is counted (and listed up to the limit).
+    let world = &full.report().world_state;
+    assert!(world.replayed <= world.lines);
+    assert!(world.ignored_patches + world.invalid <= world.replayed);
+    assert_eq!(
+        world.issues.len() as u64,
+        (world.ignored_patches + world.invalid).min(agent_history::WorldStateReport::MAX_ISSUES as u64)
+    );
     if written_with != resumed_with {
         assert!(
             !through.used_snapshot(),

@@ -28,8 +28,10 @@ pub enum LineKind {
     TurnContext,
     /// `inter_agent_communication`: a message between agents.
     InterAgentCommunication,
-    /// Any other type (`world_state`, `token_usage_record`, …), with its name. Kept, not
-    /// interpreted.
+    /// `world_state`: a world-state snapshot (`full: true`) or the merge patch of the baseline
+    /// into the next one.
+    WorldState,
+    /// Any other type (`token_usage_record`, …), with its name. Kept, not interpreted.
     Other(Box<str>),
 }
 
@@ -43,6 +45,7 @@ impl LineKind {
             "event_msg" => LineKind::EventMsg,
             "turn_context" => LineKind::TurnContext,
             "inter_agent_communication" => LineKind::InterAgentCommunication,
+            "world_state" => LineKind::WorldState,
             other => LineKind::Other(other.into()),
         }
     }
@@ -56,6 +59,7 @@ impl LineKind {
             LineKind::EventMsg => "event_msg",
             LineKind::TurnContext => "turn_context",
             LineKind::InterAgentCommunication => "inter_agent_communication",
+            LineKind::WorldState => "world_state",
             LineKind::Other(name) => name,
         }
     }
@@ -149,6 +153,9 @@ pub(crate) enum Facts {
         turn_id: Option<TurnId>,
         value: Arc<Value>,
     },
+    /// A `world_state` line of the right shape (`{"full": bool, "state": …}`); whether it is a
+    /// whole snapshot. Its `state` is read only when resume needs it (see `resume/world.rs`).
+    WorldState { full: bool },
 }
 
 /// A `compacted` payload, checked.

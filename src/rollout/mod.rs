@@ -26,7 +26,8 @@ pub use line::{BaseInstructions, LineKind, RolloutLine, SessionMeta};
 pub use reader::{READER_LABEL, Rollout, open_rollout};
 pub use report::{
     DEFAULT_MAX_LINE_BYTES, DEFAULT_MAX_REPORTED, LeftOut, LineRepair, LoadReport, ReadMode,
-    ReadOptions, RepairedLine, SkipCounts, SkipReason, SkippedLine,
+    ReadOptions, RepairedLine, SkipCounts, SkipReason, SkippedLine, WorldStateIssue,
+    WorldStateProblem, WorldStateReport,
 };
 pub use resume::{
     Compactions, FallbackReason, LaterLine, ResumeOptions, ResumeSource, Resumed, resume_file,

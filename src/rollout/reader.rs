@@ -14,7 +14,7 @@ use super::line::{
 };
 use super::report::{
     LeftOut, LineRepair, LoadReport, ReadMode, ReadOptions, RepairedLine, SkipCounts, SkipReason,
-    SkippedLine,
+    SkippedLine, WorldStateReport,
 };
 use super::validate::{
     Format, Ignored, Parsed, parse_envelope, parse_legacy, parse_legacy_meta, sniff_format,
@@ -306,6 +306,7 @@ pub(super) fn read_lines(
         seek_instructions,
         legacy: false,
         left_out: LeftOut::default(),
+        world_state: WorldStateReport::default(),
         visit,
         non_blank: false,
         unfinished: 0,
@@ -430,6 +431,7 @@ struct ReadState<'v> {
     legacy: bool,
     /// What resume leaves out, counted as lines are read.
     left_out: LeftOut,
+    world_state: WorldStateReport,
     visit: &'v mut dyn FnMut(RolloutLine),
     non_blank: bool,
     /// Bytes of a last line left unread because it has no `\n` yet (complete lines only).
@@ -532,6 +534,8 @@ impl ReadState<'_> {
                 self.left_out.count_line_type(line.kind.as_str());
             }
             // Converted into the `agent_message` it stands for, which the history records.
+            // Replayed onto the world-state baseline.
+            LineKind::WorldState => self.world_state.lines += 1,
             LineKind::InterAgentCommunication
             | LineKind::SessionMeta
             | LineKind::Compacted
@@ -683,6 +687,7 @@ impl ReadState<'_> {
             base_instructions: self.base_instructions,
             legacy: self.legacy,
             left_out: self.left_out,
+            world_state: self.world_state,
         })
     }
 }

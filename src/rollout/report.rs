@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 use crate::item::ThreadId;
+use crate::world::WorldStateError;
 
 use super::line::BaseInstructions;
 
@@ -94,8 +95,8 @@ pub enum SkipReason {
     /// Valid JSON, but not a line envelope (an object with a string `type` and a `payload`), or
     /// in a legacy file not an object.
     NotAnEnvelope(String),
-    /// The payload of a `session_meta`, `compacted`, `event_msg`, `turn_context` or
-    /// `inter_agent_communication` line does not have that type's shape.
+    /// The payload of a `session_meta`, `compacted`, `event_msg`, `turn_context`,
+    /// `inter_agent_communication` or `world_state` line does not have that type's shape.
     InvalidPayload(String),
     /// A `response_item` (or an item of a `compacted` line's `replacement_history`) of a known
     /// item type without that type's shape.
@@ -271,7 +272,9 @@ impl fmt::Display for RepairedLine {
 /// * legacy `{"record_type":"state",…}` lines;
 /// * `response_item` lines holding a `system` message, which the record filter keeps out;
 /// * lines of a type whose payload resume does not turn into items, counted by their `type`:
-///   `world_state`, `token_usage_record` and any other type resume does not interpret. (An
+///   `token_usage_record` and any other type resume does not interpret. (`world_state` lines are
+///   not left out: resume rebuilds the world-state baseline from them, see
+///   [`WorldStateReport`]. An
 ///   `inter_agent_communication` line is turned into the `agent_message` item Codex converts it
 ///   into, so it is not left out; one whose payload is not a communication is skipped, as
 ///   Codex skips it, and reported in [`LoadReport::skipped`].)
@@ -356,7 +359,7 @@ impl LeftOut {
 
 impl fmt::Display for LeftOut {
     /// One line: each kind with its count, `nothing` when empty, e.g.
-    /// `2 ghost_snapshot, 1 system message, 3 world_state`.
+    /// `2 ghost_snapshot, 1 system message, 3 token_usage_record`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let fixed = [
             (self.ghost_snapshots, "ghost_snapshot"),
@@ -423,6 +426,141 @@ pub struct LoadReport {
     /// What resume leaves out: legacy ghost snapshots and state lines, `system` messages, lines
     /// of types resume does not turn into items, counted by kind.
     pub left_out: LeftOut,
+    /// The `world_state` lines read, and what rebuilding the world-state baseline from them
+    /// found: patches ignored for want of a baseline, states that are not a valid snapshot or
+    /// patch. The reader counts the lines; resume fills in the rest. Through a snapshot, these
+    /// are the lines after the prefix it covers (those of the prefix were reported when the
+    /// snapshot's resume read them).
+    pub world_state: WorldStateReport,
+}
+
+/// What rebuilding the world-state baseline from the `world_state` lines found.
+///
+/// Resume interprets only the `world_state` lines after the last line that clears the baseline
+/// (a `compacted` line, a `thread_rolled_back` of at least one turn): the earlier ones cannot
+/// change the result, so their `state` is not read (their shape, `{full, state}`, was checked
+/// when the line was read; a line without it is in [`LoadReport::skipped`]).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub struct WorldStateReport {
+    /// `world_state` lines read (of the right shape).
+    pub lines: u64,
+    /// Those whose `state` resume interpreted: the ones after the last line that clears the
+    /// baseline.
+    pub replayed: u64,
+    /// Patches ignored because there was no baseline to apply them to (as Codex ignores them,
+    /// with the warning "ignored world-state patch without a full snapshot").
+    pub ignored_patches: u64,
+    /// Lines whose `state` is not a valid snapshot or patch; each drops the baseline (the next
+    /// update renders in full).
+    pub invalid: u64,
+    /// The first [`WorldStateReport::MAX_ISSUES`] ignored and invalid lines, in file order.
+    pub issues: Vec<WorldStateIssue>,
+}
+
+impl WorldStateReport {
+    /// How many ignored or invalid lines are listed one by one; all are counted.
+    pub const MAX_ISSUES: usize = DEFAULT_MAX_REPORTED;
+
+    /// Counts and (up to the limit) lists a line that could not be applied.
+    pub(crate) fn record(&mut self, issue: WorldStateIssue) {
+        match issue.problem {
+            WorldStateProblem::Change(WorldStateError::PatchWithoutBaseline) => {
+                self.ignored_patches += 1;
+            }
+            WorldStateProblem::Change(_) | WorldStateProblem::Unreadable(_) => self.invalid += 1,
+        }
+        if self.issues.len() < Self::MAX_ISSUES {
+            self.issues.push(issue);
+        }
+    }
+}
+
+impl fmt::Display for WorldStateReport {
+    /// One line, e.g. `4 lines, 3 replayed, 1 patch without a baseline ignored (line 7)`, or
+    /// `4 lines, 3 replayed, 1 invalid (line 9: a world-state merge patch must be a JSON object,
+    /// not a string)`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} lines, {} replayed", self.lines, self.replayed)?;
+        if self.ignored_patches > 0 {
+            write!(
+                f,
+                ", {} patch{} without a baseline ignored",
+                self.ignored_patches,
+                if self.ignored_patches == 1 { "" } else { "es" }
+            )?;
+            let lines: Vec<String> = self
+                .issues
+                .iter()
+                .filter(|issue| issue.is_ignored_patch())
+                .map(|issue| issue.line.to_string())
+                .collect();
+            if !lines.is_empty() {
+                write!(f, " (line {})", lines.join(", "))?;
+            }
+        }
+        if self.invalid > 0 {
+            write!(f, ", {} invalid", self.invalid)?;
+            let listed: Vec<String> = self
+                .issues
+                .iter()
+                .filter(|issue| !issue.is_ignored_patch())
+                .map(ToString::to_string)
+                .collect();
+            if !listed.is_empty() {
+                write!(f, " ({})", listed.join("; "))?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A `world_state` line resume could not apply to the baseline.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WorldStateIssue {
+    /// Its 1-based line number.
+    pub line: u64,
+    /// The byte offset of its first byte.
+    pub offset: u64,
+    /// What was wrong.
+    pub problem: WorldStateProblem,
+}
+
+impl WorldStateIssue {
+    /// Whether this is a patch ignored for want of a baseline (not an invalid line).
+    pub fn is_ignored_patch(&self) -> bool {
+        matches!(
+            self.problem,
+            WorldStateProblem::Change(WorldStateError::PatchWithoutBaseline)
+        )
+    }
+}
+
+impl fmt::Display for WorldStateIssue {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "line {}: {}", self.line, self.problem)
+    }
+}
+
+/// Why a `world_state` line could not be applied.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum WorldStateProblem {
+    /// Applying the change failed: a patch without a baseline (ignored, the baseline stays
+    /// absent), or a state that is not a valid snapshot or patch (the baseline is dropped).
+    Change(WorldStateError),
+    /// The `state` could not be read into a JSON value (serde's message), e.g. nested deeper
+    /// than the parser allows; the baseline is dropped.
+    Unreadable(String),
+}
+
+impl fmt::Display for WorldStateProblem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            WorldStateProblem::Change(error) => write!(f, "{error}"),
+            WorldStateProblem::Unreadable(why) => write!(f, "unreadable state: {why}"),
+        }
+    }
 }
 
 impl LoadReport {

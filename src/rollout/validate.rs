@@ -167,6 +167,7 @@ pub(super) fn parse_envelope(text: &str, salvage: bool) -> Result<Parsed, SkipRe
                 repair: None,
             });
         }
+        LineKind::WorldState => parse_world_state(raw.get()).map_err(SkipReason::InvalidPayload)?,
         LineKind::Other(_) => Facts::None,
     };
     Ok(Parsed::Line {
@@ -175,6 +176,23 @@ pub(super) fn parse_envelope(text: &str, salvage: bool) -> Result<Parsed, SkipRe
         ghost_snapshots,
         repair,
     })
+}
+
+/// A `world_state` payload's shape: an object with a boolean `full` and a `state` of any JSON
+/// (Codex's decoding; a line it cannot decode it skips). Whether `state` is a snapshot or a patch
+/// of the right kind is for resume to decide, and only for the lines that can matter: here it is
+/// only checked to be JSON, without building a value.
+fn parse_world_state(payload: &str) -> Result<Facts, String> {
+    #[derive(Deserialize)]
+    struct Shape<'a> {
+        full: bool,
+        // Checked to be there and to be JSON; read by resume.
+        #[serde(rename = "state", borrow)]
+        _state: &'a RawValue,
+    }
+    let shape: Shape<'_> = serde_json::from_str(payload)
+        .map_err(|error| format!("not a world_state payload {{full, state}}: {error}"))?;
+    Ok(Facts::WorldState { full: shape.full })
 }
 
 /// The hot path of [`parse_envelope`]: a `response_item` line exactly as Codex and this library

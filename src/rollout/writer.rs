@@ -12,6 +12,7 @@ use serde_json::value::RawValue;
 use crate::history::Compacted;
 use crate::item::Entry;
 use crate::snapshot::sync_parent_directory;
+use crate::world::WorldStateChange;
 
 use super::error::{RolloutWriteError, WriteStep};
 use super::line::{Event, LineKind, SessionMeta, timestamp};
@@ -323,6 +324,23 @@ impl<S: RolloutSink> RolloutWriter<S> {
         self.commit()
     }
 
+    /// Appends a `world_state` line: `{"full": …, "state": …}`, a whole snapshot or the merge
+    /// patch of the baseline into the next one.
+    ///
+    /// # Errors
+    ///
+    /// See [`RolloutWriter::append_raw`].
+    pub fn append_world_state(
+        &mut self,
+        change: &WorldStateChange,
+    ) -> Result<(), RolloutWriteError> {
+        // Compact JSON: one line.
+        let payload = serde_json::to_string(change)
+            .map_err(|error| self.invalid(LineKind::WorldState, error))?;
+        self.push_line(LineKind::WorldState, &payload);
+        self.commit()
+    }
+
     /// Appends a line of any type (`turn_context`, `world_state`, `event_msg`, …) with a payload
     /// given as JSON text.
     ///
@@ -357,7 +375,7 @@ impl<S: RolloutSink> RolloutWriter<S> {
 
     /// Appends a line of a type resume does not interpret, as [`RolloutWriter::append_raw`] does,
     /// and refuses the others, writing nothing: `response_item`, `compacted`, `turn_context`,
-    /// `inter_agent_communication`, and an `event_msg` whose `type` is one of
+    /// `inter_agent_communication`, `world_state`, and an `event_msg` whose `type` is one of
     /// [`Event::TURN_TYPES`]. A `session_meta` is accepted: only the first one of a file names the
     /// thread, and resume ignores the later ones. An `event_msg` payload must be a JSON object
     /// with a string `type` (one the reader could not read, or with two `type`s, is refused as
@@ -381,7 +399,8 @@ impl<S: RolloutSink> RolloutWriter<S> {
             LineKind::ResponseItem
             | LineKind::Compacted
             | LineKind::TurnContext
-            | LineKind::InterAgentCommunication => Some(None),
+            | LineKind::InterAgentCommunication
+            | LineKind::WorldState => Some(None),
             LineKind::EventMsg => {
                 let payload = payload.trim();
                 if !payload.starts_with('{') {
@@ -410,7 +429,7 @@ impl<S: RolloutSink> RolloutWriter<S> {
                 io::Error::new(
                     io::ErrorKind::InvalidInput,
                     "a session writes such lines only through its own methods (record, compact, \
-                     roll back), which change its history with the file",
+                     roll back, persist the world state), which change its history with the file",
                 ),
             ));
         }

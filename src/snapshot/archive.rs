@@ -39,6 +39,14 @@ pub(crate) struct SnapshotV2 {
     pub(crate) facts: Vec<FactV2>,
 }
 
+/// The root of a version-3 payload: the history's world-state baseline as JSON text (`None` when
+/// it has none), and a version-2 root.
+#[derive(Archive, Serialize, Deserialize, Debug)]
+pub(crate) struct SnapshotV3 {
+    pub(crate) world_state: Option<String>,
+    pub(crate) v2: SnapshotV2,
+}
+
 /// A state of the history before a compaction: indices into the entry table, and the first
 /// position whose user turns are its own.
 #[derive(Archive, Serialize, Deserialize, Debug)]

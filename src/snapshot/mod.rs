@@ -27,12 +27,13 @@ use serde_json::value::RawValue;
 
 use crate::history::{History, TruncationPolicy};
 use crate::item::{CallId, Entry, ItemId, ThreadId};
+use crate::world::WorldSnapshot;
 
 use bytestring::ByteString;
 
 use archive::{
-    ArchivedEntryV1, ArchivedFactV2, ArchivedSnapshotV1, ArchivedSnapshotV2, fact_code,
-    flags_from_bits, kind_from_code, role_from_code,
+    ArchivedEntryV1, ArchivedFactV2, ArchivedSnapshotV1, ArchivedSnapshotV2, ArchivedSnapshotV3,
+    fact_code, flags_from_bits, kind_from_code, role_from_code,
 };
 pub use error::{SnapshotError, SnapshotStep};
 use header::{HeaderProblem, MAGIC, PAYLOAD_OFFSET};
@@ -194,6 +195,7 @@ impl Snapshot {
             self.header.rollout,
             &self.state,
             self.facts.as_deref(),
+            self.header.format_version,
         )
     }
 }
@@ -406,111 +408,139 @@ fn decode(
                 trust: options.trust,
             })
         }
-        _ => {
+        2 => {
             let archived = rkyv::access::<ArchivedSnapshotV2, rkyv::rancor::BoxedError>(payload)
                 .map_err(|error| invalid(error.to_string()))?;
-            let common = Common {
-                thread_id: archived.thread_id.as_ref().map(|text| text.as_str()),
-                resume_flags: archived.resume_flags,
-                truncation_mode: archived.truncation_mode,
-                truncation_limit: archived.truncation_limit.to_native(),
-                reference_context_item: archived
-                    .reference_context_item
-                    .as_ref()
-                    .map(|text| text.as_str()),
-                previous_turn_settings: archived
-                    .previous_turn_settings
-                    .as_ref()
-                    .map(|text| text.as_str()),
-                base_instructions: archived
-                    .base_instructions
-                    .as_ref()
-                    .map(|text| text.as_str()),
-                known_flags: 0b111,
-            };
-            let (truncation, reference_context_item, state) = common.decode(&invalid)?;
-            let current = usize::try_from(header.entry_count)
-                .ok()
-                .filter(|&count| count <= archived.entries.len())
-                .ok_or_else(|| {
-                    invalid(format!(
-                        "entry table of {} entries, {} in the header's current state",
-                        archived.entries.len(),
-                        header.entry_count
-                    ))
-                })?;
-            // The table's first `current` entries are the current state's; the rest only
-            // earlier states hold.
-            let mut entries = Vector::new();
-            let mut others = Vec::with_capacity(archived.entries.len() - current);
-            for (index, stored) in archived.entries.iter().enumerate() {
-                let entry = entry_of(map, stored, index, options.trust, path)?;
-                if index < current {
-                    entries.push_back(entry);
-                } else {
-                    others.push(entry);
-                }
-            }
-            let table_len = archived.entries.len();
-            let mut earlier = Vec::with_capacity(archived.earlier.len());
-            for (number, state) in archived.earlier.iter().enumerate() {
-                let mut state_entries = Vector::new();
-                for (position, index) in state.entries.iter().enumerate() {
-                    let index = index.to_native() as usize;
-                    let entry = match index.checked_sub(current) {
-                        None => entries.get(index),
-                        Some(other) => others.get(other),
-                    }
-                    .ok_or_else(|| {
-                        invalid(format!(
-                            "earlier state {number}: entry {position} is table index {index}, past the table's {table_len} entries"
-                        ))
-                    })?;
-                    state_entries.push_back(entry.clone());
-                }
-                let entries = state_entries;
-                let turns_from = state_turns_from(
-                    state.turns_from.to_native(),
-                    entries.len(),
-                    number == 0,
-                    &format!("earlier state {number}"),
-                    &invalid,
-                )?;
-                earlier.push((entries, turns_from));
-            }
-            let turns_from = state_turns_from(
-                archived.turns_from.to_native(),
-                entries.len(),
-                earlier.is_empty(),
-                "current state",
-                &invalid,
-            )?;
-            let facts = archived
-                .facts
-                .iter()
-                .enumerate()
-                .map(|(index, fact)| fact_of(map, fact, index, options.trust, &invalid))
-                .collect::<Result<Vec<_>, _>>()?;
-            let mut history = History::from_stored(
-                entries,
-                header.history_version,
-                truncation,
-                reference_context_item,
-            );
-            history.set_stored_states(turns_from, earlier);
-            Ok(Snapshot {
-                history,
-                header,
-                state,
-                facts: Some(facts),
-                verified: options.verify_digest,
-                trust: options.trust,
-            })
+            decode_v2(path, map, archived, header, options, None)
+        }
+        _ => {
+            let archived = rkyv::access::<ArchivedSnapshotV3, rkyv::rancor::BoxedError>(payload)
+                .map_err(|error| invalid(error.to_string()))?;
+            let world_state = archived.world_state.as_ref().map(|text| text.as_str());
+            decode_v2(path, map, &archived.v2, header, options, world_state)
         }
     }
 }
 
-/// The fields versions 1 and 2 share, as stored.
+/// Decodes a version 2 root (that of a version 3 payload too, with its world-state baseline's
+/// text).
+fn decode_v2(
+    path: &Path,
+    map: &MappedFile,
+    archived: &ArchivedSnapshotV2,
+    header: SnapshotHeader,
+    options: SnapshotOptions,
+    world_state: Option<&str>,
+) -> Result<Snapshot, SnapshotError> {
+    let invalid = |detail: String| SnapshotError::InvalidArchive {
+        path: path.to_owned(),
+        detail,
+    };
+    let common = Common {
+        thread_id: archived.thread_id.as_ref().map(|text| text.as_str()),
+        resume_flags: archived.resume_flags,
+        truncation_mode: archived.truncation_mode,
+        truncation_limit: archived.truncation_limit.to_native(),
+        reference_context_item: archived
+            .reference_context_item
+            .as_ref()
+            .map(|text| text.as_str()),
+        previous_turn_settings: archived
+            .previous_turn_settings
+            .as_ref()
+            .map(|text| text.as_str()),
+        base_instructions: archived
+            .base_instructions
+            .as_ref()
+            .map(|text| text.as_str()),
+        known_flags: 0b111,
+    };
+    let (truncation, reference_context_item, state) = common.decode(&invalid)?;
+    let current = usize::try_from(header.entry_count)
+        .ok()
+        .filter(|&count| count <= archived.entries.len())
+        .ok_or_else(|| {
+            invalid(format!(
+                "entry table of {} entries, {} in the header's current state",
+                archived.entries.len(),
+                header.entry_count
+            ))
+        })?;
+    // The table's first `current` entries are the current state's; the rest only
+    // earlier states hold.
+    let mut entries = Vector::new();
+    let mut others = Vec::with_capacity(archived.entries.len() - current);
+    for (index, stored) in archived.entries.iter().enumerate() {
+        let entry = entry_of(map, stored, index, options.trust, path)?;
+        if index < current {
+            entries.push_back(entry);
+        } else {
+            others.push(entry);
+        }
+    }
+    let table_len = archived.entries.len();
+    let mut earlier = Vec::with_capacity(archived.earlier.len());
+    for (number, state) in archived.earlier.iter().enumerate() {
+        let mut state_entries = Vector::new();
+        for (position, index) in state.entries.iter().enumerate() {
+            let index = index.to_native() as usize;
+            let entry = match index.checked_sub(current) {
+                None => entries.get(index),
+                Some(other) => others.get(other),
+            }
+            .ok_or_else(|| {
+                invalid(format!(
+                    "earlier state {number}: entry {position} is table index {index}, past the table's {table_len} entries"
+                ))
+            })?;
+            state_entries.push_back(entry.clone());
+        }
+        let entries = state_entries;
+        let turns_from = state_turns_from(
+            state.turns_from.to_native(),
+            entries.len(),
+            number == 0,
+            &format!("earlier state {number}"),
+            &invalid,
+        )?;
+        earlier.push((entries, turns_from));
+    }
+    let turns_from = state_turns_from(
+        archived.turns_from.to_native(),
+        entries.len(),
+        earlier.is_empty(),
+        "current state",
+        &invalid,
+    )?;
+    let facts = archived
+        .facts
+        .iter()
+        .enumerate()
+        .map(|(index, fact)| fact_of(map, fact, index, options.trust, &invalid))
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut history = History::from_stored(
+        entries,
+        header.history_version,
+        truncation,
+        reference_context_item,
+    );
+    history.set_stored_states(turns_from, earlier);
+    if let Some(text) = world_state {
+        let baseline = serde_json::from_str::<WorldSnapshot>(text)
+            .map_err(|error| invalid(format!("world-state baseline: {error}")))?;
+        history.set_world_state_baseline(Some(baseline));
+    }
+    Ok(Snapshot {
+        history,
+        header,
+        state,
+        facts: Some(facts),
+        verified: options.verify_digest,
+        trust: options.trust,
+    })
+}
+
+/// The fields versions 1, 2 and 3 share, as stored.
 struct Common<'a> {
     thread_id: Option<&'a str>,
     resume_flags: u8,

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use crate::item::Entry;
 
 use super::archive::{
-    EarlierV2, EntryV1, FactV2, SnapshotV1, SnapshotV2, fact_code, kind_code, role_code,
+    EarlierV2, EntryV1, FactV2, SnapshotV1, SnapshotV2, SnapshotV3, fact_code, kind_code, role_code,
 };
 use super::header::{RolloutPosition, SNAPSHOT_FORMAT_VERSION, SnapshotHeader};
 use super::{PrefixFact, PrefixState, SnapshotError, SnapshotStep, io_error, is_snapshot};
@@ -176,6 +176,7 @@ pub(crate) fn write_snapshot(
     position: RolloutPosition,
     state: &PrefixState,
     facts: Option<&[PrefixFact]>,
+    version: u32,
 ) -> Result<SnapshotHeader, SnapshotError> {
     let invalid = |detail: String| SnapshotError::InvalidArchive {
         path: path.to_owned(),
@@ -191,10 +192,12 @@ pub(crate) fn write_snapshot(
         .previous_turn_settings
         .as_ref()
         .map(|raw| raw.get().to_owned());
-    let format_version = if facts.is_some() {
-        SNAPSHOT_FORMAT_VERSION
-    } else {
-        1
+    // Without scan facts only version 1 can be written; a copy of a version 2 snapshot stays
+    // version 2 (it holds no world-state baseline, and must not claim to).
+    let format_version = match facts {
+        None => 1,
+        Some(_) if version == 2 => 2,
+        Some(_) => SNAPSHOT_FORMAT_VERSION,
     };
     check_target(path, target)?;
     // `BoxedError` keeps the cause in every profile (`rancor::Error` drops it without debug
@@ -213,9 +216,9 @@ pub(crate) fn write_snapshot(
             let (entries, earlier) = entry_table(history).ok_or_else(|| {
                 invalid("the entry table holds more than 2^32 entries".to_owned())
             })?;
-            rkyv::to_bytes::<rkyv::rancor::BoxedError>(&SnapshotV2 {
+            let v2 = SnapshotV2 {
                 thread_id,
-                resume_flags: state.flags(2),
+                resume_flags: state.flags(format_version),
                 truncation_mode,
                 truncation_limit,
                 reference_context_item,
@@ -228,7 +231,19 @@ pub(crate) fn write_snapshot(
                 turns_from: history.turns_from() as u64,
                 earlier,
                 facts: facts.iter().map(stored_fact).collect(),
-            })
+            };
+            if format_version == 2 {
+                rkyv::to_bytes::<rkyv::rancor::BoxedError>(&v2)
+            } else {
+                let world_state = match history.world_state_baseline() {
+                    Some(baseline) => Some(
+                        serde_json::to_string(baseline)
+                            .map_err(|error| invalid(format!("world-state baseline: {error}")))?,
+                    ),
+                    None => None,
+                };
+                rkyv::to_bytes::<rkyv::rancor::BoxedError>(&SnapshotV3 { v2, world_state })
+            }
         }
     }
     .map_err(|error| invalid(error.to_string()))?;

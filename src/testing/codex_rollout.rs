@@ -9,6 +9,7 @@ use serde_json::{Value, json};
 use crate::history::{DEFAULT_TRUNCATION, History, summary_text};
 use crate::item::{ItemError, ThreadId};
 use crate::rollout::{Durability, RolloutWriteError, RolloutWriter, SessionMeta};
+use crate::world::{WorldSnapshot, WorldStateChange};
 
 thread_local! {
     /// Milliseconds since the generator's epoch of the next line's timestamp.
@@ -49,7 +50,8 @@ pub enum CodexRolloutError {
 /// `exec_command_end` / `patch_apply_end` events and outputs, `token_count` events, assistant
 /// messages with their `agent_message` events, and `task_complete` (or `turn_aborted`);
 /// compactions with `context_compacted` and a `compacted` line carrying the replacement history;
-/// rollbacks; legacy `ghost_snapshot` items. Timestamps come from a deterministic clock, so the
+/// rollbacks; legacy `ghost_snapshot` items; `world_state` lines (full snapshots and merge
+/// patches). Timestamps come from a deterministic clock, so the
 /// same calls give the same bytes.
 ///
 /// Beside the lines it keeps the history they stand for, recorded as a live session would
@@ -369,6 +371,44 @@ impl CodexRollout {
     pub fn rollback(&mut self, n: u32) -> Result<(), CodexRolloutError> {
         self.history.drop_last_n_user_turns(n as usize)?;
         self.writer.append_rollback(u64::from(n))?;
+        Ok(())
+    }
+
+    /// Persists the world state `snapshot` as a session does
+    /// ([`Session::persist_world_state`](crate::Session::persist_world_state)): the change from
+    /// the history's baseline as a `world_state` line (nothing when nothing changed), after which
+    /// the snapshot is the baseline. Returns the change.
+    ///
+    /// # Errors
+    ///
+    /// [`CodexRolloutError`] if the line is refused.
+    pub fn world_state(
+        &mut self,
+        snapshot: &WorldSnapshot,
+    ) -> Result<Option<WorldStateChange>, CodexRolloutError> {
+        let Some(change) = snapshot.change_from(self.history.world_state_baseline()) else {
+            return Ok(None);
+        };
+        self.writer.append_world_state(&change)?;
+        self.history
+            .set_world_state_baseline(Some(snapshot.clone()));
+        Ok(Some(change))
+    }
+
+    /// Writes `change` as a `world_state` line whatever the baseline (a patch without one, a
+    /// state of the wrong shape), and moves the history's baseline as resume does: to the
+    /// change applied when it applies, else to none.
+    ///
+    /// # Errors
+    ///
+    /// [`CodexRolloutError`] if the line is refused.
+    pub fn world_state_change(
+        &mut self,
+        change: &WorldStateChange,
+    ) -> Result<(), CodexRolloutError> {
+        self.writer.append_world_state(change)?;
+        let next = change.apply_to(self.history.world_state_baseline()).ok();
+        self.history.set_world_state_baseline(next);
         Ok(())
     }
 

@@ -7,6 +7,7 @@
 mod replay;
 mod scan;
 mod snapshot;
+mod world;
 
 use std::fmt;
 use std::io::Read;
@@ -152,6 +153,13 @@ pub enum FallbackReason {
         /// The snapshot's format version.
         version: u32,
     },
+    /// The snapshot has a format version older than 3, which holds no world-state baseline, and
+    /// the covered prefix may hold `world_state` lines (it has the bytes `world_state` or a
+    /// `\u` escape somewhere).
+    NoWorldState {
+        /// The snapshot's format version.
+        version: u32,
+    },
     /// A line after the covered prefix could change what the prefix means.
     LaterLine {
         /// Its 1-based number.
@@ -200,6 +208,10 @@ impl fmt::Display for FallbackReason {
             FallbackReason::OldVersion { version } => write!(
                 f,
                 "the snapshot has format version {version}, which holds no scan facts of its prefix to refresh it from"
+            ),
+            FallbackReason::NoWorldState { version } => write!(
+                f,
+                "the snapshot has format version {version}, which holds no world-state baseline, and the prefix it covers may have world_state lines"
             ),
             FallbackReason::LaterLine { line, what } => {
                 write!(f, "line {line} after the snapshot is {what}")
@@ -468,6 +480,14 @@ impl Rollout {
     /// `content` as one `input_text` part; an encrypted one as a header part and its
     /// `encrypted_content`), which is a user-turn boundary. Everything else is ignored.
     ///
+    /// **World-state baseline.** The `world_state` lines after the last line that clears the
+    /// baseline (a `compacted` line, a `thread_rolled_back` of at least one turn: the history
+    /// operations replayed for them clear it, live as on resume) are applied in file order: a
+    /// full snapshot replaces the baseline, a patch is merge-applied. A patch without a baseline
+    /// is ignored and a state that is not a valid snapshot or patch drops the baseline; both are
+    /// reported in [`LoadReport::world_state`](super::LoadReport::world_state). The resumed
+    /// history's baseline is therefore the live one's.
+    ///
     /// # Errors
     ///
     /// [`RolloutError::Replay`] when a line cannot be replayed: an item or a compaction summary
@@ -484,10 +504,16 @@ impl Rollout {
         };
         let mut history = replay.history;
         history.set_shared_reference_context_item(reference_context_item);
+        let mut report = self.report.clone();
+        history.set_shared_world_state_baseline(world::rebuild_baseline(
+            &self.lines,
+            None,
+            &mut report.world_state,
+        ));
         Ok(Resumed {
             path: self.path().to_owned(),
             history,
-            report: self.report.clone(),
+            report,
             previous_turn_settings: scan.settings.and_then(turn_context_raw),
             ends_inside_turn: scan::ends_inside_turn(&facts),
             compactions: Some(Compactions {

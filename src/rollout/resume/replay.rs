@@ -147,9 +147,12 @@ impl Replay {
                         }
                     }
                 }
+                // World-state lines are replayed apart, only those that can matter
+                // (`world.rs`).
                 Facts::Event(_)
                 | Facts::TurnContext { .. }
                 | Facts::SessionMeta(_)
+                | Facts::WorldState { .. }
                 | Facts::None => {}
             },
         }

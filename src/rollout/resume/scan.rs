@@ -74,7 +74,9 @@ pub(super) fn line_fact(line: &RolloutLine) -> Option<ScanFact<'_, &RolloutLine>
         }
         Facts::Event(Event::UserMessage) => ScanFact::UserMessage,
         Facts::Event(Event::ThreadRolledBack { num_turns }) => ScanFact::RolledBack(*num_turns),
-        Facts::Event(Event::Other) | Facts::SessionMeta(_) => return None,
+        Facts::Event(Event::Other) | Facts::SessionMeta(_) | Facts::WorldState { .. } => {
+            return None;
+        }
         Facts::TurnContext { turn_id, .. } => ScanFact::TurnContext {
             turn_id: turn_id.as_ref().map(|id| id.as_str()),
             context: line,

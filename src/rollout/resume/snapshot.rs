@@ -25,6 +25,7 @@ use super::super::report::ReadMode;
 use super::super::validate::Format;
 use super::replay::{Replay, Replayed};
 use super::scan::{self, Reference, ScanFact, line_facts, prefix_fact, reverse_scan, stored_fact};
+use super::world;
 use super::{FallbackReason, ResumeOptions, ResumeSource, Resumed, turn_context_raw};
 
 /// What kind of line after a version 1 snapshot's prefix makes resume fall back: replaying it onto
@@ -126,7 +127,12 @@ pub(super) fn resume(
     };
     let mut file = open_rollout(rollout)?;
     let mut hasher = blake3::Hasher::new();
-    let prefix = hash_prefix(&mut file, covered.bytes, &mut hasher).map_err(read_error)?;
+    // A snapshot older than version 3 holds no world-state baseline: it can stand for a prefix
+    // only when that prefix has no `world_state` line, which the hashing pass looks for.
+    let version = opened.header().format_version;
+    let mut search = (version < 3).then(WorldStateSearch::default);
+    let prefix =
+        hash_prefix(&mut file, covered.bytes, &mut hasher, search.as_mut()).map_err(read_error)?;
     if prefix.bytes < covered.bytes {
         return fallback(FallbackReason::RolloutShorter {
             rollout_bytes: prefix.bytes,
@@ -138,6 +144,9 @@ pub(super) fn resume(
     }
     if covered.bytes > 0 && prefix.last != Some(b'\n') {
         return fallback(FallbackReason::NotAtLineBoundary);
+    }
+    if search.is_some_and(|search| search.found) {
+        return fallback(FallbackReason::NoWorldState { version });
     }
     // The session's base instructions: a version 2 snapshot holds the prefix's, and when the
     // prefix records none, the later lines are read for them as a full resume would; a version 1
@@ -184,11 +193,19 @@ pub(super) fn resume(
         if let Some(reason) = first_later_line(&tail, state.ends_inside_turn) {
             return fallback(reason);
         }
+        let mut report = read.report;
+        let start = history.world_state_baseline().cloned().map(Arc::new);
         let replay = replay_onto(history, &tail, rollout)?;
+        let mut history = replay.history;
+        history.set_shared_world_state_baseline(world::rebuild_baseline(
+            &tail,
+            start,
+            &mut report.world_state,
+        ));
         return Ok(Attempt::Resumed(Box::new(Resumed {
             path: rollout.to_owned(),
-            history: replay.history,
-            report: read.report,
+            history,
+            report,
             previous_turn_settings: state.previous_turn_settings,
             ends_inside_turn: state.ends_inside_turn,
             compactions: None,
@@ -226,10 +243,17 @@ pub(super) fn resume(
     };
     let ends_inside_turn = scan::ends_inside_turn(&facts);
     drop(facts);
+    let start = history.world_state_baseline().cloned().map(Arc::new);
     let replay = replay_onto(history, &tail, rollout)?;
     let legacy_compaction = state.legacy_compaction || replay.legacy_compaction;
     let mut history = replay.history;
     history.set_shared_reference_context_item(reference.filter(|_| !legacy_compaction));
+    let mut report = read.report;
+    history.set_shared_world_state_baseline(world::rebuild_baseline(
+        &tail,
+        start,
+        &mut report.world_state,
+    ));
     let prefix_facts = options.snapshot_ready.then(|| {
         let mut all = prefix_facts;
         all.extend(later.into_iter().map(stored_fact));
@@ -238,7 +262,7 @@ pub(super) fn resume(
     Ok(Attempt::Resumed(Box::new(Resumed {
         path: rollout.to_owned(),
         history,
-        report: read.report,
+        report,
         previous_turn_settings,
         ends_inside_turn,
         compactions: None,
@@ -313,9 +337,51 @@ struct Prefix {
     last: Option<u8>,
 }
 
+/// Looks, in bytes seen chunk by chunk, for what could spell a `world_state` line type: the
+/// bytes `world_state`, or a `\u` escape (the only way a JSON string can spell those letters
+/// otherwise). Finding neither proves the bytes hold no `world_state` line; finding one only
+/// means they may (item text can hold the words), which is enough to not trust a snapshot
+/// without a baseline. Hand-written over `memmem` because a match can straddle two chunks.
+#[derive(Default)]
+struct WorldStateSearch {
+    /// The last bytes of the previous chunk (fewer than the longest needle).
+    carry: Vec<u8>,
+    found: bool,
+}
+
+impl WorldStateSearch {
+    const NEEDLES: [&'static [u8]; 2] = [b"world_state", b"\\u"];
+    const KEEP: usize = 10;
+
+    fn update(&mut self, chunk: &[u8]) {
+        if self.found {
+            return;
+        }
+        let mut junction = std::mem::take(&mut self.carry);
+        junction.extend_from_slice(&chunk[..chunk.len().min(Self::KEEP)]);
+        let hit = |bytes: &[u8]| {
+            Self::NEEDLES
+                .iter()
+                .any(|needle| memchr::memmem::find(bytes, needle).is_some())
+        };
+        self.found = hit(&junction) || hit(chunk);
+        let keep_from = junction.len().saturating_sub(Self::KEEP);
+        self.carry = if chunk.len() >= Self::KEEP {
+            chunk[chunk.len() - Self::KEEP..].to_vec()
+        } else {
+            junction[keep_from..].to_vec()
+        };
+    }
+}
+
 /// Hashes the first `len` bytes of `file` (fewer if it is shorter), leaving it positioned after
-/// them.
-fn hash_prefix(file: &mut File, len: u64, hasher: &mut blake3::Hasher) -> std::io::Result<Prefix> {
+/// them; with `search`, looks for a possible `world_state` line in them too.
+fn hash_prefix(
+    file: &mut File,
+    len: u64,
+    hasher: &mut blake3::Hasher,
+    mut search: Option<&mut WorldStateSearch>,
+) -> std::io::Result<Prefix> {
     let mut prefix = Prefix {
         bytes: 0,
         last: None,
@@ -330,6 +396,9 @@ fn hash_prefix(file: &mut File, len: u64, hasher: &mut blake3::Hasher) -> std::i
             Err(error) => return Err(error),
         };
         hasher.update(&buffer[..read]);
+        if let Some(search) = search.as_deref_mut() {
+            search.update(&buffer[..read]);
+        }
         prefix.last = buffer[..read].last().copied();
         prefix.bytes += read as u64;
     }
@@ -364,8 +433,10 @@ fn first_later_line(
             Facts::None if line.kind == LineKind::InterAgentCommunication => {
                 Some(LaterLine::InterAgent)
             }
+            // The world-state baseline is rebuilt from the snapshot's and the later lines.
             Facts::Event(Event::Other | Event::UserMessage)
             | Facts::SessionMeta(_)
+            | Facts::WorldState { .. }
             | Facts::None => None,
         }?;
         Some(FallbackReason::LaterLine {
@@ -440,6 +511,34 @@ impl Resumed {
             covered,
             &state,
             self.prefix_facts.as_deref(),
+            crate::snapshot::SNAPSHOT_FORMAT_VERSION,
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::WorldStateSearch;
+
+    /// What the search finds in `bytes` cut into chunks of `size`.
+    fn found(bytes: &[u8], size: usize) -> bool {
+        let mut search = WorldStateSearch::default();
+        for chunk in bytes.chunks(size) {
+            search.update(chunk);
+        }
+        search.found
+    }
+
+    /// A needle is found wherever the chunks cut it, and nothing else is.
+    #[test]
+    fn the_search_finds_a_needle_across_chunk_boundaries() {
+        let with_type = br#"{"type":"world_state","payload":{}}"#;
+        let with_escape = br#"{"type":"world\u005fstate"}"#;
+        let without = br#"{"type":"world_stat","payload":{"state":"world state"}}"#;
+        for size in 1..=with_type.len() {
+            assert!(found(with_type, size), "chunks of {size}");
+            assert!(found(with_escape, size), "chunks of {size}");
+            assert!(!found(without, size), "chunks of {size}");
+        }
     }
 }
