@@ -1,6 +1,7 @@
 //! [`Error`]: any error of this crate.
 //!
 //! Each layer defines its errors beside its operations ([`ItemError`] in the item layer,
+//! [`WorldStateError`] in world,
 //! [`ProjectionError`] in projection, [`RequestError`], [`ToolPlanError`] and [`ToolsError`] in
 //! request, [`SnapshotError`] in snapshot, [`RolloutError`] and [`RolloutWriteError`] in
 //! rollout); this module only aggregates them, for callers — and the session layer — that do
@@ -11,6 +12,7 @@ use crate::projection::ProjectionError;
 use crate::request::{RequestError, ToolPlanError, ToolsError};
 use crate::rollout::{RolloutError, RolloutWriteError};
 use crate::snapshot::SnapshotError;
+use crate::world::WorldStateError;
 
 /// Any error of this crate. Its message and source are those of the error it holds.
 #[derive(Debug, thiserror::Error)]
@@ -19,6 +21,9 @@ pub enum Error {
     /// See [`ItemError`].
     #[error(transparent)]
     Item(#[from] ItemError),
+    /// See [`WorldStateError`].
+    #[error(transparent)]
+    WorldState(#[from] WorldStateError),
     /// See [`ProjectionError`].
     #[error(transparent)]
     Projection(#[from] ProjectionError),

@@ -9,6 +9,7 @@ use serde_json::value::RawValue;
 use crate::error::Error;
 use crate::history::{
     Compacted, History, HistoryPublisher, Recorded, SharedHistory, TruncationPolicy,
+    WorldStateUpdate,
 };
 use crate::item::{Entry, ItemError, ItemKind, ResponseItem, ThreadId, parse_item};
 use crate::rollout::{
@@ -16,7 +17,7 @@ use crate::rollout::{
     RolloutWriteError, RolloutWriter, SessionMeta, WriteStep, resume_file,
 };
 use crate::snapshot::SnapshotHeader;
-use crate::world::{WorldSnapshot, WorldStateChange};
+use crate::world::{WorldSnapshot, WorldState, WorldStateChange};
 
 /// A history whose every change is appended to a rollout: recorded items as `response_item`
 /// lines (as the history keeps them before truncation — a client `tool_search_call` with its
@@ -455,6 +456,50 @@ impl<S: RolloutSink> Session<S> {
         self.publish();
         written?;
         Ok(Some(change))
+    }
+
+    /// Brings the model up to date with `state`: renders it against the history's world-state
+    /// baseline and items ([`History::diff_world_state`]), records the items that show the
+    /// change (a `response_item` line each), appends the change as a `world_state` line, and
+    /// once both are written makes the new snapshot the baseline. Without a baseline (a new
+    /// session, or after a compaction or a rollback) every section renders in full; with one,
+    /// only what changed; when nothing changed, nothing is recorded or written. Resuming the
+    /// file gives the same items and the same baseline, so an update right after a resume
+    /// renders nothing new (except the sections that opt out of persistence, which the file
+    /// does not hold: they render once more).
+    ///
+    /// The items go after everything recorded so far; a caller that places them elsewhere in
+    /// its turn uses [`History::diff_world_state`], [`Session::record`] and
+    /// [`Session::persist_world_state`] itself.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::WorldState`] when the history cannot be read for rendering (nothing changes);
+    /// [`Error::Item`] or [`Error::RolloutWrite`] when an item or a line could not be recorded
+    /// or written: the items recorded before stay, and the baseline is cleared, so the next
+    /// update renders in full rather than trusting a change that may not have reached the file.
+    pub fn update_world_state(&mut self, state: &WorldState) -> Result<WorldStateUpdate, Error> {
+        let update = self.history.diff_world_state(state)?;
+        for item in &update.items {
+            if let Err(error) = self.record(item) {
+                self.history.set_world_state_baseline(None);
+                self.publish();
+                return Err(error);
+            }
+        }
+        if let Some(change) = &update.change {
+            if let Err(error) = self.writer.append_world_state(change) {
+                self.history.set_world_state_baseline(None);
+                self.publish();
+                return Err(error.into());
+            }
+        }
+        if self.history.world_state_baseline() != Some(&update.snapshot) {
+            self.history
+                .set_world_state_baseline(Some(update.snapshot.clone()));
+            self.publish();
+        }
+        Ok(update)
     }
 
     /// Appends a line that resume does not interpret — `token_usage_record`, an
