@@ -487,12 +487,12 @@ impl<S: RolloutSink> Session<S> {
                 return Err(error);
             }
         }
-        if let Some(change) = &update.change {
-            if let Err(error) = self.writer.append_world_state(change) {
-                self.history.set_world_state_baseline(None);
-                self.publish();
-                return Err(error.into());
-            }
+        if let Some(change) = &update.change
+            && let Err(error) = self.writer.append_world_state(change)
+        {
+            self.history.set_world_state_baseline(None);
+            self.publish();
+            return Err(error.into());
         }
         if self.history.world_state_baseline() != Some(&update.snapshot) {
             self.history
