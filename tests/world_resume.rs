@@ -581,6 +581,43 @@ fn a_failed_world_state_write_clears_the_baseline_and_the_next_update_is_full() 
     );
 }
 
+/// `Session::update_world_state` when a write fails: the error is returned, the baseline is
+/// cleared (neither the old nor the new one is certain), the next update renders every section
+/// again, and the file, once written, resumes to the live history.
+#[test]
+fn a_failed_write_during_a_world_state_update_makes_the_next_update_full() {
+    let failing = std::rc::Rc::new(std::cell::Cell::new(false));
+    let sink = SwitchSink {
+        data: Vec::new(),
+        failing: failing.clone(),
+    };
+    let writer = agent_history::RolloutWriter::with_sink(sink, "switch", Durability::Flush);
+    let mut session = Session::from_parts(agent_history::History::new(), writer, thread("switch"));
+    session
+        .append_raw("session_meta", &common::meta_payload())
+        .expect("meta");
+    let state = |cwd: &str| {
+        let mut state = agent_history::WorldState::new();
+        let section = agent_history::JsonSection::new("environment", json!({"cwd": cwd}));
+        state.add(section).expect("a new id");
+        state
+    };
+    session.update_world_state(&state("/a")).expect("updated");
+    assert!(session.history().world_state_baseline().is_some());
+    failing.set(true);
+    session
+        .update_world_state(&state("/b"))
+        .expect_err("the write fails");
+    assert_eq!(session.history().world_state_baseline(), None);
+    failing.set(false);
+    let again = session.update_world_state(&state("/b")).expect("updated");
+    assert!(again.change.as_ref().is_some_and(|change| change.full));
+    assert_eq!(again.items.len(), 1, "rendered in full again");
+    session.flush().expect("flushed");
+    let resumed = common::resume_bytes(&session.writer().sink().data, DEFAULT_TRUNCATION);
+    assert_eq!(resumed.history(), session.history());
+}
+
 /// A fork resumes to the forked history, baseline included: cut before a turn (a rollback in the
 /// fork's file, no baseline) or after the last one (the parent's baseline).
 #[test]
