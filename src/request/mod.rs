@@ -2,6 +2,7 @@
 //! that composes them, and the Responses API body writer (keys and values as Codex sends them).
 //! `tools.rs` reads tool specs from a file ([`read_tools`]).
 
+mod prefix;
 mod tools;
 
 use std::io::Write;
@@ -16,6 +17,7 @@ use crate::history::History;
 use crate::item::TurnId;
 use crate::projection::{Projection, ProjectionError, ProjectionOptions};
 
+pub use prefix::{BodyPart, BodyPrefix};
 pub use tools::{MAX_TOOLS_FILE_BYTES, ToolsError, read_tools};
 
 /// Writing a request body failed.
