@@ -23,6 +23,8 @@
 
 use std::hint::black_box;
 
+// Only the paired-ratio helper is used here.
+#[allow(dead_code)]
 mod common;
 use common::paired;
 #[path = "common/session.rs"]
@@ -72,7 +74,9 @@ fn main() {
     for &n in sizes {
         let items = session::generate(n, 0, 0x5eed_0000 + n as u64);
         let mut history = History::new();
-        history.record_all_json(items.iter().map(String::as_str)).expect("valid items");
+        history
+            .record_all_json(items.iter().map(String::as_str))
+            .expect("valid items");
         let mut grown = history.clone();
         grown
             .record_json(
@@ -80,17 +84,16 @@ fn main() {
             )
             .expect("valid item");
         let mut rebuilt = History::new();
-        rebuilt.record_all_json(items.iter().map(String::as_str)).expect("valid items");
+        rebuilt
+            .record_all_json(items.iter().map(String::as_str))
+            .expect("valid items");
         drop(items);
 
         let step = StepContext::default;
         let before = compiler.compile(&history, step()).expect("compiles");
         let after = compiler.compile(&grown, step()).expect("compiles");
         let independent = compiler.compile(&rebuilt, step()).expect("compiles");
-        let (body_before, body_after) = (
-            before.body().expect("body"),
-            after.body().expect("body"),
-        );
+        let (body_before, body_after) = (before.body().expect("body"), after.body().expect("body"));
         let expected = common_bytes(&body_before, &body_after) as u64;
 
         // Checked before timing: the same byte counts as the baseline.

@@ -413,7 +413,7 @@ fn versions(ops: &[Op], edit: &Edit) -> (History, ProjectionOptions, History, Pr
     record(&mut old, ops);
     let options = ProjectionOptions::default();
     let mut new = old.clone();
-    let mut new_options = options.clone();
+    let mut new_options = options;
     match edit {
         Edit::Append(more) => record(&mut new, more),
         Edit::Replace(p, op, more) => {
