@@ -479,7 +479,11 @@ proptest! {
         let b = second.compile(&new, StepContext::default()).expect("compiles");
         let prefix = checked_bodies(&a, &b);
         if let Some(input) = &prefix.input {
-            prop_assert_eq!(input.items, common_items(&a.prompt.input, &b.prompt.input));
+            // A request body writes each item without the white space around it.
+            let trim = |text: &str| text.trim_matches([' ', '\t', '\n', '\r']).to_owned();
+            let written = a.prompt.input.iter().map(trim).zip(b.prompt.input.iter().map(trim));
+            let shared = written.take_while(|(x, y)| x == y).count();
+            prop_assert_eq!(input.items, shared);
         }
     }
 }

@@ -299,10 +299,7 @@ impl Projection {
                 .saturating_sub(2 + self.len().saturating_sub(1) as u64);
             total.saturating_sub(rest)
         } else {
-            self.iter()
-                .take(items)
-                .map(|item| text.of(item).len() as u64)
-                .sum()
+            self.leading_bytes(items, text)
         };
         let bytes = 1 + shared_items_bytes + items.saturating_sub(1) as u64 + tail;
         let first_difference = match (left_item, right_item) {
@@ -318,6 +315,30 @@ impl Projection {
             bytes,
             first_difference,
         }
+    }
+}
+
+impl Projection {
+    /// The bytes of the first `items` items sent, each written as `text` says: one pass over the
+    /// slots, reading each one's length (and, rewritten, the ends of its text).
+    fn leading_bytes(&self, items: usize, text: ItemText) -> u64 {
+        let mut left = items;
+        let mut bytes = 0u64;
+        for run in self.slots.runs() {
+            for slot in run {
+                let (Some(json), output) = rendered(slot, self.strip) else {
+                    continue;
+                };
+                for sent in std::iter::once(json).chain(output) {
+                    if left == 0 {
+                        return bytes;
+                    }
+                    bytes += text.of(sent).len() as u64;
+                    left -= 1;
+                }
+            }
+        }
+        bytes
     }
 }
 
@@ -347,9 +368,12 @@ struct Stream<'s, 'a, 'x> {
     index: usize,
     text: ItemText,
     after: Option<After<'x>>,
-    /// The next piece: a comma or `]` before an item's text.
+    /// The next piece: an item's text after its comma.
     queued: Option<&'a str>,
+    /// No more items.
     ended: bool,
+    /// The `]` was handed out.
+    closed: bool,
     consumed: u64,
 }
 
@@ -369,6 +393,7 @@ impl<'s, 'a, 'x> Stream<'s, 'a, 'x> {
             after: Some(after),
             queued: None,
             ended: first.is_none(),
+            closed: false,
             consumed: 0,
         }
     }
@@ -397,10 +422,12 @@ impl<'s, 'a, 'x> Stream<'s, 'a, 'x> {
                 None => self.ended = true,
             }
         }
+        if !self.closed {
+            self.closed = true;
+            return Some(Piece::Borrowed(b"]"));
+        }
         let after = self.after.take()?;
-        let mut bytes = vec![b']'];
-        bytes.extend(after());
-        Some(Piece::Owned(bytes))
+        Some(Piece::Owned(after()))
     }
 }
 
