@@ -487,3 +487,41 @@ proptest! {
         }
     }
 }
+
+/// The slots `common_prefix` reads while `f` runs.
+fn slots_read(f: impl FnOnce()) -> u64 {
+    let before = agent_history::testing::prefix_slots_read();
+    f();
+    agent_history::testing::prefix_slots_read() - before
+}
+
+#[test]
+fn a_clone_plus_an_append_reads_the_changed_leaves_only_whatever_the_length() {
+    // An append copies the last leaf (up to 64 entries) of the clone: those slots are compared
+    // one by one on both sides, every other leaf is passed by pointer.
+    for n in [1_000, 10_000, 100_000] {
+        let old = history(n);
+        let mut new = old.clone();
+        new.record_json(user("one more")).expect("valid");
+        let (a, b) = (project(&old), project(&new));
+        let read = slots_read(|| {
+            assert!(a.common_prefix(&b).is_extension());
+        });
+        assert!(read <= 2 * 64 + 1, "{read} slots read at {n} items");
+    }
+}
+
+#[test]
+fn independent_histories_are_compared_slot_by_slot() {
+    let old = history(2_000);
+    let mut rebuilt = History::new();
+    for entry in old.iter() {
+        rebuilt.record_json(entry.json()).expect("valid");
+    }
+    let (a, b) = (project(&old), project(&rebuilt));
+    let read = slots_read(|| {
+        assert!(a.common_prefix(&b).is_identical());
+    });
+    // Every slot of both, and the shared bytes counted over the rest of the first (none).
+    assert_eq!(read, 2 * 2_000);
+}

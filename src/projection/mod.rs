@@ -33,6 +33,8 @@ pub use media::{AUDIO_PLACEHOLDER, IMAGE_PLACEHOLDER};
 #[cfg(feature = "testing")]
 pub use media::{media_checks, media_strips};
 pub use options::{Modalities, ParseModalitiesError, ProjectionOptions, RepairMode, UnknownItems};
+#[cfg(feature = "testing")]
+pub use prefix::prefix_slots_read;
 pub use prefix::{CommonPrefix, DifferingItem, FirstDifference};
 pub(crate) use prefix::{ItemText, common_bytes};
 pub use report::{Location, Repair, RepairKind, RepairReport, Violation, ViolationKind};

@@ -157,6 +157,7 @@ impl<'a> Cursor<'a> {
             self.run = rest;
             let position = self.position;
             self.position += 1;
+            count_slot_read();
             if let (Some(text), output) = rendered(slot, self.strip) {
                 self.pending = output.map(|text| Sent {
                     text,
@@ -173,6 +174,26 @@ impl<'a> Cursor<'a> {
             }
         }
     }
+}
+
+#[cfg(feature = "testing")]
+thread_local! {
+    static SLOTS_READ: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// How many slots [`Projection::common_prefix`] (and the request bodies' check built on it) read
+/// on this thread one by one, their payloads looked at (the `testing` feature): a run of slots
+/// that both projections share by pointer is passed without reading any, which tests check by
+/// counting.
+#[cfg(feature = "testing")]
+pub fn prefix_slots_read() -> u64 {
+    SLOTS_READ.with(std::cell::Cell::get)
+}
+
+/// Counts one slot read (the `testing` feature; nothing otherwise).
+fn count_slot_read() {
+    #[cfg(feature = "testing")]
+    SLOTS_READ.with(|count| count.set(count.get() + 1));
 }
 
 /// How each item's text is written where the prefix is measured.
@@ -326,6 +347,7 @@ impl Projection {
         let mut bytes = 0u64;
         for run in self.slots.runs() {
             for slot in run {
+                count_slot_read();
                 let (Some(json), output) = rendered(slot, self.strip) else {
                     continue;
                 };
