@@ -50,17 +50,18 @@ pub use history::{
 
 // The projection layer: a history turned into a model's input, repaired and reported.
 pub use projection::{
-    ABORTED_OUTPUT, AUDIO_PLACEHOLDER, IMAGE_PLACEHOLDER, Location, Modalities,
-    ParseModalitiesError, Projection, ProjectionError, ProjectionOptions, Repair, RepairKind,
-    RepairMode, RepairReport, UnknownItems, Violation, ViolationKind,
+    ABORTED_OUTPUT, AUDIO_PLACEHOLDER, CommonPrefix, DifferingItem, FirstDifference,
+    IMAGE_PLACEHOLDER, Location, Modalities, ParseModalitiesError, Projection, ProjectionError,
+    ProjectionOptions, Repair, RepairKind, RepairMode, RepairReport, UnknownItems, Violation,
+    ViolationKind,
 };
 
 // The request layer: prompts, model requests, the Responses API body, tool plans, tools files.
 pub use request::{
-    MAX_TOOLS_FILE_BYTES, ModelRequest, OUTPUT_SCHEMA_NAME, Prompt, PromptCompiler,
-    REASONING_ENCRYPTED_CONTENT, ReasoningConfig, RequestError, RequestSettings, ResponseOptions,
-    Runner, StepContext, StepIdentity, ToolCallKey, ToolChoice, ToolMatch, ToolPlan, ToolPlanError,
-    ToolPosition, ToolRegistry, ToolsError, Verbosity, read_tools,
+    BodyPart, BodyPrefix, MAX_TOOLS_FILE_BYTES, ModelRequest, OUTPUT_SCHEMA_NAME, Prompt,
+    PromptCompiler, REASONING_ENCRYPTED_CONTENT, ReasoningConfig, RequestError, RequestSettings,
+    ResponseOptions, Runner, StepContext, StepIdentity, ToolCallKey, ToolChoice, ToolMatch,
+    ToolPlan, ToolPlanError, ToolPosition, ToolRegistry, ToolsError, Verbosity, read_tools,
 };
 
 // The snapshot layer: memory-mapped archives of a history.

@@ -976,3 +976,186 @@ fn request_flags_without_request_are_usage_errors() {
         assert!(stderr.contains(missing), "{flag:?}: {stderr}");
     }
 }
+
+/// Writes `lines` (a `session_meta` line first) as a rollout in `dir` named `name`.
+fn write_rollout(dir: &Path, name: &str, lines: &[String]) -> std::path::PathBuf {
+    let path = dir.join(name);
+    let mut all = vec![meta_line()];
+    all.extend_from_slice(lines);
+    std::fs::write(&path, all.join("\n") + "\n").expect("write");
+    path
+}
+
+/// The lines of a short session: `turns` user turns, each answered.
+fn turns(turns: usize) -> Vec<String> {
+    (0..turns)
+        .flat_map(|turn| {
+            [
+                item_line(&user(&format!("question {turn}"))),
+                item_line(&common::assistant(&format!("answer {turn}"))),
+            ]
+        })
+        .collect()
+}
+
+/// Runs `prefix` with `args` and returns its standard output, checking that it succeeded.
+fn prefix(args: &[&str]) -> String {
+    let mut all = vec!["prefix"];
+    all.extend_from_slice(args);
+    let output = run(&all);
+    assert!(output.status.success(), "stderr: {}", text(&output.stderr));
+    text(&output.stdout)
+}
+
+#[test]
+fn prefix_of_a_rollout_and_its_earlier_point_is_appended() {
+    let dir = temp_dir();
+    let path = write_rollout(dir.path(), "s.jsonl", &turns(5));
+    let path = path.to_str().expect("utf-8 path");
+    // The first 7 lines: the meta line and three turns (6 items).
+    let out = prefix(&[path, "--at-line", "7"]);
+    assert!(out.contains("shared: 6 item(s)"), "{out}");
+    assert!(out.contains("first difference: item 6"), "{out}");
+    assert!(out.contains("  A: no more items"), "{out}");
+    assert!(out.contains("  B: position 6, message"), "{out}");
+    assert!(
+        out.contains("why: appended: B extends A, all of A is reusable"),
+        "{out}"
+    );
+    // Two points of the file: the same answer.
+    let two = prefix(&[path, "--at-line", "7", "--at-line", "11"]);
+    assert!(two.contains("why: appended"), "{two}");
+    assert!(two.contains("(first 11 line(s))"), "{two}");
+    // A point against itself, and two resumes of one file (no shared pointers): identical.
+    let same = prefix(&[path, "--at-line", "11", "--at-line", "11"]);
+    assert!(same.contains("why: identical"), "{same}");
+    let files = prefix(&[path, path]);
+    assert!(files.contains("shared: 10 item(s)"), "{files}");
+    assert!(files.contains("(100.0% of A)"), "{files}");
+}
+
+#[test]
+fn prefix_names_an_edit_a_rollback_a_compaction_and_a_world_state_update() {
+    let dir = temp_dir();
+    let base = turns(3);
+    let a = write_rollout(dir.path(), "a.jsonl", &base);
+    let a = a.to_str().expect("utf-8 path");
+
+    let mut edited = base.clone();
+    edited[3] = item_line(&common::assistant("a different answer"));
+    let edit = write_rollout(dir.path(), "edit.jsonl", &edited);
+    let out = prefix(&[a, edit.to_str().expect("utf-8 path")]);
+    assert!(out.contains("shared: 3 item(s)"), "{out}");
+    assert!(
+        out.contains("why: edit: the same position holds different content"),
+        "{out}"
+    );
+
+    let mut rolled = base.clone();
+    rolled.push(common::event_line(
+        r#"{"type":"thread_rolled_back","num_turns":1}"#,
+    ));
+    let rollback = write_rollout(dir.path(), "rollback.jsonl", &rolled);
+    let out = prefix(&[a, rollback.to_str().expect("utf-8 path")]);
+    assert!(out.contains("shared: 4 item(s)"), "{out}");
+    assert!(out.contains("  B: no more items"), "{out}");
+    assert!(
+        out.contains("why: rollback: B has fewer user turns (2 < 3)"),
+        "{out}"
+    );
+
+    let mut compacted = base.clone();
+    compacted.push(common::line(
+        "compacted",
+        &format!(
+            r#"{{"message":"summary","replacement_history":[{},{}]}}"#,
+            user("question 0"),
+            user("the summary")
+        ),
+    ));
+    let compaction = write_rollout(dir.path(), "compaction.jsonl", &compacted);
+    let out = prefix(&[a, compaction.to_str().expect("utf-8 path")]);
+    assert!(out.contains("shared: 1 item(s)"), "{out}");
+    assert!(out.contains("why: compaction"), "{out}");
+
+    let context = |cwd: &str| {
+        item_line(&user(&format!(
+            "<environment_context>\n  <cwd>{cwd}</cwd>\n</environment_context>"
+        )))
+    };
+    let mut before = base.clone();
+    before.push(context("/a"));
+    let mut after = base.clone();
+    after.push(context("/b"));
+    let before = write_rollout(dir.path(), "before.jsonl", &before);
+    let after = write_rollout(dir.path(), "after.jsonl", &after);
+    let out = prefix(&[
+        before.to_str().expect("utf-8 path"),
+        after.to_str().expect("utf-8 path"),
+    ]);
+    assert!(out.contains("shared: 6 item(s)"), "{out}");
+    assert!(
+        out.contains("why: world-state update rendered in full: a contextual user message"),
+        "{out}"
+    );
+}
+
+#[test]
+fn prefix_errors_name_the_paths_and_what_is_wrong() {
+    let dir = temp_dir();
+    let path = write_rollout(dir.path(), "s.jsonl", &turns(2));
+    let path = path.to_str().expect("utf-8 path");
+    let missing = dir.path().join("missing.jsonl");
+    let missing = missing.to_str().expect("utf-8 path");
+
+    let output = run(&["prefix", path, missing]);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(
+        text(&output.stderr).contains(missing),
+        "{}",
+        text(&output.stderr)
+    );
+    assert!(output.stdout.is_empty());
+
+    let output = run(&["prefix", path, "--at-line", "99"]);
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = text(&output.stderr);
+    assert!(
+        stderr.contains(path) && stderr.contains("has only 5 line(s)"),
+        "{stderr}"
+    );
+
+    let output = run(&[
+        "prefix",
+        path,
+        "--at-line",
+        "1",
+        "--at-line",
+        "2",
+        "--at-line",
+        "3",
+    ]);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(text(&output.stderr).contains("--at-line once or twice"));
+
+    // A second rollout and --at-line exclude each other; one of them is needed.
+    assert_eq!(
+        run(&["prefix", path, path, "--at-line", "2"]).status.code(),
+        Some(2)
+    );
+    assert_eq!(run(&["prefix", path]).status.code(), Some(2));
+
+    let snapshot = dir.path().join("s.snap");
+    let snapshot = snapshot.to_str().expect("utf-8 path");
+    assert!(run(&["snapshot", path, "-o", snapshot]).status.success());
+    let output = run(&["prefix", snapshot, "--at-line", "2"]);
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = text(&output.stderr);
+    assert!(
+        stderr.contains(snapshot) && stderr.contains("is a snapshot"),
+        "{stderr}"
+    );
+    // A snapshot against its rollout: identical.
+    let out = prefix(&[snapshot, path]);
+    assert!(out.contains("why: identical"), "{out}");
+}

@@ -12,12 +12,14 @@
 //! media memo); the report lists their repairs when first read.
 //!
 //! [`History::project`] is defined here, with the layer whose work it does; each pass is one
-//! function of `passes.rs` over the slot builder of `slots.rs`.
+//! function of `passes.rs` over the slot builder of `slots.rs`. `prefix.rs` measures how much of
+//! the input two projections share from the start ([`Projection::common_prefix`]).
 
 mod error;
 mod media;
 mod options;
 mod passes;
+mod prefix;
 mod report;
 mod slots;
 
@@ -31,6 +33,10 @@ pub use media::{AUDIO_PLACEHOLDER, IMAGE_PLACEHOLDER};
 #[cfg(feature = "testing")]
 pub use media::{media_checks, media_strips};
 pub use options::{Modalities, ParseModalitiesError, ProjectionOptions, RepairMode, UnknownItems};
+#[cfg(feature = "testing")]
+pub use prefix::prefix_slots_read;
+pub use prefix::{CommonPrefix, DifferingItem, FirstDifference};
+pub(crate) use prefix::{ItemText, common_bytes};
 pub use report::{Location, Repair, RepairKind, RepairReport, Violation, ViolationKind};
 use slots::{SlotBuilder, Slots};
 

@@ -4,6 +4,7 @@
 //! specs from a file ([`read_tools`]).
 
 mod plan;
+mod prefix;
 mod tools;
 
 use std::io::Write;
@@ -23,6 +24,7 @@ pub use plan::tool_plan_serializations;
 pub use plan::{
     Runner, ToolCallKey, ToolMatch, ToolPlan, ToolPlanError, ToolPosition, ToolRegistry,
 };
+pub use prefix::{BodyPart, BodyPrefix};
 pub use tools::{MAX_TOOLS_FILE_BYTES, ToolsError, read_tools};
 
 /// Writing a request body failed.

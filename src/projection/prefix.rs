@@ -1,0 +1,533 @@
+//! How much of a prompt two projections share from the start: the part a provider's prompt cache
+//! can reuse when the second is sent after the first.
+//!
+//! Two projections of versions of one history share structure: a clone of a history shares every
+//! leaf of its vector (the chunks of up to 64 entries imbl keeps), an append copies only the tail
+//! leaf, an edit only the leaf it touches. So the walk compares leaves by pointer first: two runs
+//! of slots that start at the same address are the same entries, which render the same bytes in
+//! both (with the same media stripped), and are passed without reading an entry. Only where the
+//! pointers differ are entries compared one by one — an entry's body by pointer, and where that
+//! differs too, the bytes each slot renders (two resumes of one file build equal texts in
+//! different allocations: equal bytes are a shared prefix all the same).
+//!
+//! Why leaves and not whole subtrees: imbl's public API hands out the leaves (`Vector::leaves`)
+//! and whole-vector identity (`Vector::ptr_eq`), but not its interior nodes, so two versions that
+//! share a subtree of a million entries are still walked leaf by leaf: one pointer comparison per
+//! 64 entries. A shared leaf further on says nothing about the entries before it, so the walk
+//! cannot skip ahead by searching either.
+
+use std::sync::Arc;
+
+use crate::item::{Entry, ItemKind, Pairing};
+
+use super::slots::Runs;
+use super::{Projection, StripSet, rendered};
+
+/// How much two projections share from their first item: the result of
+/// [`Projection::common_prefix`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommonPrefix {
+    /// How many leading items both send with the same bytes.
+    pub items: usize,
+    /// How many leading bytes of the two JSON arrays ([`Projection::write_json_array`]) are
+    /// equal: the shared items with their brackets and commas, and the leading bytes the first
+    /// differing items have in common.
+    pub bytes: u64,
+    /// The first item that differs, or `None` when both send exactly the same items.
+    pub first_difference: Option<FirstDifference>,
+}
+
+impl CommonPrefix {
+    /// Whether both send exactly the same items.
+    pub fn is_identical(&self) -> bool {
+        self.first_difference.is_none()
+    }
+
+    /// Whether the second sends every item of the first, then more: all of the first is reusable.
+    pub fn is_extension(&self) -> bool {
+        matches!(
+            &self.first_difference,
+            Some(FirstDifference {
+                left: None,
+                right: Some(_),
+                ..
+            })
+        )
+    }
+}
+
+/// The first item at which two projections differ.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FirstDifference {
+    /// Its index among the items sent (the same in both: the items before it are shared).
+    pub item: usize,
+    /// The first projection's item there (`self` of [`Projection::common_prefix`]), or `None`
+    /// when it sends no more items.
+    pub left: Option<DifferingItem>,
+    /// The second projection's item there, or `None` when it sends no more items.
+    pub right: Option<DifferingItem>,
+}
+
+/// One side of a [`FirstDifference`]: which item it is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DifferingItem {
+    /// Its position in the history the projection was made from (a synthetic output has the
+    /// position of its call).
+    pub position: usize,
+    /// Its kind (for a synthetic output, the output kind of the call's family).
+    pub kind: ItemKind,
+    /// Whether it is a synthetic output the projection added after a call that had none.
+    pub synthetic_output: bool,
+    /// The length of its JSON text in bytes (as sent).
+    pub bytes: usize,
+}
+
+/// One item a projection sends, with the slot it comes from.
+#[derive(Clone, Copy)]
+struct Sent<'a> {
+    text: &'a str,
+    slot: &'a Entry,
+    position: usize,
+    synthetic_output: bool,
+}
+
+impl Sent<'_> {
+    fn describe(&self, text: &str) -> DifferingItem {
+        let kind = match (self.synthetic_output, self.slot.kind().pairing()) {
+            (true, Pairing::Call { family, .. }) => family.output_kind(),
+            _ => self.slot.kind(),
+        };
+        DifferingItem {
+            position: self.position,
+            kind,
+            synthetic_output: self.synthetic_output,
+            bytes: text.len(),
+        }
+    }
+}
+
+/// The items a projection sends, in order, with the runs of slots still ahead visible so that the
+/// walk can skip a run the other projection shares.
+struct Cursor<'a> {
+    runs: Runs<'a>,
+    /// What is left of the current run of slots.
+    run: &'a [Entry],
+    /// The position of `run[0]` in the history.
+    position: usize,
+    /// The synthetic output of the slot just before `run[0]`, not sent yet.
+    pending: Option<Sent<'a>>,
+    strip: StripSet,
+}
+
+impl<'a> Cursor<'a> {
+    fn new(projection: &'a Projection) -> Self {
+        Cursor {
+            runs: projection.slots.runs(),
+            run: &[],
+            position: 0,
+            pending: None,
+            strip: projection.strip,
+        }
+    }
+
+    /// Moves to the next run when the current one is used up (none at the end).
+    fn fill(&mut self) {
+        while self.run.is_empty() {
+            match self.runs.next() {
+                Some(run) => self.run = run,
+                None => return,
+            }
+        }
+    }
+
+    /// Passes `count` slots of the current run that each send one item.
+    fn skip(&mut self, count: usize) {
+        self.run = &self.run[count..];
+        self.position += count;
+    }
+
+    /// The next item sent.
+    fn next_item(&mut self) -> Option<Sent<'a>> {
+        if let Some(output) = self.pending.take() {
+            return Some(output);
+        }
+        loop {
+            self.fill();
+            let (slot, rest) = self.run.split_first()?;
+            self.run = rest;
+            let position = self.position;
+            self.position += 1;
+            count_slot_read();
+            if let (Some(text), output) = rendered(slot, self.strip) {
+                self.pending = output.map(|text| Sent {
+                    text,
+                    slot,
+                    position,
+                    synthetic_output: true,
+                });
+                return Some(Sent {
+                    text,
+                    slot,
+                    position,
+                    synthetic_output: false,
+                });
+            }
+        }
+    }
+}
+
+#[cfg(feature = "testing")]
+thread_local! {
+    static SLOTS_READ: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// How many slots [`Projection::common_prefix`] (and the request bodies' check built on it) read
+/// on this thread one by one, their payloads looked at (the `testing` feature): a run of slots
+/// that both projections share by pointer is passed without reading any, which tests check by
+/// counting.
+#[cfg(feature = "testing")]
+pub fn prefix_slots_read() -> u64 {
+    SLOTS_READ.with(std::cell::Cell::get)
+}
+
+/// Counts one slot read (the `testing` feature; nothing otherwise).
+fn count_slot_read() {
+    #[cfg(feature = "testing")]
+    SLOTS_READ.with(|count| count.set(count.get() + 1));
+}
+
+/// How each item's text is written where the prefix is measured.
+#[derive(Clone, Copy)]
+pub(crate) enum ItemText {
+    /// As stored: a JSON array of the items.
+    AsStored,
+    /// Rewritten by the function (a request body writes each text without the white space around
+    /// it).
+    Rewritten(fn(&str) -> &str),
+}
+
+impl ItemText {
+    fn of(self, text: &str) -> &str {
+        match self {
+            ItemText::AsStored => text,
+            ItemText::Rewritten(rewrite) => rewrite(text),
+        }
+    }
+}
+
+/// What follows the input array's closing bracket in each of the two byte streams compared, asked
+/// for only when a comparison reaches it (for a request body, its tail after the input).
+pub(crate) type After<'x> = &'x mut dyn FnMut() -> Vec<u8>;
+
+impl Projection {
+    /// How many leading items and bytes this projection and `other` share, and the first item
+    /// that differs: how much of the prompt a provider's prefix cache can reuse when `other` is
+    /// sent after `self` (or the other way round: the result is symmetric but for the sides of
+    /// [`FirstDifference`]).
+    ///
+    /// Two projections of versions of one history share the leaves of their vectors, and a
+    /// shared run of slots is passed with one pointer comparison per leaf (up to 64 entries);
+    /// entries are compared by pointer where leaves differ, and by their bytes only where the
+    /// pointers differ too, so two projections built independently from equal histories (two
+    /// resumes of one rollout) are still found equal, at the cost of comparing their bytes.
+    ///
+    /// Time, for `p` shared items of which `q` are not shared by pointer, `n` items in `self`:
+    /// O(p / 64) pointer comparisons for the shared leaves, plus O(q) entry comparisons and the
+    /// bytes of those `q` items, plus the bytes of the first differing items up to their first
+    /// difference, plus O(min(p, n − p)) lengths read to count the bytes (forwards over the
+    /// prefix, or backwards from the projection's byte total over the rest; O(m log n) more for
+    /// the total of a projection that strips m media items). Nothing is allocated.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use agent_history::{History, ProjectionOptions};
+    ///
+    /// let mut history = History::new();
+    /// history.record_json(r#"{"type":"message","role":"user","content":[{"type":"input_text","text":"hi"}]}"#)?;
+    /// let before = history.project(&ProjectionOptions::default())?;
+    /// history.record_json(r#"{"type":"message","role":"assistant","content":[{"type":"output_text","text":"hello"}]}"#)?;
+    /// let after = history.project(&ProjectionOptions::default())?;
+    ///
+    /// let shared = before.common_prefix(&after);
+    /// assert_eq!(shared.items, 1);
+    /// assert!(shared.is_extension()); // all of `before` is reusable
+    /// // Every byte of `before`'s array but its closing bracket.
+    /// assert_eq!(shared.bytes, before.json_array_len() as u64 - 1);
+    /// # Ok::<(), agent_history::Error>(())
+    /// ```
+    pub fn common_prefix(&self, other: &Projection) -> CommonPrefix {
+        self.framed_prefix(other, ItemText::AsStored, &mut Vec::new, &mut Vec::new)
+    }
+
+    /// [`Projection::common_prefix`] over the byte streams `[` items `]` then `after_self` /
+    /// `after_other`, each item's text written as `text` says. The byte total of a projection
+    /// is known only for texts as stored, so with another `text` the bytes are counted forwards
+    /// over the shared items.
+    pub(crate) fn framed_prefix(
+        &self,
+        other: &Projection,
+        text: ItemText,
+        after_self: After<'_>,
+        after_other: After<'_>,
+    ) -> CommonPrefix {
+        let same_strip = self.strip == other.strip;
+        let mut left = Cursor::new(self);
+        let mut right = Cursor::new(other);
+        let mut items = 0usize;
+        let (left_item, right_item) = loop {
+            if same_strip && left.pending.is_none() && right.pending.is_none() {
+                left.fill();
+                right.fill();
+                // Runs of two or more slots are pieces of the vector's leaves, whose slots each
+                // send one item; starting at one address, they are the same entries.
+                let count = left.run.len().min(right.run.len());
+                if left.run.len().max(right.run.len()) >= 2
+                    && count > 0
+                    && std::ptr::eq(left.run.as_ptr(), right.run.as_ptr())
+                {
+                    left.skip(count);
+                    right.skip(count);
+                    items += count;
+                    continue;
+                }
+            }
+            match (left.next_item(), right.next_item()) {
+                (Some(a), Some(b)) if same_item(&a, &b, same_strip, text) => items += 1,
+                (a, b) => break (a, b),
+            }
+        };
+
+        // The bytes: `[`, the shared items and the commas between them, then the common start
+        // of what follows in each stream.
+        let (tail, left_consumed) = {
+            let mut left_stream = Stream::new(left_item, &mut left, items, text, after_self);
+            let mut right_stream = Stream::new(right_item, &mut right, items, text, after_other);
+            let common = common_stream_prefix(&mut left_stream, &mut right_stream);
+            // The first differing item counts as handed out even when the comparison ended
+            // before asking for it: the cursor is past it.
+            let unasked = left_stream.first.map_or(0, |item| item.text.len() as u64);
+            (common, left_stream.consumed + unasked)
+        };
+        let backwards = matches!(text, ItemText::AsStored) && items > self.len() - items;
+        let shared_items_bytes = if backwards {
+            // Backwards: the projection's byte total less what follows the shared items.
+            let mut rest = left_consumed;
+            while let Some(item) = left.next_item() {
+                rest += item.text.len() as u64;
+            }
+            let total = (self.json_array_len() as u64)
+                .saturating_sub(2 + self.len().saturating_sub(1) as u64);
+            total.saturating_sub(rest)
+        } else {
+            self.leading_bytes(items, text)
+        };
+        let bytes = 1 + shared_items_bytes + items.saturating_sub(1) as u64 + tail;
+        let first_difference = match (left_item, right_item) {
+            (None, None) => None,
+            (a, b) => Some(FirstDifference {
+                item: items,
+                left: a.map(|a| a.describe(text.of(a.text))),
+                right: b.map(|b| b.describe(text.of(b.text))),
+            }),
+        };
+        CommonPrefix {
+            items,
+            bytes,
+            first_difference,
+        }
+    }
+}
+
+impl Projection {
+    /// The bytes of the first `items` items sent, each written as `text` says: one pass over the
+    /// slots, reading each one's length (and, rewritten, the ends of its text).
+    fn leading_bytes(&self, items: usize, text: ItemText) -> u64 {
+        let mut left = items;
+        let mut bytes = 0u64;
+        for run in self.slots.runs() {
+            for slot in run {
+                count_slot_read();
+                let (Some(json), output) = rendered(slot, self.strip) else {
+                    continue;
+                };
+                for sent in std::iter::once(json).chain(output) {
+                    if left == 0 {
+                        return bytes;
+                    }
+                    bytes += text.of(sent).len() as u64;
+                    left -= 1;
+                }
+            }
+        }
+        bytes
+    }
+}
+
+/// Whether two items send the same bytes: the same stored entry rendered the same way, or the
+/// same text.
+fn same_item(a: &Sent<'_>, b: &Sent<'_>, same_strip: bool, text: ItemText) -> bool {
+    let media = a.slot.flags().has_image() || a.slot.flags().has_audio();
+    if !a.synthetic_output
+        && !b.synthetic_output
+        && (same_strip || !media)
+        && Arc::ptr_eq(a.slot.body(), b.slot.body())
+    {
+        return true;
+    }
+    let (a, b) = (text.of(a.text), text.of(b.text));
+    std::ptr::eq(a, b) || a == b
+}
+
+/// The bytes of one side from its first differing item on: `,` (unless it is the first item)
+/// and each item's text, then `]` and what follows the array. Counts the bytes of the items it
+/// handed out (their texts as stored), so that the rest of the projection can be measured
+/// without going over them again.
+struct Stream<'s, 'a, 'x> {
+    first: Option<Sent<'a>>,
+    cursor: &'s mut Cursor<'a>,
+    /// The index of the next item.
+    index: usize,
+    text: ItemText,
+    after: Option<After<'x>>,
+    /// The next piece: an item's text after its comma.
+    queued: Option<&'a str>,
+    /// No more items.
+    ended: bool,
+    /// The `]` was handed out.
+    closed: bool,
+    consumed: u64,
+}
+
+impl<'s, 'a, 'x> Stream<'s, 'a, 'x> {
+    fn new(
+        first: Option<Sent<'a>>,
+        cursor: &'s mut Cursor<'a>,
+        index: usize,
+        text: ItemText,
+        after: After<'x>,
+    ) -> Self {
+        Stream {
+            first,
+            cursor,
+            index,
+            text,
+            after: Some(after),
+            queued: None,
+            ended: first.is_none(),
+            closed: false,
+            consumed: 0,
+        }
+    }
+
+    /// The next piece of bytes, or `None` at the end.
+    fn next_piece(&mut self) -> Option<Piece<'a>> {
+        if let Some(text) = self.queued.take() {
+            return Some(Piece::Borrowed(text.as_bytes()));
+        }
+        if !self.ended {
+            let item = match self.first.take() {
+                Some(item) => Some(item),
+                None => self.cursor.next_item(),
+            };
+            match item {
+                Some(item) => {
+                    self.consumed += item.text.len() as u64;
+                    let text = self.text.of(item.text);
+                    self.index += 1;
+                    if self.index > 1 {
+                        self.queued = Some(text);
+                        return Some(Piece::Borrowed(b","));
+                    }
+                    return Some(Piece::Borrowed(text.as_bytes()));
+                }
+                None => self.ended = true,
+            }
+        }
+        if !self.closed {
+            self.closed = true;
+            return Some(Piece::Borrowed(b"]"));
+        }
+        let after = self.after.take()?;
+        Some(Piece::Owned(after()))
+    }
+}
+
+/// A piece of a byte stream.
+enum Piece<'a> {
+    Borrowed(&'a [u8]),
+    Owned(Vec<u8>),
+}
+
+impl Piece<'_> {
+    fn bytes(&self) -> &[u8] {
+        match self {
+            Piece::Borrowed(bytes) => bytes,
+            Piece::Owned(bytes) => bytes,
+        }
+    }
+}
+
+/// How many leading bytes two streams share.
+fn common_stream_prefix(a: &mut Stream<'_, '_, '_>, b: &mut Stream<'_, '_, '_>) -> u64 {
+    let mut total = 0u64;
+    let (mut piece_a, mut at_a) = (Piece::Borrowed(&[]), 0);
+    let (mut piece_b, mut at_b) = (Piece::Borrowed(&[]), 0);
+    loop {
+        while at_a == piece_a.bytes().len() {
+            let Some(next) = a.next_piece() else {
+                return total;
+            };
+            (piece_a, at_a) = (next, 0);
+        }
+        while at_b == piece_b.bytes().len() {
+            let Some(next) = b.next_piece() else {
+                return total;
+            };
+            (piece_b, at_b) = (next, 0);
+        }
+        let (left, right) = (&piece_a.bytes()[at_a..], &piece_b.bytes()[at_b..]);
+        let length = left.len().min(right.len());
+        let common = common_bytes(&left[..length], &right[..length]);
+        total += common as u64;
+        if common < length {
+            return total;
+        }
+        at_a += common;
+        at_b += common;
+    }
+}
+
+/// How many leading bytes two slices of one length share: compared a block at a time (a
+/// `memcmp` each), then byte by byte in the first block that differs.
+pub(crate) fn common_bytes(a: &[u8], b: &[u8]) -> usize {
+    const BLOCK: usize = 64;
+    let length = a.len().min(b.len());
+    let mut start = 0;
+    while start + BLOCK <= length && a[start..start + BLOCK] == b[start..start + BLOCK] {
+        start += BLOCK;
+    }
+    start
+        + a[start..length]
+            .iter()
+            .zip(&b[start..length])
+            .take_while(|(x, y)| x == y)
+            .count()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn common_bytes_finds_the_first_difference_in_and_across_blocks() {
+        let a = vec![7u8; 300];
+        for at in [0, 1, 63, 64, 65, 200, 299] {
+            let mut b = a.clone();
+            b[at] = 8;
+            assert_eq!(common_bytes(&a, &b), at);
+        }
+        assert_eq!(common_bytes(&a, &a), 300);
+        assert_eq!(common_bytes(&a[..10], &a), 10);
+    }
+}
