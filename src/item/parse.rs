@@ -601,20 +601,27 @@ fn output_payload<'de, D: Deserializer<'de>>(deserializer: D) -> Result<OutputPa
 
 // ---------------------------------------------------------------------------------------------
 // The header-only reader: what an entry needs of the items that carry most of a session's bytes
-// (tool calls and outputs, reasoning, tool-search outputs), without building the typed item.
+// (tool calls and outputs, reasoning, tool-search outputs, user and assistant text messages),
+// without building the typed item.
 //
 // The typed item holds every string decoded into an owned `String` — copied out of the input
 // (through serde_json's scratch buffer when it has escapes), allocated and freed — only for the
-// entry to read a few ids and the strings' lengths. This reader lets serde_json skip each long
-// string as a raw slice of the input (its skip checks escapes and control characters as its
-// decoder does, without copying) and measures the decoded length from the raw text
-// ([`decoded_len`], which checks the surrogate pairs the skip does not). Like the type-first
-// parser it decides nothing on its own: it answers only for input where the typed path builds an
-// item whose header, estimate and output body are the ones it gives, and gives up (`None`) on
-// everything else, from a part it does not read to a string it cannot measure; the caller then
-// takes the typed path. The mirrors below list every field of their item's struct with the same
-// serde attributes; a string field the entry measures or keeps is a [`RawStr`], every other field
-// keeps its model type. A proptest compares the two paths.
+// entry to read a few ids and the strings' lengths. This reader walks the item's object itself:
+// each string value is found and measured in one pass over its bytes ([`scan_string`]: eight
+// bytes at a time to the next quote, backslash or control character, each escape decoded in
+// place to count its length, surrogate pairs checked as serde_json checks them), without a copy
+// or an allocation; every other value (parts, tools, metadata, a field it does not know) is read
+// from the cursor on by serde_json, with the model's type or validated in full as the type-first
+// parser validates it. Letting serde_json skip strings as raw slices and measuring them after
+// was tried first: the second pass cost what the copy had cost.
+//
+// Like the type-first parser it decides nothing on its own: it answers only for input where the
+// typed path builds an item whose header, estimate and output body are the ones it gives, and
+// gives up (`None`) on everything else — `type` not first, a key with escapes, a duplicate or
+// missing field, a value of another type, a part it does not read, a string a `str` cannot hold,
+// trailing characters — and the caller then takes the typed path. [`fields_of`] lists every
+// field of each item's struct by its JSON name. Proptests compare the two paths and the scanner
+// with serde_json.
 
 use serde_json::value::RawValue;
 
@@ -658,7 +665,7 @@ impl<'a> RawStr<'a> {
     fn decoded(&self) -> Option<Cow<'a, str>> {
         let inner = &self.raw[1..self.raw.len() - 1];
         if inner.len() == self.len {
-            // No escape shortens a string to its own length: the text is the string.
+            // Every escape is longer than what it decodes to: no escape, the text is the string.
             Some(Cow::Borrowed(inner))
         } else {
             serde_json::from_str::<String>(self.raw)
