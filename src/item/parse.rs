@@ -859,6 +859,70 @@ impl<'a> Cursor<'a> {
     }
 }
 
+impl<'a> Cursor<'a> {
+    /// An array of text parts, each an object whose `type` comes first: `input_text`, and
+    /// `output_text` when `output_text` is set (a message's parts); any other part gives up.
+    /// `each` is given each part's text. The fields are those of the model's part variants
+    /// (`text`; `annotations` and `logprobs` for `output_text`); any other field is validated in
+    /// full, as the derived deserializer, which buffers it, validates it.
+    fn text_parts(
+        &mut self,
+        output_text: bool,
+        mut each: impl FnMut(RawStr<'a>) -> Option<()>,
+    ) -> Option<()> {
+        if self.next_byte()? != b'[' {
+            return None;
+        }
+        self.skip_space();
+        if self.peek()? == b']' {
+            self.at += 1;
+            return Some(());
+        }
+        loop {
+            if self.next_byte()? != b'{' || self.key()? != "type" {
+                return None;
+            }
+            let is_output_text = match self.string()?.decoded()?.as_ref() {
+                "input_text" => false,
+                "output_text" if output_text => true,
+                _ => return None,
+            };
+            let mut text = None;
+            let (mut annotations, mut logprobs) = (false, false);
+            loop {
+                match self.next_byte()? {
+                    b',' => {}
+                    b'}' => break,
+                    _ => return None,
+                }
+                match self.key()? {
+                    "text" if text.is_none() => text = Some(self.string()?),
+                    "annotations" if is_output_text && !annotations => {
+                        annotations = true;
+                        self.value::<Option<Vec<serde_json::Value>>>()?;
+                    }
+                    "logprobs" if is_output_text && !logprobs => {
+                        logprobs = true;
+                        self.value::<Option<Vec<serde_json::Value>>>()?;
+                    }
+                    // A second `type`, or a field of the part twice.
+                    "type" | "text" | "annotations" | "logprobs" if is_output_text => return None,
+                    "type" | "text" => return None,
+                    _ => {
+                        self.value::<Validated>()?;
+                    }
+                }
+            }
+            each(text?)?;
+            match self.next_byte()? {
+                b',' => {}
+                b']' => return Some(()),
+                _ => return None,
+            }
+        }
+    }
+}
+
 /// Finds the end of the JSON string whose text starts at `at` (after its opening quote) and the
 /// length of the string decoded, in one pass: the position after its closing quote and that
 /// length. `None` where serde_json would refuse to decode it into a `str`: a control character,
@@ -1057,12 +1121,23 @@ impl<'a> Read<'a> {
                 self.output = Some(if cursor.peek()? == b'"' {
                     OutputHeader::text(cursor.string()?.len)
                 } else {
-                    cursor.value::<OutputParts>()?.0
+                    let mut lens = Vec::new();
+                    cursor.text_parts(false, |text| {
+                        lens.push(text.len);
+                        Some(())
+                    })?;
+                    OutputHeader::parts(lens)
                 });
             }
             Field::Tools => self.tools = cursor.value::<ValuesLen>()?.0,
             Field::Role => self.role = Some(cursor.value::<Role>()?),
-            Field::MessageContent => self.content = cursor.value::<MessageContent>()?.0,
+            Field::MessageContent => {
+                let content = &mut self.content;
+                cursor.text_parts(true, |text| {
+                    content.push(MessageText::of(text)?);
+                    Some(())
+                })?;
+            }
             Field::Phase => {
                 cursor.value::<Option<MessagePhase>>()?;
             }
@@ -1283,33 +1358,6 @@ fn instruction_turn_of(parts: &[MessageText]) -> bool {
     }
 }
 
-/// `output_text`'s fields, the text measured.
-#[derive(Deserialize)]
-#[allow(dead_code)]
-struct OutputTextHeader<'a> {
-    #[serde(borrow)]
-    text: RawStr<'a>,
-    #[serde(default)]
-    annotations: Option<Vec<serde_json::Value>>,
-    #[serde(default)]
-    logprobs: Option<Vec<serde_json::Value>>,
-}
-
-impl Part for MessageText {
-    fn read<'de, D: Deserializer<'de>>(name: &str, rest: D) -> Result<Self, D::Error> {
-        let text = match name {
-            "input_text" => TextPartFields::deserialize(rest)?.text,
-            "output_text" => OutputTextHeader::deserialize(rest)?.text,
-            _ => return Err(give_up()),
-        };
-        MessageText::of(text).ok_or_else(give_up)
-    }
-}
-
-fn message_texts<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Vec<MessageText>, D::Error> {
-    deserializer.deserialize_seq(Parts::<MessageText>(PhantomData))
-}
-
 /// A tool output's body as the header needs it: its model-visible bytes and what truncation
 /// needs of it.
 struct OutputHeader {
@@ -1324,17 +1372,12 @@ impl OutputHeader {
             body: OutputBody::Text { bytes },
         }
     }
-}
 
-/// An array body of `input_text` parts, each with its `type` first (any other part gives up).
-struct OutputParts(OutputHeader);
-
-impl<'de> Deserialize<'de> for OutputParts {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let texts = deserializer.deserialize_seq(Parts::<TextPart>(PhantomData))?;
+    /// An array body of `input_text` parts of these lengths.
+    fn parts(lens: Vec<usize>) -> OutputHeader {
         let mut cost = PartsCost::default();
         let mut bytes = 0usize;
-        for TextPart(len) in texts {
+        for len in lens {
             bytes = bytes.saturating_add(len);
             if len == 0 {
                 cost.empty_text = true;
@@ -1343,36 +1386,9 @@ impl<'de> Deserialize<'de> for OutputParts {
                 cost.text_tokens = cost.text_tokens.saturating_add(tokens_for_bytes(len));
             }
         }
-        Ok(OutputParts(OutputHeader {
+        OutputHeader {
             bytes,
             body: OutputBody::Parts(cost),
-        }))
-    }
-}
-
-/// A message's `content`: its text parts.
-struct MessageContent(Vec<MessageText>);
-
-impl<'de> Deserialize<'de> for MessageContent {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        message_texts(deserializer).map(MessageContent)
-    }
-}
-
-/// An `input_text` part of a tool output, measured (any other part gives up).
-struct TextPart(usize);
-
-#[derive(Deserialize)]
-struct TextPartFields<'a> {
-    #[serde(borrow)]
-    text: RawStr<'a>,
-}
-
-impl Part for TextPart {
-    fn read<'de, D: Deserializer<'de>>(name: &str, rest: D) -> Result<Self, D::Error> {
-        match name {
-            "input_text" => Ok(TextPart(TextPartFields::deserialize(rest)?.text.len)),
-            _ => Err(give_up()),
         }
     }
 }
@@ -1938,6 +1954,10 @@ mod tests {
             r#"{"type":"message","role":"assistant","content":[{"type":"output_text","text":"done"}]}"#,
             r#"{"type":"message","role":"assistant","content":[{"type":"output_text","text":"{\"author\":\"/root\"}"}]}"#,
             r#"{"type":"message","role":"assistant","content":[{"type":"output_text","text":"a"},{"type":"output_text","text":"b"}]}"#,
+            // Parts with white space, fields in any order after `type`, fields it does not know.
+            "{\"type\":\"message\",\"role\":\"user\",\"content\":[ { \"type\" : \"input_text\" , \"x\" : [1, {\"y\": null}] , \"text\" : \"a\" } , {\"type\":\"output_text\",\"logprobs\":[{\"p\":-0.5}],\"text\":\"\\u00e9\",\"annotations\":null} ] }",
+            r#"{"type":"function_call_output","call_id":"c","output":[ ]}"#,
+            r#"{"type":"function_call_output","call_id":"c","output":[{"type":"input_text","text":"a","extra":{"k":"v"}},{"type":"input_text","text":"bb"}]}"#,
         ];
         for json in items {
             assert!(header_agrees(json), "{json}");
@@ -1991,6 +2011,16 @@ mod tests {
             r#"{"type":"function_call_output","call_id":"c","output":[{"type":"input_image","image_url":"u"}]}"#,
             r#"{"type":"function_call_output","call_id":"c","output":[{"text":"a","type":"input_text"}]}"#,
             r#"{"type":"function_call_output","call_id":"c","output":[{"type":"input_text","text":"\ud800"}]}"#,
+            r#"{"type":"function_call_output","call_id":"c","output":[{"type":"input_text","text":"a","x":"\udc00"}]}"#,
+            r#"{"type":"function_call_output","call_id":"c","output":[{"type":"input_text","text":"a","type":"input_text"}]}"#,
+            r#"{"type":"function_call_output","call_id":"c","output":[{"type":"input_text","text":"a","text":"b"}]}"#,
+            r#"{"type":"function_call_output","call_id":"c","output":[{"type":"input_text","text":null}]}"#,
+            r#"{"type":"function_call_output","call_id":"c","output":[{"type":"input_text"}]}"#,
+            r#"{"type":"function_call_output","call_id":"c","output":[{"type":"output_text","text":"a"}]}"#,
+            r#"{"type":"function_call_output","call_id":"c","output":[{"type":"input_text","text":"a"},]}"#,
+            r#"{"type":"message","role":"user","content":[{"type":"output_text","text":"a","annotations":[],"annotations":[]}]}"#,
+            r#"{"type":"message","role":"user","content":[{"type":"output_text","text":"a","logprobs":5}]}"#,
+            r#"{"type":"message","role":"user","content":[{"type":"input_text","text":"a"}"#,
             // What a `Value` reads differently: a repeated key, the raw-value key.
             r#"{"type":"tool_search_output","status":"s","execution":"server","tools":[{"a":1,"a":22}]}"#,
             r#"{"type":"tool_search_output","status":"s","execution":"server","tools":[{"$serde_json::private::RawValue":"1"}]}"#,
