@@ -363,6 +363,12 @@ impl History {
     /// [`ItemError::InvalidJson`] when the text is not an item (see [`Entry::from_json`]).
     pub fn record_json(&mut self, json: impl Into<Box<str>>) -> Result<Recorded, ItemError> {
         let json = json.into();
+        // The items whose header is read without building the typed item are neither filtered
+        // nor canonicalized (see `Entry::read_header`).
+        if let Some(header) = Entry::read_header(&json) {
+            let (entry, output) = Entry::from_header(json, header)?;
+            return self.store(entry, output);
+        }
         let item = parse_item(&json)?;
         match History::durable_entry(json, &item)? {
             Ok(entry) => self.store(entry, OutputBody::of(&item)),

@@ -10,6 +10,7 @@ use super::estimate::estimate_tokens;
 use super::ids::{CallId, ItemId};
 use super::kind::ItemKind;
 use super::model::{ContentItem, Execution, OutputContentItem, OutputPayload, ResponseItem, Role};
+use super::parse::ItemHeader;
 use super::turn::{TurnRole, turn_role_of};
 
 /// The immutable, shared body of an entry.
@@ -303,8 +304,58 @@ impl Entry {
     /// [`ItemError::TooLarge`] for an item over 4 GiB.
     pub fn from_json(json: impl Into<Box<str>>) -> Result<Entry, ItemError> {
         let json = json.into();
+        if let Some(header) = Entry::read_header(&json) {
+            return Entry::from_header(json, header).map(|(entry, _)| entry);
+        }
         let item = parse_item(&json)?;
         Entry::from_parts(json, &item)
+    }
+
+    /// Reads what an entry needs of an item's JSON without building the typed item, for the
+    /// item types that carry most of a session's bytes (see `parse::parse_header`); `None` when
+    /// the typed path must read it: build the entry with [`parse_item`] and
+    /// [`Entry::from_parts`] then. An item read here is never one that the record filter drops,
+    /// that canonicalization rewrites or that carries media.
+    pub(crate) fn read_header(json: &str) -> Option<ItemHeader> {
+        if !json.starts_with('{') {
+            return None;
+        }
+        let header = super::parse::parse_header(json)?;
+        // The parse `parse_item` would count.
+        super::count_conversion();
+        Some(header)
+    }
+
+    /// Builds an entry from JSON text and its header read by [`Entry::read_header`] — the entry
+    /// [`Entry::from_parts`] builds from the typed item — with what the item shows of a tool
+    /// output's body.
+    ///
+    /// # Errors
+    ///
+    /// [`ItemError::TooLarge`] for an item over 4 GiB.
+    pub(crate) fn from_header(
+        json: Box<str>,
+        header: ItemHeader,
+    ) -> Result<(Entry, OutputBody), ItemError> {
+        super::count_conversion();
+        if u32::try_from(json.len()).is_err() {
+            return Err(ItemError::TooLarge { bytes: json.len() });
+        }
+        let flags = EntryFlags::default()
+            .with(EntryFlags::SERVER_EXECUTION, header.server_executed)
+            .with(EntryFlags::USER_TURN, header.user_turn);
+        // `usize` is at most 64 bits on every supported platform: the widening is lossless.
+        let tokens = super::estimate::tokens_for_bytes(header.bytes) as u64;
+        let entry = Entry::new(
+            Payload::Owned(json),
+            header.call_id,
+            header.item_id,
+            tokens,
+            header.kind,
+            header.role,
+            flags,
+        );
+        Ok((entry, header.output))
     }
 
     /// Builds an entry from JSON text and the typed item it parses into.

@@ -79,7 +79,7 @@ fn json_len(value: &impl serde::Serialize) -> Result<usize, ItemError> {
 /// The length of a JSON value's compact text (what `serde_json::to_string` writes), counted
 /// without writing it: a walk over the value, strings measured with their escapes. The same number
 /// as [`json_len`] (the tests compare them), without serde_json's escaping writer.
-fn value_len(value: &Value) -> Result<usize, ItemError> {
+pub(crate) fn value_len(value: &Value) -> Result<usize, ItemError> {
     Ok(match value {
         Value::Null => 4,
         Value::Bool(true) => 4,
@@ -113,7 +113,7 @@ fn values_len(values: &[Value]) -> Result<usize, ItemError> {
 /// The length of `text` as a JSON string, quotes included: serde_json writes `"` and `\` as two
 /// bytes, `\b \f \n \r \t` as two, any other byte below 0x20 as `\u00XX` (six), everything
 /// else as it is.
-fn escaped_len(text: &str) -> usize {
+pub(crate) fn escaped_len(text: &str) -> usize {
     const ONES: u64 = u64::from_ne_bytes([1; 8]);
     const HIGHS: u64 = u64::from_ne_bytes([0x80; 8]);
     /// Whether any byte of `word` is below `n` (n ≤ 0x80): exact for "any".
@@ -162,7 +162,12 @@ const ESCAPE_EXTRA: [u8; 256] = {
 
 /// Encrypted reasoning or compaction: `max(0, len*3/4 − 650)`.
 fn encrypted_reasoning_bytes(ciphertext: &str) -> usize {
-    (len(ciphertext).saturating_mul(3) / 4).saturating_sub(650)
+    encrypted_reasoning_len(len(ciphertext))
+}
+
+/// [`encrypted_reasoning_bytes`] of a ciphertext of `bytes` bytes.
+pub(crate) fn encrypted_reasoning_len(bytes: usize) -> usize {
+    (bytes.saturating_mul(3) / 4).saturating_sub(650)
 }
 
 /// Encrypted output part: `ceil(len*9/16)`.

@@ -300,6 +300,13 @@ fn expect_object(payload: &str, kind: &str) -> Result<(), String> {
 /// dropped.
 fn item_entry(json: &str) -> Result<Option<(Entry, OutputBody)>, SkipReason> {
     let invalid = |error| SkipReason::InvalidItem(with_sources(&error));
+    // Tool calls and outputs, reasoning: read without building the typed item (never a
+    // `ghost_snapshot`).
+    if let Some(header) = Entry::read_header(json) {
+        return Entry::from_header(json.into(), header)
+            .map(Some)
+            .map_err(invalid);
+    }
     let item = parse_item(json).map_err(invalid)?;
     let output = OutputBody::of(&item);
     let entry = Entry::from_parts(json.into(), &item).map_err(invalid)?;
