@@ -1,7 +1,7 @@
 //! Writing a snapshot: what may be replaced at its path, and the atomic replacement itself (a
 //! temporary file, `sync_data`, `rename`, a sync of the directory).
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
@@ -358,15 +358,26 @@ fn stored_fact(fact: &PrefixFact) -> FactV2 {
     }
 }
 
-/// A name for the temporary file that no other writer uses: a random part, so that a stray file
-/// left by a crashed writer (whose process id may come back, as in containers) never blocks a
-/// later one.
-fn temporary_path(path: &Path) -> PathBuf {
+/// The temporary file a snapshot is written to before it replaces `path`: created by `tempfile`
+/// beside `path` (a rename replaces only within one file system) under a name no other writer
+/// uses (`.<name>.tmp-` and a random part, so that a stray file left by a crashed writer never
+/// blocks a later one), removed when dropped unless persisted. On Unix it is created with mode
+/// 0666 less the umask, as `File::create` would create the snapshot itself (`tempfile`'s default
+/// is 0600).
+fn temporary_file(path: &Path) -> std::io::Result<tempfile::NamedTempFile> {
     let name = path
         .file_name()
         .map(|name| name.to_string_lossy().into_owned())
         .unwrap_or_else(|| "snapshot".into());
-    path.with_file_name(format!(".{name}.tmp-{}", uuid::Uuid::new_v4().simple()))
+    let prefix = format!(".{name}.tmp-");
+    let mut builder = tempfile::Builder::new();
+    builder.prefix(&prefix);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        builder.permissions(std::fs::Permissions::from_mode(0o666));
+    }
+    builder.tempfile_in(parent_directory(path))
 }
 
 fn write_atomically(path: &Path, header: &[u8], payload: &[u8]) -> Result<(), SnapshotError> {
@@ -390,48 +401,36 @@ impl Faults for NoFaults {
 }
 
 /// Writes `header` and `payload` to a temporary file beside `path`, syncs it, renames it over
-/// `path` and syncs the directory. Until the rename, `path` is untouched; after a failure the
-/// temporary file is removed.
+/// `path` (`tempfile`'s `persist`) and syncs the directory. Until the rename, `path` is untouched;
+/// after a failure the temporary file is removed (dropping it does). Errors name `path`, the file
+/// the caller asked for, and the step; never the temporary file's hidden name.
 pub(super) fn write_atomically_with(
     path: &Path,
     header: &[u8],
     payload: &[u8],
     faults: &mut dyn Faults,
 ) -> Result<(), SnapshotError> {
-    let temporary = temporary_path(path);
-    let mut created = false;
-    let result = (|| {
-        let mut file = faults
-            .before(SnapshotStep::CreateTemporary)
-            .and_then(|()| {
-                OpenOptions::new()
-                    .write(true)
-                    .create_new(true)
-                    .open(&temporary)
-            })
-            .map_err(io_error(&temporary, SnapshotStep::CreateTemporary))?;
-        created = true;
-        file.write_all(header)
-            .and_then(|()| faults.before(SnapshotStep::WriteTemporary))
-            .and_then(|()| file.write_all(payload))
-            .map_err(io_error(&temporary, SnapshotStep::WriteTemporary))?;
-        faults
-            .before(SnapshotStep::SyncTemporary)
-            .and_then(|()| file.sync_data())
-            .map_err(io_error(&temporary, SnapshotStep::SyncTemporary))?;
-        faults
-            .before(SnapshotStep::Rename)
-            .and_then(|()| std::fs::rename(&temporary, path))
-            .map_err(io_error(path, SnapshotStep::Rename))?;
-        created = false;
-        sync_directory(path, faults)
-    })();
-    if result.is_err() && created {
-        // Best effort: the error being returned is the one that matters, and a stray temporary
-        // file is harmless (its name is random; `docs/snapshot-format.md`).
-        let _ = std::fs::remove_file(&temporary);
-    }
-    result
+    let mut temporary = faults
+        .before(SnapshotStep::CreateTemporary)
+        .and_then(|()| temporary_file(path))
+        .map_err(io_error(path, SnapshotStep::CreateTemporary))?;
+    let file = temporary.as_file_mut();
+    file.write_all(header)
+        .and_then(|()| faults.before(SnapshotStep::WriteTemporary))
+        .and_then(|()| file.write_all(payload))
+        .map_err(io_error(path, SnapshotStep::WriteTemporary))?;
+    faults
+        .before(SnapshotStep::SyncTemporary)
+        .and_then(|()| file.sync_data())
+        .map_err(io_error(path, SnapshotStep::SyncTemporary))?;
+    faults
+        .before(SnapshotStep::Rename)
+        .map_err(io_error(path, SnapshotStep::Rename))?;
+    // A failed persist hands the temporary file back inside the error; dropping it removes it.
+    temporary
+        .persist(path)
+        .map_err(|failed| io_error(path, SnapshotStep::Rename)(failed.error))?;
+    sync_directory(path, faults)
 }
 
 /// Makes a rename durable: sync the directory that holds `path` (a no-op where directories
@@ -517,7 +516,21 @@ mod tests {
             let error = write_atomically_with(&path, &new_header, &new_payload, &mut FailAt(step))
                 .expect_err("injected");
             match &error {
-                SnapshotError::Io { step: failed, .. } => assert_eq!(*failed, step),
+                SnapshotError::Io {
+                    step: failed,
+                    path: named,
+                    ..
+                } => {
+                    assert_eq!(*failed, step);
+                    // The error names what the caller gave (or, for the directory sync, its
+                    // directory), never the hidden temporary file.
+                    let expected = if step == SnapshotStep::SyncDirectory {
+                        dir.path()
+                    } else {
+                        path.as_path()
+                    };
+                    assert_eq!(named, expected, "{step}");
+                }
                 other => panic!("{other:?}"),
             }
             let expected = if step == SnapshotStep::SyncDirectory {

@@ -271,7 +271,7 @@ impl fmt::Display for FallbackReason {
                 requested,
             } => write!(
                 f,
-                "the snapshot was written with truncation {snapshot:?}, not {requested:?}"
+                "the snapshot was written with truncation {snapshot}, not {requested}"
             ),
             FallbackReason::LegacyFormat => f.write_str("the rollout is in the legacy format"),
             FallbackReason::NoSessionMeta => {
