@@ -14,6 +14,7 @@ mod index;
 mod memo;
 mod rollback;
 mod shared;
+mod stats;
 mod truncate;
 mod world;
 
@@ -36,7 +37,8 @@ pub(crate) use compact::{UserWindow, real_user_text};
 pub(crate) use index::{PairingIndex, PositionSet};
 pub(crate) use memo::MediaMemo;
 pub use shared::{HistoryPublisher, Published, SharedHistory};
-pub use truncate::{TruncationPolicy, truncate_text};
+pub use stats::{HistoryStats, KindStats};
+pub use truncate::{ParseTruncationError, TruncationPolicy, truncate_text};
 pub use world::WorldStateUpdate;
 
 /// The truncation policy a history uses when none is given: 10,000 tokens, Codex's policy for

@@ -23,18 +23,30 @@ const ALIGNMENT_ALIGNED: u8 = 1;
 
 /// The rollout prefix a snapshot stands for: its first `lines` lines, `bytes` long, with that
 /// BLAKE3 digest.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+///
+/// Serializes as `{"lines", "bytes", "digest"}`, the digest as 64 lowercase hex digits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 pub struct RolloutPosition {
     /// Lines covered.
     pub lines: u64,
     /// Byte length of the covered prefix (ends after a `\n`).
     pub bytes: u64,
     /// BLAKE3 digest of the covered prefix.
+    #[serde(serialize_with = "digest_hex")]
     pub digest: blake3::Hash,
 }
 
-/// The decoded header fields of a snapshot.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// A digest as `blake3`'s own lowercase hex.
+fn digest_hex<S: serde::Serializer>(
+    digest: &blake3::Hash,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    serializer.serialize_str(digest.to_hex().as_str())
+}
+
+/// The decoded header fields of a snapshot. Serializes as an object with every field under its
+/// own name, digests as hex.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 pub struct SnapshotHeader {
     /// The format version of the file: [`SNAPSHOT_FORMAT_VERSION`] for a snapshot this build
     /// wrote from a resume, an earlier one for an older file (or a copy of one).
@@ -45,6 +57,7 @@ pub struct SnapshotHeader {
     /// Bytes of the rkyv payload.
     pub payload_len: u64,
     /// BLAKE3 of the payload.
+    #[serde(serialize_with = "digest_hex")]
     pub payload_digest: blake3::Hash,
     /// The rollout prefix covered.
     pub rollout: RolloutPosition,
@@ -124,7 +137,7 @@ impl SnapshotHeader {
         if file.len() < PAYLOAD_OFFSET as usize {
             // A file too short even for its header: still name a bad magic first, so that a
             // file that is no snapshot at all says so.
-            if file.len() >= 8 && file[..8] != MAGIC {
+            if file.is_empty() || !MAGIC.starts_with(&file[..file.len().min(8)]) {
                 return Err(HeaderProblem::BadMagic(first_bytes(file)));
             }
             return Err(HeaderProblem::Truncated {
@@ -185,6 +198,26 @@ impl SnapshotHeader {
             return Err(HeaderProblem::TrailingBytes { expected, found });
         }
         Ok(header)
+    }
+}
+
+/// What a file that is not a snapshot looks like, from its first bytes, for the message that
+/// says so: the compression formats a user might hand over by mistake, a rollout, binary data.
+pub(super) fn looks_like(start: &[u8]) -> &'static str {
+    if start.iter().all(|&byte| byte == 0) {
+        "it is empty or starts with zero bytes"
+    } else if start.starts_with(&[0x1f, 0x8b]) {
+        "it looks gzip-compressed"
+    } else if start.starts_with(&[0x28, 0xb5, 0x2f, 0xfd]) {
+        "it looks zstd-compressed"
+    } else if start
+        .iter()
+        .find(|byte| !byte.is_ascii_whitespace())
+        .is_some_and(|&byte| byte == b'{')
+    {
+        "it looks like JSON, a rollout perhaps"
+    } else {
+        "it does not start with the snapshot magic"
     }
 }
 
