@@ -1,0 +1,208 @@
+//! The command line: the subcommands and their arguments, as clap parses them.
+
+use std::path::PathBuf;
+
+use agent_history::{Modalities, ToolChoice, TruncationPolicy};
+use clap::{Args, Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(
+    name = "agent-history",
+    version,
+    about = "Persistent, immutable conversation histories for LLM agents"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Subcommand)]
+pub enum Command {
+    /// Resume a Codex rollout and print the repaired prompt input (or a whole request body).
+    ///
+    /// The projected input goes to stdout as one JSON array; the repair report and the count of
+    /// skipped lines go to stderr. The rollout file is only read.
+    Project(ProjectArgs),
+    /// Lint a rollout: unpaired calls, orphan outputs, media a text-only model would lose,
+    /// unknown item types, skipped and torn lines, each with its line number.
+    Check(CheckArgs),
+    /// Summarize a rollout: items by kind, bytes, token estimate, user turns, compactions.
+    Stats(StatsArgs),
+    /// Write a snapshot of a rollout's history (memory-mapped on resume, no JSON parse).
+    Snapshot(SnapshotArgs),
+    /// Check a snapshot: header, payload digest, archive validation, and every entry against
+    /// its JSON (one well-formed item of the kind, role, ids, flags and tokens stored for it).
+    Verify(VerifyArgs),
+    /// How much of the prompt input two sessions share from the start: the part a provider's
+    /// prompt cache can reuse when the second is sent after the first. Prints the shared items
+    /// and bytes, the first item that differs and why (appended, an edit, a rollback, a
+    /// compaction, a world-state update rendered in full).
+    ///
+    /// Compares two rollouts or snapshots (A and B), or two points of one rollout: `--at-line N`
+    /// is the session resumed from A's first N lines, against the whole file or, with a second
+    /// `--at-line M`, against its first M lines.
+    Prefix(PrefixArgs),
+}
+
+/// The arguments of `project`.
+#[derive(Args)]
+pub struct ProjectArgs {
+    /// The rollout JSONL file, or a snapshot.
+    pub rollout: PathBuf,
+    /// The snapshot is one you wrote: take its entries as stored instead of checking each
+    /// against its JSON (faster; a crafted snapshot could then put text that is not an item
+    /// into the request).
+    #[arg(long)]
+    pub trusted: bool,
+    /// Input modalities of the model: a comma-separated list of text, image, audio.
+    #[arg(long, default_value = "text,image", value_parser = parse_modalities)]
+    pub modalities: Modalities,
+    /// Fail on the protocol violations Codex treats as bugs instead of repairing them.
+    #[arg(long)]
+    pub strict: bool,
+    /// Send items of unknown type instead of holding them back.
+    #[arg(long)]
+    pub send_unknown: bool,
+    /// Record-time truncation of tool outputs, as `tokens:N` or `bytes:N`.
+    #[arg(long, default_value = "tokens:10000", value_parser = parse_truncation)]
+    pub truncation: TruncationPolicy,
+    /// Print the whole Responses API request body instead of the input array: the request
+    /// a resumed session would send, with the session's base instructions and Codex's
+    /// settings unless the flags below say otherwise.
+    #[arg(long, requires = "model")]
+    pub request: bool,
+    /// The model slug of the request body.
+    #[arg(long, requires = "request")]
+    pub model: Option<String>,
+    /// Base instructions of the request body, instead of those the rollout's `session_meta`
+    /// records (empty when it records none, and for a snapshot).
+    #[arg(long, requires = "request")]
+    pub instructions: Option<String>,
+    /// A JSON file holding the request's tools: an array of tool spec objects.
+    #[arg(long, requires = "request", value_name = "FILE")]
+    pub tools: Option<PathBuf>,
+    /// Let the model call tools in parallel (`parallel_tool_calls`; default false).
+    #[arg(long, requires = "request")]
+    pub parallel_tool_calls: bool,
+    /// `tool_choice`: auto (Codex's), none, required, or a JSON object such as
+    /// '{"type":"function","name":"shell"}'.
+    #[arg(long, requires = "request", value_parser = parse_tool_choice, value_name = "CHOICE")]
+    pub tool_choice: Option<ToolChoice>,
+    /// `store`: whether the provider keeps the response (Codex's: false).
+    #[arg(long, requires = "request", value_name = "BOOL")]
+    pub store: Option<bool>,
+    /// `stream`: whether the response is streamed (Codex's: true).
+    #[arg(long, requires = "request", value_name = "BOOL")]
+    pub stream: Option<bool>,
+    /// Reasoning effort (e.g. low, medium, high); sets `reasoning`, which is null otherwise.
+    #[arg(long, requires = "request", value_name = "EFFORT")]
+    pub reasoning_effort: Option<String>,
+    /// Reasoning summary mode (e.g. auto, concise, detailed); sets `reasoning`.
+    #[arg(long, requires = "request", value_name = "MODE")]
+    pub reasoning_summary: Option<String>,
+    /// `include`, as a comma-separated list ('' for none). Codex's: reasoning.encrypted_content
+    /// when reasoning is set, nothing otherwise.
+    #[arg(long, requires = "request", value_name = "LIST")]
+    pub include: Option<String>,
+}
+
+/// The arguments of `check`.
+#[derive(Args)]
+pub struct CheckArgs {
+    /// The rollout JSONL file.
+    pub rollout: PathBuf,
+    /// Exit with status 1 when anything was found.
+    #[arg(long)]
+    pub strict: bool,
+}
+
+/// The arguments of `stats`.
+#[derive(Args)]
+pub struct StatsArgs {
+    /// The rollout JSONL file.
+    pub rollout: PathBuf,
+}
+
+/// The arguments of `snapshot`.
+#[derive(Args)]
+pub struct SnapshotArgs {
+    /// The rollout JSONL file.
+    pub rollout: PathBuf,
+    /// The snapshot file to write. A snapshot or an empty file there is replaced atomically;
+    /// anything else (the rollout itself, another rollout, any other file) is refused.
+    #[arg(short, long)]
+    pub output: PathBuf,
+    /// Replace whatever file is at the output path.
+    #[arg(long)]
+    pub force: bool,
+    /// Record-time truncation of tool outputs, as `tokens:N` or `bytes:N`.
+    #[arg(long, default_value = "tokens:10000", value_parser = parse_truncation)]
+    pub truncation: TruncationPolicy,
+}
+
+/// The arguments of `verify`.
+#[derive(Args)]
+pub struct VerifyArgs {
+    /// The snapshot file.
+    pub snapshot: PathBuf,
+}
+
+/// The arguments of `prefix`.
+#[derive(Args)]
+pub struct PrefixArgs {
+    /// The first rollout JSONL file, or a snapshot.
+    pub a: PathBuf,
+    /// The second rollout JSONL file, or a snapshot.
+    #[arg(required_unless_present = "at_line", conflicts_with = "at_line")]
+    pub b: Option<PathBuf>,
+    /// Resume A from its first N lines only (given twice: the second point too).
+    #[arg(long, value_name = "N", num_args = 1, action = clap::ArgAction::Append)]
+    pub at_line: Vec<u64>,
+    /// Input modalities of the model: a comma-separated list of text, image, audio.
+    #[arg(long, default_value = "text,image", value_parser = parse_modalities)]
+    pub modalities: Modalities,
+    /// Record-time truncation of tool outputs, as `tokens:N` or `bytes:N`.
+    #[arg(long, default_value = "tokens:10000", value_parser = parse_truncation)]
+    pub truncation: TruncationPolicy,
+    /// The snapshots are ones you wrote: take their entries as stored.
+    #[arg(long)]
+    pub trusted: bool,
+}
+
+/// Parses `--modalities`.
+pub fn parse_modalities(text: &str) -> Result<Modalities, String> {
+    text.parse().map_err(|error| format!("{error}"))
+}
+
+/// Parses `--tool-choice`.
+pub fn parse_tool_choice(text: &str) -> Result<ToolChoice, String> {
+    match text {
+        "auto" => Ok(ToolChoice::Auto),
+        "none" => Ok(ToolChoice::None),
+        "required" => Ok(ToolChoice::Required),
+        _ => match serde_json::from_str::<serde_json::Value>(text) {
+            Ok(value) if value.is_object() => Ok(ToolChoice::Other(value)),
+            _ => Err(format!(
+                "expected auto, none, required or a JSON object, got `{text}`"
+            )),
+        },
+    }
+}
+
+/// Parses `--truncation`.
+pub fn parse_truncation(text: &str) -> Result<TruncationPolicy, String> {
+    let (mode, limit) = text
+        .split_once(':')
+        .ok_or_else(|| format!("expected tokens:N or bytes:N, got `{text}`"))?;
+    let limit: usize = limit
+        .parse()
+        .map_err(|_| format!("`{limit}` is not a whole number"))?;
+    match mode {
+        "tokens" => Ok(TruncationPolicy::Tokens(limit)),
+        "bytes" => Ok(TruncationPolicy::Bytes(limit)),
+        _ => Err(format!(
+            "unknown truncation mode `{mode}` (tokens or bytes)"
+        )),
+    }
+}
