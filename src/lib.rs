@@ -44,8 +44,8 @@ pub use world::{
 // between threads.
 pub use history::{
     COMPACT_USER_MESSAGE_TOKENS, Compacted, DEFAULT_TRUNCATION, EMPTY_SUMMARY, FilterReason,
-    History, HistoryPublisher, Published, Recorded, SharedHistory, TruncationPolicy,
-    WorldStateUpdate, summary_text, truncate_text,
+    History, HistoryPublisher, HistoryStats, KindStats, Published, Recorded, SharedHistory,
+    TruncationPolicy, WorldStateUpdate, summary_text, truncate_text,
 };
 
 // The projection layer: a history turned into a model's input, repaired and reported.

@@ -14,6 +14,7 @@ mod index;
 mod memo;
 mod rollback;
 mod shared;
+mod stats;
 mod truncate;
 mod world;
 
@@ -36,6 +37,7 @@ pub(crate) use compact::{UserWindow, real_user_text};
 pub(crate) use index::{PairingIndex, PositionSet};
 pub(crate) use memo::MediaMemo;
 pub use shared::{HistoryPublisher, Published, SharedHistory};
+pub use stats::{HistoryStats, KindStats};
 pub use truncate::{TruncationPolicy, truncate_text};
 pub use world::WorldStateUpdate;
 

@@ -43,6 +43,13 @@ pub enum ItemKind {
     Unknown,
 }
 
+impl serde::Serialize for ItemKind {
+    /// The wire name, as in [`ItemKind::as_str`] (the JSON reports' `item_kind`).
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
 impl ItemKind {
     /// The wire name of the kind (`"unknown"` for [`ItemKind::Unknown`]).
     pub fn as_str(self) -> &'static str {

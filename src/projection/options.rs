@@ -89,8 +89,10 @@ pub enum RepairMode {
     Strict,
 }
 
-/// Whether items of a type this library does not know are sent.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+/// Whether items of a type this library does not know are sent. Serializes as `"hold_back"` or
+/// `"send"`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
 pub enum UnknownItems {
     /// Keep them out of the projection and report each one.
     #[default]

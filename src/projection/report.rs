@@ -1,7 +1,11 @@
 //! The report of what a projection repaired, and the violations a strict projection refuses.
 
+use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::OnceLock;
+
+use serde::Serialize;
+use serde::ser::SerializeStruct;
 
 use crate::history::PositionSet;
 use crate::item::{CallId, Entry, ItemId, ItemKind, Payload};
@@ -12,7 +16,10 @@ use super::passes::{stripped_form, stripped_kinds};
 use super::slots::Slots;
 
 /// Where in the live history a repair or a violation is: the item's position, kind and call id.
-#[derive(Debug, Clone, PartialEq, Eq)]
+///
+/// Serializes as `{"position", "item_kind", "call_id"}` (`call_id` null when absent;
+/// `docs/json-output.md`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Location {
     /// Index of the item in the live history.
     pub position: usize,
@@ -45,7 +52,11 @@ impl fmt::Display for Location {
 }
 
 /// What one repair did.
-#[derive(Debug, Clone, PartialEq, Eq)]
+///
+/// Serializes as an object whose `kind` is the variant in snake_case, beside the variant's
+/// fields (`docs/json-output.md`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum RepairKind {
     /// A call had no output; a synthetic output was placed right after it.
@@ -102,9 +113,12 @@ impl fmt::Display for RepairKind {
 }
 
 /// One repair, located in the live history.
-#[derive(Debug, Clone, PartialEq, Eq)]
+///
+/// Serializes as the [`RepairKind`]'s fields (`kind` and its own) followed by `at`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Repair {
     /// What was done.
+    #[serde(flatten)]
     pub kind: RepairKind,
     /// The item it was done to.
     pub at: Location,
@@ -175,6 +189,42 @@ impl RepairReport {
     /// Number of repairs.
     pub fn len(&self) -> usize {
         self.repairs().len()
+    }
+
+    /// How many repairs of each kind, by the kind's snake_case name (the `kind` of its JSON),
+    /// in name order.
+    pub fn counts(&self) -> BTreeMap<&'static str, u64> {
+        let mut counts = BTreeMap::new();
+        for repair in self.repairs() {
+            *counts.entry(repair.kind.name()).or_insert(0) += 1;
+        }
+        counts
+    }
+}
+
+impl RepairKind {
+    /// The kind's snake_case name, as its JSON `kind` reads.
+    pub fn name(&self) -> &'static str {
+        match self {
+            RepairKind::SynthesizedOutput { .. } => "synthesized_output",
+            RepairKind::DroppedOrphanOutput => "dropped_orphan_output",
+            RepairKind::StrippedImages { .. } => "stripped_images",
+            RepairKind::ClearedImageGenerationResult => "cleared_image_generation_result",
+            RepairKind::StrippedAudio { .. } => "stripped_audio",
+            RepairKind::HeldBackUnknownItem => "held_back_unknown_item",
+        }
+    }
+}
+
+impl Serialize for RepairReport {
+    /// `{"count", "by_kind", "repairs"}`: the number of repairs, their counts by kind, and every
+    /// repair in position order (`docs/json-output.md`).
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut state = serializer.serialize_struct("RepairReport", 3)?;
+        state.serialize_field("count", &self.len())?;
+        state.serialize_field("by_kind", &self.counts())?;
+        state.serialize_field("repairs", self.repairs())?;
+        state.end()
     }
 }
 
@@ -250,8 +300,9 @@ impl fmt::Display for RepairReport {
     }
 }
 
-/// What a strict projection refuses.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// What a strict projection refuses. Serializes as its snake_case name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum ViolationKind {
     /// A custom tool call or local shell call has no output.
@@ -260,8 +311,8 @@ pub enum ViolationKind {
     OrphanOutput,
 }
 
-/// One protocol violation, located in the live history.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// One protocol violation, located in the live history. Serializes as `{"kind", "at"}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Violation {
     /// What is wrong.
     pub kind: ViolationKind,

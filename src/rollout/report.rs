@@ -4,6 +4,9 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
+use serde::Serialize;
+use serde::ser::{SerializeMap, SerializeStruct};
+
 use crate::item::ThreadId;
 use crate::world::WorldStateError;
 
@@ -110,7 +113,41 @@ pub enum SkipReason {
     },
 }
 
+impl Serialize for SkipReason {
+    /// `{"reason": "<snake_case name>"}`, with `message` for the reasons that carry one and
+    /// `bytes` and `limit` for `too_long` (`docs/json-output.md`).
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("reason", self.name())?;
+        match self {
+            SkipReason::Blank | SkipReason::InvalidUtf8 => {}
+            SkipReason::InvalidJson(why)
+            | SkipReason::NotAnEnvelope(why)
+            | SkipReason::InvalidPayload(why)
+            | SkipReason::InvalidItem(why) => map.serialize_entry("message", why)?,
+            SkipReason::TooLong { bytes, limit } => {
+                map.serialize_entry("bytes", bytes)?;
+                map.serialize_entry("limit", limit)?;
+            }
+        }
+        map.end()
+    }
+}
+
 impl SkipReason {
+    /// The reason's snake_case name, as its JSON `reason` and its [`SkipCounts`] field read.
+    pub fn name(&self) -> &'static str {
+        match self {
+            SkipReason::Blank => "blank",
+            SkipReason::InvalidUtf8 => "invalid_utf8",
+            SkipReason::InvalidJson(_) => "invalid_json",
+            SkipReason::NotAnEnvelope(_) => "not_an_envelope",
+            SkipReason::InvalidPayload(_) => "invalid_payload",
+            SkipReason::InvalidItem(_) => "invalid_item",
+            SkipReason::TooLong { .. } => "too_long",
+        }
+    }
+
     /// Whether this is a real problem, not just a blank line.
     pub fn is_malformed(&self) -> bool {
         !matches!(self, SkipReason::Blank)
@@ -133,14 +170,16 @@ impl fmt::Display for SkipReason {
     }
 }
 
-/// A line the reader did not use.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A line the reader did not use. Serializes as `{"line", "offset"}` followed by the
+/// [`SkipReason`]'s fields.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct SkippedLine {
     /// 1-based line number.
     pub line: u64,
     /// Byte offset of the line's start.
     pub offset: u64,
     /// Why.
+    #[serde(flatten)]
     pub reason: SkipReason,
 }
 
@@ -155,8 +194,8 @@ impl fmt::Display for SkippedLine {
 }
 
 /// How many lines were skipped, by reason: every skipped line is counted, however many are
-/// listed in [`LoadReport::skipped`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+/// listed in [`LoadReport::skipped`]. Serializes as an object of these counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
 #[non_exhaustive]
 pub struct SkipCounts {
     /// [`SkipReason::Blank`].
@@ -225,6 +264,27 @@ pub enum LineRepair {
     UnknownBaseInstructions(String),
 }
 
+impl Serialize for LineRepair {
+    /// `{"repair": "<snake_case name>"}`, with `message` for the repairs that carry one.
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(None)?;
+        let name = match self {
+            LineRepair::ByteOrderMark => "byte_order_mark",
+            LineRepair::LossyUtf8 => "lossy_utf8",
+            LineRepair::LenientSessionMeta(_) => "lenient_session_meta",
+            LineRepair::UnknownBaseInstructions(_) => "unknown_base_instructions",
+        };
+        map.serialize_entry("repair", name)?;
+        match self {
+            LineRepair::ByteOrderMark | LineRepair::LossyUtf8 => {}
+            LineRepair::LenientSessionMeta(why) | LineRepair::UnknownBaseInstructions(why) => {
+                map.serialize_entry("message", why)?;
+            }
+        }
+        map.end()
+    }
+}
+
 impl fmt::Display for LineRepair {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -242,14 +302,16 @@ impl fmt::Display for LineRepair {
     }
 }
 
-/// A line the reader repaired, and how.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A line the reader repaired, and how. Serializes as `{"line", "offset"}` followed by the
+/// [`LineRepair`]'s fields.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct RepairedLine {
     /// 1-based line number.
     pub line: u64,
     /// Byte offset of the line's start.
     pub offset: u64,
     /// What was repaired.
+    #[serde(flatten)]
     pub repair: LineRepair,
 }
 
@@ -357,6 +419,21 @@ impl LeftOut {
     }
 }
 
+impl Serialize for LeftOut {
+    /// `{"total", "ghost_snapshots", "state_lines", "system_messages", "line_types",
+    /// "other_line_types"}`, `line_types` an object of counts by line type name.
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut state = serializer.serialize_struct("LeftOut", 6)?;
+        state.serialize_field("total", &self.total())?;
+        state.serialize_field("ghost_snapshots", &self.ghost_snapshots)?;
+        state.serialize_field("state_lines", &self.state_lines)?;
+        state.serialize_field("system_messages", &self.system_messages)?;
+        state.serialize_field("line_types", &self.line_types)?;
+        state.serialize_field("other_line_types", &self.other_line_types)?;
+        state.end()
+    }
+}
+
 impl fmt::Display for LeftOut {
     /// One line: each kind with its count, `nothing` when empty, e.g.
     /// `2 ghost_snapshot, 1 system message, 3 token_usage_record`.
@@ -391,7 +468,10 @@ impl fmt::Display for LeftOut {
 }
 
 /// What reading a rollout found besides its usable lines.
-#[derive(Debug, Clone, PartialEq, Eq)]
+///
+/// Serializes as an object with every field under its own name (`thread_id` as its UUID text,
+/// `base_instructions` as `{text, provenance?}` or null); `docs/json-output.md` is the schema.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct LoadReport {
     /// Number of lines read, skipped ones included (after a snapshot: the number of the last line
     /// read, counting the lines the snapshot covers).
@@ -440,7 +520,9 @@ pub struct LoadReport {
 /// (a `compacted` line, a `thread_rolled_back` of at least one turn): the earlier ones cannot
 /// change the result, so their `state` is not read (their shape, `{full, state}`, was checked
 /// when the line was read; a line without it is in [`LoadReport::skipped`]).
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+///
+/// Serializes as an object with every field under its own name.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
 #[non_exhaustive]
 pub struct WorldStateReport {
     /// `world_state` lines read (of the right shape).
@@ -515,14 +597,16 @@ impl fmt::Display for WorldStateReport {
     }
 }
 
-/// A `world_state` line resume could not apply to the baseline.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A `world_state` line resume could not apply to the baseline. Serializes as
+/// `{"line", "offset"}` followed by the [`WorldStateProblem`]'s fields.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct WorldStateIssue {
     /// Its 1-based line number.
     pub line: u64,
     /// The byte offset of its first byte.
     pub offset: u64,
     /// What was wrong.
+    #[serde(flatten)]
     pub problem: WorldStateProblem,
 }
 
@@ -552,6 +636,22 @@ pub enum WorldStateProblem {
     /// The `state` could not be read into a JSON value (serde's message), e.g. nested deeper
     /// than the parser allows; the baseline is dropped.
     Unreadable(String),
+}
+
+impl Serialize for WorldStateProblem {
+    /// `{"problem", "message"}`: `problem` is `ignored_patch` (a patch without a baseline),
+    /// `invalid_change` or `unreadable`; `message` the display text.
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(Some(2))?;
+        let name = match self {
+            WorldStateProblem::Change(WorldStateError::PatchWithoutBaseline) => "ignored_patch",
+            WorldStateProblem::Change(_) => "invalid_change",
+            WorldStateProblem::Unreadable(_) => "unreadable",
+        };
+        map.serialize_entry("problem", name)?;
+        map.serialize_entry("message", &self.to_string())?;
+        map.end()
+    }
 }
 
 impl fmt::Display for WorldStateProblem {

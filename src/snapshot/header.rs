@@ -23,18 +23,30 @@ const ALIGNMENT_ALIGNED: u8 = 1;
 
 /// The rollout prefix a snapshot stands for: its first `lines` lines, `bytes` long, with that
 /// BLAKE3 digest.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+///
+/// Serializes as `{"lines", "bytes", "digest"}`, the digest as 64 lowercase hex digits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 pub struct RolloutPosition {
     /// Lines covered.
     pub lines: u64,
     /// Byte length of the covered prefix (ends after a `\n`).
     pub bytes: u64,
     /// BLAKE3 digest of the covered prefix.
+    #[serde(serialize_with = "digest_hex")]
     pub digest: blake3::Hash,
 }
 
-/// The decoded header fields of a snapshot.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// A digest as `blake3`'s own lowercase hex.
+fn digest_hex<S: serde::Serializer>(
+    digest: &blake3::Hash,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    serializer.serialize_str(digest.to_hex().as_str())
+}
+
+/// The decoded header fields of a snapshot. Serializes as an object with every field under its
+/// own name, digests as hex.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 pub struct SnapshotHeader {
     /// The format version of the file: [`SNAPSHOT_FORMAT_VERSION`] for a snapshot this build
     /// wrote from a resume, an earlier one for an older file (or a copy of one).
@@ -45,6 +57,7 @@ pub struct SnapshotHeader {
     /// Bytes of the rkyv payload.
     pub payload_len: u64,
     /// BLAKE3 of the payload.
+    #[serde(serialize_with = "digest_hex")]
     pub payload_digest: blake3::Hash,
     /// The rollout prefix covered.
     pub rollout: RolloutPosition,

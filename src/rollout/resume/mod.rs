@@ -13,6 +13,8 @@ use std::fmt;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
+use serde::Serialize;
+use serde::ser::SerializeMap;
 use serde_json::value::RawValue;
 
 use crate::history::{DEFAULT_TRUNCATION, History, TruncationPolicy};
@@ -169,6 +171,89 @@ pub enum FallbackReason {
     },
 }
 
+impl Serialize for ResumeSource {
+    /// `{"source": "rollout"}`, `{"source": "snapshot", "covered": {lines, bytes, digest}}` or
+    /// `{"source": "fallback", "fallback": {reason, …}}` (`docs/json-output.md`).
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(Some(2))?;
+        match self {
+            ResumeSource::Rollout => map.serialize_entry("source", "rollout")?,
+            ResumeSource::Snapshot { covered } => {
+                map.serialize_entry("source", "snapshot")?;
+                map.serialize_entry("covered", covered)?;
+            }
+            ResumeSource::Fallback(reason) => {
+                map.serialize_entry("source", "fallback")?;
+                map.serialize_entry("fallback", reason)?;
+            }
+        }
+        map.end()
+    }
+}
+
+impl FallbackReason {
+    /// The reason's snake_case name (its JSON `reason`).
+    pub fn name(&self) -> &'static str {
+        match self {
+            FallbackReason::StrictMode => "strict_mode",
+            FallbackReason::NotAFile => "not_a_file",
+            FallbackReason::Unreadable(_) => "unreadable",
+            FallbackReason::TruncationMismatch { .. } => "truncation_mismatch",
+            FallbackReason::LegacyFormat => "legacy_format",
+            FallbackReason::NoSessionMeta => "no_session_meta",
+            FallbackReason::RolloutShorter { .. } => "rollout_shorter",
+            FallbackReason::PrefixChanged => "prefix_changed",
+            FallbackReason::NotAtLineBoundary => "not_at_line_boundary",
+            FallbackReason::OldVersion { .. } => "old_version",
+            FallbackReason::NoWorldState { .. } => "no_world_state",
+            FallbackReason::LaterLine { .. } => "later_line",
+        }
+    }
+}
+
+impl Serialize for FallbackReason {
+    /// `{"reason", …the variant's fields…, "message"}`: `reason` the snake_case
+    /// [`name`](FallbackReason::name), the fields under their own names (truncation policies as
+    /// `{mode, limit}`, `what` of a later line as its snake_case name), `message` the display
+    /// text (for `unreadable`, the snapshot error with its causes).
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("reason", self.name())?;
+        match self {
+            FallbackReason::StrictMode
+            | FallbackReason::NotAFile
+            | FallbackReason::Unreadable(_)
+            | FallbackReason::LegacyFormat
+            | FallbackReason::NoSessionMeta
+            | FallbackReason::PrefixChanged
+            | FallbackReason::NotAtLineBoundary => {}
+            FallbackReason::TruncationMismatch {
+                snapshot,
+                requested,
+            } => {
+                map.serialize_entry("snapshot", snapshot)?;
+                map.serialize_entry("requested", requested)?;
+            }
+            FallbackReason::RolloutShorter {
+                rollout_bytes,
+                covered_bytes,
+            } => {
+                map.serialize_entry("rollout_bytes", rollout_bytes)?;
+                map.serialize_entry("covered_bytes", covered_bytes)?;
+            }
+            FallbackReason::OldVersion { version } | FallbackReason::NoWorldState { version } => {
+                map.serialize_entry("version", version)?;
+            }
+            FallbackReason::LaterLine { line, what } => {
+                map.serialize_entry("line", line)?;
+                map.serialize_entry("what", what)?;
+            }
+        }
+        map.serialize_entry("message", &self.to_string())?;
+        map.end()
+    }
+}
+
 impl fmt::Display for FallbackReason {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -247,7 +332,9 @@ pub struct Resumed {
 
 /// What the lines read said about compactions. A resume through a snapshot does not read the
 /// lines the snapshot covers, so it has none of these ([`Resumed::compactions`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+///
+/// Serializes as `{"base", "lines", "legacy_rebuilt"}` (`base` null when none).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct Compactions {
     /// The line number of the `compacted` line (with a replacement history) the history's
     /// current state began with, if any: the newest one that no later rollback returned past.

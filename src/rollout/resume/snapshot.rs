@@ -52,6 +52,28 @@ pub enum LaterLine {
     UserTurnInsideTurn,
 }
 
+impl LaterLine {
+    /// The snake_case name (its JSON form).
+    pub fn name(self) -> &'static str {
+        match self {
+            LaterLine::Rollback => "rollback",
+            LaterLine::TurnEvent => "turn_event",
+            LaterLine::TurnContext => "turn_context",
+            LaterLine::Compaction => "compaction",
+            LaterLine::InterAgent => "inter_agent",
+            LaterLine::UserMessageInsideTurn => "user_message_inside_turn",
+            LaterLine::UserTurnInsideTurn => "user_turn_inside_turn",
+        }
+    }
+}
+
+impl serde::Serialize for LaterLine {
+    /// Its snake_case [`name`](LaterLine::name).
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.name())
+    }
+}
+
 impl fmt::Display for LaterLine {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
