@@ -5,13 +5,27 @@ use std::path::PathBuf;
 use agent_history::{Modalities, ToolChoice, TruncationPolicy};
 use clap::{Args, Parser, Subcommand};
 
+/// What the exit statuses mean, at the end of every `--help`.
+pub const EXIT_STATUS: &str = "\
+Exit status:
+  0  success
+  1  --strict and something was found (findings, protocol violations)
+  2  usage error (a wrong or meaningless option)
+  3  an input or output failed (a file that cannot be read or is not what it should be)";
+
+/// The `agent-history` command line.
 #[derive(Parser)]
 #[command(
     name = "agent-history",
     version,
-    about = "Persistent, immutable conversation histories for LLM agents"
+    about = "Persistent, immutable conversation histories for LLM agents",
+    after_help = EXIT_STATUS
 )]
 pub struct Cli {
+    /// Print only errors: no status lines, no reports (the exit status tells the outcome).
+    #[arg(short, long, global = true)]
+    pub quiet: bool,
+    /// The subcommand.
     #[command(subcommand)]
     pub command: Command,
 }
@@ -24,15 +38,24 @@ pub enum Command {
     /// The projected input goes to stdout as one JSON array; the repair report and the count of
     /// skipped lines go to stderr. The rollout file is only read.
     Project(ProjectArgs),
-    /// Lint a rollout: unpaired calls, orphan outputs, media a text-only model would lose,
+    /// Lint sessions: unpaired calls, orphan outputs, media a text-only model would lose,
     /// unknown item types, skipped and torn lines, each with its line number.
+    ///
+    /// Takes rollouts, snapshots, directories (every `rollout-*.jsonl` under them) and `-`
+    /// (a rollout on standard input); several are read in parallel and summarized at the end.
     Check(CheckArgs),
-    /// Summarize a rollout: items by kind, bytes, token estimate, user turns, compactions.
+    /// Summarize sessions: items by kind, bytes, token estimate, user turns, compactions.
+    ///
+    /// Takes rollouts, snapshots, directories (every `rollout-*.jsonl` under them) and `-`;
+    /// several are read in parallel and summarized at the end.
     Stats(StatsArgs),
     /// Write a snapshot of a rollout's history (memory-mapped on resume, no JSON parse).
     Snapshot(SnapshotArgs),
     /// Check a snapshot: header, payload digest, archive validation, and every entry against
     /// its JSON (one well-formed item of the kind, role, ids, flags and tokens stored for it).
+    ///
+    /// Takes several snapshots (or directories: every file under them that is a snapshot);
+    /// with `--rollout`, one snapshot and whether it still matches that rollout.
     Verify(VerifyArgs),
     /// How much of the prompt input two sessions share from the start: the part a provider's
     /// prompt cache can reuse when the second is sent after the first. Prints the shared items
@@ -43,6 +66,12 @@ pub enum Command {
     /// is the session resumed from A's first N lines, against the whole file or, with a second
     /// `--at-line M`, against its first M lines.
     Prefix(PrefixArgs),
+    /// Print a shell completion script for SHELL to stdout.
+    ///
+    /// For example `agent-history completions bash > ~/.local/share/bash-completion/completions/agent-history`.
+    Completions(CompletionsArgs),
+    /// Print the man page (roff) to stdout: `agent-history man | man -l -`.
+    Man,
 }
 
 /// The arguments of `project`.
@@ -64,16 +93,28 @@ pub struct ProjectArgs {
     /// Send items of unknown type instead of holding them back.
     #[arg(long)]
     pub send_unknown: bool,
-    /// Record-time truncation of tool outputs, as `tokens:N` or `bytes:N`.
-    #[arg(long, default_value = "tokens:10000", value_parser = parse_truncation)]
-    pub truncation: TruncationPolicy,
+    /// Record-time truncation of tool outputs, as `tokens:N` or `bytes:N` (default
+    /// tokens:10000). A rollout's only: a snapshot stores its items truncated already.
+    #[arg(long, value_parser = parse_truncation)]
+    pub truncation: Option<TruncationPolicy>,
+    /// Resume ROLLOUT through this snapshot of its first lines plus the lines after them (the
+    /// fast path), or from every line when the snapshot no longer matches; says which.
+    #[arg(long, value_name = "SNAPSHOT")]
+    pub snapshot: Option<PathBuf>,
+    /// Write the report (lines read and skipped, repairs, how the session was resumed) to
+    /// stderr as one JSON object instead of text.
+    #[arg(long)]
+    pub json: bool,
+    /// Indent the JSON written to stdout (the input array or request body).
+    #[arg(long)]
+    pub pretty: bool,
     /// Print the whole Responses API request body instead of the input array: the request
     /// a resumed session would send, with the session's base instructions and Codex's
     /// settings unless the flags below say otherwise.
     #[arg(long, requires = "model")]
     pub request: bool,
     /// The model slug of the request body.
-    #[arg(long, requires = "request")]
+    #[arg(long, requires = "request", value_parser = non_empty)]
     pub model: Option<String>,
     /// Base instructions of the request body, instead of those the rollout's `session_meta`
     /// records (empty when it records none, and for a snapshot).
@@ -110,18 +151,26 @@ pub struct ProjectArgs {
 /// The arguments of `check`.
 #[derive(Args)]
 pub struct CheckArgs {
-    /// The rollout JSONL file.
-    pub rollout: PathBuf,
+    /// Rollouts, snapshots, directories of rollouts, or `-` (standard input).
+    #[arg(required = true, value_name = "PATH")]
+    pub paths: Vec<PathBuf>,
     /// Exit with status 1 when anything was found.
     #[arg(long)]
     pub strict: bool,
+    /// One JSON object per session (JSON Lines), then a summary object when there are several.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// The arguments of `stats`.
 #[derive(Args)]
 pub struct StatsArgs {
-    /// The rollout JSONL file.
-    pub rollout: PathBuf,
+    /// Rollouts, snapshots, directories of rollouts, or `-` (standard input).
+    #[arg(required = true, value_name = "PATH")]
+    pub paths: Vec<PathBuf>,
+    /// One JSON object per session (JSON Lines), then a summary object when there are several.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// The arguments of `snapshot`.
@@ -144,8 +193,23 @@ pub struct SnapshotArgs {
 /// The arguments of `verify`.
 #[derive(Args)]
 pub struct VerifyArgs {
-    /// The snapshot file.
-    pub snapshot: PathBuf,
+    /// Snapshot files, or directories holding them.
+    #[arg(required = true, value_name = "SNAPSHOT")]
+    pub paths: Vec<PathBuf>,
+    /// The rollout the snapshot was written from: say whether the snapshot still matches it
+    /// (the rollout's first lines are the ones the snapshot covers). One snapshot only.
+    #[arg(long, value_name = "ROLLOUT")]
+    pub rollout: Option<PathBuf>,
+    /// One JSON object per snapshot (JSON Lines).
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// The arguments of `completions`.
+#[derive(Args)]
+pub struct CompletionsArgs {
+    /// The shell.
+    pub shell: clap_complete::Shell,
 }
 
 /// The arguments of `prefix`.
@@ -170,8 +234,22 @@ pub struct PrefixArgs {
     pub trusted: bool,
 }
 
+/// A value that must not be empty.
+pub fn non_empty(text: &str) -> Result<String, String> {
+    if text.trim().is_empty() {
+        Err("must not be empty".to_owned())
+    } else {
+        Ok(text.to_owned())
+    }
+}
+
 /// Parses `--modalities`.
 pub fn parse_modalities(text: &str) -> Result<Modalities, String> {
+    // The library reads an empty list as text only; on the command line an empty value is more
+    // likely a mistake (an unset shell variable) than a way to say "text".
+    if text.trim().is_empty() {
+        return Err("must not be empty (say `text` for a text-only model)".to_owned());
+    }
     text.parse().map_err(|error| format!("{error}"))
 }
 

@@ -1,18 +1,19 @@
 //! `prefix`: how much of the prompt input two sessions share.
 
-use std::io::{Read as _, Write as _};
+use std::io::Write as _;
 use std::path::Path;
 use std::process::ExitCode;
 
 use agent_history::{
     ContentItem, Entry, FirstDifference, History, ProjectionOptions, ResponseItem, ResumeOptions,
     Role, SnapshotOptions, SnapshotTrust, is_contextual_developer_text, is_contextual_user_text,
-    is_snapshot, is_summary_text, open_rollout, open_snapshot, resume_reader,
+    is_snapshot, is_summary_text, open_snapshot, resume_reader,
 };
 use anyhow::Context as _;
 
+use super::Usage;
 use super::args::PrefixArgs;
-use super::input::resume;
+use super::input::{read_all, resume};
 use super::output::{finish, stdout};
 
 /// Runs `prefix`.
@@ -39,10 +40,13 @@ pub fn run(args: PrefixArgs) -> anyhow::Result<ExitCode> {
             Side::load(&a, Some(n), &options, trusted)?,
             Side::load(&a, Some(m), &options, trusted)?,
         ),
-        _ => anyhow::bail!(
-            "give a second rollout B, or --at-line once or twice (two points of {})",
-            a.display()
-        ),
+        _ => {
+            return Err(Usage(format!(
+                "give a second rollout B, or --at-line once or twice (two points of {})",
+                a.display()
+            ))
+            .into());
+        }
     };
     let projection = ProjectionOptions::for_modalities(modalities);
     let text = prefix_report(&left, &right, &projection)?;
@@ -69,10 +73,11 @@ impl Side {
     ) -> anyhow::Result<Side> {
         if is_snapshot(path) {
             if lines.is_some() {
-                anyhow::bail!(
+                return Err(Usage(format!(
                     "--at-line needs a rollout, and {} is a snapshot",
                     path.display()
-                );
+                ))
+                .into());
             }
             let trust = if trusted {
                 SnapshotTrust::Own
@@ -97,10 +102,7 @@ impl Side {
                 history: resume(path, options)?.into_history(),
             });
         };
-        let mut bytes = Vec::new();
-        open_rollout(path)?
-            .read_to_end(&mut bytes)
-            .with_context(|| format!("cannot read {}", path.display()))?;
+        let bytes = read_all(path)?;
         let end = first_lines_end(&bytes, lines).ok_or_else(|| {
             anyhow::anyhow!(
                 "--at-line {lines}: {} has only {} line(s)",

@@ -5,14 +5,24 @@ use std::process::ExitCode;
 
 use agent_history::{
     ProjectionOptions, PromptCompiler, ReasoningConfig, RequestSettings, ResponseOptions,
-    ResumeOptions, SnapshotOptions, SnapshotTrust, StepContext, ToolPlan, UnknownItems,
-    is_snapshot, open_snapshot, read_tools,
+    ResumeOptions, ResumeSource, SnapshotOptions, SnapshotTrust, StepContext, ToolPlan,
+    UnknownItems, is_snapshot, open_snapshot, read_tools, resume_file,
 };
 use anyhow::Context as _;
 
+use super::Usage;
 use super::args::ProjectArgs;
-use super::input::{report_load, resume};
-use super::output::stdout;
+use super::input::{is_stdin, resume};
+use super::output::{json_line, quiet, report_load, stdout};
+
+/// A status line, left out with `--json` (whose report says the same).
+macro_rules! status_text {
+    ($json:expr, $($arg:tt)*) => {{
+        if !$json {
+            status!($($arg)*);
+        }
+    }};
+}
 
 /// Runs `project`.
 pub fn run(args: ProjectArgs) -> anyhow::Result<ExitCode> {
@@ -34,13 +44,36 @@ pub fn run(args: ProjectArgs) -> anyhow::Result<ExitCode> {
         reasoning_effort,
         reasoning_summary,
         include,
+        snapshot,
+        json,
+        pretty,
     } = args;
+    let is_snapshot_input = !is_stdin(&rollout) && is_snapshot(&rollout);
+    if is_snapshot_input && truncation.is_some() {
+        return Err(Usage(format!(
+            "--truncation has no effect on a snapshot ({} stores its items truncated already)",
+            rollout.display()
+        ))
+        .into());
+    }
+    if is_snapshot_input && snapshot.is_some() {
+        return Err(Usage(format!(
+            "--snapshot needs a rollout, and {} is a snapshot itself",
+            rollout.display()
+        ))
+        .into());
+    }
+    let truncation = truncation.unwrap_or(ResumeOptions::default().truncation);
+    // The machine-readable report, written to stderr at the end with `--json`.
+    let mut report = serde_json::Map::new();
+    report.insert("type".into(), "report".into());
+    report.insert("path".into(), rollout.display().to_string().into());
     // Before the rollout, which can be large: a wrong tools file fails at once.
     let tools = match tools {
         Some(path) => read_tools(path)?,
         None => ToolPlan::empty(),
     };
-    let (history, thread_id, recorded) = if is_snapshot(&rollout) {
+    let (history, thread_id, recorded) = if is_snapshot_input {
         let options = SnapshotOptions {
             trust: if trusted {
                 SnapshotTrust::Own
@@ -50,7 +83,10 @@ pub fn run(args: ProjectArgs) -> anyhow::Result<ExitCode> {
             ..SnapshotOptions::default()
         };
         let opened = open_snapshot(&rollout, options)?;
-        status!(
+        report.insert("input".into(), "snapshot".into());
+        report.insert("snapshot".into(), serde_json::to_value(opened.header())?);
+        status_text!(
+            json,
             "opened snapshot: {} item(s), covering {} rollout line(s)",
             opened.history().len(),
             opened.header().rollout.lines
@@ -70,8 +106,35 @@ pub fn run(args: ProjectArgs) -> anyhow::Result<ExitCode> {
         };
         (opened.into_history(), thread_id, recorded)
     } else {
-        let resumed = resume(&rollout, &ResumeOptions::new(truncation))?;
-        report_load(&resumed);
+        let resumed = match &snapshot {
+            Some(snapshot) => {
+                let options = ResumeOptions::new(truncation).with_snapshot(snapshot);
+                let resumed = resume_file(&rollout, &options)?;
+                match resumed.source() {
+                    ResumeSource::Snapshot { covered } => status_text!(
+                        json,
+                        "resumed through snapshot {} (fast path): it covers {} line(s); read the {} after it",
+                        snapshot.display(),
+                        covered.lines,
+                        resumed.report().lines.saturating_sub(covered.lines)
+                    ),
+                    ResumeSource::Fallback(reason) => status_text!(
+                        json,
+                        "snapshot {} not used ({reason}): read every line",
+                        snapshot.display()
+                    ),
+                    ResumeSource::Rollout | _ => {}
+                }
+                resumed
+            }
+            None => resume(&rollout, &ResumeOptions::new(truncation))?,
+        };
+        report.insert("input".into(), "rollout".into());
+        report.insert("source".into(), serde_json::to_value(resumed.source())?);
+        report.insert("load".into(), serde_json::to_value(resumed.report())?);
+        if !json {
+            report_load(&resumed);
+        }
         let thread_id = resumed.thread_id();
         let recorded = match &resumed.report().base_instructions {
             Some(recorded) => Recorded::Text(recorded.text.clone()),
@@ -87,19 +150,26 @@ pub fn run(args: ProjectArgs) -> anyhow::Result<ExitCode> {
         options.unknown_items = UnknownItems::Send;
     }
     let mut out = stdout();
+    // `--pretty`: the JSON is written compact into a buffer, then indented.
+    let mut compact = Vec::new();
     let repairs = if request {
         let instructions = match (instructions, recorded) {
             (Some(given), _) => given,
             (None, Recorded::Text(text)) => {
-                status!("instructions: from session_meta ({} bytes)", text.len());
+                status_text!(
+                    json,
+                    "instructions: from session_meta ({} bytes)",
+                    text.len()
+                );
                 text
             }
             (None, Recorded::None) => {
-                status!("instructions: none (session_meta records none)");
+                status_text!(json, "instructions: none (session_meta records none)");
                 String::new()
             }
             (None, Recorded::NotInSnapshot) => {
-                status!(
+                status_text!(
+                    json,
                     "instructions: none (a version 1 snapshot does not keep the session's \
                      base instructions; pass --instructions or project the rollout)"
                 );
@@ -137,21 +207,39 @@ pub fn run(args: ProjectArgs) -> anyhow::Result<ExitCode> {
             .with_tools(tools, parallel_tool_calls)
             .with_response_options(response)
             .compile(&history, StepContext::default())?;
-        compiled
-            .write_body(&mut out)
-            .context("cannot write to stdout")?;
+        if pretty {
+            compiled.write_body(&mut compact)?;
+        } else {
+            compiled
+                .write_body(&mut out)
+                .context("cannot write to stdout")?;
+        }
         compiled.prompt.input.report().clone()
     } else {
         let projection = history.project(&options)?;
-        projection
-            .write_json_array(&mut out)
-            .context("cannot write to stdout")?;
+        if pretty {
+            projection.write_json_array(&mut compact)?;
+        } else {
+            projection
+                .write_json_array(&mut out)
+                .context("cannot write to stdout")?;
+        }
         projection.report().clone()
     };
+    if pretty {
+        let value: serde_json::Value = serde_json::from_slice(&compact)?;
+        serde_json::to_writer_pretty(&mut out, &value).context("cannot write to stdout")?;
+    }
     writeln!(out)
         .and_then(|()| out.flush())
         .context("cannot write to stdout")?;
-    if repairs.is_empty() {
+    if json {
+        report.insert("repairs".into(), serde_json::to_value(&repairs)?);
+        if !quiet() {
+            let mut err = std::io::stderr().lock();
+            json_line(&mut err, &report)?;
+        }
+    } else if repairs.is_empty() {
         status!("repairs: none");
     } else {
         status!("repairs: {}", repairs.len());
@@ -161,6 +249,7 @@ pub fn run(args: ProjectArgs) -> anyhow::Result<ExitCode> {
     }
     Ok(ExitCode::SUCCESS)
 }
+
 /// The base instructions the input of `project` records.
 enum Recorded {
     /// The rollout's `session_meta` records these.

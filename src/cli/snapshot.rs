@@ -1,14 +1,11 @@
 //! `snapshot`: write a snapshot of a rollout.
 
-use std::io::Write as _;
 use std::process::ExitCode;
 
 use agent_history::{Replace, ResumeOptions};
-use anyhow::Context as _;
 
 use super::args::SnapshotArgs;
 use super::input::resume;
-use super::output::{finish, stdout};
 
 /// Runs `snapshot`.
 pub fn run(args: SnapshotArgs) -> anyhow::Result<ExitCode> {
@@ -35,9 +32,8 @@ pub fn run(args: SnapshotArgs) -> anyhow::Result<ExitCode> {
             }
             other => other.into(),
         })?;
-    let mut out = stdout();
-    writeln!(
-        out,
+    // Status, not output: stdout stays free for a pipeline.
+    status!(
         "wrote {}: {} item(s), {} payload bytes, covering {} line(s) ({} bytes) of {}",
         output.display(),
         header.entry_count,
@@ -45,7 +41,6 @@ pub fn run(args: SnapshotArgs) -> anyhow::Result<ExitCode> {
         header.rollout.lines,
         header.rollout.bytes,
         rollout.display()
-    )
-    .context("cannot write to stdout")?;
-    finish(out)
+    );
+    Ok(ExitCode::SUCCESS)
 }
