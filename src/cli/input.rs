@@ -21,7 +21,7 @@ pub fn is_stdin(path: &Path) -> bool {
 }
 
 /// The name of standard input in reports and errors.
-const STDIN_LABEL: &str = "<stdin>";
+pub const STDIN_LABEL: &str = "<stdin>";
 
 /// Where one session is read from.
 #[derive(Debug, Clone)]
@@ -166,14 +166,21 @@ pub fn resume(path: &Path, options: &ResumeOptions) -> anyhow::Result<Resumed> {
     resumed
 }
 
-/// The whole of a rollout (`-`: standard input).
+/// Standard input's bytes, once read: `prefix - --at-line N` compares two points of it.
+static STDIN_BYTES: std::sync::OnceLock<Vec<u8>> = std::sync::OnceLock::new();
+
+/// The whole of a rollout (`-`: standard input, read once and kept for a second reading).
 pub fn read_all(path: &Path) -> anyhow::Result<Vec<u8>> {
     let mut bytes = Vec::new();
     if is_stdin(path) {
+        if let Some(kept) = STDIN_BYTES.get() {
+            return Ok(kept.clone());
+        }
         io::stdin()
             .lock()
             .read_to_end(&mut bytes)
             .context("cannot read standard input")?;
+        let _ = STDIN_BYTES.set(bytes.clone());
     } else {
         open_rollout(path)?
             .read_to_end(&mut bytes)

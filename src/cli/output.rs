@@ -58,6 +58,10 @@ pub fn is_broken_pipe(error: &anyhow::Error) -> bool {
         cause
             .downcast_ref::<io::Error>()
             .is_some_and(|error| error.kind() == io::ErrorKind::BrokenPipe)
+            // serde_json keeps the writer's error inside its own, not as its source.
+            || cause
+                .downcast_ref::<serde_json::Error>()
+                .is_some_and(|error| error.io_error_kind() == Some(io::ErrorKind::BrokenPipe))
     })
 }
 

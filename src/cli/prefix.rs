@@ -13,7 +13,7 @@ use anyhow::Context as _;
 
 use super::Usage;
 use super::args::PrefixArgs;
-use super::input::{read_all, resume};
+use super::input::{STDIN_LABEL, is_stdin, read_all, resume};
 use super::output::{finish, stdout};
 
 /// Runs `prefix`.
@@ -94,6 +94,13 @@ impl Side {
             return Ok(Side {
                 label: format!("{} (snapshot)", path.display()),
                 history: opened.into_history(),
+            });
+        }
+        if is_stdin(path) && lines.is_none() {
+            let bytes = read_all(path)?;
+            return Ok(Side {
+                label: path.display().to_string(),
+                history: resume_reader(bytes.as_slice(), STDIN_LABEL, options)?.into_history(),
             });
         }
         let Some(lines) = lines else {
