@@ -44,8 +44,8 @@ pub use world::{
 // between threads.
 pub use history::{
     COMPACT_USER_MESSAGE_TOKENS, Compacted, DEFAULT_TRUNCATION, EMPTY_SUMMARY, FilterReason,
-    History, HistoryPublisher, HistoryStats, KindStats, Published, Recorded, SharedHistory,
-    TruncationPolicy, WorldStateUpdate, summary_text, truncate_text,
+    History, HistoryPublisher, HistoryStats, KindStats, ParseTruncationError, Published, Recorded,
+    SharedHistory, TruncationPolicy, WorldStateUpdate, summary_text, truncate_text,
 };
 
 // The projection layer: a history turned into a model's input, repaired and reported.
@@ -73,10 +73,10 @@ pub use snapshot::{
 
 // The rollout layer: reading, resuming and writing Codex rollout files.
 pub use rollout::{
-    BaseInstructions, Compactions, DEFAULT_MAX_LINE_BYTES, DEFAULT_MAX_REPORTED, Durability,
-    FallbackReason, FileSink, LaterLine, LeftOut, LineKind, LineRepair, LoadReport, READER_LABEL,
-    ReadMode, ReadOptions, RepairedLine, ResumeOptions, ResumeSource, Resumed, Rollout,
-    RolloutError, RolloutLine, RolloutSink, RolloutWriteError, RolloutWriter, SessionMeta,
+    BaseInstructions, BinaryContent, Compactions, DEFAULT_MAX_LINE_BYTES, DEFAULT_MAX_REPORTED,
+    Durability, FallbackReason, FileSink, LaterLine, LeftOut, LineKind, LineRepair, LoadReport,
+    READER_LABEL, ReadMode, ReadOptions, RepairedLine, ResumeOptions, ResumeSource, Resumed,
+    Rollout, RolloutError, RolloutLine, RolloutSink, RolloutWriteError, RolloutWriter, SessionMeta,
     SkipCounts, SkipReason, SkippedLine, WorldStateIssue, WorldStateProblem, WorldStateReport,
     WriteStep, open_rollout, resume_file, resume_reader,
 };

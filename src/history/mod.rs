@@ -38,7 +38,7 @@ pub(crate) use index::{PairingIndex, PositionSet};
 pub(crate) use memo::MediaMemo;
 pub use shared::{HistoryPublisher, Published, SharedHistory};
 pub use stats::{HistoryStats, KindStats};
-pub use truncate::{TruncationPolicy, truncate_text};
+pub use truncate::{ParseTruncationError, TruncationPolicy, truncate_text};
 pub use world::WorldStateUpdate;
 
 /// The truncation policy a history uses when none is given: 10,000 tokens, Codex's policy for

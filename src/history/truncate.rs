@@ -31,6 +31,68 @@ pub enum TruncationPolicy {
     Tokens(usize),
 }
 
+/// A [`TruncationPolicy`] could not be read from text ([`TruncationPolicy::from_str`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ParseTruncationError {
+    /// The text is not `mode:limit`.
+    #[error("expected tokens:N or bytes:N, got `{text}`")]
+    MissingColon {
+        /// The text given.
+        text: String,
+    },
+    /// The mode is neither `tokens` nor `bytes`.
+    #[error("unknown truncation mode `{mode}` (tokens or bytes)")]
+    UnknownMode {
+        /// The mode given.
+        mode: String,
+    },
+    /// The limit is not a whole number that fits a `usize`.
+    #[error("truncation limit `{limit}` is not a whole number")]
+    InvalidLimit {
+        /// The limit given.
+        limit: String,
+        /// Why it does not parse.
+        #[source]
+        source: std::num::ParseIntError,
+    },
+}
+
+impl std::str::FromStr for TruncationPolicy {
+    type Err = ParseTruncationError;
+
+    /// `tokens:N` or `bytes:N` (N a whole number), the form [`Display`](std::fmt::Display)
+    /// writes.
+    fn from_str(text: &str) -> Result<TruncationPolicy, ParseTruncationError> {
+        let (mode, limit) = text
+            .split_once(':')
+            .ok_or_else(|| ParseTruncationError::MissingColon { text: text.into() })?;
+        let parse_limit = || {
+            limit
+                .parse::<usize>()
+                .map_err(|source| ParseTruncationError::InvalidLimit {
+                    limit: limit.into(),
+                    source,
+                })
+        };
+        match mode {
+            "tokens" => Ok(TruncationPolicy::Tokens(parse_limit()?)),
+            "bytes" => Ok(TruncationPolicy::Bytes(parse_limit()?)),
+            _ => Err(ParseTruncationError::UnknownMode { mode: mode.into() }),
+        }
+    }
+}
+
+impl std::fmt::Display for TruncationPolicy {
+    /// `tokens:N` or `bytes:N`, which [`from_str`](std::str::FromStr::from_str) reads back.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            TruncationPolicy::Tokens(limit) => write!(f, "tokens:{limit}"),
+            TruncationPolicy::Bytes(limit) => write!(f, "bytes:{limit}"),
+        }
+    }
+}
+
 impl TruncationPolicy {
     /// Returns the policy with its limit multiplied by 1.2 and rounded up.
     ///
@@ -309,6 +371,54 @@ mod tests {
     use serde_json::json;
 
     const EMOJI_TEXT: &str = "😀😀😀😀😀😀😀😀😀😀\nsecond line with text\n";
+
+    // --- FromStr and Display ---
+
+    #[test]
+    fn policies_round_trip_through_text() {
+        for policy in [
+            TruncationPolicy::Tokens(10_000),
+            TruncationPolicy::Bytes(0),
+            TruncationPolicy::Bytes(usize::MAX),
+        ] {
+            let text = policy.to_string();
+            assert_eq!(text.parse::<TruncationPolicy>(), Ok(policy), "{text}");
+        }
+        assert_eq!(TruncationPolicy::Tokens(7).to_string(), "tokens:7");
+        assert_eq!("bytes:512".parse(), Ok(TruncationPolicy::Bytes(512)));
+    }
+
+    #[test]
+    fn a_bad_policy_names_what_was_wrong() {
+        assert_eq!(
+            "10000".parse::<TruncationPolicy>(),
+            Err(ParseTruncationError::MissingColon {
+                text: "10000".into()
+            })
+        );
+        assert_eq!(
+            "lines:5".parse::<TruncationPolicy>(),
+            Err(ParseTruncationError::UnknownMode {
+                mode: "lines".into()
+            })
+        );
+        let error = "tokens:-1".parse::<TruncationPolicy>().unwrap_err();
+        assert!(
+            matches!(&error, ParseTruncationError::InvalidLimit { limit, .. } if limit == "-1"),
+            "{error:?}"
+        );
+        assert_eq!(
+            error.to_string(),
+            "truncation limit `-1` is not a whole number"
+        );
+        assert!(std::error::Error::source(&error).is_some());
+        assert!("bytes:".parse::<TruncationPolicy>().is_err());
+        assert!(
+            "bytes:99999999999999999999999"
+                .parse::<TruncationPolicy>()
+                .is_err()
+        );
+    }
 
     // --- split_string (Codex's tests) ---
 

@@ -33,6 +33,15 @@ pub enum RolloutError {
         /// What it is: `a directory` or `a device`.
         what: &'static str,
     },
+    /// The input is not text: it starts like a compressed file, or holds NUL bytes (which JSON
+    /// text never does), and no line of it is a usable `session_meta`.
+    #[error("{} is not a Codex rollout: {looks_like}", path.display())]
+    NotText {
+        /// The file.
+        path: PathBuf,
+        /// What it looks like.
+        looks_like: BinaryContent,
+    },
     /// The file has no non-blank line.
     #[error("{} is an empty session file", path.display())]
     Empty {
@@ -94,6 +103,43 @@ pub enum RolloutError {
         #[source]
         source: ItemError,
     },
+}
+
+/// What an input that is not text looks like ([`RolloutError::NotText`]), from its first bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum BinaryContent {
+    /// It starts with the gzip magic `1f 8b`.
+    Gzip,
+    /// It starts with the zstd magic `28 b5 2f fd`.
+    Zstd,
+    /// It holds NUL bytes.
+    NulBytes,
+}
+
+impl BinaryContent {
+    /// What the first bytes of an input (a buffer's worth) look like, if not text.
+    pub(crate) fn sniff(start: &[u8]) -> Option<BinaryContent> {
+        if start.starts_with(&[0x1f, 0x8b]) {
+            Some(BinaryContent::Gzip)
+        } else if start.starts_with(&[0x28, 0xb5, 0x2f, 0xfd]) {
+            Some(BinaryContent::Zstd)
+        } else if memchr::memchr(0, start).is_some() {
+            Some(BinaryContent::NulBytes)
+        } else {
+            None
+        }
+    }
+}
+
+impl fmt::Display for BinaryContent {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            BinaryContent::Gzip => "it is gzip-compressed (decompress it first)",
+            BinaryContent::Zstd => "it is zstd-compressed (decompress it first)",
+            BinaryContent::NulBytes => "it holds NUL bytes, so it is binary, not JSON lines",
+        })
+    }
 }
 
 /// What a rollout writer was doing when it failed.

@@ -21,7 +21,7 @@ mod sink;
 mod validate;
 mod writer;
 
-pub use error::{RolloutError, RolloutWriteError, WriteStep};
+pub use error::{BinaryContent, RolloutError, RolloutWriteError, WriteStep};
 pub use line::{BaseInstructions, LineKind, RolloutLine, SessionMeta};
 pub use reader::{READER_LABEL, Rollout, open_rollout};
 pub use report::{

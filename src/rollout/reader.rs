@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use crate::item::{ItemKind, Role, ThreadId};
 
-use super::error::RolloutError;
+use super::error::{BinaryContent, RolloutError};
 use super::line::{
     BaseInstructions, Facts, InstructionsField, LineKind, RolloutLine, base_instructions_field,
 };
@@ -311,6 +311,7 @@ pub(super) fn read_lines(
         non_blank: false,
         unfinished: 0,
         rejected_meta: None,
+        binary: None,
     };
     let io_error = |source| RolloutError::Io {
         path: label.to_owned(),
@@ -329,6 +330,11 @@ pub(super) fn read_lines(
             Err(error) => return Err(io_error(error)),
         };
         let at_end = available.is_empty();
+        if offset == 0 && state.lines == 0 && length == 0 {
+            // The input's first buffer: whether it looks like something that is not text, for
+            // the error when no line of it is usable (`ReadState::finish`).
+            state.binary = BinaryContent::sniff(available);
+        }
         let (chunk, terminated) = match memchr::memchr(b'\n', available) {
             Some(newline) => (&available[..=newline], true),
             None => (available, false),
@@ -439,6 +445,8 @@ struct ReadState<'v> {
     /// The first skipped line that declared itself a `session_meta`, for the error that says
     /// why a file has no usable one.
     rejected_meta: Option<SkippedLine>,
+    /// What the input's first bytes look like, if not text.
+    binary: Option<BinaryContent>,
 }
 
 impl ReadState<'_> {
@@ -599,6 +607,16 @@ impl ReadState<'_> {
         let number = self.lines;
         let torn = !terminated && reason.is_malformed();
         if self.options.mode == ReadMode::Strict && reason.is_malformed() {
+            // The first line of an input that is not text: say what it looks like, as lenient
+            // reading does once no line turned out usable.
+            if number == 1
+                && let Some(looks_like) = self.binary
+            {
+                return Err(RolloutError::NotText {
+                    path: self.path.clone(),
+                    looks_like,
+                });
+            }
             return Err(RolloutError::BadLine {
                 path: self.path.clone(),
                 line: number,
@@ -667,6 +685,12 @@ impl ReadState<'_> {
             });
         }
         let Some(thread_id) = self.thread_id else {
+            if let Some(looks_like) = self.binary {
+                return Err(RolloutError::NotText {
+                    path: self.path,
+                    looks_like,
+                });
+            }
             let first_malformed = self
                 .skipped
                 .into_iter()

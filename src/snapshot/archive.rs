@@ -165,3 +165,105 @@ pub(crate) fn role_from_code(code: u8) -> Option<Option<Role>> {
 pub(crate) fn flags_from_bits(bits: u8) -> Option<EntryFlags> {
     EntryFlags::from_bits(bits)
 }
+
+/// Borrowed forms of the payload roots, for writing: they archive exactly as the owned types
+/// above (`#[rkyv(as = …)]`) but borrow each entry's text and ids from the history, so that
+/// writing a snapshot does not first copy every item into an owned `EntryV1`.
+pub(crate) mod borrowed {
+    use rkyv::rancor::{Fallible, Source};
+    use rkyv::ser::{Allocator, Writer};
+    use rkyv::string::{ArchivedString, StringResolver};
+    use rkyv::{Archive, Place, Serialize, SerializeUnsized};
+
+    use super::{
+        ArchivedEntryV1, ArchivedSnapshotV1, ArchivedSnapshotV2, ArchivedSnapshotV3, EarlierV2,
+        FactV2,
+    };
+
+    // `omit_bounds` on the fields that borrow: the derive's `Field: Archive` bounds would
+    // otherwise hide the impls, and the fields' archived types would not be known to be the
+    // owned types' (which `as` needs).
+
+    /// A borrowed string that archives as a `String` does. rkyv has no ready wrapper that
+    /// archives a `&str` as an `ArchivedString` (its `InlineAsBox` makes an `ArchivedBox<str>`,
+    /// another layout), so these two impls do what rkyv's own impls for `String` do, through
+    /// the same public functions.
+    #[derive(Debug, Clone, Copy)]
+    pub(crate) struct StrRef<'a>(pub(crate) &'a str);
+
+    impl Archive for StrRef<'_> {
+        type Archived = ArchivedString;
+        type Resolver = StringResolver;
+
+        fn resolve(&self, resolver: StringResolver, out: Place<ArchivedString>) {
+            ArchivedString::resolve_from_str(self.0, resolver, out);
+        }
+    }
+
+    impl<S: Fallible + ?Sized> Serialize<S> for StrRef<'_>
+    where
+        S::Error: Source,
+        str: SerializeUnsized<S>,
+    {
+        fn serialize(&self, serializer: &mut S) -> Result<StringResolver, S::Error> {
+            ArchivedString::serialize_from_str(self.0, serializer)
+        }
+    }
+
+    /// [`EntryV1`](super::EntryV1), borrowing its strings.
+    #[derive(Archive, Serialize)]
+    #[rkyv(as = ArchivedEntryV1, serialize_bounds(__S: Writer + Allocator, <__S as Fallible>::Error: Source))]
+    pub(crate) struct EntryRef<'a> {
+        pub(crate) kind: u8,
+        pub(crate) role: u8,
+        pub(crate) flags: u8,
+        pub(crate) tokens: u64,
+        #[rkyv(omit_bounds)]
+        pub(crate) call_id: Option<StrRef<'a>>,
+        #[rkyv(omit_bounds)]
+        pub(crate) item_id: Option<StrRef<'a>>,
+        #[rkyv(omit_bounds)]
+        pub(crate) json: StrRef<'a>,
+    }
+
+    /// [`SnapshotV1`](super::SnapshotV1) with borrowed entries.
+    #[derive(Archive, Serialize)]
+    #[rkyv(as = ArchivedSnapshotV1, serialize_bounds(__S: Writer + Allocator, <__S as Fallible>::Error: Source))]
+    pub(crate) struct SnapshotV1Ref<'a> {
+        pub(crate) thread_id: Option<String>,
+        pub(crate) resume_flags: u8,
+        pub(crate) truncation_mode: u8,
+        pub(crate) truncation_limit: u64,
+        pub(crate) reference_context_item: Option<String>,
+        pub(crate) previous_turn_settings: Option<String>,
+        #[rkyv(omit_bounds)]
+        pub(crate) entries: Vec<EntryRef<'a>>,
+    }
+
+    /// [`SnapshotV2`](super::SnapshotV2) with borrowed entries.
+    #[derive(Archive, Serialize)]
+    #[rkyv(as = ArchivedSnapshotV2, serialize_bounds(__S: Writer + Allocator, <__S as Fallible>::Error: Source))]
+    pub(crate) struct SnapshotV2Ref<'a> {
+        pub(crate) thread_id: Option<String>,
+        pub(crate) resume_flags: u8,
+        pub(crate) truncation_mode: u8,
+        pub(crate) truncation_limit: u64,
+        pub(crate) reference_context_item: Option<String>,
+        pub(crate) previous_turn_settings: Option<String>,
+        pub(crate) base_instructions: Option<String>,
+        #[rkyv(omit_bounds)]
+        pub(crate) entries: Vec<EntryRef<'a>>,
+        pub(crate) turns_from: u64,
+        pub(crate) earlier: Vec<EarlierV2>,
+        pub(crate) facts: Vec<FactV2>,
+    }
+
+    /// [`SnapshotV3`](super::SnapshotV3) with borrowed entries.
+    #[derive(Archive, Serialize)]
+    #[rkyv(as = ArchivedSnapshotV3, serialize_bounds(__S: Writer + Allocator, <__S as Fallible>::Error: Source))]
+    pub(crate) struct SnapshotV3Ref<'a> {
+        pub(crate) world_state: Option<String>,
+        #[rkyv(omit_bounds)]
+        pub(crate) v2: SnapshotV2Ref<'a>,
+    }
+}

@@ -64,8 +64,15 @@ pub enum SnapshotError {
         /// The path.
         path: PathBuf,
     },
-    /// The file does not start with the snapshot magic.
-    #[error("{} is not an agent-history snapshot (it starts with {found:?})", path.display())]
+    /// The path is a directory (a snapshot is a file).
+    #[error("snapshot {} is a directory", path.display())]
+    Directory {
+        /// The path.
+        path: PathBuf,
+    },
+    /// The file does not start with the snapshot magic. The message says what it looks like
+    /// instead (compressed, JSON, empty).
+    #[error("{} is not a snapshot ({})", path.display(), super::header::looks_like(found))]
     BadMagic {
         /// The file.
         path: PathBuf,

@@ -137,7 +137,7 @@ impl SnapshotHeader {
         if file.len() < PAYLOAD_OFFSET as usize {
             // A file too short even for its header: still name a bad magic first, so that a
             // file that is no snapshot at all says so.
-            if file.len() >= 8 && file[..8] != MAGIC {
+            if file.is_empty() || !MAGIC.starts_with(&file[..file.len().min(8)]) {
                 return Err(HeaderProblem::BadMagic(first_bytes(file)));
             }
             return Err(HeaderProblem::Truncated {
@@ -198,6 +198,26 @@ impl SnapshotHeader {
             return Err(HeaderProblem::TrailingBytes { expected, found });
         }
         Ok(header)
+    }
+}
+
+/// What a file that is not a snapshot looks like, from its first bytes, for the message that
+/// says so: the compression formats a user might hand over by mistake, a rollout, binary data.
+pub(super) fn looks_like(start: &[u8]) -> &'static str {
+    if start.iter().all(|&byte| byte == 0) {
+        "it is empty or starts with zero bytes"
+    } else if start.starts_with(&[0x1f, 0x8b]) {
+        "it looks gzip-compressed"
+    } else if start.starts_with(&[0x28, 0xb5, 0x2f, 0xfd]) {
+        "it looks zstd-compressed"
+    } else if start
+        .iter()
+        .find(|byte| !byte.is_ascii_whitespace())
+        .is_some_and(|&byte| byte == b'{')
+    {
+        "it looks like JSON, a rollout perhaps"
+    } else {
+        "it does not start with the snapshot magic"
     }
 }
 

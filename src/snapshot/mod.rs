@@ -290,6 +290,11 @@ pub fn open_snapshot(
     };
     // Looked at before opening: opening a FIFO would wait for a writer.
     let metadata = std::fs::metadata(path).map_err(io_error(path, SnapshotStep::Open))?;
+    if metadata.is_dir() {
+        return Err(SnapshotError::Directory {
+            path: path.to_owned(),
+        });
+    }
     if !metadata.is_file() {
         return Err(not_a_file());
     }

@@ -1,8 +1,11 @@
 //! Writing a snapshot: what may be replaced at its path, and the atomic replacement itself (a
 //! temporary file, `sync_data`, `rename`, a sync of the directory).
 
-use std::fs::{File, OpenOptions};
-use std::io::{Read, Write};
+use std::fs::File;
+use std::io::{Read, Seek, SeekFrom, Write};
+
+use rkyv::api::high::to_bytes_in;
+use rkyv::ser::writer::IoWriter;
 use std::path::{Path, PathBuf};
 
 use crate::history::{History, TruncationPolicy};
@@ -12,10 +15,9 @@ use std::sync::Arc;
 
 use crate::item::Entry;
 
-use super::archive::{
-    EarlierV2, EntryV1, FactV2, SnapshotV1, SnapshotV2, SnapshotV3, fact_code, kind_code, role_code,
-};
-use super::header::{RolloutPosition, SNAPSHOT_FORMAT_VERSION, SnapshotHeader};
+use super::archive::borrowed::{EntryRef, SnapshotV1Ref, SnapshotV2Ref, SnapshotV3Ref, StrRef};
+use super::archive::{EarlierV2, FactV2, fact_code, kind_code, role_code};
+use super::header::{PAYLOAD_OFFSET, RolloutPosition, SNAPSHOT_FORMAT_VERSION, SnapshotHeader};
 use super::{PrefixFact, PrefixState, SnapshotError, SnapshotStep, io_error, is_snapshot};
 
 /// What writing a snapshot may replace at its path.
@@ -200,10 +202,8 @@ pub(crate) fn write_snapshot(
         Some(_) => SNAPSHOT_FORMAT_VERSION,
     };
     check_target(path, target)?;
-    // `BoxedError` keeps the cause in every profile (`rancor::Error` drops it without debug
-    // assertions: "failed without error information").
-    let payload = match facts {
-        None => rkyv::to_bytes::<rkyv::rancor::BoxedError>(&SnapshotV1 {
+    let root = match facts {
+        None => Root::V1(SnapshotV1Ref {
             thread_id,
             resume_flags: state.flags(1),
             truncation_mode,
@@ -216,7 +216,7 @@ pub(crate) fn write_snapshot(
             let (entries, earlier) = entry_table(history).ok_or_else(|| {
                 invalid("the entry table holds more than 2^32 entries".to_owned())
             })?;
-            let v2 = SnapshotV2 {
+            let v2 = SnapshotV2Ref {
                 thread_id,
                 resume_flags: state.flags(format_version),
                 truncation_mode,
@@ -233,7 +233,7 @@ pub(crate) fn write_snapshot(
                 facts: facts.iter().map(stored_fact).collect(),
             };
             if format_version == 2 {
-                rkyv::to_bytes::<rkyv::rancor::BoxedError>(&v2)
+                Root::V2(v2)
             } else {
                 let world_state = match history.world_state_baseline() {
                     Some(baseline) => Some(
@@ -242,33 +242,101 @@ pub(crate) fn write_snapshot(
                     ),
                     None => None,
                 };
-                rkyv::to_bytes::<rkyv::rancor::BoxedError>(&SnapshotV3 { v2, world_state })
+                Root::V3(SnapshotV3Ref { v2, world_state })
+            }
+        }
+    };
+    let mut written = None;
+    write_atomically(path, PAYLOAD_OFFSET as usize, &mut |out| {
+        // The payload is archived straight into the file, hashed on the way: the archive is
+        // never held in memory, and the entries' texts are borrowed from the history.
+        let mut hashing = HashingWriter {
+            inner: out,
+            hasher: blake3::Hasher::new(),
+            len: 0,
+            failed: None,
+        };
+        // `BoxedError` keeps the cause in every profile (`rancor::Error` drops it without debug
+        // assertions: "failed without error information").
+        type Failure = rkyv::rancor::BoxedError;
+        let archived = match &root {
+            Root::V1(root) => {
+                to_bytes_in::<_, Failure>(root, IoWriter::new(&mut hashing)).map(drop)
+            }
+            Root::V2(root) => {
+                to_bytes_in::<_, Failure>(root, IoWriter::new(&mut hashing)).map(drop)
+            }
+            Root::V3(root) => {
+                to_bytes_in::<_, Failure>(root, IoWriter::new(&mut hashing)).map(drop)
+            }
+        };
+        if let Some(error) = hashing.failed.take() {
+            return Err(io_error(path, SnapshotStep::WriteTemporary)(error));
+        }
+        archived.map_err(|error| invalid(error.to_string()))?;
+        let header = SnapshotHeader {
+            format_version,
+            entry_count: history.len() as u64,
+            payload_len: hashing.len,
+            payload_digest: hashing.hasher.finalize(),
+            rollout: position,
+            history_version: history.version(),
+        };
+        written = Some(header);
+        Ok(header.encode())
+    })?;
+    Ok(written.expect("the payload was written"))
+}
+
+/// The payload root, by format version, borrowing the history's entries.
+enum Root<'a> {
+    V1(SnapshotV1Ref<'a>),
+    V2(SnapshotV2Ref<'a>),
+    V3(SnapshotV3Ref<'a>),
+}
+
+/// Passes the payload on to the file, counting and hashing it (the header records both). An
+/// I/O error is kept here, so that it is reported as the write that failed, not as an archive
+/// error (rkyv's error type carries it only as text).
+struct HashingWriter<'a> {
+    inner: &'a mut dyn Write,
+    hasher: blake3::Hasher,
+    len: u64,
+    failed: Option<std::io::Error>,
+}
+
+impl Write for HashingWriter<'_> {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        match self.inner.write(bytes) {
+            Ok(written) => {
+                self.hasher.update(&bytes[..written]);
+                self.len += written as u64;
+                Ok(written)
+            }
+            Err(error) => {
+                let kind = error.kind();
+                let message = error.to_string();
+                self.failed.get_or_insert(error);
+                Err(std::io::Error::new(kind, message))
             }
         }
     }
-    .map_err(|error| invalid(error.to_string()))?;
-    let header = SnapshotHeader {
-        format_version,
-        entry_count: history.len() as u64,
-        payload_len: payload.len() as u64,
-        payload_digest: blake3::hash(&payload),
-        rollout: position,
-        history_version: history.version(),
-    };
-    write_atomically(path, &header.encode(), &payload)?;
-    Ok(header)
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
+    }
 }
 
-/// An entry as the archive stores it.
-fn stored_entry(entry: &Entry) -> EntryV1 {
-    EntryV1 {
+/// An entry as the archive stores it, borrowing its text and ids.
+fn stored_entry(entry: &Entry) -> EntryRef<'_> {
+    EntryRef {
         kind: kind_code(entry.kind()),
         role: role_code(entry.role()),
         flags: entry.flags().bits(),
         tokens: entry.tokens(),
-        call_id: entry.call_id().map(|id| id.as_str().to_owned()),
-        item_id: entry.item_id().map(|id| id.as_str().to_owned()),
-        json: entry.json().to_owned(),
+        call_id: entry.call_id().map(|id| StrRef(id.as_str())),
+        item_id: entry.item_id().map(|id| StrRef(id.as_str())),
+        json: StrRef(entry.json()),
     }
 }
 
@@ -278,7 +346,7 @@ fn stored_entry(entry: &Entry) -> EntryV1 {
 /// and the states after it share the entries they have in common) with the same header fields:
 /// such entries are interchangeable. `None` when an index does not fit in 32 bits.
 /// Time: O(n) for the n entries of all states.
-fn entry_table(history: &History) -> Option<(Vec<EntryV1>, Vec<EarlierV2>)> {
+fn entry_table(history: &History) -> Option<(Vec<EntryRef<'_>>, Vec<EarlierV2>)> {
     let mut table: Vec<&Entry> = history.iter().collect();
     let mut known: HashMap<*const (), u32> = HashMap::new();
     for (index, entry) in table.iter().enumerate() {
@@ -358,20 +426,39 @@ fn stored_fact(fact: &PrefixFact) -> FactV2 {
     }
 }
 
-/// A name for the temporary file that no other writer uses: a random part, so that a stray file
-/// left by a crashed writer (whose process id may come back, as in containers) never blocks a
-/// later one.
-fn temporary_path(path: &Path) -> PathBuf {
+/// The temporary file a snapshot is written to before it replaces `path`: created by `tempfile`
+/// beside `path` (a rename replaces only within one file system) under a name no other writer
+/// uses (`.<name>.tmp-` and a random part, so that a stray file left by a crashed writer never
+/// blocks a later one), removed when dropped unless persisted. On Unix it is created with mode
+/// 0666 less the umask, as `File::create` would create the snapshot itself (`tempfile`'s default
+/// is 0600).
+fn temporary_file(path: &Path) -> std::io::Result<tempfile::NamedTempFile> {
     let name = path
         .file_name()
         .map(|name| name.to_string_lossy().into_owned())
         .unwrap_or_else(|| "snapshot".into());
-    path.with_file_name(format!(".{name}.tmp-{}", uuid::Uuid::new_v4().simple()))
+    let prefix = format!(".{name}.tmp-");
+    let mut builder = tempfile::Builder::new();
+    builder.prefix(&prefix);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        builder.permissions(std::fs::Permissions::from_mode(0o666));
+    }
+    builder.tempfile_in(parent_directory(path))
 }
 
-fn write_atomically(path: &Path, header: &[u8], payload: &[u8]) -> Result<(), SnapshotError> {
-    write_atomically_with(path, header, payload, &mut NoFaults)
+fn write_atomically(
+    path: &Path,
+    header_len: usize,
+    contents: &mut Contents<'_>,
+) -> Result<(), SnapshotError> {
+    write_atomically_with(path, header_len, contents, &mut NoFaults)
 }
+
+/// Writes a file's payload into the writer it is given and returns its header (of the length
+/// given to [`write_atomically_with`]), which can depend on the payload (its length, digest).
+pub(super) type Contents<'a> = dyn FnMut(&mut dyn Write) -> Result<Vec<u8>, SnapshotError> + 'a;
 
 /// The steps of an atomic replacement, each of which a test can make fail.
 pub(super) trait Faults {
@@ -389,49 +476,49 @@ impl Faults for NoFaults {
     }
 }
 
-/// Writes `header` and `payload` to a temporary file beside `path`, syncs it, renames it over
-/// `path` and syncs the directory. Until the rename, `path` is untouched; after a failure the
-/// temporary file is removed.
+/// Writes a file to a temporary file beside `path` — `header_len` zero bytes, then the payload
+/// `contents` writes, then the header it returns over the zeros — syncs it, renames it over
+/// `path` (`tempfile`'s `persist`) and syncs the directory. Until the rename, `path` is
+/// untouched; after a failure the temporary file is removed (dropping it does). Errors name
+/// `path`, the file the caller asked for, and the step; never the temporary file's hidden name.
 pub(super) fn write_atomically_with(
     path: &Path,
-    header: &[u8],
-    payload: &[u8],
+    header_len: usize,
+    contents: &mut Contents<'_>,
     faults: &mut dyn Faults,
 ) -> Result<(), SnapshotError> {
-    let temporary = temporary_path(path);
-    let mut created = false;
-    let result = (|| {
-        let mut file = faults
-            .before(SnapshotStep::CreateTemporary)
-            .and_then(|()| {
-                OpenOptions::new()
-                    .write(true)
-                    .create_new(true)
-                    .open(&temporary)
-            })
-            .map_err(io_error(&temporary, SnapshotStep::CreateTemporary))?;
-        created = true;
-        file.write_all(header)
-            .and_then(|()| faults.before(SnapshotStep::WriteTemporary))
-            .and_then(|()| file.write_all(payload))
-            .map_err(io_error(&temporary, SnapshotStep::WriteTemporary))?;
-        faults
-            .before(SnapshotStep::SyncTemporary)
-            .and_then(|()| file.sync_data())
-            .map_err(io_error(&temporary, SnapshotStep::SyncTemporary))?;
-        faults
-            .before(SnapshotStep::Rename)
-            .and_then(|()| std::fs::rename(&temporary, path))
-            .map_err(io_error(path, SnapshotStep::Rename))?;
-        created = false;
-        sync_directory(path, faults)
-    })();
-    if result.is_err() && created {
-        // Best effort: the error being returned is the one that matters, and a stray temporary
-        // file is harmless (its name is random; `docs/snapshot-format.md`).
-        let _ = std::fs::remove_file(&temporary);
-    }
-    result
+    let write_error = io_error(path, SnapshotStep::WriteTemporary);
+    let mut temporary = faults
+        .before(SnapshotStep::CreateTemporary)
+        .and_then(|()| temporary_file(path))
+        .map_err(io_error(path, SnapshotStep::CreateTemporary))?;
+    let file = temporary.as_file_mut();
+    file.write_all(&vec![0; header_len])
+        .and_then(|()| faults.before(SnapshotStep::WriteTemporary))
+        .map_err(write_error)?;
+    let header = {
+        let mut out = std::io::BufWriter::with_capacity(256 * 1024, &mut *file);
+        let header = contents(&mut out)?;
+        out.flush()
+            .map_err(io_error(path, SnapshotStep::WriteTemporary))?;
+        header
+    };
+    debug_assert_eq!(header.len(), header_len, "the header fills its place");
+    file.seek(SeekFrom::Start(0))
+        .and_then(|_| file.write_all(&header))
+        .map_err(io_error(path, SnapshotStep::WriteTemporary))?;
+    faults
+        .before(SnapshotStep::SyncTemporary)
+        .and_then(|()| file.sync_data())
+        .map_err(io_error(path, SnapshotStep::SyncTemporary))?;
+    faults
+        .before(SnapshotStep::Rename)
+        .map_err(io_error(path, SnapshotStep::Rename))?;
+    // A failed persist hands the temporary file back inside the error; dropping it removes it.
+    temporary
+        .persist(path)
+        .map_err(|failed| io_error(path, SnapshotStep::Rename)(failed.error))?;
+    sync_directory(path, faults)
 }
 
 /// Makes a rename durable: sync the directory that holds `path` (a no-op where directories
@@ -513,11 +600,39 @@ mod tests {
             SnapshotStep::Rename,
             SnapshotStep::SyncDirectory,
         ] {
-            write_atomically(&path, &old_header, &old_payload).expect("the previous snapshot");
-            let error = write_atomically_with(&path, &new_header, &new_payload, &mut FailAt(step))
-                .expect_err("injected");
+            let mut old_contents = |out: &mut dyn Write| {
+                out.write_all(&old_payload).expect("written");
+                Ok(old_header.clone())
+            };
+            write_atomically(&path, old_header.len(), &mut old_contents)
+                .expect("the previous snapshot");
+            let mut new_contents = |out: &mut dyn Write| {
+                out.write_all(&new_payload).expect("written");
+                Ok(new_header.clone())
+            };
+            let error = write_atomically_with(
+                &path,
+                new_header.len(),
+                &mut new_contents,
+                &mut FailAt(step),
+            )
+            .expect_err("injected");
             match &error {
-                SnapshotError::Io { step: failed, .. } => assert_eq!(*failed, step),
+                SnapshotError::Io {
+                    step: failed,
+                    path: named,
+                    ..
+                } => {
+                    assert_eq!(*failed, step);
+                    // The error names what the caller gave (or, for the directory sync, its
+                    // directory), never the hidden temporary file.
+                    let expected = if step == SnapshotStep::SyncDirectory {
+                        dir.path()
+                    } else {
+                        path.as_path()
+                    };
+                    assert_eq!(named, expected, "{step}");
+                }
                 other => panic!("{other:?}"),
             }
             let expected = if step == SnapshotStep::SyncDirectory {

@@ -271,7 +271,7 @@ impl fmt::Display for FallbackReason {
                 requested,
             } => write!(
                 f,
-                "the snapshot was written with truncation {snapshot:?}, not {requested:?}"
+                "the snapshot was written with truncation {snapshot}, not {requested}"
             ),
             FallbackReason::LegacyFormat => f.write_str("the rollout is in the legacy format"),
             FallbackReason::NoSessionMeta => {
@@ -489,7 +489,10 @@ fn resume_lines(
         hasher: options.snapshot_ready.then_some(&mut hasher),
         ..LineSource::whole(label, options.read)
     };
-    let read = read_lines(reader, source, &mut |line| lines.push(line))?;
+    let read = read_lines(reader, source, &mut |mut line| {
+        forget_unread_text(&mut line);
+        lines.push(line);
+    })?;
     let covered = options.snapshot_ready.then(|| RolloutPosition {
         lines: read.report.lines,
         bytes: read.end,
@@ -614,6 +617,18 @@ impl Rollout {
             prefix_facts: None,
             legacy_compaction: replay.legacy_compaction,
         })
+    }
+}
+
+/// Drops the payload text of a line whose text resume never reads: an `event_msg` line, whose
+/// [`Facts::Event`] holds all that resume uses. Codex's end-of-command events repeat a tool's
+/// output, so in a real session they are a large part of the file; the lines are held until the
+/// replay is done, and without this their text would be held with them.
+fn forget_unread_text(line: &mut RolloutLine) {
+    if line.kind == LineKind::EventMsg
+        && let LineContent::Payload { raw, .. } = &mut line.content
+    {
+        *raw = RawValue::NULL.to_owned();
     }
 }
 
