@@ -268,19 +268,7 @@ pub fn parse_tool_choice(text: &str) -> Result<ToolChoice, String> {
     }
 }
 
-/// Parses `--truncation`.
+/// Parses `--truncation` (`tokens:N` or `bytes:N`) with the library's parser.
 pub fn parse_truncation(text: &str) -> Result<TruncationPolicy, String> {
-    let (mode, limit) = text
-        .split_once(':')
-        .ok_or_else(|| format!("expected tokens:N or bytes:N, got `{text}`"))?;
-    let limit: usize = limit
-        .parse()
-        .map_err(|_| format!("`{limit}` is not a whole number"))?;
-    match mode {
-        "tokens" => Ok(TruncationPolicy::Tokens(limit)),
-        "bytes" => Ok(TruncationPolicy::Bytes(limit)),
-        _ => Err(format!(
-            "unknown truncation mode `{mode}` (tokens or bytes)"
-        )),
-    }
+    text.parse().map_err(|error| format!("{error}"))
 }
