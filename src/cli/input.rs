@@ -59,6 +59,7 @@ pub fn sessions(paths: &[PathBuf]) -> anyhow::Result<Vec<Source>> {
         if is_stdin(path) {
             sources.push(Source::Stdin);
         } else if path.is_dir() {
+            let before = sources.len();
             for entry in walkdir::WalkDir::new(path).sort_by_file_name() {
                 let entry =
                     entry.with_context(|| format!("cannot read directory {}", path.display()))?;
@@ -69,6 +70,12 @@ pub fn sessions(paths: &[PathBuf]) -> anyhow::Result<Vec<Source>> {
                 {
                     sources.push(Source::File(entry.into_path()));
                 }
+            }
+            if sources.len() == before {
+                status!(
+                    "{}: no rollout-*.jsonl file under this directory",
+                    path.display()
+                );
             }
         } else {
             sources.push(Source::File(path.clone()));
@@ -81,6 +88,9 @@ pub fn sessions(paths: &[PathBuf]) -> anyhow::Result<Vec<Source>> {
         > 1
     {
         anyhow::bail!("`-` (standard input) can be read only once");
+    }
+    if sources.is_empty() {
+        anyhow::bail!("no session to read: the directories given hold no rollout-*.jsonl file");
     }
     Ok(sources)
 }
