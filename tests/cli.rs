@@ -1406,6 +1406,10 @@ fn exit_codes_tell_success_findings_usage_and_input_errors_apart() {
     // Documented in --help.
     let help = text(&run(&["--help"]).stdout);
     assert!(help.contains("Exit status:") && help.contains("3  an input or output failed"));
+    for command in ["project", "check", "stats", "snapshot", "verify", "prefix"] {
+        let help = text(&run(&[command, "--help"]).stdout);
+        assert!(help.contains("Exit status:"), "{command}: {help}");
+    }
 }
 
 /// Thousands of repeats are one line with a count and the first positions; `--quiet` prints

@@ -37,25 +37,30 @@ pub enum Command {
     ///
     /// The projected input goes to stdout as one JSON array; the repair report and the count of
     /// skipped lines go to stderr. The rollout file is only read.
+    #[command(after_help = EXIT_STATUS)]
     Project(ProjectArgs),
     /// Lint sessions: unpaired calls, orphan outputs, media a text-only model would lose,
     /// unknown item types, skipped and torn lines, each with its line number.
     ///
     /// Takes rollouts, snapshots, directories (every `rollout-*.jsonl` under them) and `-`
     /// (a rollout on standard input); several are read in parallel and summarized at the end.
+    #[command(after_help = EXIT_STATUS)]
     Check(CheckArgs),
     /// Summarize sessions: items by kind, bytes, token estimate, user turns, compactions.
     ///
     /// Takes rollouts, snapshots, directories (every `rollout-*.jsonl` under them) and `-`;
     /// several are read in parallel and summarized at the end.
+    #[command(after_help = EXIT_STATUS)]
     Stats(StatsArgs),
     /// Write a snapshot of a rollout's history (memory-mapped on resume, no JSON parse).
+    #[command(after_help = EXIT_STATUS)]
     Snapshot(SnapshotArgs),
     /// Check a snapshot: header, payload digest, archive validation, and every entry against
     /// its JSON (one well-formed item of the kind, role, ids, flags and tokens stored for it).
     ///
     /// Takes several snapshots (or directories: every file under them that is a snapshot);
     /// with `--rollout`, one snapshot and whether it still matches that rollout.
+    #[command(after_help = EXIT_STATUS)]
     Verify(VerifyArgs),
     /// How much of the prompt input two sessions share from the start: the part a provider's
     /// prompt cache can reuse when the second is sent after the first. Prints the shared items
@@ -65,6 +70,7 @@ pub enum Command {
     /// Compares two rollouts or snapshots (A and B), or two points of one rollout: `--at-line N`
     /// is the session resumed from A's first N lines, against the whole file or, with a second
     /// `--at-line M`, against its first M lines.
+    #[command(after_help = EXIT_STATUS)]
     Prefix(PrefixArgs),
     /// Print a shell completion script for SHELL to stdout.
     ///
