@@ -1402,6 +1402,14 @@ fn exit_codes_tell_success_findings_usage_and_input_errors_apart() {
     assert!(text(&output.stderr).contains(missing));
     assert_eq!(run(&["stats", missing]).status.code(), Some(3));
     assert_eq!(run(&["verify", calls]).status.code(), Some(3));
+    // A directory without sessions is an input error, not a silent success.
+    let empty = temp_dir();
+    let empty = empty.path().to_str().expect("utf-8 path");
+    for command in ["check", "stats", "verify"] {
+        let output = run(&[command, empty]);
+        assert_eq!(output.status.code(), Some(3), "{command}");
+        assert!(text(&output.stderr).contains("no "), "{command}");
+    }
     assert_eq!(run(&["project", missing]).status.code(), Some(3));
     // Documented in --help.
     let help = text(&run(&["--help"]).stdout);

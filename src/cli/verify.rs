@@ -119,6 +119,9 @@ fn snapshots(paths: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
             found.push(path.clone());
         }
     }
+    if found.is_empty() {
+        anyhow::bail!("no snapshot to verify: the directories given hold no snapshot file");
+    }
     Ok(found)
 }
 
