@@ -1442,6 +1442,13 @@ fn repeats_are_collapsed_and_quiet_prints_only_errors() {
     let output = run(&["check", "--quiet", "--strict", calls]);
     assert_eq!(output.status.code(), Some(1));
     assert!(output.stdout.is_empty() && output.stderr.is_empty());
+    let output = run(&["project", calls]);
+    let stderr = text(&output.stderr);
+    assert!(
+        stderr.contains("  40 × synthesized_output (function_call) (at item 1, item 2, item 3, …)"),
+        "{stderr}"
+    );
+    assert!(stderr.lines().count() < 5, "{stderr}");
     let output = run(&["project", "-q", calls]);
     assert!(output.status.success());
     assert!(!output.stdout.is_empty());

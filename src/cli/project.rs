@@ -13,7 +13,7 @@ use anyhow::Context as _;
 use super::Usage;
 use super::args::ProjectArgs;
 use super::input::{is_stdin, resume};
-use super::output::{json_line, quiet, report_load, stdout};
+use super::output::{collapse, json_line, quiet, report_load, stdout};
 
 /// A status line, left out with `--json` (whose report says the same).
 macro_rules! status_text {
@@ -243,8 +243,25 @@ pub fn run(args: ProjectArgs) -> anyhow::Result<ExitCode> {
         status!("repairs: none");
     } else {
         status!("repairs: {}", repairs.len());
-        for repair in repairs.repairs() {
-            status!("  {repair}");
+        // Grouped by what was repaired and on which kind of item: a long session can need
+        // thousands of the same repair, shown as one line with a count.
+        let entries: Vec<(String, String, String)> = repairs
+            .repairs()
+            .iter()
+            .map(|repair| {
+                let kind = serde_json::to_value(repair)
+                    .ok()
+                    .and_then(|value| value["kind"].as_str().map(str::to_owned))
+                    .unwrap_or_default();
+                (
+                    format!("{kind} ({})", repair.at.item_kind),
+                    format!("item {}", repair.at.position),
+                    repair.to_string(),
+                )
+            })
+            .collect();
+        for text in collapse(&entries) {
+            status!("  {text}");
         }
     }
     Ok(ExitCode::SUCCESS)
