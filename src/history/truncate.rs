@@ -31,7 +31,7 @@ pub enum TruncationPolicy {
     Tokens(usize),
 }
 
-/// A [`TruncationPolicy`] could not be read from text ([`TruncationPolicy::from_str`]).
+/// A [`TruncationPolicy`] could not be read from text (its `FromStr`: `tokens:N` or `bytes:N`).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum ParseTruncationError {
