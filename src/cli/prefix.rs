@@ -132,12 +132,10 @@ fn first_lines_end(bytes: &[u8], lines: u64) -> Option<usize> {
         return Some(0);
     }
     let mut seen = 0;
-    for (at, byte) in bytes.iter().enumerate() {
-        if *byte == b'\n' {
-            seen += 1;
-            if seen == lines {
-                return Some(at + 1);
-            }
+    for at in memchr::memchr_iter(b'\n', bytes) {
+        seen += 1;
+        if seen == lines {
+            return Some(at + 1);
         }
     }
     (seen + 1 == lines && bytes.last().is_some_and(|byte| *byte != b'\n')).then_some(bytes.len())
@@ -145,7 +143,7 @@ fn first_lines_end(bytes: &[u8], lines: u64) -> Option<usize> {
 
 /// The number of lines of `bytes` (a last line without its newline counts).
 fn line_count(bytes: &[u8]) -> usize {
-    let newlines = bytes.iter().filter(|byte| **byte == b'\n').count();
+    let newlines = memchr::memchr_iter(b'\n', bytes).count();
     newlines + usize::from(bytes.last().is_some_and(|byte| *byte != b'\n'))
 }
 
