@@ -1400,6 +1400,20 @@ fn exit_codes_tell_success_findings_usage_and_input_errors_apart() {
     assert!(text(&output.stdout).contains("calls.jsonl: 3 line(s)"));
     assert!(text(&output.stdout).contains("(1 unreadable)"));
     assert!(text(&output.stderr).contains(missing));
+    let output = run(&["check", "--json", calls, missing]);
+    assert_eq!(output.status.code(), Some(3));
+    let lines = json_lines(&output);
+    assert_eq!(lines.len(), 3);
+    assert_eq!(lines[0]["type"], "session");
+    assert_eq!(lines[1]["type"], "error");
+    assert!(
+        lines[1]["message"]
+            .as_str()
+            .expect("message")
+            .contains(missing)
+    );
+    assert_eq!(lines[2]["errors"], 1);
+    assert_eq!(lines[2]["sessions"], 2);
     assert_eq!(run(&["stats", missing]).status.code(), Some(3));
     assert_eq!(run(&["verify", calls]).status.code(), Some(3));
     // A directory without sessions is an input error, not a silent success.
