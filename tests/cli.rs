@@ -351,12 +351,14 @@ fn snapshot_verify_and_project_from_a_snapshot() {
         "stderr: {}",
         text(&written.stderr)
     );
+    // The status goes to stderr: stdout stays free for a pipeline.
+    assert!(written.stdout.is_empty(), "{}", text(&written.stdout));
     assert!(
-        text(&written.stdout).contains("13 item(s)"),
+        text(&written.stderr).contains("13 item(s)"),
         "{}",
-        text(&written.stdout)
+        text(&written.stderr)
     );
-    assert!(text(&written.stdout).contains("covering 27 line(s)"));
+    assert!(text(&written.stderr).contains("covering 27 line(s)"));
 
     let verified = run(&["verify", snapshot_arg]);
     assert!(
@@ -494,10 +496,9 @@ fn stdout_errors_are_reported_and_a_closed_pipe_ends_quietly() {
     let snapshot = dir.path().join("s.snap");
     let snapshot = snapshot.to_str().expect("utf-8 path");
     assert!(run(&["snapshot", rollout, "-o", snapshot]).status.success());
-    let commands: [&[&str]; 5] = [
+    let commands: [&[&str]; 4] = [
         &["stats", rollout],
         &["verify", snapshot],
-        &["snapshot", rollout, "-o", snapshot],
         &["check", rollout],
         &["project", rollout],
     ];
@@ -513,7 +514,7 @@ fn stdout_errors_are_reported_and_a_closed_pipe_ends_quietly() {
             .output()
             .expect("runs");
         let stderr = text(&output.stderr);
-        assert_eq!(output.status.code(), Some(1), "{args:?}: {stderr}");
+        assert_eq!(output.status.code(), Some(3), "{args:?}: {stderr}");
         assert!(
             stderr.contains("cannot write to stdout"),
             "{args:?}: {stderr}"
@@ -929,7 +930,7 @@ fn a_bad_tools_file_gets_one_clear_line() {
             "--tools",
             tools_arg,
         ]);
-        assert_eq!(output.status.code(), Some(1), "{problem}");
+        assert_eq!(output.status.code(), Some(3), "{problem}");
         assert!(output.stdout.is_empty(), "{problem}");
         let stderr = text(&output.stderr);
         assert_eq!(stderr.lines().count(), 1, "{stderr}");
@@ -1109,7 +1110,7 @@ fn prefix_errors_name_the_paths_and_what_is_wrong() {
     let missing = missing.to_str().expect("utf-8 path");
 
     let output = run(&["prefix", path, missing]);
-    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(output.status.code(), Some(3));
     assert!(
         text(&output.stderr).contains(missing),
         "{}",
@@ -1118,7 +1119,7 @@ fn prefix_errors_name_the_paths_and_what_is_wrong() {
     assert!(output.stdout.is_empty());
 
     let output = run(&["prefix", path, "--at-line", "99"]);
-    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(output.status.code(), Some(3));
     let stderr = text(&output.stderr);
     assert!(
         stderr.contains(path) && stderr.contains("has only 5 line(s)"),
@@ -1135,7 +1136,7 @@ fn prefix_errors_name_the_paths_and_what_is_wrong() {
         "--at-line",
         "3",
     ]);
-    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(output.status.code(), Some(2));
     assert!(text(&output.stderr).contains("--at-line once or twice"));
 
     // A second rollout and --at-line exclude each other; one of them is needed.
@@ -1149,7 +1150,7 @@ fn prefix_errors_name_the_paths_and_what_is_wrong() {
     let snapshot = snapshot.to_str().expect("utf-8 path");
     assert!(run(&["snapshot", path, "-o", snapshot]).status.success());
     let output = run(&["prefix", snapshot, "--at-line", "2"]);
-    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(output.status.code(), Some(2));
     let stderr = text(&output.stderr);
     assert!(
         stderr.contains(snapshot) && stderr.contains("is a snapshot"),
@@ -1158,4 +1159,487 @@ fn prefix_errors_name_the_paths_and_what_is_wrong() {
     // A snapshot against its rollout: identical.
     let out = prefix(&[snapshot, path]);
     assert!(out.contains("why: identical"), "{out}");
+}
+
+/// Runs the command with `input` on standard input.
+fn run_with_stdin(args: &[&str], input: &[u8]) -> Output {
+    use std::io::Write as _;
+    use std::process::Stdio;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_agent-history"))
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawns");
+    // A command that fails before reading stdin closes it: a failed write is then expected.
+    let _ = child.stdin.take().expect("stdin").write_all(input);
+    child.wait_with_output().expect("runs")
+}
+
+/// The JSON Lines of an output, parsed.
+fn json_lines(output: &Output) -> Vec<serde_json::Value> {
+    text(&output.stdout)
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap_or_else(|error| panic!("{error}: {line}")))
+        .collect()
+}
+
+/// A session whose `calls` function calls have no output.
+fn unanswered_calls(dir: &Path, name: &str, calls: usize) -> std::path::PathBuf {
+    let mut lines = vec![item_line(&user("go"))];
+    lines.extend((0..calls).map(|n| {
+        item_line(&format!(
+            r#"{{"type":"function_call","name":"shell","arguments":"{{}}","call_id":"call_{n}"}}"#
+        ))
+    }));
+    write_rollout(dir, name, &lines)
+}
+
+/// A tree laid out as Codex lays out sessions, with a file that is not a rollout: a directory
+/// means every `rollout-*.jsonl` under it; several paths are one run with a summary.
+#[test]
+fn check_and_stats_take_many_paths_and_directories_with_a_summary() {
+    let dir = temp_dir();
+    let day = dir.path().join("2026").join("11").join("30");
+    std::fs::create_dir_all(&day).expect("mkdir");
+    write_rollout(&day, "rollout-a.jsonl", &turns(2));
+    unanswered_calls(&day, "rollout-b.jsonl", 2);
+    std::fs::write(day.join("notes.jsonl"), "not a rollout\n").expect("write");
+    let root = dir.path().to_str().expect("utf-8 path");
+    let clean = write_rollout(dir.path(), "clean.jsonl", &turns(1));
+    let clean = clean.to_str().expect("utf-8 path");
+
+    let output = run(&["check", root, clean]);
+    assert!(output.status.success(), "stderr: {}", text(&output.stderr));
+    let stdout = text(&output.stdout);
+    assert!(
+        stdout.contains("rollout-a.jsonl: 5 line(s), 4 item(s), 2 user turn(s)"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("rollout-b.jsonl: 4 line(s), 3 item(s), 1 user turn(s)"),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("notes.jsonl"), "{stdout}");
+    assert!(
+        stdout.contains("summary: 3 session(s), 9 item(s), 2 finding(s)"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("       2  synthetic_output"), "{stdout}");
+    assert!(
+        stdout.contains("need a repair before their next request: 1 session(s)"),
+        "{stdout}"
+    );
+    // In the order given, the directory's rollouts in name order.
+    let a = stdout.find("rollout-a").expect("a");
+    let b = stdout.find("rollout-b").expect("b");
+    let c = stdout.find("clean.jsonl").expect("clean");
+    assert!(a < b && b < c, "{stdout}");
+
+    let output = run(&["stats", root]);
+    assert!(output.status.success(), "stderr: {}", text(&output.stderr));
+    let stdout = text(&output.stdout);
+    assert!(
+        stdout.contains("total: 2 session(s), 7 item(s)") && stdout.contains("3 user turn(s)"),
+        "{stdout}"
+    );
+
+    // One session: no summary.
+    let output = run(&["check", clean]);
+    assert!(!text(&output.stdout).contains("summary"));
+}
+
+#[test]
+fn a_rollout_is_read_from_stdin_with_a_dash() {
+    let rollout = std::fs::read(example("interrupted.jsonl")).expect("example");
+    let output = run_with_stdin(&["check", "-"], &rollout);
+    assert!(output.status.success(), "stderr: {}", text(&output.stderr));
+    let stdout = text(&output.stdout);
+    assert!(
+        stdout.starts_with("<stdin>: 2 line(s), 1 item(s)"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("missing-output-call"), "{stdout}");
+
+    let output = run_with_stdin(&["stats", "-"], &rollout);
+    assert!(output.status.success(), "stderr: {}", text(&output.stderr));
+    assert!(text(&output.stdout).contains("items          1"));
+
+    let output = run_with_stdin(&["project", "-"], &rollout);
+    assert!(output.status.success(), "stderr: {}", text(&output.stderr));
+    assert!(text(&output.stdout).contains("fco_742749b0-3645-5d32-a172-676827826a07"));
+
+    let output = run_with_stdin(&["prefix", "-", "--at-line", "1"], &rollout);
+    assert!(output.status.success(), "stderr: {}", text(&output.stderr));
+    assert!(text(&output.stdout).contains("appended"));
+
+    // Standard input can be read once.
+    let output = run_with_stdin(&["check", "-", "-"], &rollout);
+    assert_eq!(output.status.code(), Some(3));
+}
+
+/// `--json`: one object per session, then a summary; every field read back.
+#[test]
+fn json_output_is_one_object_per_session_and_a_summary() {
+    let dir = temp_dir();
+    let calls = unanswered_calls(dir.path(), "calls.jsonl", 2);
+    let calls = calls.to_str().expect("utf-8 path");
+    let clean = write_rollout(dir.path(), "clean.jsonl", &turns(1));
+    let clean = clean.to_str().expect("utf-8 path");
+
+    let output = run(&["check", "--json", calls, clean]);
+    assert!(output.status.success(), "stderr: {}", text(&output.stderr));
+    let lines = json_lines(&output);
+    assert_eq!(lines.len(), 3);
+    let first = &lines[0];
+    assert_eq!(first["type"], "session");
+    assert_eq!(first["path"], calls);
+    assert_eq!(first["input"], "rollout");
+    assert_eq!(first["lines"], 4);
+    assert_eq!(first["items"], 3);
+    assert_eq!(first["user_turns"], 1);
+    assert_eq!(first["needs_repair"], true);
+    assert_eq!(first["load"]["lines"], 4);
+    assert_eq!(first["load"]["torn_tail"], false);
+    let findings = first["findings"].as_array().expect("findings");
+    assert_eq!(findings.len(), 2);
+    assert_eq!(findings[0]["kind"], "synthetic_output");
+    assert_eq!(findings[0]["line"], 3);
+    assert_eq!(findings[0]["position"], 1);
+    assert_eq!(findings[0]["offset"], serde_json::Value::Null);
+    assert!(
+        findings[0]["message"]
+            .as_str()
+            .expect("message")
+            .contains("call_0")
+    );
+    assert_eq!(findings[1]["line"], 4);
+    assert_eq!(lines[1]["path"], clean);
+    assert_eq!(lines[1]["needs_repair"], false);
+    assert_eq!(lines[1]["findings"], serde_json::json!([]));
+    let summary = &lines[2];
+    assert_eq!(summary["type"], "summary");
+    assert_eq!(summary["sessions"], 2);
+    assert_eq!(summary["errors"], 0);
+    assert_eq!(summary["items"], 5);
+    assert_eq!(summary["findings"], 2);
+    assert_eq!(
+        summary["findings_by_kind"],
+        serde_json::json!({"synthetic_output": 2})
+    );
+    assert_eq!(summary["need_repair"], 1);
+
+    let output = run(&["stats", "--json", clean]);
+    let lines = json_lines(&output);
+    assert_eq!(lines.len(), 1, "one session: no summary");
+    let stats = &lines[0];
+    assert_eq!(stats["type"], "session");
+    assert_eq!(stats["input"], "rollout");
+    assert_eq!(stats["compactions"], 0);
+    assert!(stats["thread_id"].is_string());
+    assert_eq!(stats["stats"]["items"], 2);
+    assert_eq!(stats["stats"]["user_turns"], 1);
+    assert_eq!(stats["stats"]["by_kind"]["message"]["items"], 2);
+    assert_eq!(stats["snapshot"], serde_json::Value::Null);
+
+    let snapshot = dir.path().join("c.snap");
+    let snapshot = snapshot.to_str().expect("utf-8 path");
+    assert!(run(&["snapshot", clean, "-o", snapshot]).status.success());
+    let output = run(&["verify", "--json", snapshot, "--rollout", clean]);
+    assert!(output.status.success(), "stderr: {}", text(&output.stderr));
+    let verified = &json_lines(&output)[0];
+    assert_eq!(verified["path"], snapshot);
+    assert_eq!(verified["ok"], true);
+    assert_eq!(verified["header"]["entry_count"], 2);
+    assert_eq!(verified["header"]["rollout"]["lines"], 3);
+    assert_eq!(verified["rollout"]["path"], clean);
+    assert_eq!(verified["rollout"]["matches"], true);
+    assert_eq!(verified["rollout"]["source"]["source"], "snapshot");
+
+    // `project --json`: the report on stderr as one object; stdout keeps the input array.
+    let output = run(&["project", "--json", calls]);
+    assert!(output.status.success());
+    let report: serde_json::Value =
+        serde_json::from_str(text(&output.stderr).trim()).expect("one JSON object");
+    assert_eq!(report["type"], "report");
+    assert_eq!(report["input"], "rollout");
+    assert_eq!(report["source"]["source"], "rollout");
+    assert_eq!(report["load"]["lines"], 4);
+    assert_eq!(report["repairs"]["count"], 2, "{report}");
+    assert_eq!(
+        report["repairs"]["repairs"][0]["at"]["call_id"], "call_0",
+        "{report}"
+    );
+    let input: serde_json::Value = serde_json::from_slice(&output.stdout).expect("JSON");
+    assert_eq!(input.as_array().map(Vec::len), Some(5));
+}
+
+#[test]
+fn exit_codes_tell_success_findings_usage_and_input_errors_apart() {
+    let dir = temp_dir();
+    let calls = unanswered_calls(dir.path(), "calls.jsonl", 1);
+    let calls = calls.to_str().expect("utf-8 path");
+    let missing = dir.path().join("missing.jsonl");
+    let missing = missing.to_str().expect("utf-8 path");
+    assert_eq!(run(&["check", calls]).status.code(), Some(0));
+    assert_eq!(run(&["check", "--strict", calls]).status.code(), Some(1));
+    let session = example("session.jsonl");
+    assert_eq!(
+        run(&["project", "--strict", session.to_str().expect("utf-8 path")])
+            .status
+            .code(),
+        Some(1),
+        "a strict projection's violations are findings"
+    );
+    assert_eq!(run(&["check", "--bogus", calls]).status.code(), Some(2));
+    assert_eq!(run(&["check"]).status.code(), Some(2));
+    // An unreadable session among others: the others are still reported, the status is 3.
+    let output = run(&["check", calls, missing]);
+    assert_eq!(output.status.code(), Some(3));
+    assert!(text(&output.stdout).contains("calls.jsonl: 3 line(s)"));
+    assert!(text(&output.stdout).contains("(1 unreadable)"));
+    assert!(text(&output.stderr).contains(missing));
+    let output = run(&["check", "--json", calls, missing]);
+    assert_eq!(output.status.code(), Some(3));
+    let lines = json_lines(&output);
+    assert_eq!(lines.len(), 3);
+    assert_eq!(lines[0]["type"], "session");
+    assert_eq!(lines[1]["type"], "error");
+    assert!(
+        lines[1]["message"]
+            .as_str()
+            .expect("message")
+            .contains(missing)
+    );
+    assert_eq!(lines[2]["errors"], 1);
+    assert_eq!(lines[2]["sessions"], 2);
+    assert_eq!(run(&["stats", missing]).status.code(), Some(3));
+    assert_eq!(run(&["verify", calls]).status.code(), Some(3));
+    // A directory without sessions is an input error, not a silent success.
+    let empty = temp_dir();
+    let empty = empty.path().to_str().expect("utf-8 path");
+    for command in ["check", "stats", "verify"] {
+        let output = run(&[command, empty]);
+        assert_eq!(output.status.code(), Some(3), "{command}");
+        assert!(text(&output.stderr).contains("no "), "{command}");
+    }
+    assert_eq!(run(&["project", missing]).status.code(), Some(3));
+    // Documented in --help.
+    let help = text(&run(&["--help"]).stdout);
+    assert!(help.contains("Exit status:") && help.contains("3  an input or output failed"));
+    for command in ["project", "check", "stats", "snapshot", "verify", "prefix"] {
+        let help = text(&run(&[command, "--help"]).stdout);
+        assert!(help.contains("Exit status:"), "{command}: {help}");
+    }
+}
+
+/// Thousands of repeats are one line with a count and the first positions; `--quiet` prints
+/// only errors.
+#[test]
+fn repeats_are_collapsed_and_quiet_prints_only_errors() {
+    let dir = temp_dir();
+    let calls = unanswered_calls(dir.path(), "calls.jsonl", 40);
+    let calls = calls.to_str().expect("utf-8 path");
+    let output = run(&["check", calls]);
+    let stdout = text(&output.stdout);
+    assert!(
+        stdout.contains(
+            "40 × function_call has no output; requests get a synthetic \"aborted\" output \
+             (at line 3, line 4, line 5, …)"
+        ),
+        "{stdout}"
+    );
+    assert!(stdout.lines().count() < 5, "{stdout}");
+    assert!(stdout.contains("40 finding(s)"));
+
+    let output = run(&["check", "--quiet", "--strict", calls]);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(output.stdout.is_empty() && output.stderr.is_empty());
+    let output = run(&["project", calls]);
+    let stderr = text(&output.stderr);
+    assert!(
+        stderr.contains("  40 × synthesized_output (function_call) (at item 1, item 2, item 3, …)"),
+        "{stderr}"
+    );
+    assert!(stderr.lines().count() < 5, "{stderr}");
+    let output = run(&["project", "-q", calls]);
+    assert!(output.status.success());
+    assert!(!output.stdout.is_empty());
+    assert!(output.stderr.is_empty(), "{}", text(&output.stderr));
+    let output = run(&["stats", "-q", "/nonexistent/rollout.jsonl"]);
+    assert_eq!(output.status.code(), Some(3));
+    assert!(text(&output.stderr).contains("/nonexistent/rollout.jsonl"));
+}
+
+#[test]
+fn a_closed_pipe_ends_quietly_for_every_report() {
+    use std::process::Stdio;
+    let dir = temp_dir();
+    let calls = unanswered_calls(dir.path(), "calls.jsonl", 2000);
+    let calls = calls.to_str().expect("utf-8 path");
+    let commands: [&[&str]; 5] = [
+        &["project", calls, "--pretty"],
+        &["check", calls, calls, "--json"],
+        &["stats", calls, calls],
+        &["completions", "bash"],
+        &["man"],
+    ];
+    for args in commands {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_agent-history"))
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawns");
+        drop(child.stdout.take());
+        let output = child.wait_with_output().expect("runs");
+        let stderr = text(&output.stderr);
+        assert_eq!(output.status.code(), Some(0), "{args:?}: {stderr}");
+        assert!(
+            !stderr.contains("error") && !stderr.contains("panicked"),
+            "{args:?}: {stderr}"
+        );
+    }
+}
+
+#[test]
+fn options_without_effect_and_empty_values_are_usage_errors() {
+    let dir = temp_dir();
+    let rollout = write_rollout(dir.path(), "r.jsonl", &turns(1));
+    let rollout = rollout.to_str().expect("utf-8 path");
+    let snapshot = dir.path().join("r.snap");
+    let snapshot = snapshot.to_str().expect("utf-8 path");
+    assert!(run(&["snapshot", rollout, "-o", snapshot]).status.success());
+    let refused: [&[&str]; 8] = [
+        &["project", rollout, "--model", "m"],
+        &["project", rollout, "--instructions", "x"],
+        &["project", rollout, "--request", "--model", ""],
+        &["project", rollout, "--modalities", ""],
+        &["project", snapshot, "--truncation", "bytes:10"],
+        &["project", snapshot, "--snapshot", snapshot],
+        &["verify", snapshot, snapshot, "--rollout", rollout],
+        &["completions", "no-such-shell"],
+    ];
+    for args in refused {
+        let output = run(args);
+        assert_eq!(
+            output.status.code(),
+            Some(2),
+            "{args:?}: {}",
+            text(&output.stderr)
+        );
+        assert!(output.stdout.is_empty(), "{args:?}");
+        assert!(!text(&output.stderr).is_empty(), "{args:?}");
+    }
+    let stderr = text(&run(&["project", snapshot, "--truncation", "bytes:10"]).stderr);
+    assert!(
+        stderr.contains("--truncation has no effect on a snapshot"),
+        "{stderr}"
+    );
+    // The same options where they mean something.
+    assert!(
+        run(&["project", rollout, "--truncation", "bytes:10"])
+            .status
+            .success()
+    );
+    assert!(
+        run(&["project", rollout, "--modalities", "text"])
+            .status
+            .success()
+    );
+}
+
+/// `check` and `stats` read snapshots; `project --snapshot` takes the fast path when the
+/// snapshot matches and says why not otherwise; `verify --rollout` says whether it matches.
+#[test]
+fn snapshots_are_read_by_check_stats_project_and_verify() {
+    let dir = temp_dir();
+    let calls = unanswered_calls(dir.path(), "calls.jsonl", 2);
+    let calls_arg = calls.to_str().expect("utf-8 path");
+    let snapshot = dir.path().join("calls.snap");
+    let snapshot = snapshot.to_str().expect("utf-8 path");
+    let written = run(&["snapshot", calls_arg, "-o", snapshot]);
+    assert!(written.status.success(), "{}", text(&written.stderr));
+
+    let output = run(&["check", "--strict", snapshot]);
+    assert_eq!(output.status.code(), Some(1));
+    let stdout = text(&output.stdout);
+    assert!(
+        stdout.contains("snapshot of 4 line(s), 3 item(s), 1 user turn(s)"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("item 1: function_call (call_id \"call_0\") has no output"),
+        "{stdout}"
+    );
+
+    let output = run(&["stats", "--json", snapshot]);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let stats = &json_lines(&output)[0];
+    assert_eq!(stats["input"], "snapshot");
+    assert_eq!(stats["stats"]["items"], 3);
+    assert_eq!(stats["snapshot"]["rollout"]["lines"], 4);
+
+    // The rollout goes on after the snapshot: the fast path reads only the new line.
+    let mut more = std::fs::read_to_string(&calls).expect("read");
+    more.push_str(&item_line(&common::assistant("done")));
+    more.push('\n');
+    std::fs::write(&calls, &more).expect("append");
+    let output = run(&["project", calls_arg, "--snapshot", snapshot]);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let stderr = text(&output.stderr);
+    assert!(
+        stderr.contains("(fast path): it covers 4 line(s); read the 1 after it"),
+        "{stderr}"
+    );
+    let through_snapshot = output.stdout;
+    assert_eq!(
+        through_snapshot,
+        run(&["project", calls_arg]).stdout,
+        "same input either way"
+    );
+
+    let output = run(&["verify", snapshot, "--rollout", calls_arg]);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    assert!(
+        text(&output.stdout).contains("  matches         "),
+        "{}",
+        text(&output.stdout)
+    );
+
+    // The rollout's covered lines change: no fast path, and verify says it does not match.
+    std::fs::write(&calls, more.replacen("\"go\"", "\"GO\"", 1)).expect("edit");
+    let output = run(&["project", calls_arg, "--snapshot", snapshot]);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let stderr = text(&output.stderr);
+    assert!(
+        stderr.contains("not used (") && stderr.contains("read every line"),
+        "{stderr}"
+    );
+    let output = run(&["verify", snapshot, "--rollout", calls_arg]);
+    assert!(output.status.success());
+    assert!(
+        text(&output.stdout).contains("  does not match  "),
+        "{}",
+        text(&output.stdout)
+    );
+    let output = run(&["verify", "--json", snapshot, "--rollout", calls_arg]);
+    assert_eq!(json_lines(&output)[0]["rollout"]["matches"], false);
+}
+
+#[test]
+fn completions_and_man_page_come_from_the_command_definition() {
+    for shell in ["bash", "zsh", "fish", "elvish", "powershell"] {
+        let output = run(&["completions", shell]);
+        assert!(output.status.success(), "{shell}: {}", text(&output.stderr));
+        let script = text(&output.stdout);
+        assert!(script.contains("agent-history"), "{shell}");
+        for command in ["check", "stats", "verify", "prefix", "json", "strict"] {
+            assert!(script.contains(command), "{shell}: no {command}");
+        }
+    }
+    let man = text(&run(&["man"]).stdout);
+    assert!(man.contains(".TH agent-history 1"), "{man}");
+    assert!(man.contains("completions"), "{man}");
 }

@@ -1,0 +1,200 @@
+//! Reading sessions: paths, directories and standard input; rollouts and snapshots told apart;
+//! one progress bar over the bytes read.
+
+use std::io::{self, IsTerminal as _, Read};
+use std::path::{Path, PathBuf};
+
+use agent_history::{
+    ResumeOptions, Resumed, Snapshot, SnapshotOptions, is_snapshot, open_rollout, open_snapshot,
+    resume_reader,
+};
+use anyhow::Context as _;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use rayon::prelude::*;
+
+/// The argument that stands for standard input.
+pub const STDIN: &str = "-";
+
+/// Whether `path` is the argument `-` (standard input).
+pub fn is_stdin(path: &Path) -> bool {
+    path.as_os_str() == STDIN
+}
+
+/// The name of standard input in reports and errors.
+pub const STDIN_LABEL: &str = "<stdin>";
+
+/// Where one session is read from.
+#[derive(Debug, Clone)]
+pub enum Source {
+    /// Standard input (`-`): a rollout.
+    Stdin,
+    /// A file: a rollout or a snapshot.
+    File(PathBuf),
+}
+
+impl Source {
+    /// How reports name the session.
+    pub fn label(&self) -> String {
+        match self {
+            Source::Stdin => STDIN_LABEL.to_owned(),
+            Source::File(path) => path.display().to_string(),
+        }
+    }
+
+    /// The file's size, for the progress bar (0 for standard input or an unreadable file).
+    fn size(&self) -> u64 {
+        match self {
+            Source::Stdin => 0,
+            Source::File(path) => std::fs::metadata(path).map_or(0, |meta| meta.len()),
+        }
+    }
+}
+
+/// The sessions the command-line paths name: `-` is standard input, a directory is every
+/// `rollout-*.jsonl` under it (recursively, as Codex lays sessions out by date, in name order),
+/// anything else is the file itself (whose errors, such as not existing, are its session's).
+pub fn sessions(paths: &[PathBuf]) -> anyhow::Result<Vec<Source>> {
+    let mut sources = Vec::new();
+    for path in paths {
+        if is_stdin(path) {
+            sources.push(Source::Stdin);
+        } else if path.is_dir() {
+            let before = sources.len();
+            for entry in walkdir::WalkDir::new(path).sort_by_file_name() {
+                let entry =
+                    entry.with_context(|| format!("cannot read directory {}", path.display()))?;
+                let name = entry.file_name().to_string_lossy();
+                if entry.file_type().is_file()
+                    && name.starts_with("rollout-")
+                    && name.ends_with(".jsonl")
+                {
+                    sources.push(Source::File(entry.into_path()));
+                }
+            }
+            if sources.len() == before {
+                status!(
+                    "{}: no rollout-*.jsonl file under this directory",
+                    path.display()
+                );
+            }
+        } else {
+            sources.push(Source::File(path.clone()));
+        }
+    }
+    if sources
+        .iter()
+        .filter(|source| matches!(source, Source::Stdin))
+        .count()
+        > 1
+    {
+        anyhow::bail!("`-` (standard input) can be read only once");
+    }
+    if sources.is_empty() {
+        anyhow::bail!("no session to read: the directories given hold no rollout-*.jsonl file");
+    }
+    Ok(sources)
+}
+
+/// A session as read: a resumed rollout or an opened snapshot.
+pub enum Loaded {
+    /// A rollout, resumed line by line.
+    Rollout(Box<Resumed>),
+    /// A snapshot, opened and checked (untrusted).
+    Snapshot(Box<Snapshot>),
+}
+
+/// Reads one session, advancing `bar` by the bytes read.
+pub fn load(source: &Source, options: &ResumeOptions, bar: &ProgressBar) -> anyhow::Result<Loaded> {
+    match source {
+        Source::File(path) if is_snapshot(path) => {
+            let opened = open_snapshot(path, SnapshotOptions::untrusted())?;
+            bar.inc(source.size());
+            Ok(Loaded::Snapshot(Box::new(opened)))
+        }
+        _ => Ok(Loaded::Rollout(Box::new(resume_with(
+            source, options, bar,
+        )?))),
+    }
+}
+
+/// Resumes the rollout of `source`, advancing `bar` by the bytes read.
+fn resume_with(
+    source: &Source,
+    options: &ResumeOptions,
+    bar: &ProgressBar,
+) -> anyhow::Result<Resumed> {
+    Ok(match source {
+        Source::Stdin => resume_reader(bar.wrap_read(io::stdin().lock()), STDIN_LABEL, options)?,
+        Source::File(path) => resume_reader(bar.wrap_read(open_rollout(path)?), path, options)?,
+    })
+}
+
+/// Runs `work` on every session in parallel, with one progress bar over their bytes (hidden
+/// when stderr is not a terminal, or with `quiet`); the results come in the sessions' order.
+pub fn each<T: Send>(
+    sources: &[Source],
+    quiet: bool,
+    work: impl Fn(&Source, &ProgressBar) -> anyhow::Result<T> + Sync,
+) -> Vec<anyhow::Result<T>> {
+    let total = sources.iter().map(Source::size).sum();
+    let bar = progress_bar(total, quiet);
+    let results = sources
+        .par_iter()
+        .map(|source| work(source, &bar))
+        .collect();
+    bar.finish_and_clear();
+    results
+}
+
+/// A progress bar over `total` bytes on stderr, hidden unless stderr is a terminal.
+pub fn progress_bar(total: u64, quiet: bool) -> ProgressBar {
+    let target = if quiet || !io::stderr().is_terminal() {
+        ProgressDrawTarget::hidden()
+    } else {
+        ProgressDrawTarget::stderr()
+    };
+    let bar = ProgressBar::with_draw_target(Some(total), target);
+    bar.set_style(
+        ProgressStyle::with_template("{msg} [{bar:40}] {bytes}/{total_bytes} ({eta})")
+            .unwrap_or_else(|_| ProgressStyle::default_bar())
+            .progress_chars("=> "),
+    );
+    bar.set_message("reading");
+    bar
+}
+
+/// Resumes a rollout (`-`: standard input), with a progress bar when stderr is a terminal.
+pub fn resume(path: &Path, options: &ResumeOptions) -> anyhow::Result<Resumed> {
+    let source = if is_stdin(path) {
+        Source::Stdin
+    } else {
+        Source::File(path.to_owned())
+    };
+    let bar = progress_bar(source.size(), super::output::quiet());
+    let resumed = resume_with(&source, options, &bar);
+    bar.finish_and_clear();
+    resumed
+}
+
+/// Standard input's bytes, once read: `prefix - --at-line N` compares two points of it.
+static STDIN_BYTES: std::sync::OnceLock<Vec<u8>> = std::sync::OnceLock::new();
+
+/// The whole of a rollout (`-`: standard input, read once and kept for a second reading).
+pub fn read_all(path: &Path) -> anyhow::Result<Vec<u8>> {
+    let mut bytes = Vec::new();
+    if is_stdin(path) {
+        if let Some(kept) = STDIN_BYTES.get() {
+            return Ok(kept.clone());
+        }
+        io::stdin()
+            .lock()
+            .read_to_end(&mut bytes)
+            .context("cannot read standard input")?;
+        let _ = STDIN_BYTES.set(bytes.clone());
+    } else {
+        open_rollout(path)?
+            .read_to_end(&mut bytes)
+            .with_context(|| format!("cannot read {}", path.display()))?;
+    }
+    Ok(bytes)
+}

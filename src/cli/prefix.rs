@@ -1,0 +1,285 @@
+//! `prefix`: how much of the prompt input two sessions share.
+
+use std::io::Write as _;
+use std::path::Path;
+use std::process::ExitCode;
+
+use agent_history::{
+    ContentItem, Entry, FirstDifference, History, ProjectionOptions, ResponseItem, ResumeOptions,
+    Role, SnapshotOptions, SnapshotTrust, is_contextual_developer_text, is_contextual_user_text,
+    is_snapshot, is_summary_text, open_snapshot, resume_reader,
+};
+use anyhow::Context as _;
+
+use super::Usage;
+use super::args::PrefixArgs;
+use super::input::{STDIN_LABEL, is_stdin, read_all, resume};
+use super::output::{finish, stdout};
+
+/// Runs `prefix`.
+pub fn run(args: PrefixArgs) -> anyhow::Result<ExitCode> {
+    let PrefixArgs {
+        a,
+        b,
+        at_line,
+        modalities,
+        truncation,
+        trusted,
+    } = args;
+    let options = ResumeOptions::new(truncation);
+    let (left, right) = match (b, at_line.as_slice()) {
+        (Some(b), []) => (
+            Side::load(&a, None, &options, trusted)?,
+            Side::load(&b, None, &options, trusted)?,
+        ),
+        (None, &[n]) => (
+            Side::load(&a, Some(n), &options, trusted)?,
+            Side::load(&a, None, &options, trusted)?,
+        ),
+        (None, &[n, m]) => (
+            Side::load(&a, Some(n), &options, trusted)?,
+            Side::load(&a, Some(m), &options, trusted)?,
+        ),
+        _ => {
+            return Err(Usage(format!(
+                "give a second rollout B, or --at-line once or twice (two points of {})",
+                a.display()
+            ))
+            .into());
+        }
+    };
+    let projection = ProjectionOptions::for_modalities(modalities);
+    let text = prefix_report(&left, &right, &projection)?;
+    let mut out = stdout();
+    out.write_all(text.as_bytes())
+        .context("cannot write to stdout")?;
+    finish(out)
+}
+/// One side of `prefix`: a history and what names it.
+struct Side {
+    /// The path, with the lines it was resumed from.
+    label: String,
+    history: History,
+}
+
+impl Side {
+    /// The history of the rollout or snapshot at `path`; of a rollout's first `lines` lines when
+    /// given.
+    fn load(
+        path: &Path,
+        lines: Option<u64>,
+        options: &ResumeOptions,
+        trusted: bool,
+    ) -> anyhow::Result<Side> {
+        if is_snapshot(path) {
+            if lines.is_some() {
+                return Err(Usage(format!(
+                    "--at-line needs a rollout, and {} is a snapshot",
+                    path.display()
+                ))
+                .into());
+            }
+            let trust = if trusted {
+                SnapshotTrust::Own
+            } else {
+                SnapshotTrust::Untrusted
+            };
+            let opened = open_snapshot(
+                path,
+                SnapshotOptions {
+                    trust,
+                    ..SnapshotOptions::default()
+                },
+            )?;
+            return Ok(Side {
+                label: format!("{} (snapshot)", path.display()),
+                history: opened.into_history(),
+            });
+        }
+        if is_stdin(path) && lines.is_none() {
+            let bytes = read_all(path)?;
+            return Ok(Side {
+                label: path.display().to_string(),
+                history: resume_reader(bytes.as_slice(), STDIN_LABEL, options)?.into_history(),
+            });
+        }
+        let Some(lines) = lines else {
+            return Ok(Side {
+                label: path.display().to_string(),
+                history: resume(path, options)?.into_history(),
+            });
+        };
+        let bytes = read_all(path)?;
+        let end = first_lines_end(&bytes, lines).ok_or_else(|| {
+            anyhow::anyhow!(
+                "--at-line {lines}: {} has only {} line(s)",
+                path.display(),
+                line_count(&bytes)
+            )
+        })?;
+        let resumed = resume_reader(&bytes[..end], path, options)?;
+        Ok(Side {
+            label: format!("{} (first {lines} line(s))", path.display()),
+            history: resumed.into_history(),
+        })
+    }
+}
+
+/// Where the first `lines` lines of `bytes` end (after the last one's newline, or at the end
+/// of a last line without one); `None` when there are fewer.
+fn first_lines_end(bytes: &[u8], lines: u64) -> Option<usize> {
+    if lines == 0 {
+        return Some(0);
+    }
+    let mut seen = 0;
+    for at in memchr::memchr_iter(b'\n', bytes) {
+        seen += 1;
+        if seen == lines {
+            return Some(at + 1);
+        }
+    }
+    (seen + 1 == lines && bytes.last().is_some_and(|byte| *byte != b'\n')).then_some(bytes.len())
+}
+
+/// The number of lines of `bytes` (a last line without its newline counts).
+fn line_count(bytes: &[u8]) -> usize {
+    let newlines = memchr::memchr_iter(b'\n', bytes).count();
+    newlines + usize::from(bytes.last().is_some_and(|byte| *byte != b'\n'))
+}
+
+/// The report of `prefix`.
+fn prefix_report(left: &Side, right: &Side, options: &ProjectionOptions) -> anyhow::Result<String> {
+    let a = left
+        .history
+        .project(options)
+        .with_context(|| format!("cannot project {}", left.label))?;
+    let b = right
+        .history
+        .project(options)
+        .with_context(|| format!("cannot project {}", right.label))?;
+    let shared = a.common_prefix(&b);
+    let mut out = String::new();
+    let a_bytes = a.json_array_len() as u64;
+    out.push_str(&format!(
+        "A  {}: {} item(s), {} byte(s)\n",
+        left.label,
+        a.len(),
+        a_bytes
+    ));
+    out.push_str(&format!(
+        "B  {}: {} item(s), {} byte(s)\n",
+        right.label,
+        b.len(),
+        b.json_array_len()
+    ));
+    let share = if a_bytes == 0 {
+        0.0
+    } else {
+        shared.bytes as f64 * 100.0 / a_bytes as f64
+    };
+    out.push_str(&format!(
+        "shared: {} item(s), {} byte(s) of the input array ({share:.1}% of A)\n",
+        shared.items, shared.bytes
+    ));
+    let Some(difference) = &shared.first_difference else {
+        out.push_str("why: identical: the whole input is reusable\n");
+        return Ok(out);
+    };
+    out.push_str(&format!("first difference: item {}\n", difference.item));
+    for (name, item) in [("A", &difference.left), ("B", &difference.right)] {
+        match item {
+            Some(item) => out.push_str(&format!(
+                "  {name}: position {}, {}{}, {} byte(s)\n",
+                item.position,
+                item.kind,
+                if item.synthetic_output {
+                    " (synthetic output)"
+                } else {
+                    ""
+                },
+                item.bytes
+            )),
+            None => out.push_str(&format!("  {name}: no more items\n")),
+        }
+    }
+    out.push_str(&format!("why: {}\n", why(left, right, difference)));
+    Ok(out)
+}
+
+/// Why two sessions' inputs differ at `difference`.
+fn why(left: &Side, right: &Side, difference: &FirstDifference) -> String {
+    let (a, b) = (&left.history, &right.history);
+    let fewer_turns = b.user_turn_count() < a.user_turn_count();
+    match (&difference.left, &difference.right) {
+        (None, None) => "identical: the whole input is reusable".to_owned(),
+        (None, Some(_)) => "appended: B extends A, all of A is reusable".to_owned(),
+        (Some(_), None) if fewer_turns => format!(
+            "rollback: B has fewer user turns ({} < {}), the items after B's end were removed",
+            b.user_turn_count(),
+            a.user_turn_count()
+        ),
+        (Some(_), None) => "removed at the end: B ends where A goes on".to_owned(),
+        (Some(x), Some(y)) => {
+            let item_a = (!x.synthetic_output).then(|| a.get(x.position)).flatten();
+            let item_b = (!y.synthetic_output).then(|| b.get(y.position)).flatten();
+            let fragment = item_b
+                .and_then(contextual_fragment)
+                .or_else(|| item_a.and_then(contextual_fragment));
+            if b.compactions_reachable() > a.compactions_reachable()
+                || item_b.is_some_and(is_summary)
+            {
+                "compaction: B's history was replaced by a summary and a replacement history"
+                    .to_owned()
+            } else if fewer_turns {
+                format!(
+                    "rollback: B has fewer user turns ({} < {}) and goes on differently",
+                    b.user_turn_count(),
+                    a.user_turn_count()
+                )
+            } else if let Some(role) = fragment {
+                format!(
+                    "world-state update rendered in full: a contextual {role} message (injected \
+                     context, not a user turn) is sent in full where the other sends something else"
+                )
+            } else {
+                "edit: the same position holds different content".to_owned()
+            }
+        }
+    }
+}
+
+/// The texts of a message, with its role; `None` for other items and unreadable ones.
+fn message_texts(entry: &Entry) -> Option<(Role, Vec<String>)> {
+    let Ok(ResponseItem::Message(message)) = entry.to_item() else {
+        return None;
+    };
+    let texts = message
+        .content
+        .into_iter()
+        .filter_map(|part| match part {
+            ContentItem::InputText { text } | ContentItem::OutputText { text, .. } => Some(text),
+            _ => None,
+        })
+        .collect();
+    Some((message.role, texts))
+}
+
+/// `"user"` or `"developer"` when the entry is a message of that role carrying a contextual
+/// fragment (injected context such as AGENTS.md instructions or the environment).
+fn contextual_fragment(entry: &Entry) -> Option<&'static str> {
+    let (role, texts) = message_texts(entry)?;
+    match role {
+        Role::User if texts.iter().any(|text| is_contextual_user_text(text)) => Some("user"),
+        Role::Developer if texts.iter().any(|text| is_contextual_developer_text(text)) => {
+            Some("developer")
+        }
+        _ => None,
+    }
+}
+
+/// Whether the entry is a local-compaction summary message.
+fn is_summary(entry: &Entry) -> bool {
+    message_texts(entry).is_some_and(|(role, texts)| {
+        role == Role::User && texts.iter().any(|text| is_summary_text(text))
+    })
+}

@@ -1,0 +1,46 @@
+//! `snapshot`: write a snapshot of a rollout.
+
+use std::process::ExitCode;
+
+use agent_history::{Replace, ResumeOptions};
+
+use super::args::SnapshotArgs;
+use super::input::resume;
+
+/// Runs `snapshot`.
+pub fn run(args: SnapshotArgs) -> anyhow::Result<ExitCode> {
+    let SnapshotArgs {
+        rollout,
+        output,
+        force,
+        truncation,
+    } = args;
+    // The snapshot covers the complete lines: a last line without its newline (torn, or
+    // still being written) is left to the resume that replays what follows.
+    let resumed = resume(&rollout, &ResumeOptions::new(truncation).snapshot_ready())?;
+    let replace = if force {
+        Replace::Anything
+    } else {
+        Replace::SnapshotsOnly
+    };
+    let header = resumed
+        .write_snapshot_with(&output, replace)
+        .map_err(|error| match error {
+            // The error has no source: the hint can join its message.
+            agent_history::SnapshotError::WouldReplace { .. } => {
+                anyhow::anyhow!("{error} (pass --force to replace it)")
+            }
+            other => other.into(),
+        })?;
+    // Status, not output: stdout stays free for a pipeline.
+    status!(
+        "wrote {}: {} item(s), {} payload bytes, covering {} line(s) ({} bytes) of {}",
+        output.display(),
+        header.entry_count,
+        header.payload_len,
+        header.rollout.lines,
+        header.rollout.bytes,
+        rollout.display()
+    );
+    Ok(ExitCode::SUCCESS)
+}
