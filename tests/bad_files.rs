@@ -93,7 +93,15 @@ fn a_failed_snapshot_write_names_the_target() {
     }
     let message = error.to_string();
     assert!(message.contains(&target.display().to_string()), "{message}");
-    assert!(!message.contains(".tmp-"), "{message}");
+    // The whole chain, as the command line prints it: no temporary file's name anywhere.
+    let mut chain = message.clone();
+    let mut source = std::error::Error::source(&error);
+    while let Some(cause) = source {
+        chain.push_str(&format!(": {cause}"));
+        source = cause.source();
+    }
+    assert!(!chain.contains(".tmp-"), "{chain}");
+    assert!(chain.contains("No such file or directory"), "{chain}");
 }
 
 #[test]

@@ -445,7 +445,21 @@ fn temporary_file(path: &Path) -> std::io::Result<tempfile::NamedTempFile> {
         use std::os::unix::fs::PermissionsExt as _;
         builder.permissions(std::fs::Permissions::from_mode(0o666));
     }
-    builder.tempfile_in(parent_directory(path))
+    let directory = parent_directory(path);
+    builder.tempfile_in(&directory).map_err(|error| {
+        // `tempfile` appends its random temporary path to the message, a name the user never
+        // gave (the caller's error names the target). Give the reason without it: the
+        // operating system's own words about the directory when that is what failed (the usual
+        // case: it is missing or not a directory), else the kind of failure.
+        match std::fs::metadata(&directory) {
+            Err(reason) => reason,
+            Ok(metadata) if !metadata.is_dir() => std::io::Error::new(
+                std::io::ErrorKind::NotADirectory,
+                "the snapshot's parent is not a directory",
+            ),
+            Ok(_) => std::io::Error::from(error.kind()),
+        }
+    })
 }
 
 fn write_atomically(
