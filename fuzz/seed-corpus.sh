@@ -37,6 +37,10 @@ for rollout in examples/rollouts/*.jsonl fuzz/seeds/rollouts/*.jsonl tests/fixtu
     snapshots+=("$work/$name-${truncation/:/-}.snap")
   done
 done
+# Inputs that are not text (gzip and zstd magic, a NUL byte), which the reader names as such.
+printf '\000\000\000\037\213\010\000' >"$corpus/rollout_read/gzip"
+printf '\000\000\000\050\265\057\375' >"$corpus/rollout_read/zstd"
+{ printf '\007'; printf '{"type":"x"\000}\n'; cat examples/rollouts/interrupted.jsonl; } >"$corpus/resume_snapshot/nul"
 for snapshot in "${snapshots[@]}"; do
   name=$(basename "$snapshot" .snap)
   snapshot_input 1 "$snapshot" "$corpus/snapshot_file/$name-fixed"

@@ -76,6 +76,7 @@ fuzz_target!(|input: &[u8]| {
         Err(
             RolloutError::Empty { .. }
             | RolloutError::NoSessionMeta { .. }
+            | RolloutError::NotText { .. }
             | RolloutError::NoCompleteLine { .. },
         ) => return,
         Err(error) => panic!("the prefix does not resume: {error:?}"),
@@ -103,7 +104,8 @@ fuzz_target!(|input: &[u8]| {
     assert!(world.ignored_patches + world.invalid <= world.replayed);
     assert_eq!(
         world.issues.len() as u64,
-        (world.ignored_patches + world.invalid).min(agent_history::WorldStateReport::MAX_ISSUES as u64)
+        (world.ignored_patches + world.invalid)
+            .min(agent_history::WorldStateReport::MAX_ISSUES as u64)
     );
     if written_with != resumed_with {
         assert!(

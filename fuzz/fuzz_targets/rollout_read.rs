@@ -22,7 +22,7 @@ use agent_history::{
 };
 use agent_history_fuzz::projection_options;
 use agent_history_fuzz::reference::project_and_check;
-use agent_history_fuzz::rollout::{Lines, check_read};
+use agent_history_fuzz::rollout::{Lines, binary_start, check_read};
 use libfuzzer_sys::fuzz_target;
 
 const META: &str = r#"{"timestamp":"2026-11-03T14:00:00.000Z","type":"session_meta","payload":{"id":"0f1e7c52-3d8a-4b7e-9c11-6a2b5d4e8f90","timestamp":"2026-11-03T14:00:00.000Z"}}"#;
@@ -141,6 +141,11 @@ fuzz_target!(|input: &[u8]| {
         Err(RolloutError::NoSessionMeta { .. }) => {
             // The only session_meta is in an unterminated last line.
             assert!(!data.ends_with(b"\n"));
+        }
+        Err(RolloutError::NotText { looks_like, .. }) => {
+            // The same, for an input whose start is not text.
+            assert!(!data.ends_with(b"\n"));
+            assert_eq!(Some(looks_like), binary_start(data));
         }
         Err(RolloutError::NoCompleteLine { bytes, .. }) => {
             assert!(!data.ends_with(b"\n"));

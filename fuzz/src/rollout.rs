@@ -2,8 +2,27 @@
 //! counts, the listed skipped lines, the torn tail, and the errors a read may give.
 
 use agent_history::{
-    LoadReport, ReadMode, ReadOptions, Rollout, RolloutError, SkipReason, SkippedLine,
+    BinaryContent, LoadReport, ReadMode, ReadOptions, Rollout, RolloutError, SkipReason,
+    SkippedLine,
 };
+
+/// The reader's first buffer: 64 KiB, or all of a shorter input.
+const FIRST_BUFFER: usize = 64 * 1024;
+
+/// What the first buffer of `data` looks like when it is not text, written from the rule the
+/// error documents (gzip magic, zstd magic, or a NUL byte), not from the reader's code.
+pub fn binary_start(data: &[u8]) -> Option<BinaryContent> {
+    let start = &data[..data.len().min(FIRST_BUFFER)];
+    if start.starts_with(&[0x1f, 0x8b]) {
+        Some(BinaryContent::Gzip)
+    } else if start.starts_with(&[0x28, 0xb5, 0x2f, 0xfd]) {
+        Some(BinaryContent::Zstd)
+    } else if start.contains(&0) {
+        Some(BinaryContent::NulBytes)
+    } else {
+        None
+    }
+}
 
 /// The lines of `data` as the reader cuts them: each line's offset, its content (without the
 /// `\n`) and whether a `\n` ended it.
@@ -210,6 +229,15 @@ pub fn check_read(data: &[u8], options: ReadOptions, result: &Result<Rollout, Ro
         }
         Err(RolloutError::NoSessionMeta { lines: count, .. }) => {
             assert_eq!(*count, lines.lines.len() as u64);
+        }
+        Err(RolloutError::NotText { looks_like, .. }) => {
+            // Said instead of "no session_meta" (or, strictly, of line 1's error) for an input
+            // whose start is not text.
+            assert_eq!(
+                Some(*looks_like),
+                binary_start(data),
+                "what the input looks like"
+            );
         }
         Err(RolloutError::BadLine {
             line,
