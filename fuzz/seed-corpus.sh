@@ -33,7 +33,7 @@ for rollout in examples/rollouts/*.jsonl fuzz/seeds/rollouts/*.jsonl tests/fixtu
   # resume_snapshot: where to cut for the snapshot, then the bytes.
   { printf '\007'; cat "$rollout"; } >"$corpus/resume_snapshot/$name"
   for truncation in tokens:10000 bytes:64; do
-    "$cli" snapshot "$rollout" -o "$work/$name-${truncation/:/-}.snap" --truncation "$truncation" >/dev/null
+    "$cli" snapshot --quiet "$rollout" -o "$work/$name-${truncation/:/-}.snap" --truncation "$truncation"
     snapshots+=("$work/$name-${truncation/:/-}.snap")
   done
 done
