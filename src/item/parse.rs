@@ -726,35 +726,9 @@ pub(crate) fn decoded_len(inner: &str) -> Option<usize> {
             Some(offset) => at += offset + 1,
             None => return Some(bytes.len() - removed),
         }
-        match *bytes.get(at)? {
-            b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => {
-                removed += 1;
-                at += 1;
-            }
-            b'u' => {
-                let unit = hex4(bytes.get(at + 1..at + 5)?)?;
-                at += 5;
-                // `\uXXXX` is six bytes; the character it stands for one to three, or four for a
-                // surrogate pair (twelve bytes).
-                removed += match unit {
-                    0..=0x7f => 5,
-                    0x80..=0x7ff => 4,
-                    0xd800..=0xdbff => {
-                        let next = bytes.get(at..at + 6)?;
-                        if !next.starts_with(b"\\u")
-                            || !(0xdc00..=0xdfff).contains(&hex4(&next[2..])?)
-                        {
-                            return None;
-                        }
-                        at += 6;
-                        8
-                    }
-                    0xdc00..=0xdfff => return None,
-                    _ => 3,
-                };
-            }
-            _ => return None,
-        }
+        let (next, shorter) = escape(bytes, at)?;
+        at = next;
+        removed += shorter;
     }
 }
 
@@ -962,35 +936,36 @@ fn scan_string(bytes: &[u8], mut at: usize) -> Option<(usize, usize)> {
             b'\\' => at += 1,
             _ => return None,
         }
-        match *bytes.get(at)? {
-            b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => {
-                removed += 1;
-                at += 1;
+        let (next, shorter) = escape(bytes, at)?;
+        at = next;
+        removed += shorter;
+    }
+}
+
+/// The escape whose text starts at `at` (just after its backslash), as serde_json decodes it
+/// into a `str`: the position after it and how many bytes shorter it is decoded (`\uXXXX` is
+/// six bytes and stands for a character of one to three, a surrogate pair of twelve for one of
+/// four). `None` for an unknown escape or a surrogate escape not in a leading-trailing pair.
+fn escape(bytes: &[u8], at: usize) -> Option<(usize, usize)> {
+    match *bytes.get(at)? {
+        b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => Some((at + 1, 1)),
+        b'u' => {
+            let unit = hex4(bytes.get(at + 1..at + 5)?)?;
+            let at = at + 5;
+            match unit {
+                0..=0x7f => Some((at, 5)),
+                0x80..=0x7ff => Some((at, 4)),
+                0xd800..=0xdbff => {
+                    let next = bytes.get(at..at + 6)?;
+                    let trailing =
+                        next.starts_with(b"\\u") && (0xdc00..=0xdfff).contains(&hex4(&next[2..])?);
+                    trailing.then_some((at + 6, 8))
+                }
+                0xdc00..=0xdfff => None,
+                _ => Some((at, 3)),
             }
-            b'u' => {
-                let unit = hex4(bytes.get(at + 1..at + 5)?)?;
-                at += 5;
-                // `\uXXXX` is six bytes; the character it stands for one to three, or four for
-                // a surrogate pair (twelve bytes).
-                removed += match unit {
-                    0..=0x7f => 5,
-                    0x80..=0x7ff => 4,
-                    0xd800..=0xdbff => {
-                        let next = bytes.get(at..at + 6)?;
-                        if !next.starts_with(b"\\u")
-                            || !(0xdc00..=0xdfff).contains(&hex4(&next[2..])?)
-                        {
-                            return None;
-                        }
-                        at += 6;
-                        8
-                    }
-                    0xdc00..=0xdfff => return None,
-                    _ => 3,
-                };
-            }
-            _ => return None,
         }
+        _ => None,
     }
 }
 
