@@ -542,11 +542,9 @@ impl agent_history::RolloutSink for SwitchSink {
     }
 }
 
-/// A failed write sets no baseline and clears the old one (the line stays pending and may still
-/// reach the file): the next update is written in full, and the file resumes to the live
-/// baseline once it is written.
-#[test]
-fn a_failed_world_state_write_clears_the_baseline_and_the_next_update_is_full() {
+/// A session writing into a [`SwitchSink`], its `session_meta` written, and the switch that
+/// makes its writes fail.
+fn switch_session() -> (Session<SwitchSink>, std::rc::Rc<std::cell::Cell<bool>>) {
     let failing = std::rc::Rc::new(std::cell::Cell::new(false));
     let sink = SwitchSink {
         data: Vec::new(),
@@ -557,6 +555,15 @@ fn a_failed_world_state_write_clears_the_baseline_and_the_next_update_is_full() 
     session
         .append_raw("session_meta", &common::meta_payload())
         .expect("meta");
+    (session, failing)
+}
+
+/// A failed write sets no baseline and clears the old one (the line stays pending and may still
+/// reach the file): the next update is written in full, and the file resumes to the live
+/// baseline once it is written.
+#[test]
+fn a_failed_world_state_write_clears_the_baseline_and_the_next_update_is_full() {
+    let (mut session, failing) = switch_session();
     session
         .persist_world_state(&world_at(1))
         .expect("persisted");
@@ -586,16 +593,7 @@ fn a_failed_world_state_write_clears_the_baseline_and_the_next_update_is_full() 
 /// again, and the file, once written, resumes to the live history.
 #[test]
 fn a_failed_write_during_a_world_state_update_makes_the_next_update_full() {
-    let failing = std::rc::Rc::new(std::cell::Cell::new(false));
-    let sink = SwitchSink {
-        data: Vec::new(),
-        failing: failing.clone(),
-    };
-    let writer = agent_history::RolloutWriter::with_sink(sink, "switch", Durability::Flush);
-    let mut session = Session::from_parts(agent_history::History::new(), writer, thread("switch"));
-    session
-        .append_raw("session_meta", &common::meta_payload())
-        .expect("meta");
+    let (mut session, failing) = switch_session();
     let state = |cwd: &str| {
         let mut state = agent_history::WorldState::new();
         let section = agent_history::JsonSection::new("environment", json!({"cwd": cwd}));

@@ -8,7 +8,7 @@ use agent_history::{
     DEFAULT_TRUNCATION, Durability, History, JsonSection, PromptCompiler, RequestSettings,
     ResumeOptions, Session, SessionMeta, StepContext, WorldState, resume_file,
 };
-use common::{assistant, temp_dir, thread, user};
+use common::{assistant, jsons, temp_dir, thread, user};
 use serde_json::json;
 
 fn world(cwd: &str, rules: &str) -> WorldState {
@@ -100,7 +100,7 @@ fn a_session_records_what_changed_and_resumes_to_the_same_items_and_baseline() {
     let mut resumed = Session::resume(&path, &ResumeOptions::default(), Durability::Flush)
         .expect("resumed")
         .session;
-    assert_eq!(texts(resumed.history()), texts(&live));
+    assert_eq!(jsons(resumed.history()), jsons(&live));
     assert_eq!(resumed.history(), &live, "items, version and baseline");
     let after = resumed
         .update_world_state(&world("/repo/sub", "Be brief."))
