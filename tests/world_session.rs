@@ -25,13 +25,6 @@ fn world(cwd: &str, rules: &str) -> WorldState {
     state
 }
 
-fn texts(history: &History) -> Vec<String> {
-    history
-        .iter()
-        .map(|entry| entry.json().to_owned())
-        .collect()
-}
-
 #[test]
 fn a_session_records_what_changed_and_resumes_to_the_same_items_and_baseline() {
     let dir = temp_dir();
