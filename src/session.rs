@@ -480,19 +480,18 @@ impl<S: RolloutSink> Session<S> {
     /// update renders in full rather than trusting a change that may not have reached the file.
     pub fn update_world_state(&mut self, state: &WorldState) -> Result<WorldStateUpdate, Error> {
         let update = self.history.diff_world_state(state)?;
-        for item in &update.items {
-            if let Err(error) = self.record(item) {
-                self.history.set_world_state_baseline(None);
-                self.publish();
-                return Err(error);
-            }
-        }
-        if let Some(change) = &update.change
-            && let Err(error) = self.writer.append_world_state(change)
-        {
+        let written = update
+            .items
+            .iter()
+            .try_for_each(|item| self.record(item).map(drop))
+            .and_then(|()| match &update.change {
+                Some(change) => Ok(self.writer.append_world_state(change)?),
+                None => Ok(()),
+            });
+        if let Err(error) = written {
             self.history.set_world_state_baseline(None);
             self.publish();
-            return Err(error.into());
+            return Err(error);
         }
         if self.history.world_state_baseline() != Some(&update.snapshot) {
             self.history
