@@ -11,6 +11,7 @@ mod error;
 mod history;
 mod item;
 mod projection;
+mod provider;
 mod request;
 mod rollout;
 mod session;
@@ -63,6 +64,9 @@ pub use request::{
     ResponseOptions, Runner, StepContext, StepIdentity, ToolCallKey, ToolChoice, ToolMatch,
     ToolPlan, ToolPlanError, ToolPosition, ToolRegistry, ToolsError, Verbosity, read_tools,
 };
+
+// The provider layer: the model API a request is for; per-target projections and validators.
+pub use provider::{ParseTargetError, Target};
 
 // The snapshot layer: memory-mapped archives of a history.
 pub use snapshot::{

@@ -17,6 +17,8 @@ const LAYERS: &[&str] = &[
     "history",
     "projection",
     "request",
+    "provider",
+    "stream",
     "snapshot",
     "rollout",
     "error",
