@@ -49,10 +49,11 @@ pub fn validate(target: Target, input: &Value) -> Validation {
         Target::ChatCompletions => chat::check(input, &mut findings),
         Target::AnthropicMessages => anthropic::check(input, &mut findings),
     }
-    Validation {
-        target,
-        findings: findings.0,
-    }
+    let mut findings = findings.0;
+    // In the order of the input: by item (stable, so a message's own findings keep their
+    // order), the body's own findings last.
+    findings.sort_by_key(|finding| finding.item.unwrap_or(usize::MAX));
+    Validation { target, findings }
 }
 
 /// What [`validate`] found: every finding, in the order of the input.
