@@ -991,6 +991,31 @@ fn anthropic_empty_and_whitespace_text() {
 }
 
 #[test]
+fn anthropic_empty_text_inside_a_tool_result_is_a_warning() {
+    let finding = only(
+        Target::AnthropicMessages,
+        json!([
+            an("user", json!("go")),
+            an("assistant", json!([tool_use("t1")])),
+            an(
+                "user",
+                json!([{"type": "tool_result", "tool_use_id": "t1",
+                                  "content": [text("")]}])
+            )
+        ]),
+    );
+    assert_finding(
+        &finding,
+        Rule::AnthropicEmptyText,
+        Severity::Warning,
+        "messages.2.content.0.content.0",
+        &["t1"],
+        "messages: text content blocks must be non-empty",
+    );
+    assert_eq!(finding.wording, Wording::Unconfirmed);
+}
+
+#[test]
 fn anthropic_empty_message() {
     for content in [json!(""), json!([])] {
         let finding = only(

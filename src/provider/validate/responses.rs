@@ -447,6 +447,16 @@ fn check_adjacency(items: &[Value], calls: &[Call], outputs: &[Output], findings
                 .push(output.index);
             map
         });
+    // Where the run of calls and outputs that goes on after each item ends (one pass from the
+    // back, so that a long run is not scanned once per call in it).
+    let mut run_end = vec![items.len(); items.len() + 1];
+    for index in (0..items.len()).rev() {
+        run_end[index] = if in_tool_run(&items[index]) {
+            run_end[index + 1]
+        } else {
+            index
+        };
+    }
     for call in calls {
         if call.family == Family::ToolSearch {
             continue;
@@ -455,9 +465,7 @@ fn check_adjacency(items: &[Value], calls: &[Call], outputs: &[Output], findings
             // Unanswered: reported above.
             continue;
         };
-        let run_end = (call.index + 1..items.len())
-            .find(|&index| !in_tool_run(&items[index]))
-            .unwrap_or(items.len());
+        let run_end = run_end[call.index + 1];
         if at
             .iter()
             .any(|&index| index > call.index && index < run_end)
