@@ -125,6 +125,42 @@ fn responses_output_without_call() {
 }
 
 #[test]
+fn responses_outputs_may_answer_a_stored_response() {
+    // With previous_response_id (or a conversation), the calls are on the server.
+    for key in ["previous_response_id", "conversation"] {
+        let body = json!({key: "resp_1", "input": [fco("call_b")]});
+        assert_clean(Target::Responses, &body);
+        // Calls in the input still need their outputs.
+        let body = json!({key: "resp_1", "input": [fco("call_b"), fc("call_c")]});
+        let finding = only(Target::Responses, body);
+        assert_eq!(finding.rule, Rule::ResponsesCallWithoutOutput);
+        assert_eq!(finding.ids, ["call_c"]);
+    }
+    let body = json!({"previous_response_id": null, "input": [fco("call_b")]});
+    assert_eq!(
+        only(Target::Responses, body).rule,
+        Rule::ResponsesOutputWithoutCall
+    );
+}
+
+#[test]
+fn chat_duplicate_call_ids_inside_one_message() {
+    let validation = validate(
+        Target::ChatCompletions,
+        &json!([chat_user("go"), calls(&["c1", "c1"]), tool("c1")]),
+    );
+    let found: Vec<(Rule, &str)> = validation
+        .findings
+        .iter()
+        .map(|f| (f.rule, f.position.as_str()))
+        .collect();
+    assert_eq!(
+        found,
+        [(Rule::ChatDuplicateCallId, "messages[1].tool_calls[1].id")]
+    );
+}
+
+#[test]
 fn responses_custom_pairing() {
     let finding = only(
         Target::Responses,
