@@ -61,6 +61,11 @@ pub use sse::{SseDecoder, SseEvent};
 pub use work::stream_bytes_parsed;
 
 use crate::history::{History, Recorded};
+
+/// `docs/streaming.md`, whose example is compiled and run as a doctest.
+#[cfg(doctest)]
+#[doc = include_str!("../../docs/streaming.md")]
+pub struct StreamingDoc;
 use crate::item::ItemError;
 
 /// Why a [`StreamTarget`] did not record an item.
