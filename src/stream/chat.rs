@@ -111,7 +111,7 @@ impl ChatAccumulator {
         while let Some(event) = self.sse.next_event() {
             match event {
                 Ok(event) => self.push_json_with(&event.data, target, &mut on_update)?,
-                Err(()) => {
+                Err(_not_utf8) => {
                     let event = self.core.count();
                     let fault = Fault::Input(StreamError::NotUtf8 { event });
                     return Err(self.core.settle(fault, target));

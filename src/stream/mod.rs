@@ -56,7 +56,7 @@ pub use chat::ChatAccumulator;
 pub use error::StreamError;
 pub use report::{DeltaKind, DroppedItem, StreamEnd, StreamSummary, Update};
 pub use responses::ResponsesAccumulator;
-pub use sse::{SseDecoder, SseEvent};
+pub use sse::{NotUtf8Event, SseDecoder, SseEvent};
 #[cfg(feature = "testing")]
 pub use work::stream_bytes_parsed;
 
