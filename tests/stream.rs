@@ -851,6 +851,7 @@ fn chat_legacy_function_call_and_reasoning_are_reported_not_recorded() {
             json!({"function_call":{"name":"ls","arguments":"{}"}}),
             Value::Null,
         ),
+        json!({"object":"chat.completion.chunk","choices":[{"index":1,"delta":{"content":"other"},"finish_reason":null}]}).to_string(),
         chunk(json!({}), json!("function_call")),
     ] {
         acc.push_json_with(&event, &mut history, &mut |_| {})
@@ -864,7 +865,8 @@ fn chat_legacy_function_call_and_reasoning_are_reported_not_recorded() {
         .iter()
         .map(|(_, what)| what.as_str())
         .collect();
-    assert_eq!(left_out.len(), 2, "{left_out:?}");
+    assert_eq!(left_out.len(), 3, "{left_out:?}");
     assert!(left_out[0].contains("function_call") && left_out[0].contains("2 byte"));
-    assert!(left_out[1].contains("5 byte(s) of reasoning_content"));
+    assert_eq!(left_out[1], "choices other than index 0");
+    assert!(left_out[2].contains("5 byte(s) of reasoning_content"));
 }

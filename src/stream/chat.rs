@@ -80,7 +80,7 @@ const MESSAGE: u64 = 0;
 /// message is recorded with `"status":"incomplete"` and the tool calls are dropped, since their
 /// arguments may be cut too; a tool call without an `id` and the deprecated `function_call`
 /// delta, which has none (both reported in [`StreamSummary::not_representable`]); choices other
-/// than index 0 (the history is one conversation); `reasoning_content` text some compatible
+/// than index 0 (the history is one conversation; reported); `reasoning_content` text some compatible
 /// servers send, which no Responses item holds (reported too). A chunk with
 /// an `error` object ends the stream as failed.
 #[derive(Debug, Default)]
@@ -93,6 +93,8 @@ pub struct ChatAccumulator {
     reasoning_bytes: u64,
     /// Bytes of deprecated `function_call` arguments seen (left out: such a call has no id).
     legacy_call_bytes: Option<u64>,
+    /// Whether chunks carried choices other than index 0 (left out).
+    other_choices: bool,
 }
 
 impl ChatAccumulator {
@@ -178,6 +180,7 @@ impl ChatAccumulator {
         }
         for choice in chunk.choices {
             if choice.index != 0 {
+                self.other_choices = true;
                 continue;
             }
             let carries = choice.finish_reason.is_some()
@@ -371,6 +374,11 @@ impl ChatAccumulator {
                     "a deprecated `function_call` ({bytes} byte(s) of arguments), which has no call id"
                 ),
             ));
+        }
+        if self.other_choices {
+            self.core
+                .not_representable
+                .push((MESSAGE, "choices other than index 0".to_owned()));
         }
         if self.reasoning_bytes > 0 {
             self.core.not_representable.push((
