@@ -110,6 +110,7 @@ fn a_cut_stream_from_stdin_appends_the_complete_items_and_reports_the_dropped_on
     assert_eq!(added.len(), 1);
     assert_eq!(added[0].1["call_id"], "call_a");
     let report: Value = serde_json::from_str(text(&output.stdout).trim()).expect("JSON report");
+    assert_eq!(report["type"], "append");
     assert_eq!(report["end"], "end_of_input");
     assert_eq!(report["recorded"], 1);
     assert_eq!(report["dropped"][0]["item_id"], "fc_2");

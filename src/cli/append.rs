@@ -18,6 +18,7 @@ use super::output::{self, json_line, stdout};
 /// The report of `append --json`.
 #[derive(Serialize)]
 struct Report<'a> {
+    r#type: &'static str,
     rollout: &'a str,
     stream: &'a str,
     format: Target,
@@ -111,6 +112,7 @@ pub fn run(args: AppendArgs) -> anyhow::Result<ExitCode> {
     let mut out = stdout();
     if json {
         let report = Report {
+            r#type: "append",
             rollout: &rollout_label,
             stream: &stream_label,
             format,
