@@ -232,3 +232,32 @@ fn chat_and_anthropic_streams_append_the_items_they_become() {
         assert_eq!(report["format"], format);
     }
 }
+
+#[test]
+fn the_text_report_names_each_dropped_item() {
+    let dir = temp_dir();
+    let (path, _) = rollout(dir.path());
+    let events = std::fs::read_to_string(fixture("reasoning.sse")).expect("fixture");
+    // Inside the message's text: the reasoning item is done, the message is not.
+    let at = events
+        .find("\"delta\":\"Done.\"")
+        .expect("the message delta");
+    let cut = at + events[at..].find("\n\n").expect("its end") + 2;
+    let output = run(
+        &["append", path.to_str().expect("utf-8"), "--stream", "-"],
+        Some(&events.as_bytes()[..cut]),
+    );
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let stdout = text(&output.stdout);
+    assert!(stdout.contains("appended 1 item(s)"), "{stdout}");
+    assert!(
+        stdout.contains("the stream ended before the response completed"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains(
+            "dropped output item 1 (message msg_2): incomplete, 1 delta(s), 5 byte(s) seen"
+        ),
+        "{stdout}"
+    );
+}

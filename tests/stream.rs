@@ -502,7 +502,7 @@ fn chat_finish_at_length_keeps_the_message_marked_incomplete_and_drops_the_calls
     };
     let mut history = History::new();
     let mut acc = ChatAccumulator::new();
-    let mut updates = 0;
+    let mut updates = Vec::new();
     for event in [
         chunk(json!({"content":"Partial"}), Value::Null),
         chunk(
@@ -511,8 +511,10 @@ fn chat_finish_at_length_keeps_the_message_marked_incomplete_and_drops_the_calls
         ),
         chunk(json!({}), json!("length")),
     ] {
-        acc.push_json_with(&event, &mut history, &mut |_| updates += 1)
-            .expect("valid");
+        acc.push_json_with(&event, &mut history, &mut |update| {
+            updates.push(format!("{update:?}"))
+        })
+        .expect("valid");
     }
     let summary = acc.finish(&mut history).expect("finish");
     assert_eq!(
@@ -530,7 +532,14 @@ fn chat_finish_at_length_keeps_the_message_marked_incomplete_and_drops_the_calls
     assert_eq!(summary.dropped.len(), 1);
     assert_eq!(summary.dropped[0].item_id.as_deref(), Some("call_1"));
     assert_eq!(summary.dropped[0].delta_bytes, 4, "the bytes of `{{\"di`");
-    assert!(updates >= 4);
+    assert_eq!(
+        updates
+            .iter()
+            .filter(|update| update.starts_with("Done"))
+            .collect::<Vec<_>>(),
+        vec!["Done { output_index: 0, recorded: 1 }"],
+        "one Done, for the message; the cut call is dropped: {updates:?}"
+    );
 }
 
 #[test]

@@ -316,7 +316,6 @@ impl ChatAccumulator {
         if indices.first() != Some(&MESSAGE) {
             self.core.complete(MESSAGE, None, target)?;
         }
-        let mut recorded = 0;
         let mut first_error = None;
         for index in indices {
             if index != MESSAGE && cut {
@@ -360,7 +359,10 @@ impl ChatAccumulator {
                 }
             };
             match self.core.complete(index, json, target) {
-                Ok(count) => recorded += count,
+                Ok(recorded) => on_update(Update::Done {
+                    output_index: index,
+                    recorded,
+                }),
                 Err(Fault::Target(error)) => {
                     first_error.get_or_insert(error);
                 }
@@ -393,10 +395,6 @@ impl ChatAccumulator {
         } else {
             StreamEnd::Completed
         };
-        on_update(Update::Done {
-            output_index: MESSAGE,
-            recorded,
-        });
         self.core.end(end.clone(), target)?;
         on_update(Update::Ended(end));
         match first_error {
