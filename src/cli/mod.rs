@@ -5,6 +5,7 @@
 
 #[macro_use]
 mod output;
+mod append;
 mod args;
 mod check;
 mod input;
@@ -79,6 +80,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Stats(args) => stats::run(args),
         Command::Snapshot(args) => snapshot::run(args),
         Command::Verify(args) => verify::run(args),
+        Command::Append(args) => append::run(args),
         Command::Prefix(args) => prefix::run(args),
         Command::Lint(args) => lint::run(args),
         Command::Completions(args) => {
