@@ -25,6 +25,7 @@ use super::super::report::ReadMode;
 use super::super::validate::Format;
 use super::replay::{Replay, Replayed};
 use super::scan::{self, Reference, ScanFact, line_facts, prefix_fact, reverse_scan, stored_fact};
+use super::turn::Tracked;
 use super::world;
 use super::{FallbackReason, ResumeOptions, ResumeSource, Resumed, turn_context_raw};
 
@@ -215,9 +216,14 @@ pub(super) fn resume(
         if let Some(reason) = first_later_line(&tail, state.ends_inside_turn) {
             return fallback(reason);
         }
+        // No later turn event: the rollout ends inside the prefix's turn, whose start a
+        // version 1 snapshot does not hold.
+        if state.ends_inside_turn {
+            return fallback(FallbackReason::NoOpenTurn { version });
+        }
         let mut report = read.report;
         let start = history.world_state_baseline().cloned().map(Arc::new);
-        let replay = replay_onto(history, &tail, rollout)?;
+        let replay = replay_onto(history, &tail, rollout, None)?;
         let mut history = replay.history;
         history.set_shared_world_state_baseline(world::rebuild_baseline(
             &tail,
@@ -229,13 +235,14 @@ pub(super) fn resume(
             history,
             report,
             previous_turn_settings: state.previous_turn_settings,
-            ends_inside_turn: state.ends_inside_turn,
+            ends_inside_turn: false,
             compactions: None,
             source: ResumeSource::Snapshot { covered },
             covered: position,
             entry_lines: replay.entry_lines,
             prefix_facts: None,
             legacy_compaction: replay.legacy_compaction,
+            open_turn: None,
         })));
     };
     // Version 2: the reverse scan over the prefix's facts and the later lines' is the scan of a
@@ -265,8 +272,14 @@ pub(super) fn resume(
     };
     let ends_inside_turn = scan::ends_inside_turn(&facts);
     drop(facts);
+    // The rollout ends inside the turn the prefix ends inside (no later turn event): a snapshot
+    // older than version 4 does not hold where that turn's items begin.
+    if ends_inside_turn && state.open_turn.is_none() && !later.iter().any(is_turn_event) {
+        return fallback(FallbackReason::NoOpenTurn { version });
+    }
     let start = history.world_state_baseline().cloned().map(Arc::new);
-    let replay = replay_onto(history, &tail, rollout)?;
+    let open_turn = state.open_turn.as_ref().map(Tracked::from_stored);
+    let replay = replay_onto(history, &tail, rollout, open_turn)?;
     let legacy_compaction = state.legacy_compaction || replay.legacy_compaction;
     let mut history = replay.history;
     history.set_shared_reference_context_item(reference.filter(|_| !legacy_compaction));
@@ -276,6 +289,7 @@ pub(super) fn resume(
         start,
         &mut report.world_state,
     ));
+    report.incomplete_turn = replay.open_turn.as_ref().map(|turn| turn.report(&history));
     let prefix_facts = options.snapshot_ready.then(|| {
         let mut all = prefix_facts;
         all.extend(later.into_iter().map(stored_fact));
@@ -293,7 +307,13 @@ pub(super) fn resume(
         entry_lines: replay.entry_lines,
         prefix_facts,
         legacy_compaction,
+        open_turn: replay.open_turn.as_ref().and_then(Tracked::stored),
     })))
+}
+
+/// Whether a scan fact is a turn event (`task_started`, `task_complete`, `turn_aborted`).
+fn is_turn_event<C>(fact: &ScanFact<'_, C>) -> bool {
+    matches!(fact, ScanFact::TurnStarted(_) | ScanFact::TurnEnded(_))
 }
 
 /// Replays `tail` onto a snapshot's history, whose entries' lines are unknown (0).
@@ -301,9 +321,10 @@ fn replay_onto(
     history: History,
     tail: &[RolloutLine],
     rollout: &Path,
+    open_turn: Option<Tracked>,
 ) -> Result<Replayed, RolloutError> {
     let entry_lines = vec![0; history.len()];
-    let mut replay = Replay::new(history, entry_lines);
+    let mut replay = Replay::new(history, entry_lines, open_turn);
     replay.lines(tail, rollout)?;
     replay.finish(rollout)
 }
@@ -521,6 +542,7 @@ impl Resumed {
             ends_inside_turn: self.ends_inside_turn,
             legacy: self.report.legacy,
             legacy_compaction: self.legacy_compaction,
+            open_turn: self.open_turn.clone(),
         };
         let target = SnapshotTarget {
             replace,
