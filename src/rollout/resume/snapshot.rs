@@ -562,7 +562,86 @@ impl Resumed {
 
 #[cfg(test)]
 mod tests {
+    use super::super::{FallbackReason, ResumeOptions, resume_file};
     use super::WorldStateSearch;
+    use crate::history::DEFAULT_TRUNCATION;
+    use crate::snapshot::{Replace, SnapshotTarget, write_snapshot};
+
+    fn line(kind: &str, payload: &str) -> String {
+        format!(r#"{{"timestamp":"2026-11-03T14:00:01.137Z","type":"{kind}","payload":{payload}}}"#)
+    }
+
+    /// A version 3 snapshot (written as that build wrote it: no open turn) of a prefix that ends
+    /// inside a turn: a rollout still inside that turn falls back (`no_open_turn`) and reports
+    /// what a full resume does; once a later turn event follows, the snapshot is used.
+    #[test]
+    fn a_version_3_snapshot_falls_back_only_when_the_rollout_ends_in_its_open_turn() {
+        let dir = tempfile::tempdir().expect("dir");
+        let rollout = dir.path().join("r.jsonl");
+        let snapshot = dir.path().join("r.snap");
+        let meta = r#"{"id":"0f1e7c52-3d8a-4b7e-9c11-6a2b5d4e8f90","timestamp":"2026-11-03T14:00:00.000Z","cwd":"/w","originator":"test","cli_version":"0.0.0","source":"cli"}"#;
+        let mut lines = vec![
+            line("session_meta", meta),
+            line("event_msg", r#"{"type":"task_started","turn_id":"t1"}"#),
+            line(
+                "response_item",
+                r#"{"type":"function_call","name":"shell","arguments":"{}","call_id":"c1"}"#,
+            ),
+        ];
+        let text =
+            |lines: &[String]| -> String { lines.iter().map(|l| format!("{l}\n")).collect() };
+        std::fs::write(&rollout, text(&lines)).expect("written");
+        let ready = ResumeOptions::new(DEFAULT_TRUNCATION).snapshot_ready();
+        let prefix = resume_file(&rollout, &ready).expect("resumes");
+        assert!(prefix.incomplete_turn().is_some());
+        let mut state = crate::snapshot::PrefixState {
+            thread_id: Some(prefix.thread_id()),
+            ends_inside_turn: prefix.ends_inside_turn,
+            ..Default::default()
+        };
+        state.open_turn = None;
+        let target = SnapshotTarget {
+            replace: Replace::Anything,
+            source: None,
+        };
+        let header = write_snapshot(
+            &snapshot,
+            target,
+            prefix.history(),
+            prefix.covered().expect("covered"),
+            &state,
+            prefix.prefix_facts.as_deref(),
+            3,
+        )
+        .expect("written");
+        assert_eq!(header.format_version, 3);
+        lines.push(line(
+            "response_item",
+            r#"{"type":"message","role":"assistant","content":[{"type":"output_text","text":"x"}]}"#,
+        ));
+        std::fs::write(&rollout, text(&lines)).expect("written");
+        let options = ResumeOptions::new(DEFAULT_TRUNCATION).with_snapshot(&snapshot);
+        let through = resume_file(&rollout, &options).expect("resumes");
+        assert!(
+            matches!(
+                through.fallback_reason(),
+                Some(FallbackReason::NoOpenTurn { version: 3 })
+            ),
+            "{:?}",
+            through.source()
+        );
+        let full = resume_file(&rollout, &ResumeOptions::new(DEFAULT_TRUNCATION)).expect("ok");
+        assert_eq!(through.incomplete_turn(), full.incomplete_turn());
+        assert_eq!(through.incomplete_turn().map(|turn| turn.items), Some(2));
+        lines.push(line(
+            "event_msg",
+            r#"{"type":"task_complete","turn_id":"t1"}"#,
+        ));
+        std::fs::write(&rollout, text(&lines)).expect("written");
+        let through = resume_file(&rollout, &options).expect("resumes");
+        assert!(through.used_snapshot(), "{:?}", through.source());
+        assert_eq!(through.incomplete_turn(), None);
+    }
 
     /// What the search finds in `bytes` cut into chunks of `size`.
     fn found(bytes: &[u8], size: usize) -> bool {
