@@ -556,3 +556,67 @@ proptest! {
         prop_assert!(inside > 0 || !generated.lines.iter().any(|line| line.contains("task_started")));
     }
 }
+
+/// The command line says when the last turn is incomplete: `check`, `stats` and `project` in
+/// their text output, and `--json` through the load report's `incomplete_turn`.
+#[test]
+fn the_command_line_mentions_an_incomplete_last_turn() {
+    use std::process::Command;
+    let dir = temp_dir();
+    let path = dir.path().join("rollout.jsonl");
+    let lines = [
+        meta_line(),
+        started("turn-9"),
+        item_line(&user("q")),
+        item_line(&call(1)),
+    ];
+    std::fs::write(&path, lines.join("\n") + "\n").expect("written");
+    let run = |args: &[&str]| {
+        let output = Command::new(env!("CARGO_BIN_EXE_agent-history"))
+            .args(args)
+            .arg(&path)
+            .output()
+            .expect("runs");
+        (
+            String::from_utf8(output.stdout).expect("utf-8"),
+            String::from_utf8(output.stderr).expect("utf-8"),
+        )
+    };
+    let expected = "turn turn-9 started at line 2 did not complete: 2 items recorded, calls without output: c1 (function_call)";
+    let (check, _) = run(&["check"]);
+    assert!(
+        check.contains(&format!("last turn incomplete: {expected}")),
+        "{check}"
+    );
+    let (stats, _) = run(&["stats"]);
+    assert!(
+        stats.contains(&format!("last turn      incomplete: {expected}")),
+        "{stats}"
+    );
+    let (_, project) = run(&["project"]);
+    assert!(
+        project.contains(&format!("last turn incomplete: {expected}")),
+        "{project}"
+    );
+
+    let turn_of = |json: &str| -> Value {
+        let value: Value =
+            serde_json::from_str(json.lines().next().expect("a line")).expect("json");
+        value["load"]["incomplete_turn"].clone()
+    };
+    let expected = serde_json::json!({"turn_id": "turn-9", "started_line": 2, "start": 0,
+        "items": 2, "calls_without_output": [
+            {"position": 1, "call_id": "c1", "kind": "function_call", "family": "function"}]});
+    assert_eq!(turn_of(&run(&["check", "--json"]).0), expected);
+    assert_eq!(turn_of(&run(&["stats", "--json"]).0), expected);
+    assert_eq!(turn_of(&run(&["project", "--json"]).1), expected);
+    // A completed turn is not mentioned.
+    let done = [
+        &lines[..],
+        &[event_line(r#"{"type":"task_complete","turn_id":"turn-9"}"#)],
+    ]
+    .concat();
+    std::fs::write(&path, done.join("\n") + "\n").expect("written");
+    assert!(!run(&["check"]).0.contains("last turn"));
+    assert_eq!(turn_of(&run(&["check", "--json"]).0), Value::Null);
+}
