@@ -12,6 +12,7 @@ use crate::projection::ProjectionError;
 use crate::request::{RequestError, ToolPlanError, ToolsError};
 use crate::rollout::{RolloutError, RolloutWriteError};
 use crate::snapshot::SnapshotError;
+use crate::stream::StreamError;
 use crate::world::WorldStateError;
 
 /// Any error of this crate. Its message and source are those of the error it holds.
@@ -36,6 +37,9 @@ pub enum Error {
     /// See [`ToolsError`].
     #[error(transparent)]
     Tools(#[from] ToolsError),
+    /// See [`StreamError`].
+    #[error(transparent)]
+    Stream(#[from] StreamError),
     /// See [`SnapshotError`].
     #[error(transparent)]
     Snapshot(#[from] SnapshotError),

@@ -16,6 +16,7 @@ mod request;
 mod rollout;
 mod session;
 mod snapshot;
+mod stream;
 mod world;
 
 // The item layer: the wire model, stored entries, ids, kinds and pairing, turns, tokens.
@@ -67,6 +68,14 @@ pub use request::{
 
 // The provider layer: the model API a request is for; per-target projections and validators.
 pub use provider::{ParseTargetError, Target};
+
+// The stream layer: a streamed model response (OpenAI Responses, Chat Completions, Anthropic
+// Messages) recorded as complete items only.
+pub use stream::{
+    AnthropicAccumulator, ChatAccumulator, DeltaKind, DroppedItem, RecordFailure,
+    ResponsesAccumulator, SseDecoder, SseEvent, StreamEnd, StreamError, StreamSummary,
+    StreamTarget, Update,
+};
 
 // The snapshot layer: memory-mapped archives of a history.
 pub use snapshot::{

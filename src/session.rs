@@ -17,6 +17,7 @@ use crate::rollout::{
     RolloutSink, RolloutWriteError, RolloutWriter, SessionMeta, WriteStep, resume_file,
 };
 use crate::snapshot::SnapshotHeader;
+use crate::stream::{RecordFailure, StreamTarget};
 use crate::world::{WorldSnapshot, WorldState, WorldStateChange};
 
 /// A history whose every change is appended to a rollout: recorded items as `response_item`
@@ -587,6 +588,28 @@ impl<S: RolloutSink> Session<S> {
         let text = value.to_string();
         let item = parse_item(&text)?;
         Ok((text, item))
+    }
+}
+
+/// A session records a stream's complete items ([`ResponsesAccumulator`](crate::stream::ResponsesAccumulator)
+/// and the others) through [`Session::record_json`]: one `response_item` line per item, written
+/// with the session's durability as the item completes (an item held for output order, when
+/// the stream ends), ids assigned as for any recorded item. Nothing is written for a dropped
+/// item, nor for deltas.
+///
+/// An item the history refuses is bad input ([`StreamError::Item`](crate::stream::StreamError::Item));
+/// a line that could not be written is [`Error::RolloutWrite`], after which the history has the
+/// item, its line is pending (written before the next one, or by [`Session::flush`]) and the
+/// stream goes on.
+impl<S: RolloutSink> StreamTarget for Session<S> {
+    type Error = Error;
+
+    fn record_item(&mut self, json: &str) -> Result<Recorded, RecordFailure<Error>> {
+        match self.record_json(json) {
+            Ok(recorded) => Ok(recorded),
+            Err(Error::Item(error)) => Err(RecordFailure::Refused(error)),
+            Err(error) => Err(RecordFailure::Failed(error)),
+        }
     }
 }
 

@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use agent_history::{Modalities, ToolChoice, TruncationPolicy};
+use agent_history::{Modalities, Target, ToolChoice, TruncationPolicy};
 use clap::{Args, Parser, Subcommand};
 
 /// What the exit statuses mean, at the end of every `--help`.
@@ -55,6 +55,15 @@ pub enum Command {
     /// Write a snapshot of a rollout's history (memory-mapped on resume, no JSON parse).
     #[command(after_help = EXIT_STATUS)]
     Snapshot(SnapshotArgs),
+    /// Append the complete items of a recorded model response stream to a rollout.
+    ///
+    /// Reads server-sent events (a file, or `-` for standard input) and resumes the rollout
+    /// as a session: each output item whose stream said it was done is appended as one
+    /// `response_item` line; items the stream left unfinished (a cancel, a failure, the end of
+    /// the input) are dropped and reported. A file that is not a rollout is refused; nothing
+    /// else in the rollout changes.
+    #[command(after_help = EXIT_STATUS)]
+    Append(AppendArgs),
     /// Check a snapshot: header, payload digest, archive validation, and every entry against
     /// its JSON (one well-formed item of the kind, role, ids, flags and tokens stored for it).
     ///
@@ -194,6 +203,26 @@ pub struct SnapshotArgs {
     /// Record-time truncation of tool outputs, as `tokens:N` or `bytes:N`.
     #[arg(long, default_value = "tokens:10000", value_parser = parse_truncation)]
     pub truncation: TruncationPolicy,
+}
+
+/// The arguments of `append`.
+#[derive(Args)]
+pub struct AppendArgs {
+    /// The rollout JSONL file to append to.
+    pub rollout: PathBuf,
+    /// The recorded event stream (server-sent events), or `-` for standard input.
+    #[arg(long, value_name = "EVENTS")]
+    pub stream: PathBuf,
+    /// The API the stream is from: `responses` (OpenAI Responses), `chat` (Chat Completions
+    /// chunks) or `anthropic` (Anthropic Messages events).
+    #[arg(long, default_value = "responses")]
+    pub format: Target,
+    /// The report as one JSON object.
+    #[arg(long)]
+    pub json: bool,
+    /// Exit with status 1 when the response did not complete or an item was dropped.
+    #[arg(long)]
+    pub strict: bool,
 }
 
 /// The arguments of `verify`.

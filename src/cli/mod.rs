@@ -5,6 +5,7 @@
 
 #[macro_use]
 mod output;
+mod append;
 mod args;
 mod check;
 mod input;
@@ -78,6 +79,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Stats(args) => stats::run(args),
         Command::Snapshot(args) => snapshot::run(args),
         Command::Verify(args) => verify::run(args),
+        Command::Append(args) => append::run(args),
         Command::Prefix(args) => prefix::run(args),
         Command::Completions(args) => {
             // Into a buffer first: `generate` panics when its writer fails (a closed pipe).

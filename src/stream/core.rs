@@ -1,0 +1,315 @@
+//! What the three accumulators share: the open items and their partial text, the completed
+//! items held for output order, recording into a [`StreamTarget`], the end and its summary.
+
+use std::collections::{HashMap, HashSet};
+
+use crate::history::Recorded;
+use crate::item::Entry;
+use crate::stream::error::StreamError;
+use crate::stream::report::{DeltaKind, DroppedItem, StreamEnd, StreamSummary, Update};
+use crate::stream::{RecordFailure, StreamTarget};
+
+/// An output item that was opened and is not complete yet.
+#[derive(Debug, Default)]
+pub(crate) struct OpenItem {
+    pub(crate) item_type: Option<String>,
+    pub(crate) item_id: Option<String>,
+    deltas: u64,
+    delta_bytes: u64,
+    /// The text assembled so far, one buffer per kind of delta (an item has one or two).
+    buffers: Vec<(DeltaKind, String)>,
+}
+
+impl OpenItem {
+    /// The text of `kind` assembled so far ("" when none).
+    pub(crate) fn text(&self, kind: DeltaKind) -> &str {
+        self.buffers
+            .iter()
+            .find(|(k, _)| *k == kind)
+            .map_or("", |(_, text)| text)
+    }
+
+    /// Counts a delta that is not kept as text (a signature) in the item's totals.
+    pub(crate) fn count_unkept(&mut self, bytes: usize) {
+        self.deltas += 1;
+        self.delta_bytes += bytes as u64;
+    }
+}
+
+/// The shared state of an accumulator.
+#[derive(Debug, Default)]
+pub(crate) struct Core {
+    /// Events read so far; the current event's number once it is counted.
+    pub(crate) events: u64,
+    pub(crate) unknown_events: u64,
+    pub(crate) open: HashMap<u64, OpenItem>,
+    /// Output indices whose item is complete (recorded, or held).
+    closed: HashSet<u64>,
+    /// Complete items waiting for an earlier output index: their text (`None`: nothing to
+    /// record, the index is only settled).
+    held: HashMap<u64, Option<String>>,
+    /// The lowest output index not recorded yet.
+    next: u64,
+    pub(crate) recorded: usize,
+    pub(crate) end: Option<StreamEnd>,
+    dropped: Vec<DroppedItem>,
+    pub(crate) not_representable: Vec<(u64, String)>,
+    pub(crate) torn_event: bool,
+    /// The last [`DeltaKind::Other`] delta, for its [`Update`].
+    scratch: String,
+    /// The last delta's event type, for its [`Update`].
+    scratch_type: String,
+}
+
+/// Why handling an event failed: bad input (which ends the stream) or the target's own failure
+/// (a session's write, after which the stream goes on).
+#[derive(Debug)]
+pub(crate) enum Fault<E> {
+    Input(StreamError),
+    Target(E),
+}
+
+impl<E> From<StreamError> for Fault<E> {
+    fn from(error: StreamError) -> Self {
+        Fault::Input(error)
+    }
+}
+
+impl Core {
+    /// Counts an event and returns its number.
+    pub(crate) fn count(&mut self) -> u64 {
+        self.events += 1;
+        self.events
+    }
+
+    pub(crate) fn ended(&self) -> bool {
+        self.end.is_some()
+    }
+
+    /// Opens the item at `index`.
+    pub(crate) fn open(
+        &mut self,
+        index: u64,
+        item_type: Option<String>,
+        item_id: Option<String>,
+    ) -> Result<(), StreamError> {
+        if self.open.contains_key(&index) || self.closed.contains(&index) {
+            return Err(StreamError::AddedTwice {
+                event: self.events,
+                output_index: index,
+            });
+        }
+        self.open.insert(
+            index,
+            OpenItem {
+                item_type,
+                item_id,
+                ..OpenItem::default()
+            },
+        );
+        Ok(())
+    }
+
+    /// Appends a delta to the open item at `index` (the caller checked that it is open);
+    /// returns its [`Update`].
+    pub(crate) fn append<'a>(
+        &'a mut self,
+        event_type: &str,
+        index: u64,
+        kind: DeltaKind,
+        delta: &str,
+    ) -> Option<Update<'a>> {
+        let item = self.open.get_mut(&index)?;
+        self.scratch_type.clear();
+        self.scratch_type.push_str(event_type);
+        let event_type = self.scratch_type.as_str();
+        item.deltas += 1;
+        item.delta_bytes += delta.len() as u64;
+        if kind == DeltaKind::Other {
+            self.scratch.clear();
+            self.scratch.push_str(delta);
+            return Some(Update::Delta {
+                output_index: index,
+                kind,
+                event_type,
+                delta: &self.scratch,
+                text: "",
+            });
+        }
+        let at = match item.buffers.iter().position(|(k, _)| *k == kind) {
+            Some(at) => at,
+            None => {
+                item.buffers.push((kind, String::new()));
+                item.buffers.len() - 1
+            }
+        };
+        let buffer = &mut item.buffers[at].1;
+        let start = buffer.len();
+        buffer.push_str(delta);
+        Some(Update::Delta {
+            output_index: index,
+            kind,
+            event_type,
+            delta: &buffer[start..],
+            text: buffer,
+        })
+    }
+
+    /// Removes the open item at `index`, which is complete; the caller builds its text.
+    pub(crate) fn close(&mut self, event_type: &str, index: u64) -> Result<OpenItem, StreamError> {
+        let item = self
+            .open
+            .remove(&index)
+            .ok_or_else(|| StreamError::NotOpen {
+                event: self.events,
+                event_type: event_type.to_owned(),
+                output_index: index,
+            })?;
+        self.closed.insert(index);
+        Ok(item)
+    }
+
+    /// Records the complete item at `index` (already closed) with the text `json`, or holds it
+    /// until the items before it are recorded; `None` settles the index without recording
+    /// anything (content the target format cannot hold). Returns how many items were recorded.
+    pub(crate) fn complete<T: StreamTarget>(
+        &mut self,
+        index: u64,
+        json: Option<String>,
+        target: &mut T,
+    ) -> Result<usize, Fault<T::Error>> {
+        self.closed.insert(index);
+        if index != self.next {
+            // Held: checked now, so that a bad item is named by its own event.
+            if let Some(json) = &json
+                && let Err(source) = Entry::from_json(json.as_str())
+            {
+                return Err(Fault::Input(StreamError::Item {
+                    event: self.events,
+                    output_index: index,
+                    source,
+                }));
+            }
+            self.held.insert(index, json);
+            return Ok(0);
+        }
+        let mut recorded = 0;
+        if let Some(json) = json {
+            self.record(index, &json, target)?;
+            recorded += 1;
+        }
+        self.next += 1;
+        let mut first_error = None;
+        while let Some(json) = self.held.remove(&self.next) {
+            if let Some(json) = json {
+                if let Err(error) = self.record(self.next, &json, target) {
+                    first_error.get_or_insert(error);
+                }
+                recorded += 1;
+            }
+            self.next += 1;
+        }
+        match first_error {
+            Some(error) => Err(error),
+            None => Ok(recorded),
+        }
+    }
+
+    fn record<T: StreamTarget>(
+        &mut self,
+        index: u64,
+        json: &str,
+        target: &mut T,
+    ) -> Result<(), Fault<T::Error>> {
+        match target.record_item(json) {
+            Ok(Recorded::Stored { .. } | Recorded::Filtered(_)) => {
+                self.recorded += 1;
+                Ok(())
+            }
+            Err(RecordFailure::Refused(source)) => Err(Fault::Input(StreamError::Item {
+                event: self.events,
+                output_index: index,
+                source,
+            })),
+            Err(RecordFailure::Failed(error)) => {
+                // The target keeps the item (a session's history has it; its line is pending).
+                self.recorded += 1;
+                Err(Fault::Target(error))
+            }
+        }
+    }
+
+    /// Ends the stream: the held items are recorded in output order, the open ones dropped.
+    /// Does nothing when it has already ended. Returns the first recording error, after
+    /// recording all it can.
+    pub(crate) fn end<T: StreamTarget>(
+        &mut self,
+        end: StreamEnd,
+        target: &mut T,
+    ) -> Result<(), Fault<T::Error>> {
+        if self.end.is_some() {
+            return Ok(());
+        }
+        self.end = Some(end);
+        let mut held: Vec<(u64, String)> = self
+            .held
+            .drain()
+            .filter_map(|(index, json)| Some((index, json?)))
+            .collect();
+        held.sort_unstable_by_key(|(index, _)| *index);
+        let mut first_error = None;
+        for (index, json) in held {
+            if let Err(error) = self.record(index, &json, target) {
+                first_error.get_or_insert(error);
+            }
+        }
+        let mut dropped: Vec<DroppedItem> = self
+            .open
+            .drain()
+            .map(|(output_index, item)| DroppedItem {
+                output_index,
+                item_type: item.item_type,
+                item_id: item.item_id,
+                deltas: item.deltas,
+                delta_bytes: item.delta_bytes,
+            })
+            .collect();
+        dropped.sort_unstable_by_key(|item| item.output_index);
+        self.dropped = dropped;
+        match first_error {
+            Some(error) => Err(error),
+            None => Ok(()),
+        }
+    }
+
+    /// Turns a fault into the caller's error; bad input first ends the stream (held items
+    /// recorded, open ones dropped) at the current event.
+    pub(crate) fn settle<T: StreamTarget>(
+        &mut self,
+        fault: Fault<T::Error>,
+        target: &mut T,
+    ) -> T::Error {
+        match fault {
+            Fault::Input(error) => {
+                // The input error is the one to report; a recording error of a held item here
+                // can only be a write failure whose line stays pending in the target.
+                let _ = self.end(StreamEnd::InvalidInput { event: self.events }, target);
+                error.into()
+            }
+            Fault::Target(error) => error,
+        }
+    }
+
+    /// The summary (meaningful once ended).
+    pub(crate) fn summary(&self) -> StreamSummary {
+        StreamSummary {
+            end: self.end.clone().unwrap_or(StreamEnd::EndOfInput),
+            events: self.events,
+            unknown_events: self.unknown_events,
+            recorded: self.recorded,
+            dropped: self.dropped.clone(),
+            not_representable: self.not_representable.clone(),
+            torn_event: self.torn_event,
+        }
+    }
+}
