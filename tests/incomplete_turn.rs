@@ -9,13 +9,39 @@ use std::path::Path;
 
 use agent_history::{
     DEFAULT_TRUNCATION, Durability, Family, IncompleteTurn, ItemKind, ProjectionOptions, Replace,
-    ResumeOptions, Resumed, RolloutWriter, Session, SessionMeta, resume_file,
+    ResponsesAccumulator, ResumeOptions, Resumed, RolloutWriter, Session, SessionMeta, StreamEnd,
+    resume_file,
 };
 use common::{assistant, event_line, item_line, line, meta_line, temp_dir, thread, user};
 use proptest::prelude::*;
 use serde_json::Value;
 
-const CALL: &str = r#"{"type":"function_call","id":"fc_1","name":"shell","arguments":"{\"cmd\":\"ls\"}","call_id":"call_1"}"#;
+/// The call as the stream's `response.output_item.done` carries it.
+const CALL: &str = r#"{"type":"function_call","id":"fc_1","call_id":"call_1","name":"shell","arguments":"{\"cmd\":\"ls\"}","status":"completed"}"#;
+
+/// A Responses stream, as server-sent events: a function call added, its arguments in two
+/// deltas, the call done; then a message added and half its text, and no more (cancelled).
+fn cancelled_stream() -> String {
+    let events = [
+        r#"{"type":"response.created","sequence_number":0,"response":{"id":"resp_1","status":"in_progress","output":[]}}"#.to_owned(),
+        r#"{"type":"response.output_item.added","sequence_number":1,"output_index":0,"item":{"type":"function_call","id":"fc_1","call_id":"call_1","name":"shell","arguments":"","status":"in_progress"}}"#.to_owned(),
+        r#"{"type":"response.function_call_arguments.delta","sequence_number":2,"item_id":"fc_1","output_index":0,"delta":"{\"cmd\":"}"#.to_owned(),
+        r#"{"type":"response.function_call_arguments.delta","sequence_number":3,"item_id":"fc_1","output_index":0,"delta":"\"ls\"}"}"#.to_owned(),
+        format!(r#"{{"type":"response.output_item.done","sequence_number":4,"output_index":0,"item":{CALL}}}"#),
+        r#"{"type":"response.output_item.added","sequence_number":5,"output_index":1,"item":{"type":"message","id":"msg_1","role":"assistant","status":"in_progress","content":[]}}"#.to_owned(),
+        r#"{"type":"response.output_text.delta","sequence_number":6,"item_id":"msg_1","output_index":1,"content_index":0,"delta":"Running l"}"#.to_owned(),
+    ];
+    events
+        .iter()
+        .map(|data| {
+            let name = serde_json::from_str::<Value>(data).expect("json")["type"]
+                .as_str()
+                .expect("type")
+                .to_owned();
+            format!("event: {name}\ndata: {data}\n\n")
+        })
+        .collect()
+}
 
 /// The projection of a history as its JSON array text.
 fn projection_bytes(resumed: &Resumed) -> String {
@@ -77,10 +103,20 @@ fn a_turn_cancelled_after_a_complete_call_is_reported_and_repaired() {
         .session
         .record_json(&user("run ls"))
         .expect("recorded");
-    // The stream completed the call; the turn is cancelled before its tool runs.
-    resumed.session.record_json(CALL).expect("recorded");
+    // The model's answer streams in: the call completes, a message starts, and the user cancels
+    // the turn before the tool runs.
+    let mut accumulator = ResponsesAccumulator::new();
+    accumulator
+        .feed(cancelled_stream().as_bytes(), &mut resumed.session, |_| {})
+        .expect("valid events");
+    let summary = accumulator.abort(&mut resumed.session).expect("aborted");
+    assert_eq!(summary.end, StreamEnd::Aborted);
+    assert_eq!(summary.recorded, 1, "the call");
+    assert_eq!(summary.dropped.len(), 1, "the half message");
     drop(resumed);
     let file_before = std::fs::read_to_string(&path).expect("rollout");
+    assert!(!file_before.contains("Running l"), "no delta enters the rollout");
+    assert_eq!(file_before.matches(r#""call_id":"call_1""#).count(), 1);
 
     let first = resume_file(&path, &ResumeOptions::default()).expect("resumes");
     let jsons = history_jsons(&first);
@@ -88,7 +124,7 @@ fn a_turn_cancelled_after_a_complete_call_is_reported_and_repaired() {
     assert_eq!(
         serde_json::from_str::<Value>(&jsons[3]).expect("json"),
         serde_json::from_str::<Value>(CALL).expect("json"),
-        "the history holds the call as recorded"
+        "the history holds the call exactly as the `done` event carried it"
     );
     assert!(first.ends_inside_turn());
     let turn = first.incomplete_turn().expect("reported");
