@@ -773,3 +773,54 @@ proptest! {
         prop_assert_eq!(originals, recorded.iter().collect::<Vec<_>>());
     }
 }
+
+/// A message streamed in `deltas` deltas, as SSE.
+fn long_message(deltas: usize) -> String {
+    let mut events = vec![
+        json!({"type":"response.output_item.added","output_index":0,"item":{"type":"message","id":"msg_1","role":"assistant","content":[]}}),
+    ];
+    for _ in 0..deltas {
+        events.push(json!({"type":"response.output_text.delta","output_index":0,"item_id":"msg_1","content_index":0,"delta":"word "}));
+    }
+    let text = "word ".repeat(deltas);
+    events.push(json!({"type":"response.output_item.done","output_index":0,"item":{"type":"message","id":"msg_1","role":"assistant","content":[{"type":"output_text","text":text}]}}));
+    events.push(json!({"type":"response.completed","response":{}}));
+    events
+        .iter()
+        .map(|event| format!("data: {event}\n\n"))
+        .collect()
+}
+
+#[test]
+fn each_event_is_parsed_once_and_the_item_converted_once_whatever_the_number_of_deltas() {
+    use agent_history::testing::{item_conversions, stream_bytes_parsed};
+    let mut conversions = Vec::new();
+    for deltas in [10, 100, 1000] {
+        let sse = long_message(deltas);
+        let mut history = History::new();
+        let mut acc = ResponsesAccumulator::new();
+        let parsed = stream_bytes_parsed();
+        let converted = item_conversions();
+        for piece in sse.as_bytes().chunks(64) {
+            acc.feed(piece, &mut history, |_| {}).expect("valid");
+        }
+        let parsed = stream_bytes_parsed() - parsed;
+        conversions.push(item_conversions() - converted);
+        assert_eq!(history.len(), 1);
+        // Every event's data once (the SSE text less its `data: ` prefixes and blank lines),
+        // plus the added item's text read for its type and id: no earlier event read again.
+        let events = sse.matches("data: ").count();
+        let added_item = r#"{"type":"message","id":"msg_1","role":"assistant","content":[]}"#;
+        assert_eq!(
+            parsed,
+            (sse.len() - events * "data: \n\n".len() + added_item.len()) as u64,
+            "{deltas} deltas"
+        );
+    }
+    // Recording converts the one complete item, the same number of times for any delta count.
+    assert!(
+        conversions.iter().all(|&count| count == conversions[0]),
+        "{conversions:?}"
+    );
+    assert!(conversions[0] >= 1);
+}

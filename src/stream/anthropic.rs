@@ -11,6 +11,7 @@ use crate::stream::core::{Core, Fault};
 use crate::stream::error::StreamError;
 use crate::stream::report::{DeltaKind, StreamEnd, StreamSummary, Update};
 use crate::stream::sse::SseDecoder;
+use crate::stream::work::count_parsed;
 
 #[derive(Deserialize)]
 struct Event<'a> {
@@ -170,6 +171,7 @@ impl AnthropicAccumulator {
         on_update: &mut dyn FnMut(Update<'_>),
     ) -> Result<(), Fault<T::Error>> {
         let number = self.core.events;
+        count_parsed(data.len());
         let event: Event<'_> =
             serde_json::from_str(data).map_err(|source| StreamError::Malformed {
                 event: number,

@@ -10,6 +10,7 @@ use crate::stream::core::{Core, Fault};
 use crate::stream::error::StreamError;
 use crate::stream::report::{DeltaKind, StreamEnd, StreamSummary, Update};
 use crate::stream::sse::SseDecoder;
+use crate::stream::work::count_parsed;
 
 /// A `chat.completion.chunk` (or a streamed error object), the fields read.
 #[derive(Deserialize)]
@@ -150,6 +151,7 @@ impl ChatAccumulator {
             self.core.end(StreamEnd::EndOfInput, target)?;
             return Ok(());
         }
+        count_parsed(data.len());
         let chunk: Chunk<'_> = serde_json::from_str(data)
             .map_err(|source| StreamError::Malformed { event, source })?;
         if let Some(error) = chunk.error {

@@ -49,6 +49,7 @@ mod error;
 mod report;
 mod responses;
 mod sse;
+mod work;
 
 pub use anthropic::AnthropicAccumulator;
 pub use chat::ChatAccumulator;
@@ -56,6 +57,8 @@ pub use error::StreamError;
 pub use report::{DeltaKind, DroppedItem, StreamEnd, StreamSummary, Update};
 pub use responses::ResponsesAccumulator;
 pub use sse::{SseDecoder, SseEvent};
+#[cfg(feature = "testing")]
+pub use work::stream_bytes_parsed;
 
 use crate::history::{History, Recorded};
 use crate::item::ItemError;

@@ -10,6 +10,7 @@ use crate::stream::core::{Core, Fault};
 use crate::stream::error::StreamError;
 use crate::stream::report::{DeltaKind, StreamEnd, StreamSummary, Update};
 use crate::stream::sse::SseDecoder;
+use crate::stream::work::count_parsed;
 
 /// The fields of a Responses streaming event this accumulator reads; the rest (among them a
 /// terminal event's whole `response`) is skipped by the parser without being kept.
@@ -232,6 +233,7 @@ impl ResponsesAccumulator {
             self.end(StreamEnd::EndOfInput, target)?;
             return Ok(Outcome::Skipped);
         }
+        count_parsed(data.len());
         let event: Event<'d> =
             serde_json::from_str(data).map_err(|source| StreamError::Malformed {
                 event: event_number,
@@ -269,6 +271,7 @@ impl ResponsesAccumulator {
             "response.output_item.added" => {
                 let index = event.output_index.ok_or_else(|| missing("output_index"))?;
                 let item = event.item.ok_or_else(|| missing("item"))?;
+                count_parsed(item.get().len());
                 let head: ItemHead =
                     serde_json::from_str(item.get()).map_err(|source| StreamError::Malformed {
                         event: event_number,

@@ -1,5 +1,5 @@
 //! Support for tests of this crate and of code built on it (the `testing` feature): counts of
-//! item conversions, media strips, tool-plan serializations and the slots a prefix check read
+//! item conversions, media strips, tool-plan serializations, stream event bytes parsed and the slots a prefix check read
 //! for property tests, and
 //! [`CodexRollout`], which writes rollouts in the shape Codex writes them.
 
@@ -8,4 +8,5 @@ mod codex_rollout;
 pub use crate::item::item_conversions;
 pub use crate::projection::{media_checks, media_strips, prefix_slots_read};
 pub use crate::request::tool_plan_serializations;
+pub use crate::stream::stream_bytes_parsed;
 pub use codex_rollout::{CodexRollout, CodexRolloutError};
