@@ -115,7 +115,10 @@ fn a_turn_cancelled_after_a_complete_call_is_reported_and_repaired() {
     assert_eq!(summary.dropped.len(), 1, "the half message");
     drop(resumed);
     let file_before = std::fs::read_to_string(&path).expect("rollout");
-    assert!(!file_before.contains("Running l"), "no delta enters the rollout");
+    assert!(
+        !file_before.contains("Running l"),
+        "no delta enters the rollout"
+    );
     assert_eq!(file_before.matches(r#""call_id":"call_1""#).count(), 1);
 
     let first = resume_file(&path, &ResumeOptions::default()).expect("resumes");
