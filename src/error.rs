@@ -110,6 +110,17 @@ mod tests {
             }
             .into(),
             ToolPlanError::Serialize { source: json() }.into(),
+            StreamError::Malformed {
+                event: 4,
+                source: json(),
+            }
+            .into(),
+            StreamError::Item {
+                event: 9,
+                output_index: 1,
+                source: item(),
+            }
+            .into(),
             SnapshotError::Io {
                 path: path.clone(),
                 step: SnapshotStep::Map,

@@ -72,7 +72,7 @@ pub use provider::{ParseTargetError, Target};
 // The stream layer: a streamed model response (OpenAI Responses, Chat Completions, Anthropic
 // Messages) recorded as complete items only.
 pub use stream::{
-    AnthropicAccumulator, ChatAccumulator, DeltaKind, DroppedItem, RecordFailure,
+    AnthropicAccumulator, ChatAccumulator, DeltaKind, DroppedItem, NotUtf8Event, RecordFailure,
     ResponsesAccumulator, SseDecoder, SseEvent, StreamEnd, StreamError, StreamSummary,
     StreamTarget, Update,
 };

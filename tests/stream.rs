@@ -824,3 +824,47 @@ fn each_event_is_parsed_once_and_the_item_converted_once_whatever_the_number_of_
     );
     assert!(conversions[0] >= 1);
 }
+
+#[test]
+fn crlf_line_ends_and_one_byte_reads_give_the_same_history() {
+    for name in RESPONSES_FIXTURES {
+        let text = fixture(name);
+        let (lf, lf_summary, _) = feed_responses(text.as_bytes(), 4096);
+        let crlf = text.replace('\n', "\r\n");
+        let (history, summary, _) = feed_responses(crlf.as_bytes(), 1);
+        assert_eq!(history_items(&history), history_items(&lf), "{name}");
+        assert_eq!(summary, lf_summary, "{name}");
+        assert_eq!(summary.end, StreamEnd::Completed);
+    }
+}
+
+#[test]
+fn chat_legacy_function_call_and_reasoning_are_reported_not_recorded() {
+    let chunk = |delta: Value, finish: Value| {
+        json!({"object":"chat.completion.chunk","choices":[{"index":0,"delta":delta,"finish_reason":finish}]}).to_string()
+    };
+    let mut history = History::new();
+    let mut acc = ChatAccumulator::new();
+    for event in [
+        chunk(json!({"reasoning_content":"think"}), Value::Null),
+        chunk(
+            json!({"function_call":{"name":"ls","arguments":"{}"}}),
+            Value::Null,
+        ),
+        chunk(json!({}), json!("function_call")),
+    ] {
+        acc.push_json_with(&event, &mut history, &mut |_| {})
+            .expect("valid");
+    }
+    let summary = acc.finish(&mut history).expect("finish");
+    assert!(history.is_empty());
+    assert_eq!(summary.end, StreamEnd::Completed);
+    let left_out: Vec<&str> = summary
+        .not_representable
+        .iter()
+        .map(|(_, what)| what.as_str())
+        .collect();
+    assert_eq!(left_out.len(), 2, "{left_out:?}");
+    assert!(left_out[0].contains("function_call") && left_out[0].contains("2 byte"));
+    assert!(left_out[1].contains("5 byte(s) of reasoning_content"));
+}

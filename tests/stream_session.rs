@@ -121,3 +121,76 @@ fn a_session_refuses_an_item_that_is_not_one_and_the_accumulator_names_its_event
     assert!(session.history().is_empty());
     assert!(payloads(&path, "response_item").is_empty());
 }
+
+/// A sink whose writes fail while `failing` is set; what it took is shared with the test.
+struct SwitchSink {
+    data: std::rc::Rc<std::cell::RefCell<Vec<u8>>>,
+    failing: std::rc::Rc<std::cell::Cell<bool>>,
+}
+
+impl agent_history::RolloutSink for SwitchSink {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        if self.failing.get() {
+            return Err(std::io::Error::other("injected failure"));
+        }
+        self.data.borrow_mut().extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+    fn sync_data(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[test]
+fn a_failed_write_keeps_the_item_and_the_stream_goes_on_in_order() {
+    let failing = std::rc::Rc::new(std::cell::Cell::new(false));
+    let data = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
+    let sink = SwitchSink {
+        data: data.clone(),
+        failing: failing.clone(),
+    };
+    let writer = agent_history::RolloutWriter::with_sink(sink, "switch", Durability::Flush);
+    let mut session = Session::from_parts(agent_history::History::new(), writer, thread("switch"));
+    let text = fixture("parallel_calls.sse");
+    let first_done = text
+        .find("event: response.output_item.done")
+        .expect("a done");
+    let mut accumulator = ResponsesAccumulator::new();
+    accumulator
+        .feed(&text.as_bytes()[..first_done], &mut session, |_| {})
+        .expect("valid");
+    failing.set(true);
+    let error = accumulator
+        .feed(&text.as_bytes()[first_done..], &mut session, |_| {})
+        .expect_err("the first call's line cannot be written");
+    assert!(
+        matches!(error, agent_history::Error::RolloutWrite(_)),
+        "{error:?}"
+    );
+    assert_eq!(session.history().len(), 1, "the history has the call");
+    assert!(!accumulator.is_ended(), "a write failure is not bad input");
+    failing.set(false);
+    // The events after the failed one were decoded and wait in the accumulator: an empty
+    // feed handles them.
+    accumulator.feed(&[], &mut session, |_| {}).expect("valid");
+    assert_eq!(
+        session.history().len(),
+        2,
+        "the order moved on past the call whose write failed: the second is recorded at its done"
+    );
+    let summary = accumulator.finish(&mut session).expect("finish");
+    assert_eq!(summary.end, StreamEnd::Completed);
+    assert_eq!(summary.recorded, 2);
+    session.flush().expect("flushed");
+    let written = String::from_utf8(data.borrow().clone()).expect("utf-8");
+    let calls: Vec<Value> = written
+        .lines()
+        .map(|line| {
+            serde_json::from_str::<Value>(line).expect("line")["payload"]["call_id"].clone()
+        })
+        .collect();
+    assert_eq!(calls, vec![Value::from("call_a"), Value::from("call_b")]);
+}

@@ -42,6 +42,9 @@ struct Delta<'a> {
     reasoning_content: Option<Cow<'a, str>>,
     #[serde(default, borrow)]
     tool_calls: Vec<ToolCallDelta<'a>>,
+    /// The deprecated single `function_call` delta (no call id).
+    #[serde(default, borrow)]
+    function_call: Option<FunctionDelta<'a>>,
 }
 
 #[derive(Deserialize)]
@@ -75,9 +78,10 @@ const MESSAGE: u64 = 0;
 /// What is not recorded: everything when the stream ends before a `finish_reason` (reported
 /// as dropped); at `finish_reason` `length` or `content_filter` (the response was cut) the
 /// message is recorded with `"status":"incomplete"` and the tool calls are dropped, since their
-/// arguments may be cut too; a tool call without an `id`; choices other than index 0 (the
-/// history is one conversation); `reasoning_content` text some compatible servers send, which
-/// no Responses item holds (reported in [`StreamSummary::not_representable`]). A chunk with
+/// arguments may be cut too; a tool call without an `id` and the deprecated `function_call`
+/// delta, which has none (both reported in [`StreamSummary::not_representable`]); choices other
+/// than index 0 (the history is one conversation); `reasoning_content` text some compatible
+/// servers send, which no Responses item holds (reported too). A chunk with
 /// an `error` object ends the stream as failed.
 #[derive(Debug, Default)]
 pub struct ChatAccumulator {
@@ -87,6 +91,8 @@ pub struct ChatAccumulator {
     names: std::collections::HashMap<u64, String>,
     /// Bytes of reasoning text seen (left out).
     reasoning_bytes: u64,
+    /// Bytes of deprecated `function_call` arguments seen (left out: such a call has no id).
+    legacy_call_bytes: Option<u64>,
 }
 
 impl ChatAccumulator {
@@ -111,7 +117,7 @@ impl ChatAccumulator {
         while let Some(event) = self.sse.next_event() {
             match event {
                 Ok(event) => self.push_json_with(&event.data, target, &mut on_update)?,
-                Err(()) => {
+                Err(_not_utf8) => {
                     let event = self.core.count();
                     let fault = Fault::Input(StreamError::NotUtf8 { event });
                     return Err(self.core.settle(fault, target));
@@ -221,6 +227,10 @@ impl ChatAccumulator {
             && !text.is_empty()
         {
             self.reasoning_bytes += text.len() as u64;
+        }
+        if let Some(call) = &delta.function_call {
+            *self.legacy_call_bytes.get_or_insert(0) +=
+                call.arguments.as_deref().map_or(0, str::len) as u64;
         }
         for call in delta.tool_calls {
             let index = call.index.ok_or_else(|| StreamError::MissingField {
@@ -353,6 +363,14 @@ impl ChatAccumulator {
                 }
                 Err(fault) => return Err(fault),
             }
+        }
+        if let Some(bytes) = self.legacy_call_bytes {
+            self.core.not_representable.push((
+                MESSAGE,
+                format!(
+                    "a deprecated `function_call` ({bytes} byte(s) of arguments), which has no call id"
+                ),
+            ));
         }
         if self.reasoning_bytes > 0 {
             self.core.not_representable.push((

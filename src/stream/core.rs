@@ -194,14 +194,24 @@ impl Core {
             return Ok(0);
         }
         let mut recorded = 0;
+        let mut first_error = None;
         if let Some(json) = json {
-            self.record(index, &json, target)?;
-            recorded += 1;
+            match self.record(index, &json, target) {
+                Ok(()) => recorded += 1,
+                // The target kept the item (a session's write failed): the order moves on.
+                Err(Fault::Target(error)) => {
+                    recorded += 1;
+                    first_error = Some(Fault::Target(error));
+                }
+                // Refused: not recorded; the caller ends the stream here.
+                Err(refused) => return Err(refused),
+            }
         }
         self.next += 1;
-        let mut first_error = None;
         while let Some(json) = self.held.remove(&self.next) {
             if let Some(json) = json {
+                // Held items were checked when their `done` came: only a target's own failure
+                // can come back here, and the target then kept the item.
                 if let Err(error) = self.record(self.next, &json, target) {
                     first_error.get_or_insert(error);
                 }

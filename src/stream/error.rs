@@ -87,7 +87,4 @@ pub enum StreamError {
         /// The number the event would have had.
         event: u64,
     },
-    /// Reading the event stream failed.
-    #[error("cannot read the event stream")]
-    Io(#[source] std::io::Error),
 }

@@ -56,11 +56,16 @@ pub use chat::ChatAccumulator;
 pub use error::StreamError;
 pub use report::{DeltaKind, DroppedItem, StreamEnd, StreamSummary, Update};
 pub use responses::ResponsesAccumulator;
-pub use sse::{SseDecoder, SseEvent};
+pub use sse::{NotUtf8Event, SseDecoder, SseEvent};
 #[cfg(feature = "testing")]
 pub use work::stream_bytes_parsed;
 
 use crate::history::{History, Recorded};
+
+/// `docs/streaming.md`, whose example is compiled and run as a doctest.
+#[cfg(doctest)]
+#[doc = include_str!("../../docs/streaming.md")]
+pub struct StreamingDoc;
 use crate::item::ItemError;
 
 /// Why a [`StreamTarget`] did not record an item.

@@ -52,7 +52,7 @@ pub enum Update<'a> {
         text: &'a str,
     },
     /// An item is complete. `recorded` items (its own and those it released, see
-    /// [`docs/streaming.md`]) were recorded by this event, in output order.
+    /// `docs/streaming.md`) were recorded by this event, in output order.
     Done {
         /// Its output index.
         output_index: u64,

@@ -127,7 +127,9 @@ impl ResponsesAccumulator {
     ///
     /// The first [`StreamError`] (as the target's error): the stream then ends at that event
     /// ([`StreamEnd::InvalidInput`]) with the items completed before it recorded; or the target's
-    /// own error (a session's failed write), after which the stream goes on.
+    /// own error (a session's failed write), after which the stream goes on: the events these
+    /// bytes completed after the failed one stay queued, and the next call (an empty slice will
+    /// do) handles them.
     pub fn feed<T: StreamTarget>(
         &mut self,
         bytes: &[u8],
@@ -141,7 +143,7 @@ impl ResponsesAccumulator {
                     let update = self.push_named(event.name.as_deref(), &event.data, target)?;
                     on_update(update);
                 }
-                Err(()) => {
+                Err(_not_utf8) => {
                     let event = self.core.count();
                     let fault = Fault::Input(StreamError::NotUtf8 { event });
                     return Err(self.core.settle(fault, target));

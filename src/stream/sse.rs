@@ -13,6 +13,11 @@ pub struct SseEvent {
     pub data: String,
 }
 
+/// An event of a server-sent-event stream with a line that is not UTF-8.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("a server-sent event with a line that is not UTF-8")]
+pub struct NotUtf8Event;
+
 /// Decodes `text/event-stream` bytes into events, whatever the chunking: lines end in LF, CRLF
 /// or CR (a CRLF split across two chunks is one line end); a line starting with `:` is a
 /// comment; `data:`, `event:` fields (one optional space after the colon); `id:`, `retry:` and
@@ -41,7 +46,7 @@ pub struct SseDecoder {
     ready: VecDeque<SseEvent>,
     /// Lines seen that were not UTF-8 (the event they belonged to is flagged).
     bad_utf8: bool,
-    /// Events whose lines were not UTF-8, in the order of `ready`; `None` when none is.
+    /// Whether each event of `ready` had a line that was not UTF-8, in the same order.
     bad_events: VecDeque<bool>,
 }
 
@@ -143,13 +148,12 @@ impl SseDecoder {
         }
     }
 
-    /// The next complete event, if any: `Ok(event)`, or `Err(())` for an event some of whose
-    /// lines were not UTF-8 (its data then holds only the lines that were).
-    #[allow(clippy::result_unit_err)]
-    pub fn next_event(&mut self) -> Option<Result<SseEvent, ()>> {
+    /// The next complete event, if any: `Ok(event)`, or [`NotUtf8Event`] for an event some of
+    /// whose lines were not UTF-8 (its other lines are discarded with it).
+    pub fn next_event(&mut self) -> Option<Result<SseEvent, NotUtf8Event>> {
         let event = self.ready.pop_front()?;
         let bad = self.bad_events.pop_front().unwrap_or(false);
-        Some(if bad { Err(()) } else { Ok(event) })
+        Some(if bad { Err(NotUtf8Event) } else { Ok(event) })
     }
 
     /// Whether bytes of an unfinished event are pending (a stream that ends now ends inside an
@@ -203,7 +207,7 @@ mod tests {
     fn a_line_that_is_not_utf8_flags_its_event() {
         let mut decoder = SseDecoder::new();
         decoder.push(b"data: \xff\n\ndata: ok\n\n");
-        assert_eq!(decoder.next_event(), Some(Err(())));
+        assert_eq!(decoder.next_event(), Some(Err(NotUtf8Event)));
         assert_eq!(
             decoder.next_event(),
             Some(Ok(SseEvent {
