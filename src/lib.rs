@@ -81,19 +81,19 @@ pub use stream::{
 
 // The snapshot layer: memory-mapped archives of a history.
 pub use snapshot::{
-    ExistingFile, PrefixState, Replace, RolloutPosition, SNAPSHOT_FORMAT_VERSION, Snapshot,
-    SnapshotError, SnapshotHeader, SnapshotOptions, SnapshotStep, SnapshotTrust, is_snapshot,
-    open_snapshot,
+    ExistingFile, OpenTurn, PrefixState, Replace, RolloutPosition, SNAPSHOT_FORMAT_VERSION,
+    Snapshot, SnapshotError, SnapshotHeader, SnapshotOptions, SnapshotStep, SnapshotTrust,
+    is_snapshot, open_snapshot,
 };
 
 // The rollout layer: reading, resuming and writing Codex rollout files.
 pub use rollout::{
     BaseInstructions, BinaryContent, Compactions, DEFAULT_MAX_LINE_BYTES, DEFAULT_MAX_REPORTED,
-    Durability, FallbackReason, FileSink, LaterLine, LeftOut, LineKind, LineRepair, LoadReport,
-    READER_LABEL, ReadMode, ReadOptions, RepairedLine, ResumeOptions, ResumeSource, Resumed,
-    Rollout, RolloutError, RolloutLine, RolloutSink, RolloutWriteError, RolloutWriter, SessionMeta,
-    SkipCounts, SkipReason, SkippedLine, WorldStateIssue, WorldStateProblem, WorldStateReport,
-    WriteStep, open_rollout, resume_file, resume_reader,
+    Durability, FallbackReason, FileSink, IncompleteTurn, LaterLine, LeftOut, LineKind, LineRepair,
+    LoadReport, OpenCall, READER_LABEL, ReadMode, ReadOptions, RepairedLine, ResumeOptions,
+    ResumeSource, Resumed, Rollout, RolloutError, RolloutLine, RolloutSink, RolloutWriteError,
+    RolloutWriter, SessionMeta, SkipCounts, SkipReason, SkippedLine, WorldStateIssue,
+    WorldStateProblem, WorldStateReport, WriteStep, open_rollout, resume_file, resume_reader,
 };
 
 // The session layer: a history and its rollout kept in step.

@@ -13,8 +13,8 @@ use crate::history::{
 };
 use crate::item::{Entry, ItemError, ItemKind, ResponseItem, ThreadId, parse_item};
 use crate::rollout::{
-    Durability, FileSink, LoadReport, ResumeOptions, ResumeSource, RolloutError, RolloutSink,
-    RolloutWriteError, RolloutWriter, SessionMeta, WriteStep, resume_file,
+    Durability, FileSink, IncompleteTurn, LoadReport, ResumeOptions, ResumeSource, RolloutError,
+    RolloutSink, RolloutWriteError, RolloutWriter, SessionMeta, WriteStep, resume_file,
 };
 use crate::snapshot::SnapshotHeader;
 use crate::stream::{RecordFailure, StreamTarget};
@@ -89,6 +89,15 @@ pub struct ResumedSession {
     /// The previous turn's settings (the `turn_context` payload resume settled on), for the next
     /// turn's settings diff.
     pub previous_turn_settings: Option<Box<RawValue>>,
+}
+
+impl ResumedSession {
+    /// The rollout's last turn when it was started and neither completed nor aborted (the
+    /// session stopped inside it): [`LoadReport::incomplete_turn`]. The calls it lists have no
+    /// output; the next projection repairs them, and nothing is written for them.
+    pub fn incomplete_turn(&self) -> Option<&IncompleteTurn> {
+        self.report.incomplete_turn.as_ref()
+    }
 }
 
 impl Session<FileSink> {

@@ -369,7 +369,7 @@ fn snapshot_verify_and_project_from_a_snapshot() {
     let report = text(&verified.stdout);
     assert!(report.contains(": ok"), "{report}");
     assert!(report.contains("digest verified"), "{report}");
-    assert!(report.contains("format          version 3"), "{report}");
+    assert!(report.contains("format          version 4"), "{report}");
     // The golden version 1 snapshot verifies too, and says its version.
     let golden = concat!(
         env!("CARGO_MANIFEST_DIR"),
@@ -378,7 +378,7 @@ fn snapshot_verify_and_project_from_a_snapshot() {
     let old = run(&["verify", golden]);
     assert!(old.status.success(), "stderr: {}", text(&old.stderr));
     assert!(
-        text(&old.stdout).contains("format          version 1 (this build writes 3)"),
+        text(&old.stdout).contains("format          version 1 (this build writes 4)"),
         "{}",
         text(&old.stdout)
     );

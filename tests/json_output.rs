@@ -107,8 +107,16 @@ fn load_report_fields() {
             "base_instructions",
             "legacy",
             "left_out",
-            "world_state"
+            "world_state",
+            "incomplete_turn"
         ]
+    );
+    // The rollout ends inside turn t1 (line 11): it recorded the assistant's message (position
+    // 5, after the five items before it); the unanswered call c1 came before the turn.
+    assert_eq!(
+        report["incomplete_turn"],
+        json!({"turn_id": "t1", "started_line": 11, "start": 5, "items": 1,
+               "calls_without_output": []})
     );
 
     assert_eq!(to_json(resumed.source()), json!({"source": "rollout"}));
@@ -116,6 +124,41 @@ fn load_report_fields() {
         to_json(&resumed.compactions().copied()),
         json!({"base": null, "lines": 0, "legacy_rebuilt": false})
     );
+}
+
+/// An incomplete last turn with calls of two families still without output, and a turn that
+/// completed (no report: `null`).
+#[test]
+fn incomplete_turn_fields() {
+    let dir = temp_dir();
+    let path = dir.path().join("rollout.jsonl");
+    let lines = [
+        meta_line(),
+        event_line(r#"{"type":"task_started","turn_id":"t0"}"#),
+        item_line(&user("first")),
+        event_line(r#"{"type":"task_complete","turn_id":"t0"}"#),
+        event_line(r#"{"type":"task_started"}"#),
+        item_line(&user("second")),
+        item_line(r#"{"type":"function_call","name":"shell","arguments":"{}","call_id":"c1"}"#),
+        item_line(r#"{"type":"custom_tool_call","name":"apply_patch","input":"x","call_id":"c2"}"#),
+        item_line(r#"{"type":"function_call","name":"shell","arguments":"{}","call_id":"c3"}"#),
+        item_line(r#"{"type":"function_call_output","call_id":"c3","output":"ok"}"#),
+    ];
+    fs::write(&path, lines.join("\n") + "\n").unwrap();
+    let resumed =
+        resume_file(&path, &ResumeOptions::new(TruncationPolicy::Tokens(10_000))).unwrap();
+    assert_eq!(
+        to_json(resumed.report())["incomplete_turn"],
+        json!({"turn_id": null, "started_line": 5, "start": 1, "items": 5,
+        "calls_without_output": [
+            {"position": 2, "call_id": "c1", "kind": "function_call", "family": "function"},
+            {"position": 3, "call_id": "c2", "kind": "custom_tool_call", "family": "custom"}
+        ]})
+    );
+    fs::write(&path, lines[..4].join("\n") + "\n").unwrap();
+    let resumed =
+        resume_file(&path, &ResumeOptions::new(TruncationPolicy::Tokens(10_000))).unwrap();
+    assert_eq!(to_json(resumed.report())["incomplete_turn"], Value::Null);
 }
 
 #[test]
@@ -254,7 +297,7 @@ fn resume_source_through_snapshot_and_fallback() {
         .write_snapshot(&snapshot)
         .unwrap();
     let header_json = to_json(&header);
-    assert_eq!(header_json["format_version"], 3);
+    assert_eq!(header_json["format_version"], 4);
     assert_eq!(header_json["entry_count"], 1);
     assert_eq!(
         header_json["payload_digest"],

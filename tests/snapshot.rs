@@ -261,7 +261,7 @@ fn version_and_format_errors_say_what_was_found() {
             error,
             SnapshotError::UnsupportedVersion {
                 found: 7,
-                supported: 3,
+                supported: 4,
                 ..
             }
         ),
@@ -404,14 +404,62 @@ fn golden_snapshot_v2_reads_and_rewrites_identically() {
 }
 
 /// The golden snapshot of format version 3, written from `snapshot-v3.jsonl` (`snapshot-v2.jsonl`
-/// followed by world-state lines: a full snapshot and a patch): read by every build, and
-/// rewritten byte for byte from the same rollout and from the opened file. Regenerate (only with
-/// a new format version) with `AGENT_HISTORY_WRITE_GOLDEN=1 cargo test --test snapshot golden`.
+/// followed by world-state lines: a full snapshot and a patch) by the build of that version: read
+/// by every build, standing for the rollout's prefix as a full resume does, and copied byte for
+/// byte from the opened file (a copy keeps its version).
 #[test]
-fn golden_snapshot_v3_reads_and_rewrites_identically() {
+fn golden_snapshot_v3_reads_and_copies_identically() {
     let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
     let golden = fixtures.join("snapshot-v3.snap");
     let rollout = fixtures.join("snapshot-v3.jsonl");
+    let resumed = resume_file(
+        &rollout,
+        &ResumeOptions::new(DEFAULT_TRUNCATION).snapshot_ready(),
+    )
+    .expect("resumes");
+    let opened = open_snapshot(&golden, SnapshotOptions::untrusted()).expect("golden opens");
+    assert_eq!(opened.header().format_version, 3);
+    assert_eq!(opened.state().open_turn, None);
+    assert_eq!(Some(opened.header().rollout), resumed.covered());
+    assert_eq!(opened.history().entries(), resumed.history().entries());
+    assert_eq!(opened.history().compactions_reachable(), 1);
+    assert_eq!(
+        opened.history().reachable_user_turns(),
+        resumed.history().reachable_user_turns()
+    );
+    let baseline = opened
+        .history()
+        .world_state_baseline()
+        .expect("the rollout ends with world-state lines");
+    assert_eq!(Some(baseline), resumed.history().world_state_baseline());
+    let dir = temp_dir();
+    let golden_bytes = std::fs::read(&golden).expect("golden");
+    let copy = dir.path().join("copy.snap");
+    opened.write(&copy).expect("written");
+    assert_eq!(
+        std::fs::read(&copy).expect("file"),
+        golden_bytes,
+        "an opened version 3 snapshot writes itself back unchanged"
+    );
+    let through = resume_file(
+        &rollout,
+        &ResumeOptions::new(DEFAULT_TRUNCATION).with_snapshot(&golden),
+    )
+    .expect("resumes");
+    assert!(through.used_snapshot(), "{:?}", through.source());
+    assert_eq!(through.history(), resumed.history());
+}
+
+/// The golden snapshot of format version 4, written from `snapshot-v4.jsonl` (`snapshot-v3.jsonl`
+/// followed by a turn that never completed: `task_started`, a user message, a function call
+/// without output): read by every build, and
+/// rewritten byte for byte from the same rollout and from the opened file. Regenerate (only with
+/// a new format version) with `AGENT_HISTORY_WRITE_GOLDEN=1 cargo test --test snapshot golden`.
+#[test]
+fn golden_snapshot_v4_reads_and_rewrites_identically() {
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+    let golden = fixtures.join("snapshot-v4.snap");
+    let rollout = fixtures.join("snapshot-v4.jsonl");
     let resumed = resume_file(
         &rollout,
         &ResumeOptions::new(DEFAULT_TRUNCATION).snapshot_ready(),
@@ -421,7 +469,19 @@ fn golden_snapshot_v3_reads_and_rewrites_identically() {
         resumed.write_snapshot(&golden).expect("golden written");
     }
     let opened = open_snapshot(&golden, SnapshotOptions::untrusted()).expect("golden opens");
-    assert_eq!(opened.header().format_version, 3);
+    assert_eq!(opened.header().format_version, 4);
+    let open_turn = opened
+        .state()
+        .open_turn
+        .clone()
+        .expect("the prefix ends inside a turn");
+    let incomplete = resumed.incomplete_turn().expect("incomplete");
+    assert_eq!(
+        open_turn.turn_id.as_ref().map(|id| id.as_str()),
+        Some("turn-open")
+    );
+    assert_eq!(open_turn.start, incomplete.start as u64);
+    assert_eq!(open_turn.started_line, incomplete.started_line);
     assert_eq!(Some(opened.header().rollout), resumed.covered());
     assert_eq!(opened.history().entries(), resumed.history().entries());
     assert_eq!(opened.history().compactions_reachable(), 1);
@@ -445,7 +505,7 @@ fn golden_snapshot_v3_reads_and_rewrites_identically() {
     assert_eq!(
         std::fs::read(&again).expect("file"),
         golden_bytes,
-        "the writer no longer produces format version 3 byte for byte"
+        "the writer no longer produces format version 4 byte for byte"
     );
     let copy = dir.path().join("copy.snap");
     opened.write(&copy).expect("written");
@@ -507,6 +567,11 @@ fn check_resume_equivalence(name: &str, text: &[u8]) -> usize {
         assert_eq!(
             from_snapshot.ends_inside_turn(),
             full.ends_inside_turn(),
+            "{context}"
+        );
+        assert_eq!(
+            from_snapshot.incomplete_turn(),
+            full.incomplete_turn(),
             "{context}"
         );
         if from_snapshot.used_snapshot() {
@@ -784,6 +849,11 @@ fn a_version_2_snapshot_is_used_whatever_lines_follow() {
         assert_eq!(
             resumed.ends_inside_turn(),
             full.ends_inside_turn(),
+            "{what:?}"
+        );
+        assert_eq!(
+            resumed.incomplete_turn(),
+            full.incomplete_turn(),
             "{what:?}"
         );
     }

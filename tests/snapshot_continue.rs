@@ -176,6 +176,11 @@ fn assert_same(fast: &Resumed, full: &Resumed, context: &str) {
         "ends inside a turn: {context}"
     );
     assert_eq!(
+        fast.incomplete_turn(),
+        full.incomplete_turn(),
+        "incomplete turn: {context}"
+    );
+    assert_eq!(
         ours.reachable_user_turns(),
         theirs.reachable_user_turns(),
         "reachable user turns: {context}"

@@ -178,7 +178,10 @@ fn a_snapshot_stores_the_baseline() {
     let snap = dir.path().join("r.snap");
     resumed.write_snapshot(&snap).expect("written");
     let opened = open_snapshot(&snap, Default::default()).expect("opens");
-    assert_eq!(opened.header().format_version, 3);
+    assert_eq!(
+        opened.header().format_version,
+        agent_history::SNAPSHOT_FORMAT_VERSION
+    );
     assert_eq!(opened.history().world_state_baseline(), Some(&baseline));
     assert_eq!(opened.history(), resumed.history());
     let copy = dir.path().join("copy.snap");

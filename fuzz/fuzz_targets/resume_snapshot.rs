@@ -32,6 +32,7 @@ fn same(a: &Resumed, b: &Resumed) {
         b.previous_turn_settings().map(|raw| raw.get())
     );
     assert_eq!(a.ends_inside_turn(), b.ends_inside_turn());
+    assert_eq!(a.incomplete_turn(), b.incomplete_turn());
     let (a, b) = (a.history(), b.history());
     assert_eq!(a.reachable_user_turns(), b.reachable_user_turns());
     assert_eq!(a.compactions_reachable(), b.compactions_reachable());

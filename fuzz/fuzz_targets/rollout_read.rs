@@ -101,7 +101,9 @@ fuzz_target!(|input: &[u8]| {
 
     let resumed = rollout.resume(DEFAULT_TRUNCATION).expect("resumes");
     // The reader counts the `world_state` lines; resume fills in what replaying them found
-    // (`LoadReport::world_state`). Everything else is the reader's report unchanged.
+    // (`LoadReport::world_state`) and the incomplete last turn, which it reports exactly when
+    // the rollout ends inside a turn, with positions inside the history. Everything else is the
+    // reader's report unchanged.
     let world = &resumed.report().world_state;
     assert_eq!(world.lines, rollout.report.world_state.lines);
     assert!(
@@ -109,8 +111,17 @@ fuzz_target!(|input: &[u8]| {
         "replayed more lines than were read"
     );
     assert!(world.ignored_patches + world.invalid <= world.replayed);
+    let incomplete = resumed.incomplete_turn();
+    assert_eq!(incomplete.is_some(), resumed.ends_inside_turn());
+    if let Some(turn) = incomplete {
+        assert_eq!(turn.start + turn.items, resumed.history().len());
+        for call in &turn.calls_without_output {
+            assert!(call.position >= turn.start && call.position < resumed.history().len());
+        }
+    }
     let mut expected = rollout.report.clone();
     expected.world_state = world.clone();
+    expected.incomplete_turn = incomplete.cloned();
     assert_eq!(resumed.report(), &expected);
     let history = resumed.history();
     history.assert_invariants();

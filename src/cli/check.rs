@@ -179,6 +179,13 @@ fn write_text(out: &mut impl std::io::Write, checked: &Checked) -> anyhow::Resul
             ),
         )?;
     }
+    if let Some(turn) = checked
+        .load
+        .as_ref()
+        .and_then(|load| load.incomplete_turn.as_ref())
+    {
+        line(out, format!("last turn incomplete: {turn}"))?;
+    }
     let entries: Vec<(String, String, String)> = checked
         .findings
         .iter()

@@ -120,7 +120,7 @@ pub fn collapse(entries: &[(String, String, String)]) -> Vec<String> {
 }
 
 /// The load report of a resume, as status lines: the lines read and skipped, what resume left
-/// out, the lines skipped and repaired (repeats collapsed).
+/// out, an incomplete last turn, the lines skipped and repaired (repeats collapsed).
 pub fn report_load(resumed: &Resumed) {
     let report = resumed.report();
     let counts = &report.skip_counts;
@@ -142,6 +142,9 @@ pub fn report_load(resumed: &Resumed) {
             "  left out by resume (not history content): {}",
             report.left_out
         );
+    }
+    if let Some(turn) = &report.incomplete_turn {
+        status!("  last turn incomplete: {turn}");
     }
     let mut listed = 0;
     for line in report.malformed() {

@@ -183,6 +183,9 @@ fn text(session: &SessionStats) -> String {
                 format!(" ({left_out})")
             }
         );
+        if let Some(turn) = &load.incomplete_turn {
+            let _ = writeln!(out, "last turn      incomplete: {turn}");
+        }
     }
     if let Some(header) = &session.snapshot {
         let _ = writeln!(

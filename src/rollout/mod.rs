@@ -25,9 +25,9 @@ pub use error::{BinaryContent, RolloutError, RolloutWriteError, WriteStep};
 pub use line::{BaseInstructions, LineKind, RolloutLine, SessionMeta};
 pub use reader::{READER_LABEL, Rollout, open_rollout};
 pub use report::{
-    DEFAULT_MAX_LINE_BYTES, DEFAULT_MAX_REPORTED, LeftOut, LineRepair, LoadReport, ReadMode,
-    ReadOptions, RepairedLine, SkipCounts, SkipReason, SkippedLine, WorldStateIssue,
-    WorldStateProblem, WorldStateReport,
+    DEFAULT_MAX_LINE_BYTES, DEFAULT_MAX_REPORTED, IncompleteTurn, LeftOut, LineRepair, LoadReport,
+    OpenCall, ReadMode, ReadOptions, RepairedLine, SkipCounts, SkipReason, SkippedLine,
+    WorldStateIssue, WorldStateProblem, WorldStateReport,
 };
 pub use resume::{
     Compactions, FallbackReason, LaterLine, ResumeOptions, ResumeSource, Resumed, resume_file,

@@ -712,6 +712,7 @@ impl ReadState<'_> {
             legacy: self.legacy,
             left_out: self.left_out,
             world_state: self.world_state,
+            incomplete_turn: None,
         })
     }
 }

@@ -7,7 +7,7 @@ use std::fmt;
 use serde::Serialize;
 use serde::ser::{SerializeMap, SerializeStruct};
 
-use crate::item::ThreadId;
+use crate::item::{CallId, Family, ItemKind, ThreadId, TurnId};
 use crate::world::WorldStateError;
 
 use super::line::BaseInstructions;
@@ -512,6 +512,99 @@ pub struct LoadReport {
     /// are the lines after the prefix it covers (those of the prefix were reported when the
     /// snapshot's resume read them).
     pub world_state: WorldStateReport,
+    /// The rollout's last turn when it was started and neither completed nor aborted: a
+    /// `task_started` (or `turn_started`) event with no `task_complete`, `turn_complete` or
+    /// `turn_aborted` after it. `None` when the last turn ended, and in a rollout without turn
+    /// events. Filled in by resume (the reader alone leaves it `None`); through a snapshot, it is
+    /// the same as a full resume's (`docs/codex-compatibility.md`, "Incomplete turns").
+    pub incomplete_turn: Option<IncompleteTurn>,
+}
+
+/// The last turn of a resumed rollout, started and never completed nor aborted: the session
+/// stopped inside it (interrupted, crashed, cut off mid-stream). The items it recorded are in the
+/// history; the calls among them still without an output are repaired by the next projection
+/// (a synthetic `aborted` output, never written to the rollout).
+///
+/// Serializes as `{"turn_id", "started_line", "start", "items", "calls_without_output"}`
+/// (`turn_id` null when the event had none; `docs/json-output.md`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct IncompleteTurn {
+    /// The turn id the `task_started` event carried, if any.
+    pub turn_id: Option<TurnId>,
+    /// The 1-based line number of that `task_started` event.
+    pub started_line: u64,
+    /// The history position of the first item the turn recorded (the history's length when it
+    /// recorded none). After a compaction inside the turn, the first item recorded after it;
+    /// after a rollback inside the turn, at most the history's length.
+    pub start: usize,
+    /// How many items the turn recorded: the history's positions `start..start + items`, the end
+    /// of the history.
+    pub items: usize,
+    /// The calls the turn recorded that have no output in the history, in history order.
+    pub calls_without_output: Vec<OpenCall>,
+}
+
+/// A call recorded without its output (see [`IncompleteTurn`]).
+///
+/// Serializes as `{"position", "call_id", "kind", "family"}` (`kind` the item type, `family`
+/// `function`, `custom` or `tool_search`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct OpenCall {
+    /// Its history position.
+    pub position: usize,
+    /// Its call id.
+    pub call_id: Option<CallId>,
+    /// Its kind (`function_call`, `custom_tool_call`, `local_shell_call`, `tool_search_call`).
+    pub kind: ItemKind,
+    /// The pairing family its output would belong to.
+    pub family: Family,
+}
+
+impl Serialize for OpenCall {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_struct("OpenCall", 4)?;
+        map.serialize_field("position", &self.position)?;
+        map.serialize_field("call_id", &self.call_id)?;
+        map.serialize_field("kind", self.kind.as_str())?;
+        map.serialize_field("family", family_name(self.family))?;
+        map.end()
+    }
+}
+
+/// The snake_case name of a pairing family.
+fn family_name(family: Family) -> &'static str {
+    match family {
+        Family::Function => "function",
+        Family::Custom => "custom",
+        Family::ToolSearch => "tool_search",
+    }
+}
+
+impl fmt::Display for IncompleteTurn {
+    /// One line: `turn <id> (line n) did not complete: k items, calls without output: a, b`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.turn_id {
+            Some(id) => write!(f, "turn {} ", id.as_str())?,
+            None => f.write_str("turn (no id) ")?,
+        }
+        write!(
+            f,
+            "started at line {} did not complete: {} item{} recorded",
+            self.started_line,
+            self.items,
+            if self.items == 1 { "" } else { "s" }
+        )?;
+        if !self.calls_without_output.is_empty() {
+            f.write_str(", calls without output:")?;
+            for call in &self.calls_without_output {
+                let id = call.call_id.as_ref().map_or("(no id)", |id| id.as_str());
+                write!(f, " {id} ({})", call.kind)?;
+            }
+        }
+        Ok(())
+    }
 }
 
 /// What rebuilding the world-state baseline from the `world_state` lines found.

@@ -47,6 +47,25 @@ pub(crate) struct SnapshotV3 {
     pub(crate) v2: SnapshotV2,
 }
 
+/// The root of a version-4 payload: the turn the covered prefix ends inside (`None` when it
+/// does not), and a version-3 root.
+#[derive(Archive, Serialize, Deserialize, Debug)]
+pub(crate) struct SnapshotV4 {
+    pub(crate) open_turn: Option<OpenTurnV4>,
+    pub(crate) v3: SnapshotV3,
+}
+
+/// The open turn of a version-4 payload.
+#[derive(Archive, Serialize, Deserialize, Debug)]
+pub(crate) struct OpenTurnV4 {
+    /// The turn id of its `task_started` event, if it had one.
+    pub(crate) turn_id: Option<String>,
+    /// The 1-based line number of that event.
+    pub(crate) started_line: u64,
+    /// The history position of its first item.
+    pub(crate) start: u64,
+}
+
 /// A state of the history before a compaction: indices into the entry table, and the first
 /// position whose user turns are its own.
 #[derive(Archive, Serialize, Deserialize, Debug)]
@@ -176,8 +195,8 @@ pub(crate) mod borrowed {
     use rkyv::{Archive, Place, Serialize, SerializeUnsized};
 
     use super::{
-        ArchivedEntryV1, ArchivedSnapshotV1, ArchivedSnapshotV2, ArchivedSnapshotV3, EarlierV2,
-        FactV2,
+        ArchivedEntryV1, ArchivedSnapshotV1, ArchivedSnapshotV2, ArchivedSnapshotV3,
+        ArchivedSnapshotV4, EarlierV2, FactV2, OpenTurnV4,
     };
 
     // `omit_bounds` on the fields that borrow: the derive's `Field: Archive` bounds would
@@ -265,5 +284,14 @@ pub(crate) mod borrowed {
         pub(crate) world_state: Option<String>,
         #[rkyv(omit_bounds)]
         pub(crate) v2: SnapshotV2Ref<'a>,
+    }
+
+    /// [`SnapshotV4`](super::SnapshotV4) with borrowed entries.
+    #[derive(Archive, Serialize)]
+    #[rkyv(as = ArchivedSnapshotV4, serialize_bounds(__S: Writer + Allocator, <__S as Fallible>::Error: Source))]
+    pub(crate) struct SnapshotV4Ref<'a> {
+        pub(crate) open_turn: Option<OpenTurnV4>,
+        #[rkyv(omit_bounds)]
+        pub(crate) v3: SnapshotV3Ref<'a>,
     }
 }

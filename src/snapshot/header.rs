@@ -2,8 +2,8 @@
 
 /// The first 8 bytes of every snapshot.
 pub(super) const MAGIC: [u8; 8] = *b"AGHISNAP";
-/// The format version this build writes. It reads this one and every earlier one (1, 2 and 3).
-pub const SNAPSHOT_FORMAT_VERSION: u32 = 3;
+/// The format version this build writes. It reads this one and every earlier one (1 to 4).
+pub const SNAPSHOT_FORMAT_VERSION: u32 = 4;
 /// The oldest format version this build reads.
 pub(super) const OLDEST_READABLE_VERSION: u32 = 1;
 /// Where the rkyv payload starts: one page, so that the payload is page-aligned in the map.

@@ -26,14 +26,14 @@ use imbl::Vector;
 use serde_json::value::RawValue;
 
 use crate::history::{History, TruncationPolicy};
-use crate::item::{CallId, Entry, ItemId, ThreadId};
+use crate::item::{CallId, Entry, ItemId, ThreadId, TurnId};
 use crate::world::WorldSnapshot;
 
 use bytestring::ByteString;
 
 use archive::{
     ArchivedEntryV1, ArchivedFactV2, ArchivedSnapshotV1, ArchivedSnapshotV2, ArchivedSnapshotV3,
-    fact_code, flags_from_bits, kind_from_code, role_from_code,
+    ArchivedSnapshotV4, fact_code, flags_from_bits, kind_from_code, role_from_code,
 };
 pub use error::{SnapshotError, SnapshotStep};
 use header::{HeaderProblem, MAGIC, PAYLOAD_OFFSET};
@@ -64,6 +64,24 @@ pub struct PrefixState {
     /// version 2 on; `false` when read from version 1, whose stored reference context item
     /// already accounts for it.
     pub legacy_compaction: bool,
+    /// The turn the covered prefix ends inside, when it does and the snapshot knows it: stored
+    /// from format version 4 on; `None` when read from an older version (a resume through such
+    /// a snapshot that would end inside that turn reads the whole rollout instead).
+    pub open_turn: Option<OpenTurn>,
+}
+
+/// The turn a covered rollout prefix ends inside: started by a `task_started` event, not ended
+/// (format version 4, `docs/snapshot-format.md`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct OpenTurn {
+    /// The turn id the `task_started` event carried, if any.
+    pub turn_id: Option<TurnId>,
+    /// The 1-based line number of that event.
+    pub started_line: u64,
+    /// The history position of the first item the turn recorded (the history's length when it
+    /// recorded none yet).
+    pub start: u64,
 }
 
 impl PrefixState {
@@ -418,11 +436,43 @@ fn decode(
                 .map_err(|error| invalid(error.to_string()))?;
             decode_v2(path, map, archived, header, options, None)
         }
-        _ => {
+        3 => {
             let archived = rkyv::access::<ArchivedSnapshotV3, rkyv::rancor::BoxedError>(payload)
                 .map_err(|error| invalid(error.to_string()))?;
             let world_state = archived.world_state.as_ref().map(|text| text.as_str());
             decode_v2(path, map, &archived.v2, header, options, world_state)
+        }
+        _ => {
+            let archived = rkyv::access::<ArchivedSnapshotV4, rkyv::rancor::BoxedError>(payload)
+                .map_err(|error| invalid(error.to_string()))?;
+            let v3 = &archived.v3;
+            let world_state = v3.world_state.as_ref().map(|text| text.as_str());
+            let mut snapshot = decode_v2(path, map, &v3.v2, header, options, world_state)?;
+            if snapshot.state.ends_inside_turn && archived.open_turn.is_none() {
+                return Err(invalid(
+                    "the prefix ends inside a turn, but no open turn is stored".into(),
+                ));
+            }
+            if let Some(turn) = archived.open_turn.as_ref() {
+                let start = turn.start.to_native();
+                if !snapshot.state.ends_inside_turn {
+                    return Err(invalid(
+                        "an open turn stored, but the prefix does not end inside a turn".into(),
+                    ));
+                }
+                if start > snapshot.header.entry_count {
+                    return Err(invalid(format!(
+                        "open turn: start {start} past the current state's {} entries",
+                        snapshot.header.entry_count
+                    )));
+                }
+                snapshot.state.open_turn = Some(OpenTurn {
+                    turn_id: turn.turn_id.as_ref().map(|id| TurnId::new(id.as_str())),
+                    started_line: turn.started_line.to_native(),
+                    start,
+                });
+            }
+            Ok(snapshot)
         }
     }
 }
@@ -609,6 +659,7 @@ impl Common<'_> {
             ends_inside_turn: self.resume_flags & 1 != 0,
             legacy: self.resume_flags & 2 != 0,
             legacy_compaction: self.resume_flags & 4 != 0,
+            open_turn: None,
         };
         Ok((truncation, reference_context_item, state))
     }

@@ -15,7 +15,10 @@ use std::sync::Arc;
 
 use crate::item::Entry;
 
-use super::archive::borrowed::{EntryRef, SnapshotV1Ref, SnapshotV2Ref, SnapshotV3Ref, StrRef};
+use super::archive::OpenTurnV4;
+use super::archive::borrowed::{
+    EntryRef, SnapshotV1Ref, SnapshotV2Ref, SnapshotV3Ref, SnapshotV4Ref, StrRef,
+};
 use super::archive::{EarlierV2, FactV2, fact_code, kind_code, role_code};
 use super::header::{PAYLOAD_OFFSET, RolloutPosition, SNAPSHOT_FORMAT_VERSION, SnapshotHeader};
 use super::{PrefixFact, PrefixState, SnapshotError, SnapshotStep, io_error, is_snapshot};
@@ -198,7 +201,7 @@ pub(crate) fn write_snapshot(
     // version 2 (it holds no world-state baseline, and must not claim to).
     let format_version = match facts {
         None => 1,
-        Some(_) if version == 2 => 2,
+        Some(_) if version == 2 || version == 3 => version,
         Some(_) => SNAPSHOT_FORMAT_VERSION,
     };
     check_target(path, target)?;
@@ -242,7 +245,19 @@ pub(crate) fn write_snapshot(
                     ),
                     None => None,
                 };
-                Root::V3(SnapshotV3Ref { v2, world_state })
+                let v3 = SnapshotV3Ref { v2, world_state };
+                if format_version == 3 {
+                    Root::V3(v3)
+                } else {
+                    Root::V4(SnapshotV4Ref {
+                        open_turn: state.open_turn.as_ref().map(|turn| OpenTurnV4 {
+                            turn_id: turn.turn_id.as_ref().map(|id| id.as_str().to_owned()),
+                            started_line: turn.started_line,
+                            start: turn.start,
+                        }),
+                        v3,
+                    })
+                }
             }
         }
     };
@@ -269,6 +284,9 @@ pub(crate) fn write_snapshot(
             Root::V3(root) => {
                 to_bytes_in::<_, Failure>(root, IoWriter::new(&mut hashing)).map(drop)
             }
+            Root::V4(root) => {
+                to_bytes_in::<_, Failure>(root, IoWriter::new(&mut hashing)).map(drop)
+            }
         };
         if let Some(error) = hashing.failed.take() {
             return Err(io_error(path, SnapshotStep::WriteTemporary)(error));
@@ -293,6 +311,7 @@ enum Root<'a> {
     V1(SnapshotV1Ref<'a>),
     V2(SnapshotV2Ref<'a>),
     V3(SnapshotV3Ref<'a>),
+    V4(SnapshotV4Ref<'a>),
 }
 
 /// Passes the payload on to the file, counting and hashing it (the header records both). An

@@ -7,6 +7,7 @@
 mod replay;
 mod scan;
 mod snapshot;
+mod turn;
 mod world;
 
 use std::fmt;
@@ -24,7 +25,7 @@ use crate::snapshot::{PrefixFact, RolloutPosition, SnapshotError};
 use super::error::RolloutError;
 use super::line::{Facts, LineContent, LineKind, RolloutLine};
 use super::reader::{LineSource, Rollout, open_rollout, read_lines};
-use super::report::{LoadReport, ReadMode, ReadOptions};
+use super::report::{IncompleteTurn, LoadReport, ReadMode, ReadOptions};
 use replay::Replay;
 use scan::{Reference, line_facts, reverse_scan, stored_fact};
 pub use snapshot::LaterLine;
@@ -162,6 +163,13 @@ pub enum FallbackReason {
         /// The snapshot's format version.
         version: u32,
     },
+    /// The rollout ends inside the turn the covered prefix ends inside, and the snapshot has a
+    /// format version older than 4, which does not hold where that turn's items begin (needed
+    /// for [`Resumed::incomplete_turn`]).
+    NoOpenTurn {
+        /// The snapshot's format version.
+        version: u32,
+    },
     /// A line after the covered prefix could change what the prefix means.
     LaterLine {
         /// Its 1-based number.
@@ -206,6 +214,7 @@ impl FallbackReason {
             FallbackReason::NotAtLineBoundary => "not_at_line_boundary",
             FallbackReason::OldVersion { .. } => "old_version",
             FallbackReason::NoWorldState { .. } => "no_world_state",
+            FallbackReason::NoOpenTurn { .. } => "no_open_turn",
             FallbackReason::LaterLine { .. } => "later_line",
         }
     }
@@ -241,7 +250,9 @@ impl Serialize for FallbackReason {
                 map.serialize_entry("rollout_bytes", rollout_bytes)?;
                 map.serialize_entry("covered_bytes", covered_bytes)?;
             }
-            FallbackReason::OldVersion { version } | FallbackReason::NoWorldState { version } => {
+            FallbackReason::OldVersion { version }
+            | FallbackReason::NoWorldState { version }
+            | FallbackReason::NoOpenTurn { version } => {
                 map.serialize_entry("version", version)?;
             }
             FallbackReason::LaterLine { line, what } => {
@@ -298,6 +309,10 @@ impl fmt::Display for FallbackReason {
                 f,
                 "the snapshot has format version {version}, which holds no world-state baseline, and the prefix it covers may have world_state lines"
             ),
+            FallbackReason::NoOpenTurn { version } => write!(
+                f,
+                "the rollout ends inside the turn the snapshot's prefix ends inside, and the snapshot has format version {version}, which does not hold where that turn begins"
+            ),
             FallbackReason::LaterLine { line, what } => {
                 write!(f, "line {line} after the snapshot is {what}")
             }
@@ -328,6 +343,8 @@ pub struct Resumed {
     /// A `compacted` line without replacement history was rebuilt by local compaction (in the
     /// lines read, or in the prefix a snapshot covers).
     pub(crate) legacy_compaction: bool,
+    /// The turn the rollout ends inside, as a snapshot written from this resume stores it.
+    pub(crate) open_turn: Option<crate::snapshot::OpenTurn>,
 }
 
 /// What the lines read said about compactions. A resume through a snapshot does not read the
@@ -383,6 +400,14 @@ impl Resumed {
     /// Whether the rollout ends inside a turn (a `task_started` without its end).
     pub fn ends_inside_turn(&self) -> bool {
         self.ends_inside_turn
+    }
+
+    /// The rollout's last turn, when it was started and neither completed nor aborted: its id,
+    /// the items it recorded and its calls still without output (the next projection repairs
+    /// them). The same as [`LoadReport::incomplete_turn`]; `Some` exactly when
+    /// [`ends_inside_turn`](Resumed::ends_inside_turn).
+    pub fn incomplete_turn(&self) -> Option<&IncompleteTurn> {
+        self.report.incomplete_turn.as_ref()
     }
 
     /// What the file's `compacted` lines were, when every line was read (`None` after a snapshot
@@ -585,7 +610,7 @@ impl Rollout {
     pub fn resume(&self, truncation: TruncationPolicy) -> Result<Resumed, RolloutError> {
         let facts = line_facts(&self.lines, false);
         let scan = reverse_scan(&facts);
-        let mut replay = Replay::new(History::with_truncation(truncation), Vec::new());
+        let mut replay = Replay::new(History::with_truncation(truncation), Vec::new(), None);
         replay.lines(&self.lines, self.path())?;
         let replay = replay.finish(self.path())?;
         let reference_context_item = match scan.reference {
@@ -600,6 +625,7 @@ impl Rollout {
             None,
             &mut report.world_state,
         ));
+        report.incomplete_turn = replay.open_turn.as_ref().map(|turn| turn.report(&history));
         Ok(Resumed {
             path: self.path().to_owned(),
             history,
@@ -616,6 +642,7 @@ impl Rollout {
             entry_lines: replay.entry_lines,
             prefix_facts: None,
             legacy_compaction: replay.legacy_compaction,
+            open_turn: replay.open_turn.as_ref().and_then(turn::Tracked::stored),
         })
     }
 }

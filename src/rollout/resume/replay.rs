@@ -17,6 +17,7 @@ use crate::item::ItemError;
 
 use super::super::error::RolloutError;
 use super::super::line::{Event, Facts, LineContent, RolloutLine};
+use super::turn::{Start, Tracked};
 
 /// A legacy compaction not yet built into a history: what it kept, and what was recorded since.
 struct PendingCompaction {
@@ -50,12 +51,15 @@ pub(super) struct Replay {
     /// A `compacted` line without replacement history was rebuilt by local compaction.
     legacy_compaction: bool,
     pending: Option<PendingCompaction>,
+    /// The turn the lines replayed so far are inside (`turn.rs`).
+    open_turn: Option<Tracked>,
 }
 
 impl Replay {
-    /// Starts from `history`, whose entries' lines are `entry_lines`. The entries of its earlier
-    /// states (a snapshot's) have line 0 (unknown), and no base.
-    pub(super) fn new(history: History, entry_lines: Vec<u64>) -> Self {
+    /// Starts from `history`, whose entries' lines are `entry_lines`, inside `open_turn` if the
+    /// lines before were. The entries of its earlier states (a snapshot's) have line 0
+    /// (unknown), and no base.
+    pub(super) fn new(history: History, entry_lines: Vec<u64>, open_turn: Option<Tracked>) -> Self {
         let earlier = history
             .earlier_states()
             .map(|(entries, _)| (vec![0; entries.len()], None))
@@ -67,6 +71,16 @@ impl Replay {
             earlier,
             legacy_compaction: false,
             pending: None,
+            open_turn,
+        }
+    }
+
+    /// Where an item recorded now would be: in the history, or after a pending legacy
+    /// compaction.
+    fn next_position(&self) -> Start {
+        match &self.pending {
+            None => Start::At(self.history.len()),
+            Some(pending) => Start::InPending(pending.since.len()),
         }
     }
 
@@ -121,6 +135,9 @@ impl Replay {
                     Some(replacement_history) => {
                         self.settle()?;
                         self.history.replace(replacement_history.iter().cloned());
+                        if let Some(turn) = &mut self.open_turn {
+                            turn.start = Start::At(self.history.len());
+                        }
                         let lines = vec![line.number; self.history.len()];
                         let before = std::mem::replace(&mut self.entry_lines, lines);
                         self.earlier.push((before, self.base.replace(line.number)));
@@ -146,7 +163,22 @@ impl Replay {
                             self.entry_lines.remove(position);
                         }
                     }
+                    if let Some(Tracked {
+                        start: Start::At(start),
+                        ..
+                    }) = &mut self.open_turn
+                    {
+                        *start = (*start).min(self.history.len());
+                    }
                 }
+                Facts::Event(Event::TurnStarted { turn_id }) => {
+                    self.open_turn = Some(Tracked {
+                        turn_id: turn_id.clone(),
+                        started_line: line.number,
+                        start: self.next_position(),
+                    });
+                }
+                Facts::Event(Event::TurnEnded { .. }) => self.open_turn = None,
                 // World-state lines are replayed apart, only those that can matter
                 // (`world.rs`).
                 Facts::Event(_)
@@ -179,6 +211,9 @@ impl Replay {
             version: version.saturating_add(1),
         });
         self.legacy_compaction = true;
+        if let Some(turn) = &mut self.open_turn {
+            turn.start = Start::InPending(0);
+        }
         Ok(())
     }
 
@@ -199,6 +234,11 @@ impl Replay {
         self.base = None;
         self.history.set_version(pending.version);
         self.entry_lines = vec![pending.line; self.history.len()];
+        if let Some(turn) = &mut self.open_turn
+            && let Start::InPending(offset) = turn.start
+        {
+            turn.start = Start::At(self.history.len() + offset);
+        }
         self.history.extend_recorded(pending.since.iter().cloned());
         self.entry_lines.extend(pending.since_lines);
         Ok(())
@@ -222,6 +262,7 @@ impl Replay {
             entry_lines: self.entry_lines,
             base: self.base,
             legacy_compaction: self.legacy_compaction,
+            open_turn: self.open_turn,
         })
     }
 }
@@ -236,4 +277,6 @@ pub(super) struct Replayed {
     pub(super) base: Option<u64>,
     /// A `compacted` line without replacement history was rebuilt by local compaction.
     pub(super) legacy_compaction: bool,
+    /// The turn the replayed lines end inside, if any (its start in the history).
+    pub(super) open_turn: Option<Tracked>,
 }

@@ -25,6 +25,7 @@ use super::super::report::ReadMode;
 use super::super::validate::Format;
 use super::replay::{Replay, Replayed};
 use super::scan::{self, Reference, ScanFact, line_facts, prefix_fact, reverse_scan, stored_fact};
+use super::turn::Tracked;
 use super::world;
 use super::{FallbackReason, ResumeOptions, ResumeSource, Resumed, turn_context_raw};
 
@@ -215,9 +216,14 @@ pub(super) fn resume(
         if let Some(reason) = first_later_line(&tail, state.ends_inside_turn) {
             return fallback(reason);
         }
+        // No later turn event: the rollout ends inside the prefix's turn, whose start a
+        // version 1 snapshot does not hold.
+        if state.ends_inside_turn {
+            return fallback(FallbackReason::NoOpenTurn { version });
+        }
         let mut report = read.report;
         let start = history.world_state_baseline().cloned().map(Arc::new);
-        let replay = replay_onto(history, &tail, rollout)?;
+        let replay = replay_onto(history, &tail, rollout, None)?;
         let mut history = replay.history;
         history.set_shared_world_state_baseline(world::rebuild_baseline(
             &tail,
@@ -229,13 +235,14 @@ pub(super) fn resume(
             history,
             report,
             previous_turn_settings: state.previous_turn_settings,
-            ends_inside_turn: state.ends_inside_turn,
+            ends_inside_turn: false,
             compactions: None,
             source: ResumeSource::Snapshot { covered },
             covered: position,
             entry_lines: replay.entry_lines,
             prefix_facts: None,
             legacy_compaction: replay.legacy_compaction,
+            open_turn: None,
         })));
     };
     // Version 2: the reverse scan over the prefix's facts and the later lines' is the scan of a
@@ -265,8 +272,14 @@ pub(super) fn resume(
     };
     let ends_inside_turn = scan::ends_inside_turn(&facts);
     drop(facts);
+    // The rollout ends inside the turn the prefix ends inside (no later turn event): a snapshot
+    // older than version 4 does not hold where that turn's items begin.
+    if ends_inside_turn && state.open_turn.is_none() && !later.iter().any(is_turn_event) {
+        return fallback(FallbackReason::NoOpenTurn { version });
+    }
     let start = history.world_state_baseline().cloned().map(Arc::new);
-    let replay = replay_onto(history, &tail, rollout)?;
+    let open_turn = state.open_turn.as_ref().map(Tracked::from_stored);
+    let replay = replay_onto(history, &tail, rollout, open_turn)?;
     let legacy_compaction = state.legacy_compaction || replay.legacy_compaction;
     let mut history = replay.history;
     history.set_shared_reference_context_item(reference.filter(|_| !legacy_compaction));
@@ -276,6 +289,7 @@ pub(super) fn resume(
         start,
         &mut report.world_state,
     ));
+    report.incomplete_turn = replay.open_turn.as_ref().map(|turn| turn.report(&history));
     let prefix_facts = options.snapshot_ready.then(|| {
         let mut all = prefix_facts;
         all.extend(later.into_iter().map(stored_fact));
@@ -293,7 +307,13 @@ pub(super) fn resume(
         entry_lines: replay.entry_lines,
         prefix_facts,
         legacy_compaction,
+        open_turn: replay.open_turn.as_ref().and_then(Tracked::stored),
     })))
+}
+
+/// Whether a scan fact is a turn event (`task_started`, `task_complete`, `turn_aborted`).
+fn is_turn_event<C>(fact: &ScanFact<'_, C>) -> bool {
+    matches!(fact, ScanFact::TurnStarted(_) | ScanFact::TurnEnded(_))
 }
 
 /// Replays `tail` onto a snapshot's history, whose entries' lines are unknown (0).
@@ -301,9 +321,10 @@ fn replay_onto(
     history: History,
     tail: &[RolloutLine],
     rollout: &Path,
+    open_turn: Option<Tracked>,
 ) -> Result<Replayed, RolloutError> {
     let entry_lines = vec![0; history.len()];
-    let mut replay = Replay::new(history, entry_lines);
+    let mut replay = Replay::new(history, entry_lines, open_turn);
     replay.lines(tail, rollout)?;
     replay.finish(rollout)
 }
@@ -521,6 +542,7 @@ impl Resumed {
             ends_inside_turn: self.ends_inside_turn,
             legacy: self.report.legacy,
             legacy_compaction: self.legacy_compaction,
+            open_turn: self.open_turn.clone(),
         };
         let target = SnapshotTarget {
             replace,
@@ -540,7 +562,86 @@ impl Resumed {
 
 #[cfg(test)]
 mod tests {
+    use super::super::{FallbackReason, ResumeOptions, resume_file};
     use super::WorldStateSearch;
+    use crate::history::DEFAULT_TRUNCATION;
+    use crate::snapshot::{Replace, SnapshotTarget, write_snapshot};
+
+    fn line(kind: &str, payload: &str) -> String {
+        format!(r#"{{"timestamp":"2026-11-03T14:00:01.137Z","type":"{kind}","payload":{payload}}}"#)
+    }
+
+    /// A version 3 snapshot (written as that build wrote it: no open turn) of a prefix that ends
+    /// inside a turn: a rollout still inside that turn falls back (`no_open_turn`) and reports
+    /// what a full resume does; once a later turn event follows, the snapshot is used.
+    #[test]
+    fn a_version_3_snapshot_falls_back_only_when_the_rollout_ends_in_its_open_turn() {
+        let dir = tempfile::tempdir().expect("dir");
+        let rollout = dir.path().join("r.jsonl");
+        let snapshot = dir.path().join("r.snap");
+        let meta = r#"{"id":"0f1e7c52-3d8a-4b7e-9c11-6a2b5d4e8f90","timestamp":"2026-11-03T14:00:00.000Z","cwd":"/w","originator":"test","cli_version":"0.0.0","source":"cli"}"#;
+        let mut lines = vec![
+            line("session_meta", meta),
+            line("event_msg", r#"{"type":"task_started","turn_id":"t1"}"#),
+            line(
+                "response_item",
+                r#"{"type":"function_call","name":"shell","arguments":"{}","call_id":"c1"}"#,
+            ),
+        ];
+        let text =
+            |lines: &[String]| -> String { lines.iter().map(|l| format!("{l}\n")).collect() };
+        std::fs::write(&rollout, text(&lines)).expect("written");
+        let ready = ResumeOptions::new(DEFAULT_TRUNCATION).snapshot_ready();
+        let prefix = resume_file(&rollout, &ready).expect("resumes");
+        assert!(prefix.incomplete_turn().is_some());
+        let mut state = crate::snapshot::PrefixState {
+            thread_id: Some(prefix.thread_id()),
+            ends_inside_turn: prefix.ends_inside_turn,
+            ..Default::default()
+        };
+        state.open_turn = None;
+        let target = SnapshotTarget {
+            replace: Replace::Anything,
+            source: None,
+        };
+        let header = write_snapshot(
+            &snapshot,
+            target,
+            prefix.history(),
+            prefix.covered().expect("covered"),
+            &state,
+            prefix.prefix_facts.as_deref(),
+            3,
+        )
+        .expect("written");
+        assert_eq!(header.format_version, 3);
+        lines.push(line(
+            "response_item",
+            r#"{"type":"message","role":"assistant","content":[{"type":"output_text","text":"x"}]}"#,
+        ));
+        std::fs::write(&rollout, text(&lines)).expect("written");
+        let options = ResumeOptions::new(DEFAULT_TRUNCATION).with_snapshot(&snapshot);
+        let through = resume_file(&rollout, &options).expect("resumes");
+        assert!(
+            matches!(
+                through.fallback_reason(),
+                Some(FallbackReason::NoOpenTurn { version: 3 })
+            ),
+            "{:?}",
+            through.source()
+        );
+        let full = resume_file(&rollout, &ResumeOptions::new(DEFAULT_TRUNCATION)).expect("ok");
+        assert_eq!(through.incomplete_turn(), full.incomplete_turn());
+        assert_eq!(through.incomplete_turn().map(|turn| turn.items), Some(2));
+        lines.push(line(
+            "event_msg",
+            r#"{"type":"task_complete","turn_id":"t1"}"#,
+        ));
+        std::fs::write(&rollout, text(&lines)).expect("written");
+        let through = resume_file(&rollout, &options).expect("resumes");
+        assert!(through.used_snapshot(), "{:?}", through.source());
+        assert_eq!(through.incomplete_turn(), None);
+    }
 
     /// What the search finds in `bytes` cut into chunks of `size`.
     fn found(bytes: &[u8], size: usize) -> bool {
