@@ -66,7 +66,11 @@ pub use request::{
 };
 
 // The provider layer: the model API a request is for; per-target projections and validators.
-pub use provider::{ParseTargetError, Target};
+pub use provider::{
+    DeveloperRole, LOCAL_SHELL_FUNCTION, ParseTargetError, TOOL_IMAGE_PLACEHOLDER, Target,
+    TargetOptions, TargetProjection, TargetProjectionError, TargetRepair, TargetRepairKind,
+    TargetReport,
+};
 
 // The snapshot layer: memory-mapped archives of a history.
 pub use snapshot::{
