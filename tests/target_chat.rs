@@ -425,8 +425,8 @@ fn the_checker_finds_broken_pairings() {
     let user = json!({"role":"user","content":"u"});
     assert!(check_chat(&[call.clone(), tool.clone(), user.clone()]).is_ok());
     assert!(check_chat(&[call.clone(), user.clone(), tool.clone()]).is_err());
-    assert!(check_chat(&[tool.clone()]).is_err());
-    assert!(check_chat(&[call.clone()]).is_err());
+    assert!(check_chat(std::slice::from_ref(&tool)).is_err());
+    assert!(check_chat(std::slice::from_ref(&call)).is_err());
     assert!(check_chat(&[call, tool.clone(), tool]).is_err());
     assert!(check_chat(&[json!({"role":"assistant","content":null})]).is_err());
     assert!(check_chat(&[json!({"role":"assistant","content":"","tool_calls":[]})]).is_err());
