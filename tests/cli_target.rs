@@ -153,7 +153,12 @@ fn target_chat_request_writes_the_chat_body() {
 #[test]
 fn target_anthropic_and_wrong_flags_are_usage_errors() {
     let anthropic = run(&["project", &path("session.jsonl"), "--target", "anthropic"]);
-    assert_eq!(anthropic.status.code(), Some(2), "{}", text(&anthropic.stderr));
+    assert_eq!(
+        anthropic.status.code(),
+        Some(2),
+        "{}",
+        text(&anthropic.stderr)
+    );
     assert!(anthropic.stdout.is_empty());
     let unknown = run(&["project", &path("session.jsonl"), "--target", "gemini"]);
     assert_eq!(unknown.status.code(), Some(2));
