@@ -9,6 +9,7 @@
 mod chat;
 mod chat_request;
 mod target;
+mod validate;
 
 use std::fmt;
 use std::str::FromStr;
@@ -23,6 +24,7 @@ pub use target::{
     DeveloperRole, TargetOptions, TargetProjection, TargetProjectionError, TargetRepair,
     TargetRepairKind, TargetReport,
 };
+pub use validate::{Finding, Rule, Severity, Validation, Wording, validate};
 
 /// The model API a projection or a validation is for.
 ///
