@@ -592,3 +592,18 @@ proptest! {
         prop_assert_eq!(written, expected);
     }
 }
+
+#[test]
+fn a_reasoning_item_between_parallel_calls_does_not_split_their_batch() {
+    let history = history(&[
+        call("c1", "shell", "{}"),
+        json!({"type":"reasoning","summary":[],"encrypted_content":"gAAA"}),
+        call("c2", "shell", "{}"),
+        output("c1", "one"),
+        output("c2", "two"),
+    ]);
+    let (messages, repairs) = chat(&history, &chat_options());
+    assert_eq!(messages.len(), 3);
+    assert_eq!(messages[0]["tool_calls"].as_array().map(Vec::len), Some(2));
+    assert_eq!(repairs, vec![("reasoning_not_sent".into(), 1)]);
+}
