@@ -6,12 +6,25 @@
 //! error a given input would get from each API live beside it. `docs/providers.md` maps every
 //! item family field by field and says what each target loses.
 
+mod chat;
+mod chat_request;
+mod target;
 mod validate;
-
-pub use validate::{Finding, Rule, Severity, Validation, Wording, validate};
 
 use std::fmt;
 use std::str::FromStr;
+
+pub use chat::{LOCAL_SHELL_FUNCTION, TOOL_IMAGE_PLACEHOLDER};
+pub use chat_request::{
+    ChatRequest, ChatRequestError, ChatTools, DroppedTool, chat_tool_choice, chat_tools,
+};
+#[cfg(feature = "testing")]
+pub use target::target_renderings;
+pub use target::{
+    DeveloperRole, TargetOptions, TargetProjection, TargetProjectionError, TargetRepair,
+    TargetRepairKind, TargetReport,
+};
+pub use validate::{Finding, Rule, Severity, Validation, Wording, validate};
 
 /// The model API a projection or a validation is for.
 ///
