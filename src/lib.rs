@@ -66,7 +66,12 @@ pub use request::{
 };
 
 // The provider layer: the model API a request is for; per-target projections and validators.
-pub use provider::{ParseTargetError, Target};
+pub use provider::{
+    ANTHROPIC_LEADING_USER_TEXT, AnthropicMessages, AnthropicRepair, AnthropicRepairKind,
+    AnthropicRequest, AnthropicSettings, CUSTOM_TOOL_INPUT_KEY, DEFAULT_ANTHROPIC_MAX_TOKENS,
+    DroppedTool, InputFallback, LOCAL_SHELL_TOOL_NAME, ParseTargetError, PlaceholderReason,
+    RAW_ARGUMENTS_KEY, Target,
+};
 
 // The snapshot layer: memory-mapped archives of a history.
 pub use snapshot::{

@@ -6,8 +6,16 @@
 //! error a given input would get from each API live beside it. `docs/providers.md` maps every
 //! item family field by field and says what each target loses.
 
+mod anthropic;
+
 use std::fmt;
 use std::str::FromStr;
+
+pub use anthropic::{
+    ANTHROPIC_LEADING_USER_TEXT, AnthropicMessages, AnthropicRepair, AnthropicRepairKind,
+    AnthropicRequest, AnthropicSettings, CUSTOM_TOOL_INPUT_KEY, DEFAULT_ANTHROPIC_MAX_TOKENS,
+    DroppedTool, InputFallback, LOCAL_SHELL_TOOL_NAME, PlaceholderReason, RAW_ARGUMENTS_KEY,
+};
 
 /// The model API a projection or a validation is for.
 ///
