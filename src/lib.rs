@@ -67,10 +67,11 @@ pub use request::{
 
 // The provider layer: the model API a request is for; per-target projections and validators.
 pub use provider::{
-    ANTHROPIC_LEADING_USER_TEXT, AnthropicMessages, AnthropicRepair, AnthropicRepairKind,
-    AnthropicRequest, AnthropicSettings, CUSTOM_TOOL_INPUT_KEY, DEFAULT_ANTHROPIC_MAX_TOKENS,
-    DroppedTool, InputFallback, LOCAL_SHELL_TOOL_NAME, ParseTargetError, PlaceholderReason,
-    RAW_ARGUMENTS_KEY, Target,
+    ANTHROPIC_LEADING_USER_TEXT, AnthropicMessages, AnthropicRequest, AnthropicSettings,
+    CUSTOM_TOOL_INPUT_KEY, DEFAULT_ANTHROPIC_MAX_TOKENS, DeveloperRole, DroppedTool, InputFallback,
+    LOCAL_SHELL_FUNCTION, ParseTargetError, PlaceholderReason, RAW_ARGUMENTS_KEY,
+    TOOL_IMAGE_PLACEHOLDER, Target, TargetOptions, TargetProjection, TargetProjectionError,
+    TargetRepair, TargetRepairKind, TargetReport,
 };
 
 // The snapshot layer: memory-mapped archives of a history.

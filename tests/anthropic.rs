@@ -6,10 +6,11 @@ mod common;
 
 use std::collections::{HashMap, HashSet};
 
+use agent_history::testing::target_renderings;
 use agent_history::{
-    ANTHROPIC_LEADING_USER_TEXT, AnthropicMessages, AnthropicRepairKind, AnthropicSettings,
-    History, IMAGE_PLACEHOLDER, InputFallback, PlaceholderReason, ProjectionOptions,
-    PromptCompiler, RequestSettings, ResumeOptions, StepContext, ToolPlan, resume_file,
+    ANTHROPIC_LEADING_USER_TEXT, AnthropicSettings, History, IMAGE_PLACEHOLDER, InputFallback,
+    ItemKind, PlaceholderReason, PromptCompiler, RequestSettings, ResumeOptions, StepContext,
+    Target, TargetOptions, TargetRepairKind, ToolPlan, resume_file,
 };
 use proptest::prelude::*;
 use serde_json::{Value, json};
@@ -152,7 +153,25 @@ fn violations(messages: &[Value]) -> Vec<String> {
     found
 }
 
-fn assert_valid(projected: &AnthropicMessages) {
+/// A projection for Anthropic, read back: messages, hoisted system texts, repairs with the
+/// kind of the item each was made at.
+struct Projected {
+    messages: Vec<Value>,
+    system: Vec<String>,
+    repairs: Vec<(TargetRepairKind, ItemKind)>,
+}
+
+impl Projected {
+    fn messages(&self) -> &[Value] {
+        &self.messages
+    }
+
+    fn messages_json(&self) -> String {
+        Value::Array(self.messages.clone()).to_string()
+    }
+}
+
+fn assert_valid(projected: &Projected) {
     let found = violations(projected.messages());
     assert!(
         found.is_empty(),
@@ -161,19 +180,42 @@ fn assert_valid(projected: &AnthropicMessages) {
     );
 }
 
-fn project(items: &[String]) -> AnthropicMessages {
+fn anthropic() -> TargetOptions {
+    TargetOptions::new(Target::AnthropicMessages)
+}
+
+fn project_history(history: &History) -> Projected {
+    let projection = history.project_for(&anthropic()).expect("a projection");
+    let messages: Vec<Value> = serde_json::from_str(&projection.to_json()).expect("JSON");
+    let anthropic = projection.anthropic().expect("the Anthropic form");
+    assert_eq!(anthropic.to_values(), messages);
+    assert_eq!(anthropic.len(), messages.len());
+    Projected {
+        messages,
+        system: anthropic.system_texts().map(str::to_owned).collect(),
+        repairs: projection
+            .report()
+            .repairs()
+            .iter()
+            .map(|r| (r.kind.clone(), r.at.item_kind))
+            .collect(),
+    }
+}
+
+fn history_of(items: &[String]) -> History {
     let mut history = History::new();
     for item in items {
         history.record_json(item.as_str()).expect("an item");
     }
     history
-        .project(&ProjectionOptions::default())
-        .expect("a projection")
-        .to_anthropic("Be helpful.")
 }
 
-fn kinds(projected: &AnthropicMessages) -> Vec<AnthropicRepairKind> {
-    projected.repairs().iter().map(|r| r.kind.clone()).collect()
+fn project(items: &[String]) -> Projected {
+    project_history(&history_of(items))
+}
+
+fn kinds(projected: &Projected) -> Vec<TargetRepairKind> {
+    projected.repairs.iter().map(|r| r.0.clone()).collect()
 }
 
 fn call(id: &str, name: &str, arguments: &str) -> String {
@@ -201,7 +243,7 @@ fn a_tool_loop_becomes_alternating_messages_with_results_first() {
         assistant("Done. \n"),
     ]);
     assert_valid(&projected);
-    assert_eq!(projected.system_texts(), ["Be helpful.", "Use tools."]);
+    assert_eq!(projected.system, ["Use tools."]);
     assert_eq!(
         projected.messages(),
         [
@@ -211,9 +253,10 @@ fn a_tool_loop_becomes_alternating_messages_with_results_first() {
                 {"type": "tool_use", "id": "call_a", "name": "shell", "input": {"cmd": "ls"}},
                 {"type": "tool_use", "id": "call_b", "name": "shell", "input": {"cmd": "pwd"}},
             ]}),
+            // The results keep the order of the outputs.
             json!({"role": "user", "content": [
-                {"type": "tool_result", "tool_use_id": "call_a", "content": "a.txt"},
                 {"type": "tool_result", "tool_use_id": "call_b", "content": "/home"},
+                {"type": "tool_result", "tool_use_id": "call_a", "content": "a.txt"},
             ]}),
             json!({"role": "assistant", "content": [{"type": "text", "text": "Done."}]}),
         ]
@@ -221,10 +264,10 @@ fn a_tool_loop_becomes_alternating_messages_with_results_first() {
     assert_eq!(
         kinds(&projected),
         [
-            AnthropicRepairKind::HoistedSystem {
+            TargetRepairKind::HoistedToSystem {
                 role: "developer".into()
             },
-            AnthropicRepairKind::TrimmedFinalWhitespace,
+            TargetRepairKind::TrimmedFinalWhitespace,
         ]
     );
 }
@@ -263,25 +306,17 @@ fn provider_bound_and_server_items_are_dropped_and_reported() {
     ]);
     assert_valid(&projected);
     assert_eq!(projected.messages().len(), 2);
-    let kinds = kinds(&projected);
-    assert!(
-        kinds.contains(&AnthropicRepairKind::DroppedReasoning),
-        "{kinds:?}"
-    );
-    let dropped: Vec<&str> = kinds
-        .iter()
-        .filter_map(|kind| match kind {
-            AnthropicRepairKind::DroppedItem { item_type, .. } => Some(item_type.as_str()),
-            _ => None,
-        })
-        .collect();
     assert_eq!(
-        dropped,
+        projected.repairs,
         [
-            "web_search_call",
-            "image_generation_call",
-            "tool_search_call",
-            "tool_search_output"
+            (TargetRepairKind::ReasoningNotSent, ItemKind::Reasoning),
+            (TargetRepairKind::NoEquivalent, ItemKind::WebSearchCall),
+            (
+                TargetRepairKind::NoEquivalent,
+                ItemKind::ImageGenerationCall
+            ),
+            (TargetRepairKind::NoEquivalent, ItemKind::ToolSearchCall),
+            (TargetRepairKind::NoEquivalent, ItemKind::ToolSearchOutput),
         ]
     );
 }
@@ -317,10 +352,10 @@ fn images_become_base64_or_url_blocks_and_the_rest_placeholders() {
     assert_eq!(
         kinds(&projected),
         [
-            AnthropicRepairKind::MediaPlaceholder {
+            TargetRepairKind::ReplacedMedia {
                 reason: PlaceholderReason::OpenAiFileId
             },
-            AnthropicRepairKind::MediaPlaceholder {
+            TargetRepairKind::ReplacedMedia {
                 reason: PlaceholderReason::UnsupportedMediaType
             },
         ]
@@ -362,7 +397,6 @@ fn a_call_without_output_gets_an_error_result_aborted() {
             {"type": "text", "text": "stop"},
         ])
     );
-    assert!(kinds(&projected).contains(&AnthropicRepairKind::SyntheticResult));
 }
 
 #[test]
@@ -382,7 +416,13 @@ fn an_output_after_other_messages_moves_to_its_call_and_orphans_are_dropped() {
             {"type": "text", "text": "meanwhile"},
         ])
     );
-    assert!(kinds(&projected).contains(&AnthropicRepairKind::MovedResult));
+    assert!(matches!(
+        kinds(&projected)[..],
+        [TargetRepairKind::MovedOutput {
+            call_position: 1,
+            before_call: false
+        }]
+    ));
     assert!(!projected.messages_json().contains("nobody asked"));
 }
 
@@ -405,10 +445,10 @@ fn bad_arguments_keep_the_tool_use_with_a_fallback_input() {
         json!({"arguments": "[1,2]"})
     );
     let kinds = kinds(&projected);
-    assert!(kinds.contains(&AnthropicRepairKind::InputFallback {
+    assert!(kinds.contains(&TargetRepairKind::ArgumentsNotObject {
         fallback: InputFallback::NotJson
     }));
-    assert!(kinds.contains(&AnthropicRepairKind::InputFallback {
+    assert!(kinds.contains(&TargetRepairKind::ArgumentsNotObject {
         fallback: InputFallback::NotAnObject
     }));
 }
@@ -427,12 +467,10 @@ fn odd_tool_ids_are_mapped_alike_in_call_and_result() {
         .to_owned();
     assert!(id.starts_with("functions_eval_301_"), "{id}");
     assert_eq!(projected.messages()[2]["content"][0]["tool_use_id"], id);
-    assert!(
-        kinds(&projected).contains(&AnthropicRepairKind::MappedToolId {
-            from: "functions.eval:301".into(),
-            to: id.clone()
-        })
-    );
+    assert!(kinds(&projected).contains(&TargetRepairKind::MappedId {
+        from: "functions.eval:301".into(),
+        to: id.clone()
+    }));
     // The same id in another request maps the same way.
     let other = project(&[
         user("again"),
@@ -467,8 +505,8 @@ fn empty_texts_are_skipped() {
     assert_eq!(
         kinds(&projected),
         [
-            AnthropicRepairKind::SkippedEmptyText,
-            AnthropicRepairKind::SkippedEmptyText
+            TargetRepairKind::SkippedEmptyText,
+            TargetRepairKind::SkippedEmptyText
         ]
     );
 }
@@ -490,9 +528,11 @@ fn the_request_body_carries_model_max_tokens_system_messages_tools() {
     .with_tools(tools, true)
     .compile(&history, StepContext::default())
     .unwrap()
-    .to_anthropic(AnthropicSettings { max_tokens: 1000 });
+    .to_anthropic(AnthropicSettings { max_tokens: 1000 })
+    .unwrap();
+    let body: Value = serde_json::from_slice(&request.body()).expect("JSON");
     assert_eq!(
-        request.body(),
+        body,
         json!({
             "model": "claude-x",
             "max_tokens": 1000,
@@ -513,14 +553,14 @@ fn the_request_body_carries_model_max_tokens_system_messages_tools() {
 fn the_bundled_sessions_project_for_anthropic() {
     for name in ["session.jsonl", "codex-session.jsonl", "interrupted.jsonl"] {
         let resumed = resume_file(example(name), &ResumeOptions::default()).expect(name);
-        let projection = resumed
-            .history()
-            .project(&ProjectionOptions::default())
-            .expect(name);
-        let projected = projection.to_anthropic("base");
+        let projected = project_history(resumed.history());
         assert_valid(&projected);
+        assert!(!projected.messages.is_empty(), "{name}");
         // Repeated projections are identical.
-        assert_eq!(projection.to_anthropic("base"), projected, "{name}");
+        assert_eq!(
+            project_history(resumed.history()).messages,
+            projected.messages
+        );
     }
 }
 
@@ -569,17 +609,19 @@ fn item(op: &Op) -> String {
         Op::User(text) => user(text),
         Op::Assistant(text) => assistant(text),
         Op::Developer => developer("rules"),
-        Op::Call(id, family) => {
-            let id = IDS[*id];
+        Op::Call(index, family) => {
+            let id = IDS[*index];
+            let name = format!("n{index}");
+            let name = name.as_str();
             match family {
-                0 => call(id, "f", &json!({"orig": id}).to_string()),
-                1 => call(id, "f", "not json"),
-                2 => json!({"type": "custom_tool_call", "call_id": id, "name": "p", "input": id})
+                0 => call(id, name, &json!({"orig": id}).to_string()),
+                1 => call(id, name, "not json"),
+                2 => json!({"type": "custom_tool_call", "call_id": id, "name": name, "input": id})
                     .to_string(),
                 3 => json!({"type": "local_shell_call", "call_id": id, "status": "completed",
                             "action": {"type": "exec", "command": [id]}})
                 .to_string(),
-                _ => call(id, "f", ""),
+                _ => call(id, name, ""),
             }
         }
         Op::Output(id) => output(IDS[*id], &format!("out:{}", IDS[*id])),
@@ -598,17 +640,22 @@ fn item(op: &Op) -> String {
     }
 }
 
-/// The sent id of each original call id, read from the tool_use blocks of function calls whose
-/// input names their original id.
-fn sent_ids(projected: &AnthropicMessages) -> HashMap<String, String> {
-    let mut ids = HashMap::new();
+/// The ids each original call id is sent as, in order, read from the tool_use blocks: every
+/// generated call is named `n<index of its id>` (a local shell call runs its id).
+fn sent_ids(projected: &Projected) -> HashMap<String, Vec<String>> {
+    let mut ids: HashMap<String, Vec<String>> = HashMap::new();
     for message in projected.messages() {
         for block in message["content"].as_array().unwrap() {
-            if block_type(block) == "tool_use"
-                && let Some(orig) = block["input"]["orig"].as_str()
-            {
-                ids.insert(orig.to_owned(), block["id"].as_str().unwrap().to_owned());
+            if block_type(block) != "tool_use" {
+                continue;
             }
+            let orig = match block["name"].as_str().unwrap() {
+                "local_shell" => block["input"]["command"][0].as_str().unwrap().to_owned(),
+                name => IDS[name[1..].parse::<usize>().unwrap()].to_owned(),
+            };
+            ids.entry(orig)
+                .or_default()
+                .push(block["id"].as_str().unwrap().to_owned());
         }
     }
     ids
@@ -631,20 +678,52 @@ proptest! {
                 if block_type(block) == "tool_result"
                     && let Some(text) = block["content"].as_str()
                     && let Some(orig) = text.strip_prefix("out:")
-                    && let Some(sent) = ids.get(orig)
                 {
-                    prop_assert_eq!(block["tool_use_id"].as_str().unwrap(), sent.as_str());
+                    let id = block["tool_use_id"].as_str().unwrap().to_owned();
+                    prop_assert!(ids.get(orig).is_some_and(|sent| sent.contains(&id)), "{} {:?}", orig, ids);
                 }
             }
         }
         // The same original id is sent as the same id in a projection of a prefix.
         let prefix = project(&items[..cut.min(items.len())]);
         for (orig, sent) in sent_ids(&prefix) {
-            if let Some(full) = ids.get(&orig) {
-                prop_assert_eq!(full, &sent);
-            }
+            prop_assert_eq!(&ids[&orig][..sent.len()], &sent[..]);
         }
     }
+}
+
+#[test]
+fn each_entry_is_rendered_once_and_shared_between_versions() {
+    let mut items = Vec::new();
+    for n in 0..500 {
+        items.push(call(&format!("c{n}"), "shell", "{}"));
+        items.push(output(&format!("c{n}"), "ok"));
+    }
+    let mut history = history_of(&items);
+    let before = target_renderings();
+    let first = history.project_for(&anthropic()).unwrap();
+    assert_eq!(target_renderings() - before, 1_000);
+    let version = history.clone();
+    history.record_json(user("one more").as_str()).unwrap();
+    let before = target_renderings();
+    let second = history.project_for(&anthropic()).unwrap();
+    assert_eq!(
+        target_renderings() - before,
+        1,
+        "only the new item is rendered"
+    );
+    let before = target_renderings();
+    let again = version.project_for(&anthropic()).unwrap();
+    assert_eq!(target_renderings() - before, 0);
+    assert_eq!(again.to_json(), first.to_json());
+    // The new user text joins the last user message (the results of the last batch).
+    assert_eq!(second.len(), first.len());
+    // The Chat rendering has a cell of its own: it does not take Anthropic's.
+    let before = target_renderings();
+    history
+        .project_for(&TargetOptions::new(Target::ChatCompletions))
+        .unwrap();
+    assert_eq!(target_renderings() - before, 1_001);
 }
 
 #[test]

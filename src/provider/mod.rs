@@ -7,14 +7,23 @@
 //! item family field by field and says what each target loses.
 
 mod anthropic;
+mod chat;
+mod target;
 
 use std::fmt;
 use std::str::FromStr;
 
 pub use anthropic::{
-    ANTHROPIC_LEADING_USER_TEXT, AnthropicMessages, AnthropicRepair, AnthropicRepairKind,
-    AnthropicRequest, AnthropicSettings, CUSTOM_TOOL_INPUT_KEY, DEFAULT_ANTHROPIC_MAX_TOKENS,
-    DroppedTool, InputFallback, LOCAL_SHELL_TOOL_NAME, PlaceholderReason, RAW_ARGUMENTS_KEY,
+    ANTHROPIC_LEADING_USER_TEXT, AnthropicMessages, AnthropicRequest, AnthropicSettings,
+    CUSTOM_TOOL_INPUT_KEY, DEFAULT_ANTHROPIC_MAX_TOKENS, DroppedTool, InputFallback,
+    PlaceholderReason, RAW_ARGUMENTS_KEY,
+};
+pub use chat::{LOCAL_SHELL_FUNCTION, TOOL_IMAGE_PLACEHOLDER};
+#[cfg(feature = "testing")]
+pub use target::target_renderings;
+pub use target::{
+    DeveloperRole, TargetOptions, TargetProjection, TargetProjectionError, TargetRepair,
+    TargetRepairKind, TargetReport,
 };
 
 /// The model API a projection or a validation is for.

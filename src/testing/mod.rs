@@ -7,5 +7,6 @@ mod codex_rollout;
 
 pub use crate::item::item_conversions;
 pub use crate::projection::{media_checks, media_strips, prefix_slots_read};
+pub use crate::provider::target_renderings;
 pub use crate::request::tool_plan_serializations;
 pub use codex_rollout::{CodexRollout, CodexRolloutError};

@@ -1,20 +1,24 @@
-//! The items' renderings put together into one Anthropic request's `system` and `messages`.
+//! The units of a projection put together into one Anthropic request's `messages`.
 //!
-//! What needs the whole request is done here: outputs are paired with their calls by call id and
-//! placed at the start of the user message right after their call's assistant message (calls
-//! without an output get an `is_error` result, duplicate and orphan outputs are dropped),
-//! adjacent same-role pieces merge, tool ids are mapped to the id syntax, a user message is put
-//! first when the history starts with the assistant, and the final assistant text is trimmed.
+//! The shared call grouping (`pair_calls`) orders the units: each batch of consecutive calls
+//! followed by one output per call. What is Anthropic's is done here: the pieces merge into
+//! alternating `user`/`assistant` messages (the results of a batch open the next user message),
+//! tool ids are mapped to the id syntax and kept unique, a user message is put first when the
+//! history starts with the assistant, and the final assistant text is trimmed.
 
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
-use crate::projection::ABORTED_OUTPUT;
+use crate::projection::{Location, Projection, RepairKind};
 
-use super::render::{Piece, Rendered};
-use super::report::{AnthropicRepair, AnthropicRepairKind};
-use super::{ANTHROPIC_LEADING_USER_TEXT, AnthropicMessages};
+use super::super::target::{
+    PairRole, Rendered, Step, TargetProjectionError, TargetRepair, TargetRepairKind, Unit, Units,
+    merge_repairs, pair_calls,
+};
+use super::render::{AnthropicItem, Sent};
+use super::{ANTHROPIC_LEADING_USER_TEXT, AnthropicMessages, Block, Message, Role};
 
 /// Whether `id` matches `^[a-zA-Z0-9_-]+$`.
 pub(crate) fn is_valid_tool_id(id: &str) -> bool {
@@ -25,8 +29,8 @@ pub(crate) fn is_valid_tool_id(id: &str) -> bool {
 }
 
 /// `id` with every character outside `[a-zA-Z0-9_-]` replaced by `_`, then `_` and the first
-/// `hash_len` hex digits of the BLAKE3 hash of `id`.
-fn mapped_tool_id(id: &str, hash_len: usize) -> String {
+/// `hash_len` hex digits of the BLAKE3 hash of `key`.
+fn mapped_tool_id(id: &str, key: &str, hash_len: usize) -> String {
     let mut mapped: String = id
         .chars()
         .map(|c| {
@@ -38,50 +42,72 @@ fn mapped_tool_id(id: &str, hash_len: usize) -> String {
         })
         .collect();
     mapped.push('_');
-    mapped.push_str(&blake3::hash(id.as_bytes()).to_hex()[..hash_len]);
+    mapped.push_str(&blake3::hash(key.as_bytes()).to_hex()[..hash_len]);
     mapped
 }
 
-/// The id each call id of the request is sent as. Valid ids are kept (so they never change);
-/// the others get [`mapped_tool_id`] with 8 hex digits, or more (then a counter) when that would
-/// equal an id already taken in this request. Only a crafted collision makes the sent id depend
-/// on the rest of the request.
-fn map_tool_ids<'a>(ids: &[&'a str]) -> HashMap<&'a str, String> {
-    let mut taken: HashSet<String> = ids
+/// The id each call of the request is sent as, by unit, in call order.
+///
+/// A valid id is kept the first time it is used, so it never changes. Any other (an invalid id,
+/// or the n-th call of an id already used, n ≥ 2) gets [`mapped_tool_id`] of the id (keyed by
+/// the id, or by `id#n`) with 8 hex digits, more when that would equal an id taken in this
+/// request, then a counter. The same call gets the same id in every request that holds the same
+/// calls before it; only a crafted collision makes it depend on later ones.
+fn map_tool_ids(calls: &[(usize, &str)]) -> HashMap<usize, Arc<str>> {
+    let taken: HashSet<&str> = calls
         .iter()
+        .map(|(_, id)| *id)
         .filter(|id| is_valid_tool_id(id))
-        .map(|id| (*id).to_owned())
         .collect();
+    let mut mapped_taken: HashSet<String> = HashSet::new();
+    let mut uses: HashMap<&str, usize> = HashMap::new();
+    let mut kept: HashSet<&str> = HashSet::new();
     let mut map = HashMap::new();
-    for &id in ids {
-        if is_valid_tool_id(id) {
-            map.insert(id, id.to_owned());
+    for &(unit, id) in calls {
+        let n = {
+            let count = uses.entry(id).or_insert(0);
+            *count += 1;
+            *count
+        };
+        if n == 1 && is_valid_tool_id(id) && kept.insert(id) {
+            map.insert(unit, Arc::from(id));
             continue;
         }
-        let mut candidate = None;
-        for hash_len in [8, 16, 32, 64] {
-            let mapped = mapped_tool_id(id, hash_len);
-            if !taken.contains(&mapped) {
-                candidate = Some(mapped);
-                break;
-            }
-        }
-        let mapped = candidate.unwrap_or_else(|| {
-            let base = mapped_tool_id(id, 64);
-            (2u64..)
-                .map(|n| format!("{base}_{n}"))
-                .find(|mapped| !taken.contains(mapped))
-                .unwrap_or(base)
-        });
-        taken.insert(mapped.clone());
-        map.insert(id, mapped);
+        let key = if n == 1 {
+            id.to_owned()
+        } else {
+            format!("{id}#{n}")
+        };
+        let free = |candidate: &String| {
+            !taken.contains(candidate.as_str()) && !mapped_taken.contains(candidate)
+        };
+        let sent = [8, 16, 32, 64]
+            .into_iter()
+            .map(|hash_len| mapped_tool_id(id, &key, hash_len))
+            .find(free)
+            .unwrap_or_else(|| {
+                let base = mapped_tool_id(id, &key, 64);
+                (2u64..)
+                    .map(|k| format!("{base}_{k}"))
+                    .find(free)
+                    .unwrap_or(base)
+            });
+        mapped_taken.insert(sent.clone());
+        map.insert(unit, Arc::from(sent));
     }
     map
 }
 
-struct Message {
-    role: &'static str,
-    blocks: Vec<Value>,
+/// The call ids of the calls whose output the Responses projection synthesized, by position:
+/// their results are sent with `is_error: true`.
+fn synthesized_positions(projection: &Projection) -> HashSet<usize> {
+    projection
+        .report()
+        .repairs()
+        .iter()
+        .filter(|repair| matches!(repair.kind, RepairKind::SynthesizedOutput { .. }))
+        .map(|repair| repair.at.position)
+        .collect()
 }
 
 struct Builder {
@@ -90,7 +116,7 @@ struct Builder {
 
 impl Builder {
     /// Appends blocks to the last message when it has `role`, else starts one.
-    fn push(&mut self, role: &'static str, blocks: impl IntoIterator<Item = Value>) {
+    fn push(&mut self, role: Role, blocks: impl IntoIterator<Item = Block>) {
         let mut blocks = blocks.into_iter().peekable();
         if blocks.peek().is_none() {
             return;
@@ -105,199 +131,200 @@ impl Builder {
     }
 }
 
-/// Puts the renderings of a Responses input (in order, with their index in it) together.
-/// `synthetic` holds the call ids whose output the Responses projection synthesized: their
-/// results are sent with `is_error: true`.
-pub(crate) fn assemble(
-    base_instructions: &str,
-    items: &[&Rendered],
-    synthetic: &HashSet<&str>,
-) -> AnthropicMessages {
-    let mut repairs = Vec::new();
-    let mut note = |index: Option<usize>, kind: AnthropicRepairKind| {
-        repairs.push(AnthropicRepair {
-            kind,
-            input_index: index,
-        });
-    };
+/// The open batch: its calls (unit, history call id, answered) and the results collected.
+#[derive(Default)]
+struct Batch<'a> {
+    calls: Vec<(usize, &'a str, bool)>,
+    results: Vec<Block>,
+}
 
-    // Pass 1: the calls sent (the first of each call id) and the output answering each.
-    let mut calls: HashMap<&str, usize> = HashMap::new();
-    let mut call_order: Vec<&str> = Vec::new();
-    for (index, rendered) in items.iter().enumerate() {
-        if let Piece::ToolUse { call_id, .. } = &rendered.piece
-            && !calls.contains_key(call_id.as_str())
-        {
-            calls.insert(call_id, index);
-            call_order.push(call_id);
-        }
-    }
-    let mut results: HashMap<&str, usize> = HashMap::new();
-    for (index, rendered) in items.iter().enumerate() {
-        if let Piece::ToolResult { call_id, .. } = &rendered.piece
-            && calls.contains_key(call_id.as_str())
-        {
-            results.entry(call_id).or_insert(index);
-        }
-    }
-    let ids = map_tool_ids(&call_order);
-    for &id in &call_order {
-        if ids[id] != id {
-            note(
-                Some(calls[id]),
-                AnthropicRepairKind::MappedToolId {
+/// Projects for Anthropic Messages.
+pub(crate) fn project(
+    projection: &Projection,
+) -> Result<(AnthropicMessages, Vec<TargetRepair>), TargetProjectionError> {
+    let Units { units, repairs } = Units::<AnthropicItem>::collect(projection)?;
+    let paired = pair_calls(&units);
+    let synthesized = synthesized_positions(projection);
+    let mut own: Vec<TargetRepair> = Vec::new();
+
+    let calls: Vec<(usize, &str)> = paired
+        .steps
+        .iter()
+        .filter_map(|step| match *step {
+            Step::Unit(i) => match units[i].rendered.pairing() {
+                PairRole::Call(id) => Some((i, id)),
+                _ => None,
+            },
+            Step::Synthetic(_) => None,
+        })
+        .collect();
+    let ids = map_tool_ids(&calls);
+    for &(unit, id) in &calls {
+        if *ids[&unit] != *id {
+            own.push(TargetRepair {
+                kind: TargetRepairKind::MappedId {
                     from: id.to_owned(),
-                    to: ids[id].clone(),
+                    to: ids[&unit].to_string(),
                 },
-            );
+                at: units[unit].at.clone(),
+            });
         }
     }
 
-    // Pass 2: the messages.
-    let mut system: Vec<String> = Vec::new();
-    if !base_instructions.trim().is_empty() {
-        system.push(base_instructions.to_owned());
-    }
+    let system: Vec<usize> = units
+        .iter()
+        .enumerate()
+        .filter(|(_, unit)| matches!(&unit.rendered.piece, Sent::System(text) if !text.trim().is_empty()))
+        .map(|(i, _)| i)
+        .collect();
+
     let mut builder = Builder {
         messages: Vec::new(),
     };
-    // The calls of the open batch: the tool_use blocks ending the last assistant message.
-    let mut batch: Vec<&str> = Vec::new();
-    // Whether an output of the open batch has been seen: a call after it starts a new batch.
-    let mut batch_answered = false;
-    // User and assistant pieces seen so far; a result is in place when none lies between its
-    // call and it.
-    let mut content_pieces = 0usize;
-    let mut content_at_call: HashMap<&str, usize> = HashMap::new();
-    let close = |batch: &mut Vec<&str>,
-                 builder: &mut Builder,
-                 note: &mut dyn FnMut(Option<usize>, AnthropicRepairKind)| {
-        let blocks: Vec<Value> = batch
-            .drain(..)
-            .map(|call_id| {
-                let id = &ids[call_id];
-                match results.get(call_id) {
-                    Some(&index) => {
-                        let Piece::ToolResult { content, .. } = &items[index].piece else {
-                            unreachable!("results index only tool results");
-                        };
-                        let mut block = json!({"type": "tool_result", "tool_use_id": id});
-                        if let Some(content) = content {
-                            block["content"] = content.clone();
-                        }
-                        if synthetic.contains(call_id) {
-                            block["is_error"] = Value::Bool(true);
-                        }
-                        block
-                    }
-                    None => {
-                        note(Some(calls[call_id]), AnthropicRepairKind::SyntheticResult);
-                        json!({"type": "tool_result", "tool_use_id": id,
-                               "content": ABORTED_OUTPUT, "is_error": true})
-                    }
-                }
-            })
-            .collect();
-        builder.push("user", blocks);
-    };
-    for (index, rendered) in items.iter().enumerate() {
-        for kind in &rendered.notes {
-            note(Some(index), kind.clone());
+    let mut batch = Batch::default();
+    let close = |batch: &mut Batch, builder: &mut Builder| {
+        // Every call of a batch has its output step (`pair_calls`); should one be missing,
+        // it is answered as aborted all the same.
+        for (unit, _, answered) in &batch.calls {
+            if !answered {
+                batch.results.push(Block::Result {
+                    unit: None,
+                    id: Arc::clone(&ids[unit]),
+                    is_error: true,
+                });
+            }
         }
-        match &rendered.piece {
-            Piece::Nothing => {}
-            Piece::System(text) => {
-                if !text.trim().is_empty() {
-                    system.push(text.clone());
+        builder.push(Role::User, batch.results.drain(..));
+        batch.calls.clear();
+    };
+    for step in &paired.steps {
+        match *step {
+            Step::Synthetic(call) => {
+                if let Some(entry) = batch.calls.iter_mut().find(|c| c.0 == call && !c.2) {
+                    entry.2 = true;
+                    batch.results.push(Block::Result {
+                        unit: None,
+                        id: Arc::clone(&ids[&call]),
+                        is_error: true,
+                    });
                 }
             }
-            Piece::User(blocks) | Piece::Assistant(blocks) if blocks.is_empty() => {}
-            Piece::User(blocks) => {
-                close(&mut batch, &mut builder, &mut note);
-                builder.push("user", blocks.iter().cloned());
-                content_pieces += 1;
-            }
-            Piece::Assistant(blocks) => {
-                close(&mut batch, &mut builder, &mut note);
-                builder.push("assistant", blocks.iter().cloned());
-                content_pieces += 1;
-            }
-            Piece::ToolUse {
-                call_id,
-                name,
-                input,
-            } => {
-                if calls[call_id.as_str()] != index {
-                    note(Some(index), AnthropicRepairKind::DroppedDuplicateCall);
-                    continue;
+            Step::Unit(i) => match &units[i].rendered.piece {
+                Sent::Nothing | Sent::System(_) => {}
+                Sent::User(blocks) => {
+                    close(&mut batch, &mut builder);
+                    builder.push(Role::User, (0..blocks.len()).map(|b| Block::Unit(i, b)));
                 }
-                if batch_answered && !batch.is_empty() {
-                    close(&mut batch, &mut builder, &mut note);
+                Sent::Assistant(blocks) => {
+                    close(&mut batch, &mut builder);
+                    builder.push(
+                        Role::Assistant,
+                        (0..blocks.len()).map(|b| Block::Unit(i, b)),
+                    );
                 }
-                if batch.is_empty() {
-                    batch_answered = false;
-                }
-                builder.push(
-                    "assistant",
-                    [json!({"type": "tool_use", "id": ids[call_id.as_str()],
-                            "name": name, "input": input})],
-                );
-                batch.push(call_id);
-                content_at_call.insert(call_id, content_pieces);
-            }
-            Piece::ToolResult { call_id, .. } => match results.get(call_id.as_str()) {
-                None => note(Some(index), AnthropicRepairKind::DroppedOrphanResult),
-                Some(&first) if first != index => {
-                    note(Some(index), AnthropicRepairKind::DroppedDuplicateResult);
-                }
-                Some(_) => {
-                    batch_answered |= batch.contains(&call_id.as_str());
-                    if synthetic.contains(call_id.as_str()) {
-                        note(Some(index), AnthropicRepairKind::SyntheticResult);
+                Sent::ToolUse { call_id, .. } => {
+                    if !batch.results.is_empty() {
+                        close(&mut batch, &mut builder);
                     }
-                    if content_at_call.get(call_id.as_str()) != Some(&content_pieces) {
-                        note(Some(index), AnthropicRepairKind::MovedResult);
+                    builder.push(
+                        Role::Assistant,
+                        [Block::ToolUse {
+                            unit: i,
+                            id: Arc::clone(&ids[&i]),
+                        }],
+                    );
+                    batch.calls.push((i, call_id, false));
+                }
+                Sent::ToolResult { call_id, .. } => {
+                    let call = batch
+                        .calls
+                        .iter_mut()
+                        .find(|(_, id, answered)| *id == &**call_id && !answered);
+                    match call {
+                        Some(entry) => {
+                            entry.2 = true;
+                            let unit = entry.0;
+                            batch.results.push(Block::Result {
+                                unit: Some(i),
+                                id: Arc::clone(&ids[&unit]),
+                                is_error: synthesized.contains(&units[i].at.position)
+                                    && units[i].at.item_kind != units[unit].at.item_kind,
+                            });
+                        }
+                        None => own.push(TargetRepair {
+                            kind: TargetRepairKind::DroppedDuplicateOutput,
+                            at: units[i].at.clone(),
+                        }),
                     }
                 }
             },
         }
     }
-    close(&mut batch, &mut builder, &mut note);
+    close(&mut batch, &mut builder);
 
     let mut messages = builder.messages;
-    if messages
-        .first()
-        .is_some_and(|first| first.role == "assistant")
+    if let Some(first) = messages.first()
+        && first.role == Role::Assistant
     {
+        own.push(TargetRepair {
+            kind: TargetRepairKind::LeadingUserMessage,
+            at: block_location(&units, &first.blocks[0]),
+        });
         messages.insert(
             0,
             Message {
-                role: "user",
-                blocks: vec![json!({"type": "text", "text": ANTHROPIC_LEADING_USER_TEXT})],
+                role: Role::User,
+                blocks: vec![Block::Text(
+                    serde_json::json!({"type": "text", "text": ANTHROPIC_LEADING_USER_TEXT})
+                        .to_string()
+                        .into(),
+                )],
             },
         );
-        note(None, AnthropicRepairKind::LeadingUserMessage);
     }
     if let Some(last) = messages.last_mut()
-        && last.role == "assistant"
-        && let Some(block) = last.blocks.last_mut()
-        && let Some(text) = block.get("text").and_then(Value::as_str)
+        && last.role == Role::Assistant
+        && let Some(&Block::Unit(i, b)) = last.blocks.last()
+        && let Sent::Assistant(blocks) = &units[i].rendered.piece
+        && let Ok(mut value) = serde_json::from_str::<Value>(&blocks[b])
+        && let Some(text) = value.get("text").and_then(Value::as_str)
         && text.trim_end().len() != text.len()
+        && let Some(block) = last.blocks.last_mut()
     {
-        let trimmed = text.trim_end().to_owned();
+        let at = units[i].at.clone();
         // Rendering skips white-space-only texts, so something is left.
-        block["text"] = Value::String(trimmed);
-        note(None, AnthropicRepairKind::TrimmedFinalWhitespace);
+        value["text"] = Value::String(text.trim_end().to_owned());
+        *block = Block::Text(value.to_string().into());
+        own.push(TargetRepair {
+            kind: TargetRepairKind::TrimmedFinalWhitespace,
+            at,
+        });
     }
-    repairs.sort_by_key(|repair| repair.input_index.unwrap_or(usize::MAX));
-    AnthropicMessages {
-        system,
-        messages: messages
-            .into_iter()
-            .map(|message| json!({"role": message.role, "content": message.blocks}))
-            .collect(),
+    let repairs = merge_repairs(merge_repairs(repairs, paired.repairs), own);
+    Ok((
+        AnthropicMessages {
+            units: units.into(),
+            system: system.into(),
+            messages: messages.into(),
+        },
         repairs,
-    }
+    ))
+}
+
+/// Where the item a block comes from is.
+fn block_location(units: &[Unit<AnthropicItem>], block: &Block) -> Location {
+    let unit = match block {
+        Block::Unit(i, _) | Block::ToolUse { unit: i, .. } => Some(*i),
+        Block::Result { unit, .. } => *unit,
+        Block::Text(_) => None,
+    };
+    unit.or_else(|| units.len().checked_sub(1))
+        .map(|i| units[i].at.clone())
+        .unwrap_or(Location {
+            position: 0,
+            item_kind: crate::item::ItemKind::Unknown,
+            call_id: None,
+        })
 }
 
 #[cfg(test)]
@@ -306,24 +333,31 @@ mod tests {
 
     #[test]
     fn valid_ids_are_kept_and_others_mapped_stably_and_apart() {
-        let ids = ["call_1", "functions.eval:301", "functions_eval_301", ""];
-        let map = map_tool_ids(&ids);
-        assert_eq!(map["call_1"], "call_1");
-        assert_eq!(map["functions_eval_301"], "functions_eval_301");
-        let mapped = &map["functions.eval:301"];
+        let calls = [
+            (0, "call_1"),
+            (1, "functions.eval:301"),
+            (2, "functions_eval_301"),
+            (3, ""),
+            (4, "call_1"),
+        ];
+        let map = map_tool_ids(&calls);
+        assert_eq!(&*map[&0], "call_1");
+        assert_eq!(&*map[&2], "functions_eval_301");
+        let mapped = map[&1].to_string();
         assert!(mapped.starts_with("functions_eval_301_"), "{mapped}");
         assert_eq!(mapped.len(), "functions_eval_301_".len() + 8);
-        assert!(is_valid_tool_id(mapped) && is_valid_tool_id(&map[""]));
+        assert!(is_valid_tool_id(&mapped) && is_valid_tool_id(&map[&3]));
+        // A repeated id gets an id of its own.
+        assert!(map[&4].starts_with("call_1_") && is_valid_tool_id(&map[&4]));
         // The same id maps alike whatever else the request holds.
         assert_eq!(
-            &map_tool_ids(&["functions.eval:301"])["functions.eval:301"],
+            map_tool_ids(&[(9, "functions.eval:301")])[&9].to_string(),
             mapped
         );
         // A valid id equal to the mapped form pushes the mapped one to a longer hash.
-        let taken = mapped.clone();
-        let map = map_tool_ids(&["functions.eval:301", taken.as_str()]);
-        assert_eq!(map[taken.as_str()], taken);
-        assert_ne!(map["functions.eval:301"], taken);
-        assert!(is_valid_tool_id(&map["functions.eval:301"]));
+        let map = map_tool_ids(&[(0, "functions.eval:301"), (1, mapped.as_str())]);
+        assert_eq!(map[&1].to_string(), mapped);
+        assert_ne!(map[&0].to_string(), mapped);
+        assert!(is_valid_tool_id(&map[&0]));
     }
 }

@@ -5,11 +5,42 @@
 //! request (merging, pairing, the order of results, tool id mapping, the final-whitespace trim)
 //! is done by the assembly (`assemble.rs`).
 
+use serde::Serialize;
 use serde_json::{Map, Value, json};
 
+use crate::item::ItemError;
 use crate::projection::{AUDIO_PLACEHOLDER, IMAGE_PLACEHOLDER};
 
-use super::report::{AnthropicRepairKind, InputFallback, PlaceholderReason};
+use super::super::Target;
+use super::super::chat::LOCAL_SHELL_FUNCTION;
+use super::super::target::{ANTHROPIC_CELL, PairRole, Rendered, TargetRepairKind};
+
+/// Why a function call's `arguments` text was not sent as its `tool_use.input` as it is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum InputFallback {
+    /// JSON, but not an object: sent as `{"arguments": "<raw text>"}`.
+    NotAnObject,
+    /// Not JSON: sent as `{"arguments": "<raw text>"}`.
+    NotJson,
+}
+
+/// Why an image or audio part was replaced by its placeholder text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PlaceholderReason {
+    /// A `data:` URL of a media type other than JPEG, PNG, GIF and WebP.
+    UnsupportedMediaType,
+    /// A URL that is neither a base64 `data:` URL nor http(s), or no URL at all.
+    UnsupportedImageUrl,
+    /// An OpenAI `file_id`, which Anthropic cannot read.
+    OpenAiFileId,
+    /// An image in an assistant message (Anthropic takes images from the user and in tool
+    /// results only).
+    ImageInAssistantMessage,
+    /// Audio: the Messages API takes none.
+    Audio,
+}
 
 /// The `input` key a custom tool call's free-form string is wrapped under, and the single string
 /// property of the tool a custom tool spec becomes.
@@ -17,9 +48,6 @@ pub const CUSTOM_TOOL_INPUT_KEY: &str = "input";
 
 /// The key a function call's `arguments` text is kept under when it is not a JSON object.
 pub const RAW_ARGUMENTS_KEY: &str = "arguments";
-
-/// The tool name a `local_shell_call` is sent as.
-pub const LOCAL_SHELL_TOOL_NAME: &str = "local_shell";
 
 /// The media types an Anthropic `base64` image source accepts.
 const IMAGE_MEDIA_TYPES: [&str; 4] = ["image/jpeg", "image/png", "image/gif", "image/webp"];
@@ -48,23 +76,111 @@ pub(crate) enum Piece {
     },
 }
 
-/// An item's rendering and the repairs it took.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Rendered {
-    pub(crate) piece: Piece,
-    pub(crate) notes: Vec<AnthropicRepairKind>,
+/// One item's Anthropic rendering, cached per entry: its piece with every block already
+/// serialized, and what its conversion lost or changed.
+#[derive(Debug)]
+pub(crate) struct AnthropicItem {
+    pub(crate) piece: Sent,
+    notes: Box<[TargetRepairKind]>,
 }
 
-impl Rendered {
-    fn new(piece: Piece) -> Rendered {
-        Rendered {
+/// A [`Piece`] with its JSON written once.
+#[derive(Debug)]
+pub(crate) enum Sent {
+    /// Nothing is sent.
+    Nothing,
+    /// Text for the top-level `system`.
+    System(Box<str>),
+    /// The JSON of each block of a `user` message.
+    User(Box<[Box<str>]>),
+    /// The JSON of each text block of an `assistant` message.
+    Assistant(Box<[Box<str>]>),
+    /// A call: its history call id, its name and input as JSON.
+    ToolUse {
+        call_id: Box<str>,
+        name: Box<str>,
+        input: Box<str>,
+    },
+    /// An output: the call id it answers and its `content` as JSON.
+    ToolResult {
+        call_id: Box<str>,
+        content: Option<Box<str>>,
+    },
+}
+
+fn blocks_json(blocks: Vec<Value>) -> Box<[Box<str>]> {
+    blocks
+        .into_iter()
+        .map(|block| block.to_string().into_boxed_str())
+        .collect()
+}
+
+impl Rendered for AnthropicItem {
+    const CELL: usize = ANTHROPIC_CELL;
+    const TARGET: Target = Target::AnthropicMessages;
+
+    fn render(json: &str) -> Result<Self, ItemError> {
+        let Draft { piece, notes } = render_json(json)?;
+        let piece = match piece {
+            Piece::Nothing => Sent::Nothing,
+            Piece::System(text) => Sent::System(text.into_boxed_str()),
+            Piece::User(blocks) => Sent::User(blocks_json(blocks)),
+            Piece::Assistant(blocks) => Sent::Assistant(blocks_json(blocks)),
+            Piece::ToolUse {
+                call_id,
+                name,
+                input,
+            } => Sent::ToolUse {
+                call_id: call_id.into_boxed_str(),
+                name: Value::String(name).to_string().into_boxed_str(),
+                input: input.to_string().into_boxed_str(),
+            },
+            Piece::ToolResult { call_id, content } => Sent::ToolResult {
+                call_id: call_id.into_boxed_str(),
+                content: content.map(|content| content.to_string().into_boxed_str()),
+            },
+        };
+        Ok(AnthropicItem {
+            piece,
+            notes: notes.into_boxed_slice(),
+        })
+    }
+
+    fn pairing(&self) -> PairRole<'_> {
+        match &self.piece {
+            Sent::ToolUse { call_id, .. } => PairRole::Call(call_id),
+            Sent::ToolResult { call_id, .. } => PairRole::Output(call_id),
+            Sent::User(blocks) | Sent::Assistant(blocks) if !blocks.is_empty() => PairRole::Other,
+            // `system` texts are hoisted (read from the units, not the steps), so they do not
+            // stand between a call and its output.
+            Sent::User(_) | Sent::Assistant(_) | Sent::System(_) | Sent::Nothing => {
+                PairRole::Nothing
+            }
+        }
+    }
+
+    fn notes(&self) -> &[TargetRepairKind] {
+        &self.notes
+    }
+}
+
+/// An item's rendering and the repairs it took.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Draft {
+    pub(crate) piece: Piece,
+    pub(crate) notes: Vec<TargetRepairKind>,
+}
+
+impl Draft {
+    fn new(piece: Piece) -> Draft {
+        Draft {
             piece,
             notes: Vec::new(),
         }
     }
 
-    fn dropped(kind: AnthropicRepairKind) -> Rendered {
-        Rendered {
+    fn dropped(kind: TargetRepairKind) -> Draft {
+        Draft {
             piece: Piece::Nothing,
             notes: vec![kind],
         }
@@ -72,12 +188,16 @@ impl Rendered {
 }
 
 /// Renders one Responses item given as JSON text.
-pub(crate) fn render_json(json: &str) -> Rendered {
+pub(crate) fn render_json(json: &str) -> Result<Draft, ItemError> {
     match serde_json::from_str::<Value>(json) {
-        Ok(Value::Object(item)) => render(&item),
-        _ => Rendered::dropped(AnthropicRepairKind::DroppedItem {
-            item_type: "(not a JSON object)".into(),
-            reason: "not an item",
+        Ok(Value::Object(item)) => Ok(render(&item)),
+        Ok(_) => Err(ItemError::InvalidJson {
+            item_type: None,
+            source: serde::de::Error::custom("an item must be a JSON object"),
+        }),
+        Err(source) => Err(ItemError::InvalidJson {
+            item_type: None,
+            source,
         }),
     }
 }
@@ -86,54 +206,30 @@ fn str_field<'a>(item: &'a Map<String, Value>, key: &str) -> Option<&'a str> {
     item.get(key).and_then(Value::as_str)
 }
 
-fn render(item: &Map<String, Value>) -> Rendered {
-    let item_type = str_field(item, "type").unwrap_or("message");
-    match item_type {
+fn render(item: &Map<String, Value>) -> Draft {
+    match str_field(item, "type").unwrap_or("message") {
         "message" => render_message(item),
         "agent_message" => render_agent_message(item),
         "function_call" => render_function_call(item),
         "custom_tool_call" => render_custom_call(item),
         "local_shell_call" => render_local_shell_call(item),
         "function_call_output" | "custom_tool_call_output" => render_output(item),
-        "reasoning" => Rendered::dropped(AnthropicRepairKind::DroppedReasoning),
-        "web_search_call" => Rendered::dropped(AnthropicRepairKind::DroppedItem {
-            item_type: item_type.into(),
-            reason: "server-side search: Anthropic's equivalent is its own server tool, whose \
-                     ids and encrypted results only Anthropic issues",
-        }),
-        "tool_search_call" | "tool_search_output" => {
-            Rendered::dropped(AnthropicRepairKind::DroppedItem {
-                item_type: item_type.into(),
-                reason: "no client-side tool search in the Messages API (Anthropic's is a server \
-                         tool with its own ids)",
-            })
-        }
-        "image_generation_call" => Rendered::dropped(AnthropicRepairKind::DroppedItem {
-            item_type: item_type.into(),
-            reason: "no image generation in the Messages API",
-        }),
-        "compaction" | "compaction_summary" | "context_compaction" => {
-            Rendered::dropped(AnthropicRepairKind::DroppedItem {
-                item_type: item_type.into(),
-                reason: "encrypted summary only OpenAI can read",
-            })
-        }
-        "additional_tools" => Rendered::dropped(AnthropicRepairKind::DroppedItem {
-            item_type: item_type.into(),
-            reason: "tool declarations are not messages (send them in `tools`)",
-        }),
-        _ => Rendered::dropped(AnthropicRepairKind::DroppedItem {
-            item_type: item_type.into(),
-            reason: "no Anthropic equivalent",
-        }),
+        // Encrypted content is bound to the provider that made it.
+        "reasoning" => Draft::dropped(TargetRepairKind::ReasoningNotSent),
+        // `web_search_call`: Anthropic's search is its own server tool, whose `srvtoolu_` ids
+        // and encrypted results only Anthropic issues. `tool_search_*`: no client-side tool
+        // search (Anthropic's is a server tool too). `image_generation_call`: no image
+        // generation. `compaction`: an encrypted summary only OpenAI can read.
+        // `additional_tools`: declarations, not messages. Unknown types: nothing to map.
+        _ => Draft::dropped(TargetRepairKind::NoEquivalent),
     }
 }
 
 /// A `text` block, or `None` (noted) when the text is empty or only white space: Anthropic
 /// refuses empty text blocks and messages whose text is only white space.
-fn text_block(text: &str, notes: &mut Vec<AnthropicRepairKind>) -> Option<Value> {
+fn text_block(text: &str, notes: &mut Vec<TargetRepairKind>) -> Option<Value> {
     if text.trim().is_empty() {
-        notes.push(AnthropicRepairKind::SkippedEmptyText);
+        notes.push(TargetRepairKind::SkippedEmptyText);
         None
     } else {
         Some(json!({"type": "text", "text": text}))
@@ -145,7 +241,7 @@ fn placeholder_block(text: &str) -> Value {
 }
 
 /// An `image` block for an `input_image` part, or the placeholder text (noted).
-fn image_block(part: &Map<String, Value>, notes: &mut Vec<AnthropicRepairKind>) -> Value {
+fn image_block(part: &Map<String, Value>, notes: &mut Vec<TargetRepairKind>) -> Value {
     let url = str_field(part, "image_url");
     let reason = match url {
         Some(url) if url.starts_with("data:") => match data_url_source(url) {
@@ -161,7 +257,7 @@ fn image_block(part: &Map<String, Value>, notes: &mut Vec<AnthropicRepairKind>) 
         }
         None => PlaceholderReason::UnsupportedImageUrl,
     };
-    notes.push(AnthropicRepairKind::MediaPlaceholder { reason });
+    notes.push(TargetRepairKind::ReplacedMedia { reason });
     placeholder_block(IMAGE_PLACEHOLDER)
 }
 
@@ -183,12 +279,12 @@ fn data_url_source(url: &str) -> Result<Value, PlaceholderReason> {
 }
 
 /// The blocks of a message's or an output's content parts.
-fn content_blocks(parts: &[Value], notes: &mut Vec<AnthropicRepairKind>) -> Vec<Value> {
+fn content_blocks(parts: &[Value], notes: &mut Vec<TargetRepairKind>) -> Vec<Value> {
     let mut blocks = Vec::new();
     for part in parts {
         let Some(part) = part.as_object() else {
-            notes.push(AnthropicRepairKind::DroppedContent {
-                part_type: "(not an object)".into(),
+            notes.push(TargetRepairKind::DroppedParts {
+                what: "(not an object)".into(),
             });
             continue;
         };
@@ -201,20 +297,18 @@ fn content_blocks(parts: &[Value], notes: &mut Vec<AnthropicRepairKind>) -> Vec<
             }
             "input_image" => blocks.push(image_block(part, notes)),
             "input_audio" => {
-                notes.push(AnthropicRepairKind::MediaPlaceholder {
+                notes.push(TargetRepairKind::ReplacedMedia {
                     reason: PlaceholderReason::Audio,
                 });
                 blocks.push(placeholder_block(AUDIO_PLACEHOLDER));
             }
-            other => notes.push(AnthropicRepairKind::DroppedContent {
-                part_type: other.into(),
-            }),
+            other => notes.push(TargetRepairKind::DroppedParts { what: other.into() }),
         }
     }
     blocks
 }
 
-fn render_message(item: &Map<String, Value>) -> Rendered {
+fn render_message(item: &Map<String, Value>) -> Draft {
     let mut notes = Vec::new();
     let role = str_field(item, "role").unwrap_or("user");
     let blocks = match item.get("content") {
@@ -229,12 +323,12 @@ fn render_message(item: &Map<String, Value>) -> Rendered {
             for block in &blocks {
                 match block.get("text").and_then(Value::as_str) {
                     Some(text) if block.get("type") == Some(&json!("text")) => texts.push(text),
-                    _ => notes.push(AnthropicRepairKind::DroppedContent {
-                        part_type: "image in a system message".into(),
+                    _ => notes.push(TargetRepairKind::DroppedParts {
+                        what: "image in a system message".into(),
                     }),
                 }
             }
-            notes.push(AnthropicRepairKind::HoistedSystem { role: role.into() });
+            notes.push(TargetRepairKind::HoistedToSystem { role: role.into() });
             Piece::System(texts.join("\n"))
         }
         "assistant" => {
@@ -243,7 +337,7 @@ fn render_message(item: &Map<String, Value>) -> Rendered {
                 .into_iter()
                 .map(|block| {
                     if block.get("type") == Some(&json!("image")) {
-                        notes.push(AnthropicRepairKind::MediaPlaceholder {
+                        notes.push(TargetRepairKind::ReplacedMedia {
                             reason: PlaceholderReason::ImageInAssistantMessage,
                         });
                         placeholder_block(IMAGE_PLACEHOLDER)
@@ -256,11 +350,14 @@ fn render_message(item: &Map<String, Value>) -> Rendered {
         }
         _ => Piece::User(blocks),
     };
-    Rendered { piece, notes }
+    Draft { piece, notes }
 }
 
-fn render_agent_message(item: &Map<String, Value>) -> Rendered {
-    let mut notes = vec![AnthropicRepairKind::AgentMessageAsUserText];
+fn render_agent_message(item: &Map<String, Value>) -> Draft {
+    let mut notes = vec![TargetRepairKind::MappedRole {
+        from: "agent_message".into(),
+        to: "user".into(),
+    }];
     let author = str_field(item, "author").unwrap_or("?");
     let recipient = str_field(item, "recipient").unwrap_or("?");
     let mut text = format!("[message from agent {author} to {recipient}]");
@@ -271,8 +368,8 @@ fn render_agent_message(item: &Map<String, Value>) -> Rendered {
                     text.push('\n');
                     text.push_str(part_text);
                 }
-                None => notes.push(AnthropicRepairKind::DroppedContent {
-                    part_type: part
+                None => notes.push(TargetRepairKind::DroppedParts {
+                    what: part
                         .get("type")
                         .and_then(Value::as_str)
                         .unwrap_or("(untyped)")
@@ -281,7 +378,7 @@ fn render_agent_message(item: &Map<String, Value>) -> Rendered {
             }
         }
     }
-    Rendered {
+    Draft {
         piece: Piece::User(vec![json!({"type": "text", "text": text})]),
         notes,
     }
@@ -291,42 +388,37 @@ fn call_id(item: &Map<String, Value>) -> Option<String> {
     str_field(item, "call_id").map(str::to_owned)
 }
 
-fn without_call_id(item_type: &str) -> Rendered {
-    Rendered::dropped(AnthropicRepairKind::DroppedItem {
-        item_type: item_type.into(),
-        reason: "a call without a call id cannot be paired",
-    })
+fn without_call_id() -> Draft {
+    Draft::dropped(TargetRepairKind::DroppedCallWithoutId)
 }
 
-fn render_function_call(item: &Map<String, Value>) -> Rendered {
+fn render_function_call(item: &Map<String, Value>) -> Draft {
     let Some(call_id) = call_id(item) else {
-        return without_call_id("function_call");
+        return without_call_id();
     };
     let mut notes = Vec::new();
     let raw = str_field(item, "arguments").unwrap_or("");
     let input = if raw.trim().is_empty() {
-        notes.push(AnthropicRepairKind::InputFallback {
-            fallback: InputFallback::EmptyArguments,
-        });
+        notes.push(TargetRepairKind::EmptyArguments);
         json!({})
     } else {
         match serde_json::from_str::<Value>(raw) {
             Ok(object @ Value::Object(_)) => object,
             Ok(_) => {
-                notes.push(AnthropicRepairKind::InputFallback {
+                notes.push(TargetRepairKind::ArgumentsNotObject {
                     fallback: InputFallback::NotAnObject,
                 });
                 json!({RAW_ARGUMENTS_KEY: raw})
             }
             Err(_) => {
-                notes.push(AnthropicRepairKind::InputFallback {
+                notes.push(TargetRepairKind::ArgumentsNotObject {
                     fallback: InputFallback::NotJson,
                 });
                 json!({RAW_ARGUMENTS_KEY: raw})
             }
         }
     };
-    Rendered {
+    Draft {
         piece: Piece::ToolUse {
             call_id,
             name: str_field(item, "name").unwrap_or("").to_owned(),
@@ -336,40 +428,37 @@ fn render_function_call(item: &Map<String, Value>) -> Rendered {
     }
 }
 
-fn render_custom_call(item: &Map<String, Value>) -> Rendered {
+fn render_custom_call(item: &Map<String, Value>) -> Draft {
     let Some(call_id) = call_id(item) else {
-        return without_call_id("custom_tool_call");
+        return without_call_id();
     };
     let input = str_field(item, "input").unwrap_or("");
-    Rendered::new(Piece::ToolUse {
+    Draft::new(Piece::ToolUse {
         call_id,
         name: str_field(item, "name").unwrap_or("").to_owned(),
         input: json!({CUSTOM_TOOL_INPUT_KEY: input}),
     })
 }
 
-fn render_local_shell_call(item: &Map<String, Value>) -> Rendered {
+fn render_local_shell_call(item: &Map<String, Value>) -> Draft {
     let Some(call_id) = call_id(item) else {
-        return without_call_id("local_shell_call");
+        return without_call_id();
     };
     let input = match item.get("action") {
         Some(action @ Value::Object(_)) => action.clone(),
         Some(other) => json!({"action": other}),
         None => json!({}),
     };
-    Rendered::new(Piece::ToolUse {
+    Draft::new(Piece::ToolUse {
         call_id,
-        name: LOCAL_SHELL_TOOL_NAME.to_owned(),
+        name: LOCAL_SHELL_FUNCTION.to_owned(),
         input,
     })
 }
 
-fn render_output(item: &Map<String, Value>) -> Rendered {
+fn render_output(item: &Map<String, Value>) -> Draft {
     let Some(call_id) = call_id(item) else {
-        return Rendered::dropped(AnthropicRepairKind::DroppedItem {
-            item_type: str_field(item, "type").unwrap_or("").into(),
-            reason: "an output without a call id answers no call",
-        });
+        return Draft::dropped(TargetRepairKind::NoEquivalent);
     };
     let mut notes = Vec::new();
     let content = match item.get("output") {
@@ -380,7 +469,7 @@ fn render_output(item: &Map<String, Value>) -> Rendered {
         }
         _ => None,
     };
-    Rendered {
+    Draft {
         piece: Piece::ToolResult { call_id, content },
         notes,
     }
@@ -389,6 +478,10 @@ fn render_output(item: &Map<String, Value>) -> Rendered {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn render_json(json: &str) -> Draft {
+        super::render_json(json).expect("an item")
+    }
 
     fn piece(json: &str) -> Piece {
         render_json(json).piece
@@ -415,7 +508,7 @@ mod tests {
         );
         assert_eq!(
             svg.notes,
-            vec![AnthropicRepairKind::MediaPlaceholder {
+            vec![TargetRepairKind::ReplacedMedia {
                 reason: PlaceholderReason::UnsupportedMediaType
             }]
         );
@@ -439,7 +532,7 @@ mod tests {
             );
             assert_eq!(
                 rendered.notes,
-                vec![AnthropicRepairKind::InputFallback { fallback }]
+                vec![TargetRepairKind::ArgumentsNotObject { fallback }]
             );
         }
         assert_eq!(
@@ -458,6 +551,6 @@ mod tests {
             r#"{"type":"message","role":"assistant","content":[{"type":"output_text","text":" \n"}]}"#,
         );
         assert_eq!(rendered.piece, Piece::Assistant(vec![]));
-        assert_eq!(rendered.notes, vec![AnthropicRepairKind::SkippedEmptyText]);
+        assert_eq!(rendered.notes, vec![TargetRepairKind::SkippedEmptyText]);
     }
 }

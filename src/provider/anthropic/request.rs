@@ -1,12 +1,17 @@
 //! The Anthropic Messages request body: `model`, `max_tokens`, `system`, `messages`, `tools`,
 //! `tool_choice`, `stream`.
 
+use std::io::{self, Write};
+use std::sync::Arc;
+
 use serde_json::{Map, Value, json};
 
 use crate::request::{ModelRequest, ToolChoice, ToolPlan};
 
+use super::super::chat::LOCAL_SHELL_FUNCTION;
+use super::super::target::{TargetProjectionError, TargetRepair};
 use super::AnthropicMessages;
-use super::render::{CUSTOM_TOOL_INPUT_KEY, LOCAL_SHELL_TOOL_NAME};
+use super::render::CUSTOM_TOOL_INPUT_KEY;
 
 /// The `max_tokens` sent when none is set: the Messages API requires the field and has no
 /// default of its own.
@@ -39,14 +44,18 @@ pub struct DroppedTool {
 }
 
 /// A complete Anthropic Messages request: the projection and what surrounds it.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct AnthropicRequest {
     /// `model`.
     pub model: String,
     /// `max_tokens`.
     pub max_tokens: u32,
-    /// `system` and `messages`, with the repairs made to build them.
+    /// The base instructions, first in `system`.
+    pub base_instructions: Arc<str>,
+    /// The projection: `messages` and the `system` texts hoisted from the history.
     pub messages: AnthropicMessages,
+    /// What the projection repaired for Anthropic.
+    pub repairs: Vec<TargetRepair>,
     /// `tools`: `{name, description?, input_schema}` each.
     pub tools: Vec<Value>,
     /// `tool_choice`; `None` leaves it out (no tools, or a choice without equivalent).
@@ -58,50 +67,71 @@ pub struct AnthropicRequest {
 }
 
 impl AnthropicRequest {
-    /// The request body as a JSON value, keys in the order above (`system`, `tools` and
-    /// `tool_choice` left out when empty).
-    pub fn body(&self) -> Value {
-        let mut body = Map::new();
-        body.insert("model".into(), Value::String(self.model.clone()));
-        body.insert("max_tokens".into(), json!(self.max_tokens));
-        if let Some(system) = self.messages.system() {
-            body.insert("system".into(), system);
+    /// The `system` text blocks: the base instructions (when not empty), then the hoisted texts.
+    pub fn system(&self) -> Vec<Value> {
+        Some(&*self.base_instructions)
+            .filter(|text| !text.trim().is_empty())
+            .into_iter()
+            .chain(self.messages.system_texts())
+            .map(|text| json!({"type": "text", "text": text}))
+            .collect()
+    }
+
+    /// Writes the request body: `model`, `max_tokens`, `system` (left out when empty),
+    /// `messages`, `tools` and `tool_choice` (left out without tools), `stream`.
+    ///
+    /// # Errors
+    ///
+    /// Whatever the writer returns.
+    pub fn write_body<W: Write + ?Sized>(&self, out: &mut W) -> io::Result<()> {
+        let string = |text: &str| Value::String(text.to_owned()).to_string();
+        write!(
+            out,
+            r#"{{"model":{},"max_tokens":{}"#,
+            string(&self.model),
+            self.max_tokens
+        )?;
+        let system = self.system();
+        if !system.is_empty() {
+            write!(out, r#","system":{}"#, Value::Array(system))?;
         }
-        body.insert(
-            "messages".into(),
-            Value::Array(self.messages.messages.clone()),
-        );
+        out.write_all(br#","messages":"#)?;
+        self.messages.write_json(out)?;
         if !self.tools.is_empty() {
-            body.insert("tools".into(), Value::Array(self.tools.clone()));
+            write!(out, r#","tools":{}"#, Value::Array(self.tools.clone()))?;
             if let Some(choice) = &self.tool_choice {
-                body.insert("tool_choice".into(), choice.clone());
+                write!(out, r#","tool_choice":{choice}"#)?;
             }
         }
-        body.insert("stream".into(), Value::Bool(self.stream));
-        Value::Object(body)
+        write!(out, r#","stream":{}}}"#, self.stream)
+    }
+
+    /// The request body as bytes.
+    pub fn body(&self) -> Vec<u8> {
+        let mut out = Vec::new();
+        // Writing to a vector cannot fail.
+        let _ = self.write_body(&mut out);
+        out
     }
 }
 
 impl ModelRequest {
-    /// This request for the Anthropic Messages API: its projection rendered for Anthropic (with
-    /// the base instructions first in `system`), its tools converted, its `tool_choice` mapped,
+    /// This request for the Anthropic Messages API: its projection rendered for Anthropic
+    /// (each entry's rendering cached and shared, as [`History::project_for`] does), the base
+    /// instructions first in `system`, its tools converted, its `tool_choice` mapped,
     /// `max_tokens` from `settings`.
-    pub fn to_anthropic(&self, settings: AnthropicSettings) -> AnthropicRequest {
-        self.to_anthropic_with(
-            self.prompt
-                .input
-                .to_anthropic(&self.prompt.base_instructions),
-            settings,
-        )
-    }
-
-    /// As [`ModelRequest::to_anthropic`], around `messages` already projected (say, by the
-    /// cached target projection).
-    pub fn to_anthropic_with(
+    ///
+    /// [`History::project_for`]: crate::History::project_for
+    ///
+    /// # Errors
+    ///
+    /// [`TargetProjectionError::UnreadableItem`] when an item does not parse (only an entry of
+    /// a crafted snapshot can).
+    pub fn to_anthropic(
         &self,
-        messages: AnthropicMessages,
         settings: AnthropicSettings,
-    ) -> AnthropicRequest {
+    ) -> Result<AnthropicRequest, TargetProjectionError> {
+        let (messages, repairs) = super::project(&self.prompt.input)?;
         let (tools, mut dropped_tools) = convert_tools(&self.prompt.tools);
         let tool_choice = if tools.is_empty() {
             None
@@ -118,15 +148,17 @@ impl ModelRequest {
             }
             choice
         };
-        AnthropicRequest {
+        Ok(AnthropicRequest {
             model: self.settings.model.clone(),
             max_tokens: settings.max_tokens,
+            base_instructions: Arc::clone(&self.prompt.base_instructions),
             messages,
+            repairs,
             tools,
             tool_choice,
             stream: self.response.stream,
             dropped_tools,
-        }
+        })
     }
 }
 
@@ -184,10 +216,10 @@ fn custom_tool(spec: &Map<String, Value>, name: &str) -> Value {
     )
 }
 
-/// The schema of a local shell call's `action`, as [`LOCAL_SHELL_TOOL_NAME`]'s input.
+/// The schema of a local shell call's `action`, as [`LOCAL_SHELL_FUNCTION`]'s input.
 fn local_shell_tool() -> Value {
     tool(
-        LOCAL_SHELL_TOOL_NAME,
+        LOCAL_SHELL_FUNCTION,
         Some(&json!("Runs a command on the local machine.")),
         json!({
             "type": "object",
@@ -259,7 +291,7 @@ fn convert_tools(plan: &ToolPlan) -> (Vec<Value>, Vec<DroppedTool>) {
                 &mut dropped,
                 index,
                 kind,
-                LOCAL_SHELL_TOOL_NAME,
+                LOCAL_SHELL_FUNCTION,
                 local_shell_tool(),
             ),
             ("namespace", _) => {
