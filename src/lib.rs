@@ -67,11 +67,12 @@ pub use request::{
 
 // The provider layer: the model API a request is for; per-target projections and validators.
 pub use provider::{
-    ANTHROPIC_LEADING_USER_TEXT, AnthropicMessages, AnthropicRequest, AnthropicSettings,
-    CUSTOM_TOOL_INPUT_KEY, DEFAULT_ANTHROPIC_MAX_TOKENS, DeveloperRole, DroppedTool, InputFallback,
-    LOCAL_SHELL_FUNCTION, ParseTargetError, PlaceholderReason, RAW_ARGUMENTS_KEY,
-    TOOL_IMAGE_PLACEHOLDER, Target, TargetOptions, TargetProjection, TargetProjectionError,
-    TargetRepair, TargetRepairKind, TargetReport,
+    ANTHROPIC_LEADING_USER_TEXT, AnthropicMessages, AnthropicRequest, AnthropicRequestError,
+    AnthropicTools, CUSTOM_TOOL_INPUT_KEY, ChatRequest, ChatRequestError, ChatTools,
+    DEFAULT_ANTHROPIC_MAX_TOKENS, DeveloperRole, DroppedTool, InputFallback, LOCAL_SHELL_FUNCTION,
+    ParseTargetError, PlaceholderReason, RAW_ARGUMENTS_KEY, TOOL_IMAGE_PLACEHOLDER, Target,
+    TargetOptions, TargetProjection, TargetProjectionError, TargetRepair, TargetRepairKind,
+    TargetReport, anthropic_tool_choice, anthropic_tools, chat_tool_choice, chat_tools,
 };
 
 // The snapshot layer: memory-mapped archives of a history.

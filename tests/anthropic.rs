@@ -8,9 +8,10 @@ use std::collections::{HashMap, HashSet};
 
 use agent_history::testing::target_renderings;
 use agent_history::{
-    ANTHROPIC_LEADING_USER_TEXT, AnthropicSettings, History, IMAGE_PLACEHOLDER, InputFallback,
-    ItemKind, PlaceholderReason, PromptCompiler, RequestSettings, ResumeOptions, StepContext,
-    Target, TargetOptions, TargetRepairKind, ToolPlan, resume_file,
+    ANTHROPIC_LEADING_USER_TEXT, AnthropicRequest, AnthropicRequestError,
+    DEFAULT_ANTHROPIC_MAX_TOKENS, History, IMAGE_PLACEHOLDER, InputFallback, ItemKind,
+    PlaceholderReason, ResumeOptions, Target, TargetOptions, TargetRepairKind, ToolChoice,
+    resume_file,
 };
 use proptest::prelude::*;
 use serde_json::{Value, json};
@@ -513,37 +514,59 @@ fn empty_texts_are_skipped() {
 
 #[test]
 fn the_request_body_carries_model_max_tokens_system_messages_tools() {
-    let mut history = History::new();
-    history.record_json(user("hi").as_str()).unwrap();
-    let tools = ToolPlan::new(vec![
-        json!({"type": "function", "name": "shell", "parameters": {"type": "object", "properties": {}}}),
-        json!({"type": "web_search"}),
-    ])
-    .unwrap();
-    let request = PromptCompiler::new(RequestSettings {
+    let history = history_of(&[developer("Use tools."), user("hi")]);
+    let projection = history.project_for(&anthropic()).unwrap();
+    let request = AnthropicRequest {
         model: "claude-x".into(),
-        ..RequestSettings::default()
-    })
-    .with_base_instructions("Be brief.")
-    .with_tools(tools, true)
-    .compile(&history, StepContext::default())
-    .unwrap()
-    .to_anthropic(AnthropicSettings { max_tokens: 1000 })
-    .unwrap();
-    let body: Value = serde_json::from_slice(&request.body()).expect("JSON");
+        max_tokens: 1000,
+        instructions: "Be brief.".into(),
+        tools: vec![
+            json!({"type": "function", "name": "shell", "parameters": {"type": "object", "properties": {}}}),
+            json!({"type": "web_search"}),
+        ],
+        tool_choice: ToolChoice::Required,
+        parallel_tool_calls: true,
+        stream: false,
+    };
+    let mut body = Vec::new();
+    let tools = projection
+        .write_anthropic_request(&request, &mut body)
+        .unwrap();
+    let body: Value = serde_json::from_slice(&body).expect("JSON");
     assert_eq!(
         body,
         json!({
             "model": "claude-x",
             "max_tokens": 1000,
-            "system": [{"type": "text", "text": "Be brief."}],
+            "system": [{"type": "text", "text": "Be brief."}, {"type": "text", "text": "Use tools."}],
             "messages": [{"role": "user", "content": [{"type": "text", "text": "hi"}]}],
             "tools": [{"name": "shell", "input_schema": {"type": "object", "properties": {}}}],
-            "tool_choice": {"type": "auto"},
-            "stream": true,
+            "tool_choice": {"type": "any"},
+            "stream": false,
         })
     );
-    assert_eq!(request.dropped_tools.len(), 1);
+    assert_eq!(tools.dropped.len(), 1);
+    assert_eq!(tools.dropped[0].tool_type, "web_search");
+    // A projection for another target is refused.
+    let chat = history
+        .project_for(&TargetOptions::new(Target::ChatCompletions))
+        .unwrap();
+    assert!(matches!(
+        chat.write_anthropic_request(&request, &mut Vec::new()),
+        Err(AnthropicRequestError::WrongTarget(Target::ChatCompletions))
+    ));
+    // No tools: neither `tools` nor `tool_choice`; no system text: no `system`.
+    let bare = history_of(&[user("hi")]).project_for(&anthropic()).unwrap();
+    let mut body = Vec::new();
+    bare.write_anthropic_request(&AnthropicRequest::default(), &mut body)
+        .unwrap();
+    let body: Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(
+        body,
+        json!({"model": "", "max_tokens": DEFAULT_ANTHROPIC_MAX_TOKENS,
+               "messages": [{"role": "user", "content": [{"type": "text", "text": "hi"}]}],
+               "stream": true})
+    );
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -8,17 +8,21 @@
 
 mod anthropic;
 mod chat;
+mod chat_request;
 mod target;
 
 use std::fmt;
 use std::str::FromStr;
 
 pub use anthropic::{
-    ANTHROPIC_LEADING_USER_TEXT, AnthropicMessages, AnthropicRequest, AnthropicSettings,
-    CUSTOM_TOOL_INPUT_KEY, DEFAULT_ANTHROPIC_MAX_TOKENS, DroppedTool, InputFallback,
-    PlaceholderReason, RAW_ARGUMENTS_KEY,
+    ANTHROPIC_LEADING_USER_TEXT, AnthropicMessages, AnthropicRequest, AnthropicRequestError,
+    AnthropicTools, CUSTOM_TOOL_INPUT_KEY, DEFAULT_ANTHROPIC_MAX_TOKENS, InputFallback,
+    PlaceholderReason, RAW_ARGUMENTS_KEY, anthropic_tool_choice, anthropic_tools,
 };
 pub use chat::{LOCAL_SHELL_FUNCTION, TOOL_IMAGE_PLACEHOLDER};
+pub use chat_request::{
+    ChatRequest, ChatRequestError, ChatTools, DroppedTool, chat_tool_choice, chat_tools,
+};
 #[cfg(feature = "testing")]
 pub use target::target_renderings;
 pub use target::{

@@ -21,7 +21,10 @@ use super::target::Unit;
 pub(crate) use assemble::project;
 use render::{AnthropicItem, Sent};
 pub use render::{CUSTOM_TOOL_INPUT_KEY, InputFallback, PlaceholderReason, RAW_ARGUMENTS_KEY};
-pub use request::{AnthropicRequest, AnthropicSettings, DEFAULT_ANTHROPIC_MAX_TOKENS, DroppedTool};
+pub use request::{
+    AnthropicRequest, AnthropicRequestError, AnthropicTools, DEFAULT_ANTHROPIC_MAX_TOKENS,
+    anthropic_tool_choice, anthropic_tools,
+};
 
 /// The text of the user message put first when the history starts with the assistant (the
 /// Messages API wants a user message first).

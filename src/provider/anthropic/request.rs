@@ -2,170 +2,131 @@
 //! `tool_choice`, `stream`.
 
 use std::io::{self, Write};
-use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
 
-use crate::request::{ModelRequest, ToolChoice, ToolPlan};
+use crate::request::ToolChoice;
 
+use super::super::Target;
 use super::super::chat::LOCAL_SHELL_FUNCTION;
-use super::super::target::{TargetProjectionError, TargetRepair};
-use super::AnthropicMessages;
+use super::super::chat_request::DroppedTool;
+use super::super::target::TargetProjection;
 use super::render::CUSTOM_TOOL_INPUT_KEY;
 
 /// The `max_tokens` sent when none is set: the Messages API requires the field and has no
 /// default of its own.
 pub const DEFAULT_ANTHROPIC_MAX_TOKENS: u32 = 8192;
 
-/// Settings of an Anthropic request that the Responses request does not carry.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct AnthropicSettings {
-    /// `max_tokens`: the most tokens the answer may have.
+/// The settings of an Anthropic Messages request body beside its messages.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AnthropicRequest {
+    /// `model`.
+    pub model: String,
+    /// `max_tokens` (default [`DEFAULT_ANTHROPIC_MAX_TOKENS`]).
     pub max_tokens: u32,
+    /// The base instructions, the first `system` text block; none when empty.
+    pub instructions: String,
+    /// The tools, as Responses tool specs (converted by [`anthropic_tools`]).
+    pub tools: Vec<Value>,
+    /// `tool_choice`, mapped by [`anthropic_tool_choice`] (sent only with tools).
+    pub tool_choice: ToolChoice,
+    /// Whether the model may call several tools at once; `false` sends
+    /// `disable_parallel_tool_use: true` in `tool_choice`.
+    pub parallel_tool_calls: bool,
+    /// `stream`.
+    pub stream: bool,
 }
 
-impl Default for AnthropicSettings {
+impl Default for AnthropicRequest {
     fn default() -> Self {
-        AnthropicSettings {
+        AnthropicRequest {
+            model: String::new(),
             max_tokens: DEFAULT_ANTHROPIC_MAX_TOKENS,
+            instructions: String::new(),
+            tools: Vec::new(),
+            tool_choice: ToolChoice::Auto,
+            parallel_tool_calls: false,
+            stream: true,
         }
     }
 }
 
-/// A tool spec, or a `tool_choice`, that has no Anthropic equivalent and was not sent.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct DroppedTool {
-    /// The spec's position in the tool plan (`None` for the `tool_choice`).
-    pub index: Option<usize>,
-    /// Its `type` (or the tool choice's JSON).
-    pub tool_type: String,
-    /// Its name, when it has one.
-    pub name: Option<String>,
-}
-
-/// A complete Anthropic Messages request: the projection and what surrounds it.
-#[derive(Debug, Clone)]
-pub struct AnthropicRequest {
-    /// `model`.
-    pub model: String,
-    /// `max_tokens`.
-    pub max_tokens: u32,
-    /// The base instructions, first in `system`.
-    pub base_instructions: Arc<str>,
-    /// The projection: `messages` and the `system` texts hoisted from the history.
-    pub messages: AnthropicMessages,
-    /// What the projection repaired for Anthropic.
-    pub repairs: Vec<TargetRepair>,
-    /// `tools`: `{name, description?, input_schema}` each.
+/// Responses tool specs converted for Anthropic, and those left out.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct AnthropicTools {
+    /// The Anthropic tools: `{name, description?, input_schema}`.
     pub tools: Vec<Value>,
-    /// `tool_choice`; `None` leaves it out (no tools, or a choice without equivalent).
-    pub tool_choice: Option<Value>,
-    /// `stream`.
-    pub stream: bool,
-    /// The tool specs (and tool choice) that were not sent.
-    pub dropped_tools: Vec<DroppedTool>,
+    /// The specs with no equivalent (web search, tool search, image generation, file search,
+    /// MCP, …) or whose name another tool already has.
+    pub dropped: Vec<DroppedTool>,
 }
 
-impl AnthropicRequest {
-    /// The `system` text blocks: the base instructions (when not empty), then the hoisted texts.
-    pub fn system(&self) -> Vec<Value> {
-        Some(&*self.base_instructions)
-            .filter(|text| !text.trim().is_empty())
-            .into_iter()
-            .chain(self.messages.system_texts())
-            .map(|text| json!({"type": "text", "text": text}))
-            .collect()
-    }
+/// A Anthropic Messages request body could not be written.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum AnthropicRequestError {
+    /// The projection is for another target.
+    #[error("the projection is for {0}, not anthropic")]
+    WrongTarget(Target),
+    /// The writer failed.
+    #[error("cannot write the request body")]
+    Io(#[from] io::Error),
+}
 
-    /// Writes the request body: `model`, `max_tokens`, `system` (left out when empty),
-    /// `messages`, `tools` and `tool_choice` (left out without tools), `stream`.
+impl TargetProjection {
+    /// Writes the whole Anthropic Messages request body of this projection: `model`,
+    /// `max_tokens`, `system` (the base instructions, then the texts hoisted from the history;
+    /// left out when there is none), `messages`, `tools` converted by [`anthropic_tools`] with
+    /// `tool_choice` (when any tool is left and the choice has an equivalent), `stream`.
+    /// Returns the converted tools (what was left out is in [`AnthropicTools::dropped`]).
     ///
     /// # Errors
     ///
-    /// Whatever the writer returns.
-    pub fn write_body<W: Write + ?Sized>(&self, out: &mut W) -> io::Result<()> {
-        let string = |text: &str| Value::String(text.to_owned()).to_string();
+    /// [`AnthropicRequestError::WrongTarget`] for a projection for another target;
+    /// [`AnthropicRequestError::Io`] when the writer fails.
+    pub fn write_anthropic_request<W: Write + ?Sized>(
+        &self,
+        request: &AnthropicRequest,
+        out: &mut W,
+    ) -> Result<AnthropicTools, AnthropicRequestError> {
+        let Some(messages) = self.anthropic() else {
+            return Err(AnthropicRequestError::WrongTarget(self.target()));
+        };
+        let tools = anthropic_tools(&request.tools);
         write!(
             out,
             r#"{{"model":{},"max_tokens":{}"#,
-            string(&self.model),
-            self.max_tokens
+            Value::from(&*request.model),
+            request.max_tokens
         )?;
-        let system = self.system();
+        let system: Vec<Value> = Some(request.instructions.as_str())
+            .filter(|text| !text.trim().is_empty())
+            .into_iter()
+            .chain(messages.system_texts())
+            .map(|text| json!({"type": "text", "text": text}))
+            .collect();
         if !system.is_empty() {
             write!(out, r#","system":{}"#, Value::Array(system))?;
         }
         out.write_all(br#","messages":"#)?;
-        self.messages.write_json(out)?;
-        if !self.tools.is_empty() {
-            write!(out, r#","tools":{}"#, Value::Array(self.tools.clone()))?;
-            if let Some(choice) = &self.tool_choice {
+        messages.write_json(out)?;
+        if !tools.tools.is_empty() {
+            write!(out, r#","tools":{}"#, Value::Array(tools.tools.clone()))?;
+            if let Some(choice) =
+                anthropic_tool_choice(&request.tool_choice, request.parallel_tool_calls)
+            {
                 write!(out, r#","tool_choice":{choice}"#)?;
             }
         }
-        write!(out, r#","stream":{}}}"#, self.stream)
-    }
-
-    /// The request body as bytes.
-    pub fn body(&self) -> Vec<u8> {
-        let mut out = Vec::new();
-        // Writing to a vector cannot fail.
-        let _ = self.write_body(&mut out);
-        out
-    }
-}
-
-impl ModelRequest {
-    /// This request for the Anthropic Messages API: its projection rendered for Anthropic
-    /// (each entry's rendering cached and shared, as [`History::project_for`] does), the base
-    /// instructions first in `system`, its tools converted, its `tool_choice` mapped,
-    /// `max_tokens` from `settings`.
-    ///
-    /// [`History::project_for`]: crate::History::project_for
-    ///
-    /// # Errors
-    ///
-    /// [`TargetProjectionError::UnreadableItem`] when an item does not parse (only an entry of
-    /// a crafted snapshot can).
-    pub fn to_anthropic(
-        &self,
-        settings: AnthropicSettings,
-    ) -> Result<AnthropicRequest, TargetProjectionError> {
-        let (messages, repairs) = super::project(&self.prompt.input)?;
-        let (tools, mut dropped_tools) = convert_tools(&self.prompt.tools);
-        let tool_choice = if tools.is_empty() {
-            None
-        } else {
-            let choice =
-                map_tool_choice(&self.response.tool_choice, self.prompt.parallel_tool_calls);
-            if choice.is_none() {
-                dropped_tools.push(DroppedTool {
-                    index: None,
-                    tool_type: serde_json::to_string(&self.response.tool_choice)
-                        .unwrap_or_default(),
-                    name: None,
-                });
-            }
-            choice
-        };
-        Ok(AnthropicRequest {
-            model: self.settings.model.clone(),
-            max_tokens: settings.max_tokens,
-            base_instructions: Arc::clone(&self.prompt.base_instructions),
-            messages,
-            repairs,
-            tools,
-            tool_choice,
-            stream: self.response.stream,
-            dropped_tools,
-        })
+        write!(out, r#","stream":{}}}"#, request.stream)?;
+        Ok(tools)
     }
 }
 
 /// `tool_choice`: `auto` → `{type: auto}`, `none` → `{type: none}`, `required` → `{type: any}`,
 /// a named function or custom tool → `{type: tool, name}`; with parallel calls off,
 /// `disable_parallel_tool_use: true` (except for `none`). `None` when there is no equivalent.
-fn map_tool_choice(choice: &ToolChoice, parallel: bool) -> Option<Value> {
+pub fn anthropic_tool_choice(choice: &ToolChoice, parallel: bool) -> Option<Value> {
     let mut mapped = match choice {
         ToolChoice::Auto => json!({"type": "auto"}),
         ToolChoice::None => return Some(json!({"type": "none"})),
@@ -236,9 +197,12 @@ fn local_shell_tool() -> Value {
     )
 }
 
-/// The plan's specs as Anthropic tools: function tools (members of a namespace too, by their
-/// own name), custom tools with one string property, the local shell; the others are dropped.
-fn convert_tools(plan: &ToolPlan) -> (Vec<Value>, Vec<DroppedTool>) {
+/// Converts Responses tool specs: a `function` becomes a tool with its `parameters` as
+/// `input_schema` (members of a `namespace` too, by their own name); a `custom` tool becomes a
+/// tool taking `{"input": string}` (as custom calls are sent); `local_shell` becomes the tool
+/// [`LOCAL_SHELL_FUNCTION`] taking the exec action (as its calls are sent). Anything else, or a
+/// name already taken (Anthropic wants unique names), is left out and listed.
+pub fn anthropic_tools(specs: &[Value]) -> AnthropicTools {
     let mut tools = Vec::new();
     let mut dropped = Vec::new();
     let mut names = std::collections::HashSet::new();
@@ -253,13 +217,13 @@ fn convert_tools(plan: &ToolPlan) -> (Vec<Value>, Vec<DroppedTool>) {
         } else {
             // Anthropic wants unique names; a namespace member may repeat a top-level one.
             dropped.push(DroppedTool {
-                index: Some(index),
+                index,
                 tool_type: kind.to_owned(),
                 name: Some(name.to_owned()),
             });
         }
     };
-    for (index, spec) in plan.specs().iter().enumerate() {
+    for (index, spec) in specs.iter().enumerate() {
         let Some(spec) = spec.as_object() else {
             continue;
         };
@@ -323,7 +287,7 @@ fn convert_tools(plan: &ToolPlan) -> (Vec<Value>, Vec<DroppedTool>) {
                             custom_tool(member, name),
                         ),
                         (_, name) => dropped.push(DroppedTool {
-                            index: Some(index),
+                            index,
                             tool_type: member_kind.to_owned(),
                             name: name.map(str::to_owned),
                         }),
@@ -331,13 +295,13 @@ fn convert_tools(plan: &ToolPlan) -> (Vec<Value>, Vec<DroppedTool>) {
                 }
             }
             _ => dropped.push(DroppedTool {
-                index: Some(index),
+                index,
                 tool_type: kind.to_owned(),
                 name: name.map(str::to_owned),
             }),
         }
     }
-    (tools, dropped)
+    AnthropicTools { tools, dropped }
 }
 
 #[cfg(test)]
@@ -347,35 +311,34 @@ mod tests {
     #[test]
     fn tool_choices_map_where_they_have_an_equivalent() {
         assert_eq!(
-            map_tool_choice(&ToolChoice::Required, true),
+            anthropic_tool_choice(&ToolChoice::Required, true),
             Some(json!({"type": "any"}))
         );
         assert_eq!(
-            map_tool_choice(&ToolChoice::Auto, false),
+            anthropic_tool_choice(&ToolChoice::Auto, false),
             Some(json!({"type": "auto", "disable_parallel_tool_use": true}))
         );
         assert_eq!(
-            map_tool_choice(
+            anthropic_tool_choice(
                 &ToolChoice::Other(json!({"type": "function", "name": "shell"})),
                 true
             ),
             Some(json!({"type": "tool", "name": "shell"}))
         );
         assert_eq!(
-            map_tool_choice(&ToolChoice::Other(json!({"type": "web_search"})), true),
+            anthropic_tool_choice(&ToolChoice::Other(json!({"type": "web_search"})), true),
             None
         );
     }
 
     #[test]
     fn specs_convert_or_are_dropped() {
-        let plan = ToolPlan::new(vec![
+        let specs = vec![
             json!({"type": "function", "name": "shell", "description": "Run", "parameters": {"type": "object", "properties": {"cmd": {"type": "string"}}}}),
             json!({"type": "custom", "name": "apply_patch", "description": "Patch", "format": {"type": "grammar"}}),
             json!({"type": "web_search"}),
-        ])
-        .unwrap();
-        let (tools, dropped) = convert_tools(&plan);
+        ];
+        let AnthropicTools { tools, dropped } = anthropic_tools(&specs);
         assert_eq!(
             tools,
             vec![
@@ -386,7 +349,7 @@ mod tests {
         assert_eq!(
             dropped,
             vec![DroppedTool {
-                index: Some(2),
+                index: 2,
                 tool_type: "web_search".into(),
                 name: None
             }]
