@@ -69,10 +69,11 @@ pub use request::{
 pub use provider::{
     ANTHROPIC_LEADING_USER_TEXT, AnthropicMessages, AnthropicRequest, AnthropicRequestError,
     AnthropicTools, CUSTOM_TOOL_INPUT_KEY, ChatRequest, ChatRequestError, ChatTools,
-    DEFAULT_ANTHROPIC_MAX_TOKENS, DeveloperRole, DroppedTool, InputFallback, LOCAL_SHELL_FUNCTION,
-    ParseTargetError, PlaceholderReason, RAW_ARGUMENTS_KEY, TOOL_IMAGE_PLACEHOLDER, Target,
-    TargetOptions, TargetProjection, TargetProjectionError, TargetRepair, TargetRepairKind,
-    TargetReport, anthropic_tool_choice, anthropic_tools, chat_tool_choice, chat_tools,
+    DEFAULT_ANTHROPIC_MAX_TOKENS, DeveloperRole, DroppedTool, Finding, InputFallback,
+    LOCAL_SHELL_FUNCTION, ParseTargetError, PlaceholderReason, RAW_ARGUMENTS_KEY, Rule, Severity,
+    TOOL_IMAGE_PLACEHOLDER, Target, TargetOptions, TargetProjection, TargetProjectionError,
+    TargetRepair, TargetRepairKind, TargetReport, Validation, Wording, anthropic_tool_choice,
+    anthropic_tools, chat_tool_choice, chat_tools, validate,
 };
 
 // The snapshot layer: memory-mapped archives of a history.

@@ -10,6 +10,9 @@ mod anthropic;
 mod chat;
 mod chat_request;
 mod target;
+mod validate;
+
+pub use validate::{Finding, Rule, Severity, Validation, Wording, validate};
 
 use std::fmt;
 use std::str::FromStr;
