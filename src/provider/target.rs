@@ -334,7 +334,8 @@ impl TargetProjection {
     }
 
     /// Writes the input as one JSON array: for Responses exactly the bytes of
-    /// [`Projection::write_json_array`]; for Chat Completions the `messages` array.
+    /// [`Projection::write_json_array`]; for Chat Completions and Anthropic Messages the `messages`
+    /// array (Anthropic's `system` texts are in [`TargetProjection::anthropic`]).
     ///
     /// # Errors
     ///
@@ -361,7 +362,7 @@ impl TargetProjection {
         }
     }
 
-    /// Number of messages (Chat Completions) or items (Responses) sent.
+    /// Number of messages (Chat Completions, Anthropic Messages) or items (Responses) sent.
     pub fn len(&self) -> usize {
         match &self.inner {
             Inner::Responses => self.projection.len(),
