@@ -143,6 +143,9 @@ fn target_chat_request_writes_the_chat_body() {
             "stream": false
         })
     );
+    // The library's validator takes the whole body.
+    let validation = agent_history::validate(agent_history::Target::ChatCompletions, &body);
+    assert!(validation.is_valid(), "{:?}", validation.findings);
     let stderr = text(&output.stderr);
     assert!(
         stderr.contains("tool without a name (web_search) has no Chat Completions equivalent"),
