@@ -813,3 +813,31 @@ fn the_checker_finds_each_broken_rule() {
         );
     }
 }
+
+#[test]
+fn a_reused_call_id_gets_an_id_of_its_own_and_each_call_its_result() {
+    let projected = project(&[
+        user("go"),
+        call("c1", "shell", r#"{"n":1}"#),
+        output("c1", "first"),
+        call("c1", "shell", r#"{"n":2}"#),
+        output("c1", "second"),
+    ]);
+    assert_valid(&projected);
+    let messages = projected.messages();
+    assert_eq!(messages[1]["content"][0]["id"], "c1");
+    let second = messages[3]["content"][0]["id"].as_str().unwrap().to_owned();
+    assert!(second.starts_with("c1_") && second != "c1", "{second}");
+    assert_eq!(
+        messages[2]["content"],
+        json!([{"type": "tool_result", "tool_use_id": "c1", "content": "first"}])
+    );
+    assert_eq!(
+        messages[4]["content"],
+        json!([{"type": "tool_result", "tool_use_id": second, "content": "second"}])
+    );
+    assert!(kinds(&projected).contains(&TargetRepairKind::MappedId {
+        from: "c1".into(),
+        to: second.clone()
+    }));
+}
