@@ -1,13 +1,13 @@
-//! Per-target projection costs: the Chat Completions messages against the Responses input of
-//! the same history, each pair measured in the same run (interleaved, median and interquartile
+//! Per-target projection costs: the Chat Completions and the Anthropic Messages messages against
+//! the Responses input of the same history, each pair measured in the same run (interleaved, median and interquartile
 //! range of the ratio).
 //!
 //! For a 10k- and a 100k-item session of the comparison bench's generator (16 broken pairings):
-//! * warm: `project_for(chat)` + `write_json` with every entry's rendering cached, against
+//! * warm: `project_for(target)` + `write_json` with every entry's rendering cached, against
 //!   `project` + `Projection::write_json_array`; and the writing alone against the writing alone;
-//! * cold: the first Chat projection of a history whose entries were never converted (a fresh
+//! * cold: the first projection for the target of a history whose entries were never converted (a fresh
 //!   history per run), against the Responses projection and write of the same history;
-//! * after one append to a warm history: the Chat projection and write, against the Responses
+//! * after one append to a warm history: the target's projection and write, against the Responses
 //!   one (the new item is the only conversion: the `testing` counter says how many ran).
 //!
 //! Run with `cargo bench --bench targets`. Data comes from a fixed seed.
@@ -41,10 +41,10 @@ fn responses(history: &History, out: &mut Vec<u8>) {
     black_box(&out);
 }
 
-fn chat(history: &History, out: &mut Vec<u8>) {
+fn target(target: Target, history: &History, out: &mut Vec<u8>) {
     out.clear();
     let projection = history
-        .project_for(&TargetOptions::new(Target::ChatCompletions))
+        .project_for(&TargetOptions::new(target))
         .expect("lenient");
     projection.write_json(out).expect("to memory");
     black_box(&out);
@@ -59,95 +59,97 @@ fn main() {
         println!("-- {n} items, 16 broken pairings");
         let items = session::generate(n, 16, 0x9e37_79b9_7f4a_7c15 ^ n as u64);
         let history = build(&items);
-        let (mut a, mut b) = (Vec::new(), Vec::new());
-        chat(&history, &mut a); // warms the cache
-        responses(&history, &mut b);
-        println!(
-            "   {} messages ({} bytes) vs {} items ({} bytes)",
-            history
-                .project_for(&TargetOptions::new(Target::ChatCompletions))
-                .expect("lenient")
-                .len(),
-            a.len(),
-            history
+        for kind in [Target::ChatCompletions, Target::AnthropicMessages] {
+            let (mut a, mut b) = (Vec::new(), Vec::new());
+            target(kind, &history, &mut a); // warms the cache
+            responses(&history, &mut b);
+            println!(
+                "   {} messages ({} bytes) vs {} items ({} bytes)",
+                history
+                    .project_for(&TargetOptions::new(kind))
+                    .expect("lenient")
+                    .len(),
+                a.len(),
+                history
+                    .project(&ProjectionOptions::default())
+                    .expect("lenient")
+                    .len(),
+                b.len()
+            );
+            let warm = paired(
+                pairs,
+                || responses(&history, &mut b),
+                || target(kind, &history, &mut a),
+            );
+            line(
+                &format!("{n}: {kind} project_for + write_json, warm cache"),
+                warm,
+                "responses project + write_json_array",
+            );
+            let target_projection = history
+                .project_for(&TargetOptions::new(kind))
+                .expect("lenient");
+            let projection = history
                 .project(&ProjectionOptions::default())
-                .expect("lenient")
-                .len(),
-            b.len()
-        );
-        let warm = paired(
-            pairs,
-            || responses(&history, &mut b),
-            || chat(&history, &mut a),
-        );
-        line(
-            &format!("{n}: chat project_for + write_json, warm cache"),
-            warm,
-            "responses project + write_json_array",
-        );
-        let chat_projection = history
-            .project_for(&TargetOptions::new(Target::ChatCompletions))
-            .expect("lenient");
-        let projection = history
-            .project(&ProjectionOptions::default())
-            .expect("lenient");
-        let write_only = paired(
-            pairs,
-            || {
-                b.clear();
-                projection.write_json_array(&mut b).expect("to memory");
-            },
-            || {
-                a.clear();
-                chat_projection.write_json(&mut a).expect("to memory");
-            },
-        );
-        line(
-            &format!("{n}: chat write_json alone"),
-            write_only,
-            "write_json_array alone",
-        );
+                .expect("lenient");
+            let write_only = paired(
+                pairs,
+                || {
+                    b.clear();
+                    projection.write_json_array(&mut b).expect("to memory");
+                },
+                || {
+                    a.clear();
+                    target_projection.write_json(&mut a).expect("to memory");
+                },
+            );
+            line(
+                &format!("{n}: {kind} write_json alone"),
+                write_only,
+                "write_json_array alone",
+            );
 
-        // Cold: a fresh history per run (built outside the timing).
-        let mut ratios: Vec<f64> = (0..cold_runs)
-            .map(|_| {
-                let fresh = build(&items);
-                let start = Instant::now();
-                chat(&fresh, &mut a);
-                let cold = start.elapsed().as_secs_f64();
-                let start = Instant::now();
-                responses(&fresh, &mut b);
-                cold / start.elapsed().as_secs_f64().max(1e-12)
-            })
-            .collect();
-        ratios.sort_by(f64::total_cmp);
-        line(
-            &format!("{n}: chat, cold (first conversion of every entry)"),
-            [
-                ratios[cold_runs / 4],
-                ratios[cold_runs / 2],
-                ratios[cold_runs * 3 / 4],
-            ],
-            "responses project + write_json_array",
-        );
+            // Cold: a fresh history per run (built outside the timing).
+            let mut ratios: Vec<f64> = (0..cold_runs)
+                .map(|_| {
+                    let fresh = build(&items);
+                    let start = Instant::now();
+                    target(kind, &fresh, &mut a);
+                    let cold = start.elapsed().as_secs_f64();
+                    let start = Instant::now();
+                    responses(&fresh, &mut b);
+                    cold / start.elapsed().as_secs_f64().max(1e-12)
+                })
+                .collect();
+            ratios.sort_by(f64::total_cmp);
+            line(
+                &format!("{n}: {kind}, cold (first conversion of every entry)"),
+                [
+                    ratios[cold_runs / 4],
+                    ratios[cold_runs / 2],
+                    ratios[cold_runs * 3 / 4],
+                ],
+                "responses project + write_json_array",
+            );
 
-        // One append to a warm history.
-        let mut appended = history.clone();
-        appended
-            .record_json(r#"{"type":"message","role":"user","content":[{"type":"input_text","text":"one more"}]}"#)
-            .expect("valid");
-        let before = target_renderings();
-        chat(&appended, &mut a);
-        let converted = target_renderings() - before;
-        let after_append = paired(
-            pairs,
-            || responses(&appended, &mut b),
-            || chat(&appended, &mut a),
-        );
-        line(
-            &format!("{n}: chat after one append ({converted} conversion(s))"),
-            after_append,
-            "responses project + write_json_array",
-        );
+            // One append to a warm history.
+            let mut appended = history.clone();
+            appended
+                .record_json(r#"{"type":"message","role":"user","content":[{"type":"input_text","text":"one more"}]}"#)
+                .expect("valid");
+            let before = target_renderings();
+            target(kind, &appended, &mut a);
+            let converted = target_renderings() - before;
+            let after_append = paired(
+                pairs,
+                || responses(&appended, &mut b),
+                || target(kind, &appended, &mut a),
+            );
+            line(
+                &format!("{n}: {kind} after one append ({converted} conversion(s))"),
+                after_append,
+                "responses project + write_json_array",
+            );
+        }
     }
 }

@@ -154,8 +154,15 @@ fn target_chat_request_writes_the_chat_body() {
 }
 
 #[test]
-fn target_anthropic_and_wrong_flags_are_usage_errors() {
-    let anthropic = run(&["project", &path("session.jsonl"), "--target", "anthropic"]);
+fn wrong_flags_are_usage_errors() {
+    // `--target anthropic` works (tests/cli_anthropic.rs); its Chat-only flag does not.
+    let anthropic = run(&[
+        "project",
+        &path("session.jsonl"),
+        "--target",
+        "anthropic",
+        "--keep-developer",
+    ]);
     assert_eq!(
         anthropic.status.code(),
         Some(2),
