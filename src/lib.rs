@@ -66,7 +66,9 @@ pub use request::{
 };
 
 // The provider layer: the model API a request is for; per-target projections and validators.
-pub use provider::{ParseTargetError, Target};
+pub use provider::{
+    Finding, ParseTargetError, Rule, Severity, Target, Validation, Wording, validate,
+};
 
 // The snapshot layer: memory-mapped archives of a history.
 pub use snapshot::{

@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use agent_history::{Modalities, ToolChoice, TruncationPolicy};
+use agent_history::{Modalities, Target, ToolChoice, TruncationPolicy};
 use clap::{Args, Parser, Subcommand};
 
 /// What the exit statuses mean, at the end of every `--help`.
@@ -12,6 +12,14 @@ Exit status:
   1  --strict and something was found (findings, protocol violations)
   2  usage error (a wrong or meaningless option)
   3  an input or output failed (a file that cannot be read or is not what it should be)";
+
+/// What the exit statuses of `lint` mean.
+pub const LINT_EXIT_STATUS: &str = "\
+Exit status:
+  0  every body would be accepted (warnings alone do not count)
+  1  a body would be rejected: a finding of severity error
+  2  usage error (a wrong or meaningless option)
+  3  a body could not be read or is not JSON";
 
 /// The `agent-history` command line.
 #[derive(Parser)]
@@ -72,6 +80,15 @@ pub enum Command {
     /// `--at-line M`, against its first M lines.
     #[command(after_help = EXIT_STATUS)]
     Prefix(PrefixArgs),
+    /// Check request bodies against a model API's rules without sending them: every call
+    /// answered, no output without its call, no duplicate ids, role order, id syntax.
+    ///
+    /// Takes request bodies (JSON objects: Responses `input`, Chat Completions `messages`,
+    /// Anthropic `system` + `messages` + `tools`) or bare `input` / `messages` arrays, and `-`
+    /// (standard input). Prints each finding with its position, rule and the error text the API
+    /// returns; exit status 1 when the API would reject a body (warnings alone exit 0).
+    #[command(after_help = LINT_EXIT_STATUS)]
+    Lint(LintArgs),
     /// Print a shell completion script for SHELL to stdout.
     ///
     /// For example `agent-history completions bash > ~/.local/share/bash-completion/completions/agent-history`.
@@ -209,6 +226,26 @@ pub struct VerifyArgs {
     /// One JSON object per snapshot (JSON Lines).
     #[arg(long)]
     pub json: bool,
+}
+
+/// The arguments of `lint`.
+#[derive(Args)]
+pub struct LintArgs {
+    /// JSON files holding a request body or a bare input/messages array, or `-` (standard input).
+    #[arg(required = true, value_name = "BODY")]
+    pub paths: Vec<PathBuf>,
+    /// The API whose rules apply: responses, chat or anthropic. Required: a body can be valid
+    /// for one API and rejected by another, so it is not guessed.
+    #[arg(long, value_parser = parse_target, value_name = "TARGET")]
+    pub target: Target,
+    /// One JSON object per body (JSON Lines), then a summary object when there are several.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Parses `--target` with the library's parser.
+pub fn parse_target(text: &str) -> Result<Target, String> {
+    text.parse().map_err(|error| format!("{error}"))
 }
 
 /// The arguments of `completions`.

@@ -8,6 +8,7 @@ mod output;
 mod args;
 mod check;
 mod input;
+mod lint;
 mod prefix;
 mod project;
 mod snapshot;
@@ -79,6 +80,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Snapshot(args) => snapshot::run(args),
         Command::Verify(args) => verify::run(args),
         Command::Prefix(args) => prefix::run(args),
+        Command::Lint(args) => lint::run(args),
         Command::Completions(args) => {
             // Into a buffer first: `generate` panics when its writer fails (a closed pipe).
             let mut script = Vec::new();

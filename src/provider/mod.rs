@@ -6,6 +6,10 @@
 //! error a given input would get from each API live beside it. `docs/providers.md` maps every
 //! item family field by field and says what each target loses.
 
+mod validate;
+
+pub use validate::{Finding, Rule, Severity, Validation, Wording, validate};
+
 use std::fmt;
 use std::str::FromStr;
 
