@@ -67,7 +67,9 @@ pub use request::{
 
 // The provider layer: the model API a request is for; per-target projections and validators.
 pub use provider::{
-    Finding, ParseTargetError, Rule, Severity, Target, Validation, Wording, validate,
+    DeveloperRole, Finding, LOCAL_SHELL_FUNCTION, ParseTargetError, Rule, Severity,
+    TOOL_IMAGE_PLACEHOLDER, Target, TargetOptions, TargetProjection, TargetProjectionError,
+    TargetRepair, TargetRepairKind, TargetReport, Validation, Wording, validate,
 };
 
 // The snapshot layer: memory-mapped archives of a history.

@@ -1,5 +1,6 @@
 //! [`Entry`]: the stored form of an item — a small header plus shared JSON text.
 
+use std::any::Any;
 use std::fmt;
 use std::sync::{Arc, OnceLock};
 
@@ -230,6 +231,54 @@ pub(crate) struct Body {
     item_id: Option<ItemId>,
     /// The token estimate, exact. The header holds it too when it fits in 32 bits.
     tokens: u64,
+    /// The entry's renderings for other model APIs (the provider layer's targets), each computed
+    /// the first time a projection for that target needs it and shared by every clone of the
+    /// entry. One pointer, null until the first rendering: an entry never projected for another
+    /// target pays 8 bytes.
+    renderings: once_cell::race::OnceBox<Renderings>,
+}
+
+/// How many target renderings an entry can cache: one cell per target other than Responses
+/// (whose rendering is the stored text). The provider layer numbers the cells.
+pub(crate) const RENDERING_CELLS: usize = 2;
+
+/// One type-erased rendering of an entry for a target.
+pub(crate) type Rendering = Box<dyn Any + Send + Sync>;
+
+/// The renderings of one entry, one cell per target (see [`Body::rendering_cell`]).
+///
+/// Why here, like the media forms: every clone of the entry (every version of a history, every
+/// projection) shares the body, so a rendering computed for one of them serves all of them and
+/// dies with the entry. The item layer does not know the provider layer's types: a cell holds
+/// whatever the target stores, and the target downcasts it.
+#[derive(Default)]
+pub(crate) struct Renderings {
+    cells: [OnceLock<Rendering>; RENDERING_CELLS],
+}
+
+impl fmt::Debug for Renderings {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let filled = self
+            .cells
+            .iter()
+            .filter(|cell| cell.get().is_some())
+            .count();
+        write!(f, "Renderings({filled} of {RENDERING_CELLS} filled)")
+    }
+}
+
+impl Body {
+    /// The cache cell `cell` (below [`RENDERING_CELLS`]) of this entry's target renderings,
+    /// allocating the entry's cells on first use; `None` for a cell number out of range.
+    pub(crate) fn rendering_cell(&self, cell: usize) -> Option<&OnceLock<Rendering>> {
+        if cell >= RENDERING_CELLS {
+            return None;
+        }
+        self.renderings
+            .get_or_init(|| Box::new(Renderings::default()))
+            .cells
+            .get(cell)
+    }
 }
 
 /// The header's token count when the estimate does not fit in 32 bits: the exact count is the
@@ -397,6 +446,7 @@ impl Entry {
                 call_id,
                 item_id,
                 tokens,
+                renderings: once_cell::race::OnceBox::new(),
             }),
             tokens: u32::try_from(tokens)
                 .ok()
@@ -511,6 +561,7 @@ impl Entry {
                 call_id: self.body.call_id.clone(),
                 item_id: self.body.item_id.clone(),
                 tokens: self.body.tokens,
+                renderings: once_cell::race::OnceBox::new(),
             }),
             ..*self
         }
@@ -904,8 +955,9 @@ mod tests {
         // flags. A path copy clones up to 64 entries per leaf: 3.5 KB then, 1 KB now.
         assert_eq!(std::mem::size_of::<Entry>(), 16);
         assert_eq!(std::mem::size_of::<Option<Entry>>(), 16);
-        // The body: the payload (40), the ids (16 each) and the exact token count (8).
-        assert_eq!(std::mem::size_of::<Body>(), 80);
+        // The body: the payload (40), the ids (16 each), the exact token count (8) and the
+        // pointer to the target renderings (8, null until an entry is projected for another API).
+        assert_eq!(std::mem::size_of::<Body>(), 88);
     }
 
     #[test]

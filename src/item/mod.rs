@@ -15,8 +15,8 @@ mod parse;
 mod turn;
 mod work;
 
+pub(crate) use entry::{Body, OutputBody, Payload, StripKey, StrippedForm, parse_item};
 pub use entry::{Entry, EntryFlags};
-pub(crate) use entry::{OutputBody, Payload, StripKey, StrippedForm, parse_item};
 pub use error::ItemError;
 pub(crate) use error::{json_type, with_sources};
 pub(crate) use estimate::tokens_for_bytes;

@@ -24,9 +24,10 @@ mod report;
 mod slots;
 
 use std::io::{self, Write};
+use std::sync::Arc;
 
 use crate::history::History;
-use crate::item::{Entry, ItemError, Payload, ResponseItem, parse_item};
+use crate::item::{Body, Entry, ItemError, Payload, ResponseItem, parse_item};
 
 pub use error::ProjectionError;
 pub use media::{AUDIO_PLACEHOLDER, IMAGE_PLACEHOLDER};
@@ -238,6 +239,75 @@ impl Projection {
     /// Only if an item's JSON does not parse (see [`Entry::to_item`]).
     pub fn to_items(&self) -> Result<Vec<ResponseItem>, ItemError> {
         self.iter().map(parse_item).collect()
+    }
+}
+
+/// What one slot of a projection sends, as the provider layer's targets read it
+/// ([`Projection::sent_slots`]).
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum SentSlot<'a> {
+    /// A stored item. `body` is its shared body (where a target caches its rendering), `json`
+    /// the text sent (a stripped form when the projection strips the item's media) and `form`
+    /// which text that is: 0 the stored text, 1 to 3 a stripped form (one rendering per form).
+    Item {
+        /// The entry's shared body.
+        body: &'a Arc<Body>,
+        /// The text the Responses projection sends.
+        json: &'a str,
+        /// 0 for the stored text, 1 to 3 for a stripped form.
+        form: usize,
+    },
+    /// A call without output and the synthetic output that repairs it.
+    CallWithSyntheticOutput {
+        /// The call's shared body.
+        call: &'a Arc<Body>,
+        /// The synthetic output's JSON text.
+        output: &'a str,
+    },
+}
+
+impl Projection {
+    /// Every slot that sends something, with its position in the live history and its entry
+    /// (the slot's header: kind, call id), in position order. O(n): the provider layer renders
+    /// every item for its target.
+    pub(crate) fn sent_slots(&self) -> impl Iterator<Item = (usize, &Entry, SentSlot<'_>)> + '_ {
+        let strip = self.strip;
+        self.slots
+            .runs()
+            .flat_map(<[Entry]>::iter)
+            .enumerate()
+            .filter_map(move |(position, slot)| {
+                let sent = match slot.payload() {
+                    Payload::Owned(json) => SentSlot::Item {
+                        body: slot.body(),
+                        json,
+                        form: 0,
+                    },
+                    Payload::Shared(text) => SentSlot::Item {
+                        body: slot.body(),
+                        json: text,
+                        form: 0,
+                    },
+                    Payload::WithMedia(_) => {
+                        let json = slot.payload().projected_json(strip.images, strip.audio);
+                        let form = if std::ptr::eq(json, slot.payload().original_json()) {
+                            0
+                        } else {
+                            usize::from(strip.images) + 2 * usize::from(strip.audio)
+                        };
+                        SentSlot::Item {
+                            body: slot.body(),
+                            json,
+                            form,
+                        }
+                    }
+                    Payload::CallWithSyntheticOutput { call, output } => {
+                        SentSlot::CallWithSyntheticOutput { call, output }
+                    }
+                    Payload::Omitted { .. } => return None,
+                };
+                Some((position, slot, sent))
+            })
     }
 }
 

@@ -6,12 +6,22 @@
 //! error a given input would get from each API live beside it. `docs/providers.md` maps every
 //! item family field by field and says what each target loses.
 
+mod chat;
+mod target;
 mod validate;
 
 pub use validate::{Finding, Rule, Severity, Validation, Wording, validate};
 
 use std::fmt;
 use std::str::FromStr;
+
+pub use chat::{LOCAL_SHELL_FUNCTION, TOOL_IMAGE_PLACEHOLDER};
+#[cfg(feature = "testing")]
+pub use target::target_renderings;
+pub use target::{
+    DeveloperRole, TargetOptions, TargetProjection, TargetProjectionError, TargetRepair,
+    TargetRepairKind, TargetReport,
+};
 
 /// The model API a projection or a validation is for.
 ///

@@ -16,6 +16,7 @@ pub mod strategies;
 
 pub use crate::item::item_conversions;
 pub use crate::projection::{media_checks, media_strips, prefix_slots_read};
+pub use crate::provider::target_renderings;
 pub use crate::request::tool_plan_serializations;
 pub use codex_rollout::{CodexRollout, CodexRolloutError};
 pub use fuzzing::{ArbitraryHistory, MAX_ARBITRARY_STEPS};

@@ -1,0 +1,704 @@
+//! The machinery every per-target projection shares: options, the projection value and its
+//! report, the per-entry rendering cache, and the call grouping that positional pairing needs.
+//!
+//! # How a target plugs in
+//!
+//! A target (Chat Completions in `chat.rs`, Anthropic Messages beside it) provides:
+//!
+//! 1. A rendering type `R` implementing [`Rendered`]: what one Responses item becomes for the
+//!    target, computed from the item's JSON as the Responses projection sends it (media already
+//!    stripped for the model), and independent of any per-request option, so that it can be
+//!    cached. `Rendered::CELL` names the entry's cache cell the target owns
+//!    ([`CHAT_CELL`], [`ANTHROPIC_CELL`]); `Rendered::pairing` says whether it is a call, an
+//!    output (with the call id used for pairing) or anything else; `Rendered::notes` lists what
+//!    the conversion of this one item lost or changed ([`TargetRepairKind`]), reported at the
+//!    item's position on every projection.
+//! 2. A writer over the [`Paired`] order that [`Units::collect`] and [`pair_calls`] produce from a
+//!    [`Projection`]: `Step::Unit` sends a unit's rendering, `Step::Synthetic` answers a call
+//!    that has no output left for the target (with the same `aborted` text as the Responses
+//!    repairs). Each call batch (consecutive calls) is followed by the outputs of its calls,
+//!    moved there when they sat elsewhere; the writer only merges steps into the target's
+//!    messages.
+//! 3. A variant of the private `Inner` enum of [`TargetProjection`] holding its written form,
+//!    and an arm in [`History::project_for`] and in `TargetProjection::write_json`.
+//!
+//! Every rendering is computed once per entry and shared by every clone of the entry (every
+//! version of a history, every projection), through the entry's body: re-projecting a history
+//! after one append renders one item ([`target_renderings`] counts them with the `testing`
+//! feature). Synthetic outputs of the Responses projection are rendered per projection (they are
+//! k small items).
+
+use std::collections::HashMap;
+use std::io::{self, Write};
+use std::sync::{Arc, OnceLock};
+
+use serde::Serialize;
+use serde::ser::SerializeStruct;
+
+use crate::history::History;
+use crate::item::{Body, Entry, ItemError, ItemKind};
+use crate::projection::{
+    ABORTED_OUTPUT, Location, Projection, ProjectionError, ProjectionOptions, RepairReport,
+    SentSlot,
+};
+
+use super::Target;
+use super::chat::{self, ChatMessages};
+
+/// The cache cell of an entry's Chat Completions rendering.
+pub(crate) const CHAT_CELL: usize = 0;
+/// The cache cell of an entry's Anthropic Messages rendering.
+#[allow(dead_code)]
+pub(crate) const ANTHROPIC_CELL: usize = 1;
+
+/// How many texts of one entry a target can render: the stored text and its three stripped
+/// forms (images, audio, both), as [`SentSlot::Item`] numbers them.
+const FORMS: usize = 4;
+
+/// Whether a Chat Completions projection keeps `developer` messages as `developer` or sends
+/// them as `system`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DeveloperRole {
+    /// `developer` messages are sent as `system` messages (the default: older OpenAI models and
+    /// many compatible servers reject the `developer` role; every server takes `system`).
+    #[default]
+    System,
+    /// `developer` messages keep their role (OpenAI's newer models prefer it).
+    Developer,
+}
+
+/// Options of [`History::project_for`]: the target, the Responses projection's options (the
+/// repairs every target starts from) and the options particular to one target.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct TargetOptions {
+    /// The API the projection is for.
+    pub target: Target,
+    /// Modalities, repair mode and unknown items, as for [`History::project`].
+    pub projection: ProjectionOptions,
+    /// Chat Completions: how `developer` messages are sent (default: as `system`).
+    pub developer_role: DeveloperRole,
+}
+
+impl TargetOptions {
+    /// Options for `target` with the default projection options.
+    pub fn new(target: Target) -> Self {
+        TargetOptions {
+            target,
+            ..TargetOptions::default()
+        }
+    }
+
+    /// The same options with these projection options.
+    pub fn with_projection(self, projection: ProjectionOptions) -> Self {
+        TargetOptions { projection, ..self }
+    }
+}
+
+/// What a target did to one item, beyond the Responses projection's repairs.
+///
+/// Serializes as an object whose `kind` is the variant in snake_case, beside the variant's
+/// fields (`docs/json-output.md`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum TargetRepairKind {
+    /// A reasoning item was not sent: the target has no field for it, and its encrypted content
+    /// is bound to the provider that made it.
+    ReasoningNotSent,
+    /// An item with no equivalent in the target was not sent (its kind is in `at`).
+    NoEquivalent,
+    /// An output sat elsewhere than right after its call's batch and was moved there
+    /// (`before_call`: it came before its call in the history).
+    MovedOutput {
+        /// Position of the call it answers.
+        call_position: usize,
+        /// Whether the output came before its call.
+        before_call: bool,
+    },
+    /// An output whose call had been answered already (a duplicate) was not sent.
+    DroppedDuplicateOutput,
+    /// A call had no output left for the target (its call id was used by an earlier call that
+    /// took the output): an `aborted` output was placed after its batch.
+    SynthesizedOutput,
+    /// A call without a call id was not sent: the target pairs calls and outputs by id.
+    DroppedCallWithoutId,
+    /// A call of another family was sent as a function call named `name`.
+    MappedCall {
+        /// The function name it is sent under.
+        name: String,
+    },
+    /// A message was sent with another role.
+    MappedRole {
+        /// The role it had.
+        from: String,
+        /// The role it is sent with.
+        to: String,
+    },
+    /// An image's `detail: original` was sent as `high` (the target knows auto, low, high).
+    MappedImageDetail,
+    /// Empty function-call arguments were sent as `{}`.
+    EmptyArguments,
+    /// Images of a tool output were replaced by a placeholder in the tool message and sent in a
+    /// `user` message after the batch's tool messages.
+    MovedToolOutputImages {
+        /// How many images.
+        images: usize,
+    },
+    /// Parts or fields with no equivalent were not sent (e.g. `input_audio`, an image by
+    /// `file_id`, encrypted content, a function's `namespace`).
+    DroppedParts {
+        /// What was dropped, comma-separated.
+        what: String,
+    },
+    /// A call id was mapped to an id the target accepts (deterministic within the request).
+    MappedId {
+        /// The id in the history.
+        from: String,
+        /// The id sent.
+        to: String,
+    },
+}
+
+/// One target repair, located in the live history.
+///
+/// Serializes as the [`TargetRepairKind`]'s fields (`kind` and its own) followed by `at`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct TargetRepair {
+    /// What was done.
+    #[serde(flatten)]
+    pub kind: TargetRepairKind,
+    /// The item it was done to.
+    pub at: Location,
+}
+
+impl TargetRepairKind {
+    /// The `kind` this serializes with.
+    pub fn name(&self) -> &'static str {
+        match self {
+            TargetRepairKind::ReasoningNotSent => "reasoning_not_sent",
+            TargetRepairKind::NoEquivalent => "no_equivalent",
+            TargetRepairKind::MovedOutput { .. } => "moved_output",
+            TargetRepairKind::DroppedDuplicateOutput => "dropped_duplicate_output",
+            TargetRepairKind::SynthesizedOutput => "synthesized_output",
+            TargetRepairKind::DroppedCallWithoutId => "dropped_call_without_id",
+            TargetRepairKind::MappedCall { .. } => "mapped_call",
+            TargetRepairKind::MappedRole { .. } => "mapped_role",
+            TargetRepairKind::MappedImageDetail => "mapped_image_detail",
+            TargetRepairKind::EmptyArguments => "empty_arguments",
+            TargetRepairKind::MovedToolOutputImages { .. } => "moved_tool_output_images",
+            TargetRepairKind::DroppedParts { .. } => "dropped_parts",
+            TargetRepairKind::MappedId { .. } => "mapped_id",
+        }
+    }
+}
+
+/// What a target projection repaired: the Responses projection's report, which every target
+/// starts from, and the target's own repairs and losses in position order.
+#[derive(Debug, Clone)]
+pub struct TargetReport {
+    target: Target,
+    projection: RepairReport,
+    repairs: Vec<TargetRepair>,
+}
+
+impl TargetReport {
+    /// The target.
+    pub fn target(&self) -> Target {
+        self.target
+    }
+
+    /// The repairs of the Responses projection the target started from.
+    pub fn projection(&self) -> &RepairReport {
+        &self.projection
+    }
+
+    /// The target's own repairs, in position order (stable: one item's in the order made).
+    pub fn repairs(&self) -> &[TargetRepair] {
+        &self.repairs
+    }
+
+    /// The target's repairs counted by kind.
+    pub fn counts(&self) -> std::collections::BTreeMap<&'static str, u64> {
+        let mut counts = std::collections::BTreeMap::new();
+        for repair in &self.repairs {
+            *counts.entry(repair.kind.name()).or_insert(0) += 1;
+        }
+        counts
+    }
+}
+
+impl Serialize for TargetReport {
+    /// `{"target", "projection", "count", "by_kind", "repairs"}`: the target's name, the
+    /// Responses projection's report, then the target's own repairs (`docs/json-output.md`).
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut state = serializer.serialize_struct("TargetReport", 5)?;
+        state.serialize_field("target", &self.target)?;
+        state.serialize_field("projection", &self.projection)?;
+        state.serialize_field("count", &self.repairs.len())?;
+        state.serialize_field("by_kind", &self.counts())?;
+        state.serialize_field("repairs", &self.repairs)?;
+        state.end()
+    }
+}
+
+/// A projection could not be made for a target; nothing was projected.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum TargetProjectionError {
+    /// The Responses projection every target starts from failed.
+    #[error("the projection failed")]
+    Projection(#[from] ProjectionError),
+    /// An item does not parse, so it cannot be converted for the target (only an entry of a
+    /// crafted snapshot can; entries built by this library always parse).
+    #[error("item {position} cannot be read to convert it for {target}")]
+    UnreadableItem {
+        /// Its position in the live history.
+        position: usize,
+        /// The target.
+        target: Target,
+        /// Why it cannot be read.
+        #[source]
+        source: ItemError,
+    },
+    /// This target has no projection yet.
+    #[error("projection for {0} is not available")]
+    Unsupported(Target),
+}
+
+/// A projected input for one target: a persistent value independent of later edits of the
+/// history, its report, and its JSON.
+#[derive(Debug, Clone)]
+pub struct TargetProjection {
+    projection: Projection,
+    inner: Inner,
+    report: TargetReport,
+}
+
+/// The written form of each target.
+#[derive(Debug, Clone)]
+enum Inner {
+    /// The Responses projection is the input itself.
+    Responses,
+    /// The Chat Completions messages.
+    Chat(ChatMessages),
+}
+
+impl TargetProjection {
+    /// The target.
+    pub fn target(&self) -> Target {
+        self.report.target
+    }
+
+    /// The Responses projection this was made from (repaired; what `--target responses` sends).
+    pub fn projection(&self) -> &Projection {
+        &self.projection
+    }
+
+    /// What was repaired, by the Responses projection and by the target.
+    pub fn report(&self) -> &TargetReport {
+        &self.report
+    }
+
+    /// Writes the input as one JSON array: for Responses exactly the bytes of
+    /// [`Projection::write_json_array`]; for Chat Completions the `messages` array.
+    ///
+    /// # Errors
+    ///
+    /// Whatever the writer returns.
+    pub fn write_json<W: Write + ?Sized>(&self, out: &mut W) -> io::Result<()> {
+        match &self.inner {
+            Inner::Responses => self.projection.write_json_array(out),
+            Inner::Chat(messages) => messages.write_json(out),
+        }
+    }
+
+    /// The JSON array [`TargetProjection::write_json`] writes, as a string.
+    pub fn to_json(&self) -> String {
+        match &self.inner {
+            Inner::Responses => self.projection.to_json_array(),
+            Inner::Chat(messages) => {
+                let mut out = Vec::new();
+                // Writing to a vector cannot fail.
+                let _ = messages.write_json(&mut out);
+                String::from_utf8(out).unwrap_or_default()
+            }
+        }
+    }
+
+    /// Number of messages (Chat Completions) or items (Responses) sent.
+    pub fn len(&self) -> usize {
+        match &self.inner {
+            Inner::Responses => self.projection.len(),
+            Inner::Chat(messages) => messages.len(),
+        }
+    }
+
+    /// Whether nothing is sent.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+impl History {
+    /// Projects the history into the input of `options.target`: the Responses projection with
+    /// its repairs (synthetic `aborted` outputs, orphans dropped, media stripped, unknown items
+    /// held back), converted item by item for the target, each call batch followed by its
+    /// outputs. Every conversion and every loss is reported with its position.
+    ///
+    /// Each entry's conversion is computed once and shared by every clone of the entry (every
+    /// version of the history): a projection after one append converts one item. Assembling the
+    /// messages is O(n) without parsing. For [`Target::Responses`] the result writes exactly what
+    /// [`History::project`] does.
+    ///
+    /// # Errors
+    ///
+    /// [`TargetProjectionError::Projection`] when the Responses projection fails (strict mode);
+    /// [`TargetProjectionError::UnreadableItem`] when an item does not parse;
+    /// [`TargetProjectionError::Unsupported`] for a target without a projection yet.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use agent_history::{History, Target, TargetOptions};
+    ///
+    /// let mut history = History::new();
+    /// history.record_json(r#"{"type":"function_call","name":"shell","arguments":"","call_id":"c1"}"#)?;
+    /// let chat = history.project_for(&TargetOptions::new(Target::ChatCompletions))?;
+    /// assert_eq!(
+    ///     chat.to_json(),
+    ///     r#"[{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"shell","arguments":"{}"}}]},{"role":"tool","tool_call_id":"c1","content":"aborted"}]"#
+    /// );
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn project_for(
+        &self,
+        options: &TargetOptions,
+    ) -> Result<TargetProjection, TargetProjectionError> {
+        let projection = self.project(&options.projection)?;
+        let (inner, repairs) = match options.target {
+            Target::Responses => (Inner::Responses, Vec::new()),
+            Target::ChatCompletions => {
+                let (messages, repairs) = chat::project(&projection, options)?;
+                (Inner::Chat(messages), repairs)
+            }
+            // The Anthropic Messages projection plugs in here.
+            Target::AnthropicMessages => {
+                return Err(TargetProjectionError::Unsupported(options.target));
+            }
+        };
+        let report = TargetReport {
+            target: options.target,
+            projection: projection.report().clone(),
+            repairs,
+        };
+        Ok(TargetProjection {
+            projection,
+            inner,
+            report,
+        })
+    }
+}
+
+/// How an item's rendering takes part in pairing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum PairRole<'a> {
+    /// A call with this call id.
+    Call(&'a str),
+    /// An output answering this call id.
+    Output(&'a str),
+    /// Anything else that is sent.
+    Other,
+    /// Nothing is sent (the item has no equivalent); its notes say why.
+    Nothing,
+}
+
+/// What one Responses item becomes for a target, cached per entry (see the module's
+/// documentation).
+pub(crate) trait Rendered: Send + Sync + Sized + 'static {
+    /// The entry's cache cell this target owns.
+    const CELL: usize;
+    /// The target, for errors.
+    const TARGET: Target;
+    /// Converts one item, from its JSON as the Responses projection sends it.
+    ///
+    /// # Errors
+    ///
+    /// When the JSON does not parse.
+    fn render(json: &str) -> Result<Self, ItemError>;
+    /// How it pairs.
+    fn pairing(&self) -> PairRole<'_>;
+    /// What the conversion lost or changed.
+    fn notes(&self) -> &[TargetRepairKind];
+}
+
+/// The renderings of one entry for one target, one per text form.
+struct Forms<R>([OnceLock<Arc<R>>; FORMS]);
+
+#[cfg(feature = "testing")]
+thread_local! {
+    static RENDERINGS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// How many items this thread converted for a target other than Responses (the `testing`
+/// feature): each entry's conversion is computed once and shared, which tests check by counting.
+#[cfg(feature = "testing")]
+pub fn target_renderings() -> u64 {
+    RENDERINGS.with(std::cell::Cell::get)
+}
+
+/// Converts `json`, counting the conversion.
+fn render_counted<R: Rendered>(json: &str) -> Result<R, ItemError> {
+    #[cfg(feature = "testing")]
+    RENDERINGS.with(|count| count.set(count.get() + 1));
+    R::render(json)
+}
+
+/// The rendering of `json`, form `form` of the entry whose body is `body`: computed the first
+/// time any clone of the entry asks, then shared. An error is not cached.
+fn cached<R: Rendered>(body: &Body, form: usize, json: &str) -> Result<Arc<R>, ItemError> {
+    let Some(cell) = body.rendering_cell(R::CELL) else {
+        return render_counted(json).map(Arc::new);
+    };
+    let forms = cell.get_or_init(|| Box::new(Forms::<R>(Default::default())));
+    let Some(slot) = forms
+        .downcast_ref::<Forms<R>>()
+        .and_then(|forms| forms.0.get(form))
+    else {
+        // Another type in this target's cell, or a form out of range: not cached.
+        return render_counted(json).map(Arc::new);
+    };
+    if let Some(rendered) = slot.get() {
+        return Ok(Arc::clone(rendered));
+    }
+    let rendered = Arc::new(render_counted(json)?);
+    // Two threads may render at once; the first to store wins and both return its rendering.
+    let _ = slot.set(Arc::clone(&rendered));
+    Ok(slot.get().map_or(rendered, Arc::clone))
+}
+
+/// One sent item for a target: its rendering and where it is in the live history.
+#[derive(Debug)]
+pub(crate) struct Unit<R> {
+    /// The rendering (shared with the entry's cache).
+    pub(crate) rendered: Arc<R>,
+    /// Where the item is (a synthetic output is at its call's position).
+    pub(crate) at: Location,
+}
+
+/// The units of a projection for one target, in order, and the repairs their notes make.
+#[derive(Debug)]
+pub(crate) struct Units<R> {
+    /// Every unit, including those that send nothing (`PairRole::Nothing`).
+    pub(crate) units: Vec<Unit<R>>,
+    /// Every unit's notes as repairs, in position order.
+    pub(crate) repairs: Vec<TargetRepair>,
+}
+
+impl<R: Rendered> Units<R> {
+    /// Renders every slot the Responses projection sends, each through the entry's cache;
+    /// a synthetic output is rendered here (per projection).
+    ///
+    /// # Errors
+    ///
+    /// [`TargetProjectionError::UnreadableItem`] when an item does not parse.
+    pub(crate) fn collect(projection: &Projection) -> Result<Units<R>, TargetProjectionError> {
+        let mut units = Vec::with_capacity(projection.len());
+        let mut repairs = Vec::new();
+        let unreadable = |position: usize| {
+            move |source: ItemError| TargetProjectionError::UnreadableItem {
+                position,
+                target: R::TARGET,
+                source,
+            }
+        };
+        for (position, slot, sent) in projection.sent_slots() {
+            let mut push = |rendered: Arc<R>, at: Location| {
+                repairs.extend(rendered.notes().iter().map(|kind| TargetRepair {
+                    kind: kind.clone(),
+                    at: at.clone(),
+                }));
+                units.push(Unit { rendered, at });
+            };
+            match sent {
+                SentSlot::Item { body, json, form } => {
+                    let rendered = cached::<R>(body, form, json).map_err(unreadable(position))?;
+                    push(rendered, location(position, slot));
+                }
+                SentSlot::CallWithSyntheticOutput { call, output } => {
+                    let rendered = cached::<R>(call, 0, call.payload.original_json())
+                        .map_err(unreadable(position))?;
+                    push(rendered, location(position, slot));
+                    let output = render_counted::<R>(output).map_err(unreadable(position))?;
+                    let at = Location {
+                        position,
+                        item_kind: synthetic_kind(slot.kind()),
+                        call_id: slot.call_id().cloned(),
+                    };
+                    push(Arc::new(output), at);
+                }
+            }
+        }
+        Ok(Units { units, repairs })
+    }
+}
+
+/// The location of `entry` at `position`.
+fn location(position: usize, entry: &Entry) -> Location {
+    Location {
+        position,
+        item_kind: entry.kind(),
+        call_id: entry.call_id().cloned(),
+    }
+}
+
+/// The kind of the synthetic output that answers a call of `kind`.
+fn synthetic_kind(kind: ItemKind) -> ItemKind {
+    match kind.pairing() {
+        crate::item::Pairing::Call { family, .. } => family.output_kind(),
+        _ => kind,
+    }
+}
+
+/// One step of a target's input: a unit, or an `aborted` output for a call with none left.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Step {
+    /// Send unit `i`.
+    Unit(usize),
+    /// Answer the call of unit `i` with [`ABORTED_OUTPUT`].
+    Synthetic(usize),
+}
+
+/// The text of an output the target synthesizes.
+pub(crate) const TARGET_ABORTED_OUTPUT: &str = ABORTED_OUTPUT;
+
+/// The order in which a target sends its units: each batch of consecutive calls followed by one
+/// output per call, and the repairs that ordering made.
+#[derive(Debug, Default)]
+pub(crate) struct Paired {
+    /// The steps, in order.
+    pub(crate) steps: Vec<Step>,
+    /// What the ordering moved, dropped or synthesized.
+    pub(crate) repairs: Vec<TargetRepair>,
+}
+
+/// Orders `units` for a target with positional pairing: every batch of consecutive calls is
+/// followed by one output per call before anything else.
+///
+/// Each call takes the first output of its call id not taken yet that comes after it, else the
+/// first one before it (an output before its call). Outputs right after the batch stay in their
+/// order; the others are moved after the batch (reported as [`TargetRepairKind::MovedOutput`]),
+/// and skipped at their old place. A call with no output left gets a synthetic one
+/// ([`TargetRepairKind::SynthesizedOutput`]); an output no call takes is dropped
+/// ([`TargetRepairKind::DroppedDuplicateOutput`]). Units that send nothing are skipped. O(n)
+/// plus, per call id used by several calls, the square of their number.
+pub(crate) fn pair_calls<R: Rendered>(units: &[Unit<R>]) -> Paired {
+    // The outputs of each call id, in order.
+    let mut outputs: HashMap<&str, Vec<usize>> = HashMap::new();
+    for (i, unit) in units.iter().enumerate() {
+        if let PairRole::Output(id) = unit.rendered.pairing() {
+            outputs.entry(id).or_default().push(i);
+        }
+    }
+    // Which output each call takes, and which call takes each output.
+    let mut output_of: HashMap<usize, usize> = HashMap::new();
+    let mut taken: HashMap<usize, usize> = HashMap::new();
+    for (i, unit) in units.iter().enumerate() {
+        let PairRole::Call(id) = unit.rendered.pairing() else {
+            continue;
+        };
+        let Some(candidates) = outputs.get(id) else {
+            continue;
+        };
+        let free = |&&o: &&usize| !taken.contains_key(&o);
+        let chosen = candidates
+            .iter()
+            .filter(free)
+            .find(|&&o| o > i)
+            .or_else(|| candidates.iter().filter(free).find(|&&o| o < i))
+            .copied();
+        if let Some(o) = chosen {
+            taken.insert(o, i);
+            output_of.insert(i, o);
+        }
+    }
+    let mut paired = Paired::default();
+    let mut sent = vec![false; units.len()];
+    let mut i = 0;
+    while i < units.len() {
+        match units[i].rendered.pairing() {
+            PairRole::Nothing => i += 1,
+            PairRole::Other => {
+                paired.steps.push(Step::Unit(i));
+                i += 1;
+            }
+            PairRole::Output(_) => {
+                if !taken.contains_key(&i) {
+                    paired.repairs.push(TargetRepair {
+                        kind: TargetRepairKind::DroppedDuplicateOutput,
+                        at: units[i].at.clone(),
+                    });
+                }
+                // A taken output not sent yet belongs to a later call: moved there.
+                i += 1;
+            }
+            PairRole::Call(_) => {
+                let start = i;
+                while i < units.len() && matches!(units[i].rendered.pairing(), PairRole::Call(_)) {
+                    paired.steps.push(Step::Unit(i));
+                    i += 1;
+                }
+                let batch = start..i;
+                // Outputs right after the batch, answering its calls, stay where they are.
+                while i < units.len() {
+                    match units[i].rendered.pairing() {
+                        PairRole::Output(_)
+                            if taken.get(&i).is_some_and(|call| batch.contains(call)) =>
+                        {
+                            sent[i] = true;
+                            paired.steps.push(Step::Unit(i));
+                            i += 1;
+                        }
+                        PairRole::Nothing => i += 1,
+                        _ => break,
+                    }
+                }
+                for call in batch {
+                    match output_of.get(&call) {
+                        Some(&output) if sent[output] => {}
+                        Some(&output) => {
+                            sent[output] = true;
+                            paired.steps.push(Step::Unit(output));
+                            paired.repairs.push(TargetRepair {
+                                kind: TargetRepairKind::MovedOutput {
+                                    call_position: units[call].at.position,
+                                    before_call: output < call,
+                                },
+                                at: units[output].at.clone(),
+                            });
+                        }
+                        None => {
+                            paired.steps.push(Step::Synthetic(call));
+                            paired.repairs.push(TargetRepair {
+                                kind: TargetRepairKind::SynthesizedOutput,
+                                at: units[call].at.clone(),
+                            });
+                        }
+                    }
+                }
+            }
+        }
+    }
+    paired.repairs.sort_by_key(|repair| repair.at.position);
+    paired
+}
+
+/// Merges the notes' repairs and the pairing's, in position order (stable).
+pub(crate) fn merge_repairs(
+    mut notes: Vec<TargetRepair>,
+    paired: Vec<TargetRepair>,
+) -> Vec<TargetRepair> {
+    notes.extend(paired);
+    notes.sort_by_key(|repair| repair.at.position);
+    notes
+}
