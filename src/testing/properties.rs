@@ -7,9 +7,10 @@
 
 use std::fmt;
 
+use serde_json::Value;
+
 use crate::history::History;
-use crate::projection::ProjectionOptions;
-use crate::provider::Target;
+use crate::provider::{Target, TargetOptions, validate};
 
 /// Which property failed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -261,29 +262,24 @@ pub fn repeatable_by<E: fmt::Display>(
 
 /// The targets this crate projects and validates, which the target-taking properties accept.
 pub fn available_targets() -> &'static [Target] {
-    &[Target::Responses]
+    &[Target::Responses, Target::ChatCompletions]
 }
 
-/// This crate's projection of `history` for `target` (lenient, default modalities: text and
-/// images, unknown items held back), as the JSON text a request carries: for Responses the
-/// `input` array.
+/// This crate's projection of `history` for `target` ([`History::project_for`] with
+/// [`TargetOptions::new`]: lenient, text and images, unknown items held back), as the JSON array
+/// a request carries: Responses' `input`, Chat Completions' `messages`.
 ///
 /// # Errors
 ///
-/// [`Property::Projects`] when the projection fails, or when `target` is not one of
-/// [`available_targets`].
+/// [`Property::Projects`] when the projection fails, or when `target` has no projection in this
+/// build.
 pub fn project_for(target: Target, history: &History) -> Result<String, PropertyFailure> {
-    let failed =
-        |detail: String| PropertyFailure::new(Property::Projects, target.name(), None, detail);
-    match target {
-        Target::Responses => history
-            .project(&ProjectionOptions::default())
-            .map(|projection| projection.to_json_array())
-            .map_err(|error| failed(error.to_string())),
-        other => Err(failed(format!(
-            "no projection for target {other} in this build"
-        ))),
-    }
+    history
+        .project_for(&TargetOptions::new(target))
+        .map(|projection| projection.to_json())
+        .map_err(|error| {
+            PropertyFailure::new(Property::Projects, target.name(), None, error.to_string())
+        })
 }
 
 /// "Projection never changes the history" for this crate's projection for `target`.
@@ -315,6 +311,69 @@ pub fn projections_are_repeatable(
     })
 }
 
+/// "The output passes validator T", for any producer of a request input: `project` turns the
+/// history into JSON (a whole request body, or a bare `input` / `messages` array) and
+/// [`validate`] checks it for `target`. Warnings are allowed; every error finding is listed.
+///
+/// # Errors
+///
+/// [`Property::PassesValidator`], positioned at the first rejected item or message of the
+/// output, with every error finding (its position, rule and the provider's error text).
+pub fn passes_validator_by(
+    history: &History,
+    target: Target,
+    subject: &str,
+    project: impl FnOnce(&History) -> Value,
+) -> Result<(), PropertyFailure> {
+    let input = project(history);
+    let validation = validate(target, &input);
+    if validation.is_valid() {
+        return Ok(());
+    }
+    let errors: Vec<String> = validation.errors().map(ToString::to_string).collect();
+    let position = validation.errors().find_map(|finding| finding.item);
+    Err(PropertyFailure::new(
+        Property::PassesValidator,
+        subject,
+        position,
+        format!(
+            "{} rejects it with {} error(s): {}",
+            target,
+            errors.len(),
+            errors.join("; ")
+        ),
+    ))
+}
+
+/// "The projection for target T passes validator T", for this crate's projection.
+///
+/// A projection that sends nothing (an empty history, or one whose items all have no
+/// equivalent in the target) is not checked: Chat Completions and Anthropic Messages reject a
+/// request without messages whatever the history, so the caller must add one.
+///
+/// # Errors
+///
+/// As [`passes_validator_by`] and [`project_for`]; [`Property::Projects`] also when the
+/// projection is not JSON.
+pub fn projection_passes_validator(
+    history: &History,
+    target: Target,
+) -> Result<(), PropertyFailure> {
+    let json = project_for(target, history)?;
+    let input: Value = serde_json::from_str(&json).map_err(|error| {
+        PropertyFailure::new(
+            Property::Projects,
+            target.name(),
+            None,
+            format!("the projection is not JSON: {error}"),
+        )
+    })?;
+    if input.as_array().is_some_and(Vec::is_empty) {
+        return Ok(());
+    }
+    passes_validator_by(history, target, target.name(), |_| input)
+}
+
 /// Every property, for every target of [`available_targets`]: the first failure.
 ///
 /// # Errors
@@ -324,6 +383,7 @@ pub fn check_all(history: &History) -> Result<(), PropertyFailure> {
     for &target in available_targets() {
         projection_never_changes_history(history, target)?;
         projections_are_repeatable(history, target)?;
+        projection_passes_validator(history, target)?;
     }
     Ok(())
 }
