@@ -112,11 +112,7 @@ fn repaired_adapter(history: &History) -> Value {
 }
 
 /// The three properties for one adapter, on one history.
-fn check(
-    name: &str,
-    adapter: Adapter,
-    history: &History,
-) -> Result<(), PropertyFailure> {
+fn check(name: &str, adapter: Adapter, history: &History) -> Result<(), PropertyFailure> {
     let body = history_unchanged_by(history, name, adapter)?;
     repeatable_by(history, name, |history| {
         serde_json::to_string(&adapter(history))

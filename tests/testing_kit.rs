@@ -171,6 +171,22 @@ proptest! {
         }
     }
 
+    /// The properties compose with `?` in a proptest body (a `PropertyFailure` is an error), as
+    /// `docs/testing.md` shows: an adapter given as a closure returning JSON, here this crate's
+    /// Chat Completions projection parsed back.
+    #[test]
+    fn properties_compose_with_the_question_mark(history in strategies::history(HistoryConfig::well_formed())) {
+        let adapter = |history: &History| -> Value {
+            let json = project_for(Target::ChatCompletions, history).expect("projects");
+            let messages: Value = serde_json::from_str(&json).expect("JSON");
+            serde_json::json!({"model": "m", "messages": messages})
+        };
+        let body = history_unchanged_by(&history, "closure", adapter)?;
+        if body["messages"].as_array().is_some_and(|messages| !messages.is_empty()) {
+            properties::passes_validator_by(&history, Target::ChatCompletions, "closure", |_| body)?;
+        }
+    }
+
     /// Generated operations always apply (the generator makes valid items), and the history
     /// strategy keeps them all.
     #[test]
