@@ -1258,3 +1258,251 @@ fn rules_name_their_target_and_serialize_by_name() {
         "input[0]: error responses_call_without_output: No tool output found for function call c1."
     );
 }
+
+// ---------------------------------------------------------------------------------------------
+// Properties: a valid generated conversation stays valid under the reorderings the rules allow
+// and gets the right finding under a mutation.
+
+mod properties {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// One step of a conversation, rendered for any target.
+    #[derive(Debug, Clone)]
+    enum Step {
+        User(String),
+        Assistant(String),
+        /// Parallel calls (ids) and the order their outputs come back in.
+        Batch(Vec<String>, Vec<usize>),
+    }
+
+    fn steps() -> impl Strategy<Value = Vec<Step>> {
+        let step = prop_oneof![
+            "[a-z]{1,8}".prop_map(Step::User),
+            "[a-z]{1,8}".prop_map(Step::Assistant),
+            (1usize..4)
+                .prop_flat_map(|n| (Just(n), Just((0..n).collect::<Vec<_>>()).prop_shuffle()))
+                .prop_map(|(n, order)| Step::Batch(vec![String::new(); n], order)),
+        ];
+        proptest::collection::vec(step, 1..8).prop_map(|mut steps| {
+            // Unique, pattern-safe ids.
+            let mut next = 0;
+            for step in &mut steps {
+                if let Step::Batch(ids, _) = step {
+                    for id in ids {
+                        next += 1;
+                        *id = format!("call_{next}");
+                    }
+                }
+            }
+            steps
+        })
+    }
+
+    /// What to do to the rendered conversation.
+    #[derive(Debug, Clone, Copy, PartialEq)]
+    enum Mutation {
+        None,
+        /// Outputs in the order the calls were made instead of the generated order.
+        InOrder,
+        /// Leave out the output of this call id.
+        DropOutput(usize),
+        /// Give this call (and its output) the id of that earlier call of another batch.
+        Duplicate(usize, usize),
+        /// Add an output whose call is nowhere.
+        Orphan,
+    }
+
+    fn renamed(id: &str, mutation: Mutation, ids: &[String]) -> String {
+        match mutation {
+            Mutation::Duplicate(later, earlier) if id == ids[later] => ids[earlier].clone(),
+            _ => id.to_owned(),
+        }
+    }
+
+    fn outputs<'a>(
+        ids: &'a [String],
+        order: &[usize],
+        mutation: Mutation,
+        all: &'a [String],
+    ) -> Vec<String> {
+        let order: Vec<usize> = if mutation == Mutation::InOrder {
+            (0..ids.len()).collect()
+        } else {
+            order.to_vec()
+        };
+        order
+            .iter()
+            .map(|&i| &ids[i])
+            .filter(|id| !matches!(mutation, Mutation::DropOutput(drop) if **id == all[drop]))
+            .map(|id| renamed(id, mutation, all))
+            .collect()
+    }
+
+    fn render(target: Target, steps: &[Step], mutation: Mutation, all: &[String]) -> Value {
+        let mut out = Vec::new();
+        match target {
+            Target::Responses => {
+                for step in steps {
+                    match step {
+                        Step::User(t) => out.push(user(t)),
+                        Step::Assistant(t) => out.push(assistant(t)),
+                        Step::Batch(ids, order) => {
+                            out.extend(ids.iter().map(|id| fc(&renamed(id, mutation, all))));
+                            out.extend(outputs(ids, order, mutation, all).iter().map(|id| fco(id)));
+                        }
+                    }
+                }
+                if mutation == Mutation::Orphan {
+                    out.push(fco("orphan"));
+                }
+                json!({"model": "m", "input": out})
+            }
+            Target::ChatCompletions => {
+                for step in steps {
+                    match step {
+                        Step::User(t) => out.push(chat_user(t)),
+                        Step::Assistant(t) => out.push(json!({"role": "assistant", "content": t})),
+                        Step::Batch(ids, order) => {
+                            let renamed: Vec<String> =
+                                ids.iter().map(|id| renamed(id, mutation, all)).collect();
+                            let refs: Vec<&str> = renamed.iter().map(String::as_str).collect();
+                            out.push(calls(&refs));
+                            out.extend(
+                                outputs(ids, order, mutation, all).iter().map(|id| tool(id)),
+                            );
+                        }
+                    }
+                }
+                if mutation == Mutation::Orphan {
+                    out.push(tool("orphan"));
+                }
+                json!({"model": "m", "messages": out})
+            }
+            Target::AnthropicMessages => {
+                if mutation == Mutation::Orphan {
+                    out.push(an("user", json!([tool_result("orphan")])));
+                }
+                out.push(an("user", json!("start")));
+                for step in steps {
+                    match step {
+                        Step::User(t) => out.push(an("user", json!(t))),
+                        Step::Assistant(t) => out.push(an("assistant", json!(t))),
+                        Step::Batch(ids, order) => {
+                            let uses: Vec<Value> = ids
+                                .iter()
+                                .map(|id| tool_use(&renamed(id, mutation, all)))
+                                .collect();
+                            out.push(an("assistant", json!(uses)));
+                            let mut results: Vec<Value> = outputs(ids, order, mutation, all)
+                                .iter()
+                                .map(|id| tool_result(id))
+                                .collect();
+                            results.push(text("noted"));
+                            out.push(an("user", json!(results)));
+                        }
+                    }
+                }
+                anthropic_body(json!(out))
+            }
+        }
+    }
+
+    fn all_ids(steps: &[Step]) -> Vec<String> {
+        steps
+            .iter()
+            .flat_map(|step| match step {
+                Step::Batch(ids, _) => ids.clone(),
+                _ => Vec::new(),
+            })
+            .collect()
+    }
+
+    /// The batch each call id belongs to.
+    fn batch_of(steps: &[Step]) -> Vec<usize> {
+        steps
+            .iter()
+            .enumerate()
+            .flat_map(|(batch, step)| match step {
+                Step::Batch(ids, _) => vec![batch; ids.len()],
+                _ => Vec::new(),
+            })
+            .collect()
+    }
+
+    fn found(validation: &Validation) -> Vec<(Rule, Severity, Vec<String>)> {
+        validation
+            .findings
+            .iter()
+            .map(|f| (f.rule, f.severity, f.ids.clone()))
+            .collect()
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(96))]
+
+        #[test]
+        fn valid_conversations_stay_valid_under_allowed_reordering(steps in steps()) {
+            let all = all_ids(&steps);
+            for target in Target::ALL {
+                for mutation in [Mutation::None, Mutation::InOrder] {
+                    let body = render(target, &steps, mutation, &all);
+                    let validation = validate(target, &body);
+                    prop_assert!(validation.is_clean(), "{target} {mutation:?}: {:#?}", validation.findings);
+                }
+            }
+        }
+
+        #[test]
+        fn a_dropped_output_is_found(steps in steps(), pick in any::<prop::sample::Index>()) {
+            let all = all_ids(&steps);
+            prop_assume!(!all.is_empty());
+            let drop = pick.index(all.len());
+            let id = all[drop].clone();
+            let expected = [
+                (Target::Responses, Rule::ResponsesCallWithoutOutput),
+                (Target::ChatCompletions, Rule::ChatCallsWithoutToolMessages),
+                (Target::AnthropicMessages, Rule::AnthropicToolUseWithoutResult),
+            ];
+            for (target, rule) in expected {
+                let validation = validate(target, &render(target, &steps, Mutation::DropOutput(drop), &all));
+                prop_assert_eq!(found(&validation), vec![(rule, Severity::Error, vec![id.clone()])], "{}", target);
+            }
+        }
+
+        #[test]
+        fn a_duplicated_call_id_is_found(steps in steps(), a in any::<prop::sample::Index>(), b in any::<prop::sample::Index>()) {
+            let all = all_ids(&steps);
+            let batches = batch_of(&steps);
+            prop_assume!(all.len() >= 2);
+            let (x, y) = (a.index(all.len()), b.index(all.len()));
+            let (earlier, later) = (x.min(y), x.max(y));
+            prop_assume!(batches[earlier] != batches[later]);
+            let id = all[earlier].clone();
+            let mutation = Mutation::Duplicate(later, earlier);
+            let expected = [
+                (Target::Responses, Rule::ResponsesDuplicateCallId, Severity::Warning),
+                (Target::ChatCompletions, Rule::ChatDuplicateCallId, Severity::Warning),
+                (Target::AnthropicMessages, Rule::AnthropicDuplicateToolUseId, Severity::Error),
+            ];
+            for (target, rule, severity) in expected {
+                let validation = validate(target, &render(target, &steps, mutation, &all));
+                prop_assert_eq!(found(&validation), vec![(rule, severity, vec![id.clone()])], "{}", target);
+            }
+        }
+
+        #[test]
+        fn an_orphan_output_is_found(steps in steps()) {
+            let all = all_ids(&steps);
+            let expected = [
+                (Target::Responses, Rule::ResponsesOutputWithoutCall),
+                (Target::ChatCompletions, Rule::ChatToolMessageWithoutCall),
+                (Target::AnthropicMessages, Rule::AnthropicResultWithoutToolUse),
+            ];
+            for (target, rule) in expected {
+                let validation = validate(target, &render(target, &steps, Mutation::Orphan, &all));
+                prop_assert_eq!(found(&validation), vec![(rule, Severity::Error, vec!["orphan".to_owned()])], "{}", target);
+            }
+        }
+    }
+}
