@@ -67,9 +67,10 @@ pub use request::{
 
 // The provider layer: the model API a request is for; per-target projections and validators.
 pub use provider::{
-    DeveloperRole, Finding, LOCAL_SHELL_FUNCTION, ParseTargetError, Rule, Severity,
-    TOOL_IMAGE_PLACEHOLDER, Target, TargetOptions, TargetProjection, TargetProjectionError,
-    TargetRepair, TargetRepairKind, TargetReport, Validation, Wording, validate,
+    ChatRequest, ChatRequestError, ChatTools, DeveloperRole, DroppedTool, Finding,
+    LOCAL_SHELL_FUNCTION, ParseTargetError, Rule, Severity, TOOL_IMAGE_PLACEHOLDER, Target,
+    TargetOptions, TargetProjection, TargetProjectionError, TargetRepair, TargetRepairKind,
+    TargetReport, Validation, Wording, chat_tool_choice, chat_tools, validate,
 };
 
 // The snapshot layer: memory-mapped archives of a history.

@@ -7,8 +7,9 @@ mod common;
 use agent_history::testing::target_renderings;
 use agent_history::{
     DeveloperRole, History, Modalities, ProjectionOptions, Target, TargetOptions, TargetRepairKind,
-    UnknownItems,
+    TruncationPolicy, UnknownItems,
 };
+use proptest::prelude::*;
 use serde_json::{Value, json};
 
 fn history(items: &[Value]) -> History {
@@ -191,12 +192,17 @@ fn duplicate_outputs_are_dropped_and_reused_call_ids_answered() {
         msg("user", "x"),
     ]);
     let (messages, repairs) = chat(&history_b, &chat_options());
+    // The second call's id is made unique for the request, its output uses it.
+    assert_eq!(messages[2]["tool_calls"][0]["id"], "c1_2");
     assert_eq!(
         messages[3],
-        json!({"role":"tool","tool_call_id":"c1","content":"aborted"})
+        json!({"role":"tool","tool_call_id":"c1_2","content":"aborted"})
     );
     assert_eq!(messages[4]["role"], "user");
-    assert_eq!(repairs, vec![("synthesized_output".into(), 2)]);
+    assert_eq!(
+        repairs,
+        vec![("mapped_id".into(), 2), ("synthesized_output".into(), 2)]
+    );
 }
 
 #[test]
@@ -336,4 +342,242 @@ fn images_map_to_image_url_parts_and_leave_tool_outputs() {
             .all(|m| !m.to_string().contains("image_url"))
     );
     assert_eq!(messages.len(), 5);
+}
+
+/// The Chat Completions pairing rules, checked independently of the library: every assistant
+/// message with tool calls is followed, before any other message, by one tool message per call
+/// id; a tool message answers a call of the assistant message before it; tool calls are never
+/// empty and have an id, `type: function`, a name and string arguments; an assistant message's
+/// content is null only when it has tool calls. Returns the first broken rule.
+fn check_chat(messages: &[Value]) -> Result<(), String> {
+    let mut pending: Vec<String> = Vec::new();
+    for (n, message) in messages.iter().enumerate() {
+        let role = message["role"]
+            .as_str()
+            .ok_or(format!("messages[{n}]: no role"))?;
+        if role == "tool" {
+            let id = message["tool_call_id"]
+                .as_str()
+                .ok_or(format!("messages[{n}]: no tool_call_id"))?;
+            let Some(at) = pending.iter().position(|p| p == id) else {
+                return Err(format!(
+                    "messages[{n}]: tool message {id} answers no preceding tool call"
+                ));
+            };
+            pending.remove(at);
+            if !message["content"].is_string() {
+                return Err(format!("messages[{n}]: tool content is not text"));
+            }
+            continue;
+        }
+        if !pending.is_empty() {
+            return Err(format!(
+                "messages[{n}] ({role}): tool calls {pending:?} did not have response messages"
+            ));
+        }
+        match role {
+            "system" | "developer" | "user" => {
+                if message["content"].is_null() {
+                    return Err(format!("messages[{n}]: null content"));
+                }
+            }
+            "assistant" => match message.get("tool_calls") {
+                Some(Value::Array(calls)) => {
+                    if calls.is_empty() {
+                        return Err(format!("messages[{n}]: empty tool_calls"));
+                    }
+                    for call in calls {
+                        let id = call["id"].as_str().unwrap_or("");
+                        let name = call["function"]["name"].as_str().unwrap_or("");
+                        if id.is_empty()
+                            || name.is_empty()
+                            || call["type"] != "function"
+                            || !call["function"]["arguments"].is_string()
+                        {
+                            return Err(format!("messages[{n}]: bad tool call {call}"));
+                        }
+                        pending.push(id.to_owned());
+                    }
+                }
+                Some(other) => return Err(format!("messages[{n}]: tool_calls {other}")),
+                None => {
+                    if message["content"].is_null() {
+                        return Err(format!("messages[{n}]: null content without tool calls"));
+                    }
+                }
+            },
+            other => return Err(format!("messages[{n}]: role {other}")),
+        }
+    }
+    if pending.is_empty() {
+        Ok(())
+    } else {
+        Err(format!(
+            "end: tool calls {pending:?} did not have response messages"
+        ))
+    }
+}
+
+#[test]
+fn the_checker_finds_broken_pairings() {
+    let call = json!({"role":"assistant","content":null,"tool_calls":[{"id":"a","type":"function","function":{"name":"f","arguments":"{}"}}]});
+    let tool = json!({"role":"tool","tool_call_id":"a","content":"x"});
+    let user = json!({"role":"user","content":"u"});
+    assert!(check_chat(&[call.clone(), tool.clone(), user.clone()]).is_ok());
+    assert!(check_chat(&[call.clone(), user.clone(), tool.clone()]).is_err());
+    assert!(check_chat(std::slice::from_ref(&tool)).is_err());
+    assert!(check_chat(std::slice::from_ref(&call)).is_err());
+    assert!(check_chat(&[call, tool.clone(), tool]).is_err());
+    assert!(check_chat(&[json!({"role":"assistant","content":null})]).is_err());
+    assert!(check_chat(&[json!({"role":"assistant","content":"","tool_calls":[]})]).is_err());
+}
+
+#[test]
+fn the_bundled_sessions_project_for_chat() {
+    for name in ["session.jsonl", "codex-session.jsonl", "interrupted.jsonl"] {
+        let history = common::resume_path(&common::example(name), TruncationPolicy::Tokens(10_000))
+            .into_history();
+        for modalities in [Modalities::TEXT, Modalities::TEXT_IMAGE] {
+            let options =
+                chat_options().with_projection(ProjectionOptions::for_modalities(modalities));
+            let (messages, _) = chat(&history, &options);
+            assert!(!messages.is_empty(), "{name}");
+            check_chat(&messages).unwrap_or_else(|error| panic!("{name}: {error}"));
+            let images = messages.iter().any(|m| m.to_string().contains("image_url"));
+            if modalities == Modalities::TEXT {
+                assert!(!images, "{name}: an image sent to a text-only model");
+            }
+        }
+        // Responses: exactly the bytes of the Responses projection.
+        let responses = history
+            .project_for(&TargetOptions::new(Target::Responses))
+            .unwrap();
+        let projection = history.project(&ProjectionOptions::default()).unwrap();
+        let mut written = Vec::new();
+        responses.write_json(&mut written).unwrap();
+        let mut expected = Vec::new();
+        projection.write_json_array(&mut expected).unwrap();
+        assert_eq!(written, expected, "{name}");
+        assert_eq!(responses.to_json(), projection.to_json_array(), "{name}");
+        assert!(responses.report().repairs().is_empty());
+    }
+    // The bundled session's images: one in a tool output, moved to a user message.
+    let history = common::resume_path(
+        &common::example("session.jsonl"),
+        TruncationPolicy::Tokens(10_000),
+    )
+    .into_history();
+    let (messages, repairs) = chat(&history, &chat_options());
+    let image_message = messages
+        .iter()
+        .position(|m| m["role"] == "user" && m.to_string().contains("image_url"))
+        .expect("the screenshot is sent");
+    assert_eq!(messages[image_message - 1]["role"], "tool");
+    assert!(
+        repairs
+            .iter()
+            .any(|(kind, _)| kind == "moved_tool_output_images")
+    );
+}
+
+/// One generated item: ids from a small pool, so that calls and outputs pair, collide, come
+/// early, late, twice or never.
+fn item() -> impl Strategy<Value = Value> {
+    let id = (0..4u8).prop_map(|n| format!("c{n}"));
+    prop_oneof![
+        3 => "[a-z ]{0,12}".prop_map(|text| msg("user", &text)),
+        2 => "[a-z ]{0,12}".prop_map(|text| msg("assistant", &text)),
+        1 => Just(msg("developer", "rules")),
+        4 => (id.clone(), prop_oneof![Just(""), Just("{}"), Just(r#"{"a":1}"#)])
+            .prop_map(|(id, args)| call(&id, "shell", args)),
+        4 => (id.clone(), "[a-z]{0,6}").prop_map(|(id, text)| output(&id, &text)),
+        1 => id.clone().prop_map(|id| json!({"type":"custom_tool_call","call_id":id,"name":"apply_patch","input":"p"})),
+        1 => id.clone().prop_map(|id| json!({"type":"custom_tool_call_output","call_id":id,"output":"done"})),
+        1 => id.clone().prop_map(|id| json!({"type":"local_shell_call","call_id":id,"status":"completed","action":{"type":"exec","command":["ls"]}})),
+        1 => id.clone().prop_map(|id| json!({"type":"tool_search_call","call_id":id,"execution":"client","arguments":{}})),
+        1 => id.clone().prop_map(|id| json!({"type":"function_call_output","call_id":id,"output":[
+            {"type":"input_text","text":"shot"},
+            {"type":"input_image","image_url":"data:image/png;base64,AAAA"}
+        ]})),
+        1 => Just(json!({"type":"reasoning","summary":[],"encrypted_content":"gAAA"})),
+        1 => Just(json!({"type":"web_search_call","status":"completed"})),
+        1 => Just(json!({"type":"message","role":"user","content":[{"type":"input_image","image_url":"https://x/i.png","detail":"original"}]})),
+    ]
+}
+
+/// The call ids of the calls the Responses projection sends that Chat can carry, in order.
+fn sendable_call_ids(projection: &agent_history::Projection) -> Vec<String> {
+    projection
+        .iter()
+        .filter_map(|json| {
+            let item: Value = serde_json::from_str(json).ok()?;
+            match item["type"].as_str()? {
+                "function_call" | "custom_tool_call" | "local_shell_call" => {
+                    Some(item["call_id"].as_str()?.to_owned())
+                }
+                _ => None,
+            }
+        })
+        .collect()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(100))]
+
+    /// For every generated history and modality: the Chat projection obeys the pairing rules,
+    /// sends every call the Responses projection sends, in order, and a projection of a clone
+    /// writes the same bytes; the Responses target writes the Responses projection's bytes.
+    #[test]
+    fn chat_projections_pair_every_call(items in prop::collection::vec(item(), 0..40), images in any::<bool>()) {
+        let history = history(&items);
+        let modalities = if images { Modalities::TEXT_IMAGE } else { Modalities::TEXT };
+        let options = chat_options().with_projection(ProjectionOptions::for_modalities(modalities));
+        let projection = history.project_for(&options).unwrap();
+        let text = projection.to_json();
+        let messages: Vec<Value> = serde_json::from_str(&text).unwrap();
+        prop_assert_eq!(messages.len(), projection.len());
+        if let Err(error) = check_chat(&messages) {
+            return Err(TestCaseError::fail(format!("{error}\n{text}")));
+        }
+        let sent: Vec<String> = messages
+            .iter()
+            .flat_map(|m| m["tool_calls"].as_array().cloned().unwrap_or_default())
+            .map(|call| call["id"].as_str().unwrap_or("").to_owned())
+            .collect();
+        // Mapped ids (unique within the request) stand for the history's.
+        let unique: std::collections::HashSet<&String> = sent.iter().collect();
+        prop_assert_eq!(unique.len(), sent.len(), "duplicate call ids in {}", text);
+        let original: std::collections::HashMap<String, String> = projection
+            .report()
+            .repairs()
+            .iter()
+            .filter_map(|repair| match &repair.kind {
+                TargetRepairKind::MappedId { from, to } => Some((to.clone(), from.clone())),
+                _ => None,
+            })
+            .collect();
+        let sent: Vec<String> = sent
+            .into_iter()
+            .map(|id| original.get(&id).cloned().unwrap_or(id))
+            .collect();
+        prop_assert_eq!(sent, sendable_call_ids(projection.projection()));
+        if !images {
+            prop_assert!(!text.contains("image_url"));
+        }
+        // Every target repair is located at an item of the history.
+        for repair in projection.report().repairs() {
+            prop_assert!(repair.at.position < history.len());
+        }
+        let again = history.clone().project_for(&options).unwrap();
+        prop_assert_eq!(again.to_json(), text);
+
+        let responses = history
+            .project_for(&TargetOptions::new(Target::Responses).with_projection(options.projection))
+            .unwrap();
+        let mut written = Vec::new();
+        responses.write_json(&mut written).unwrap();
+        let mut expected = Vec::new();
+        history.project(&options.projection).unwrap().write_json_array(&mut expected).unwrap();
+        prop_assert_eq!(written, expected);
+    }
 }

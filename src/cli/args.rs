@@ -131,9 +131,20 @@ pub struct ProjectArgs {
     /// Indent the JSON written to stdout (the input array or request body).
     #[arg(long)]
     pub pretty: bool,
-    /// Print the whole Responses API request body instead of the input array: the request
+    /// The API the input is for: responses (the `input` array, the default), chat (the Chat
+    /// Completions `messages` array) or anthropic.
+    #[arg(long, default_value = "responses", value_parser = parse_target)]
+    pub target: Target,
+    /// Chat Completions: keep `developer` messages as `developer` instead of sending them as
+    /// `system` (which every compatible server takes).
+    #[arg(long)]
+    pub keep_developer: bool,
+    /// Print the whole request body of the target's API instead of the input array: the request
     /// a resumed session would send, with the session's base instructions and Codex's
-    /// settings unless the flags below say otherwise.
+    /// settings unless the flags below say otherwise. For chat: `model`, `messages` (the
+    /// instructions first, as a system message), `tools` converted from the Responses specs
+    /// (those without an equivalent left out and said on stderr), `tool_choice`,
+    /// `parallel_tool_calls`, `stream`, `reasoning_effort`.
     #[arg(long, requires = "model")]
     pub request: bool,
     /// The model slug of the request body.
@@ -284,6 +295,12 @@ pub fn non_empty(text: &str) -> Result<String, String> {
     } else {
         Ok(text.to_owned())
     }
+}
+
+/// Parses `--target`.
+pub fn parse_target(text: &str) -> Result<Target, String> {
+    text.parse()
+        .map_err(|error: agent_history::ParseTargetError| error.to_string())
 }
 
 /// Parses `--modalities`.

@@ -4,9 +4,10 @@ use std::io::Write as _;
 use std::process::ExitCode;
 
 use agent_history::{
-    ProjectionOptions, PromptCompiler, ReasoningConfig, RequestSettings, ResponseOptions,
-    ResumeOptions, ResumeSource, SnapshotOptions, SnapshotTrust, StepContext, ToolPlan,
-    UnknownItems, is_snapshot, open_snapshot, read_tools, resume_file,
+    ChatRequest, DeveloperRole, ProjectionOptions, PromptCompiler, ReasoningConfig,
+    RequestSettings, ResponseOptions, ResumeOptions, ResumeSource, SnapshotOptions, SnapshotTrust,
+    StepContext, Target, TargetOptions, TargetReport, ToolPlan, UnknownItems, is_snapshot,
+    open_snapshot, read_tools, resume_file,
 };
 use anyhow::Context as _;
 
@@ -47,7 +48,19 @@ pub fn run(args: ProjectArgs) -> anyhow::Result<ExitCode> {
         snapshot,
         json,
         pretty,
+        target,
+        keep_developer,
     } = args;
+    match target {
+        Target::Responses | Target::ChatCompletions => {}
+        // The Anthropic Messages projection plugs in here.
+        Target::AnthropicMessages => {
+            return Err(Usage("--target anthropic is not available yet".to_owned()).into());
+        }
+    }
+    if keep_developer && target != Target::ChatCompletions {
+        return Err(Usage("--keep-developer needs --target chat".to_owned()).into());
+    }
     let is_snapshot_input = !is_stdin(&rollout) && is_snapshot(&rollout);
     if is_snapshot_input && truncation.is_some() {
         return Err(Usage(format!(
@@ -152,6 +165,7 @@ pub fn run(args: ProjectArgs) -> anyhow::Result<ExitCode> {
     let mut out = stdout();
     // `--pretty`: the JSON is written compact into a buffer, then indented.
     let mut compact = Vec::new();
+    let mut target_report: Option<TargetReport> = None;
     let repairs = if request {
         let instructions = match (instructions, recorded) {
             (Some(given), _) => given,
@@ -189,32 +203,99 @@ pub fn run(args: ProjectArgs) -> anyhow::Result<ExitCode> {
             ..RequestSettings::default()
         };
         let defaults = ResponseOptions::default();
-        let response = ResponseOptions {
-            tool_choice: tool_choice.unwrap_or(defaults.tool_choice),
-            store: store.unwrap_or(defaults.store),
-            stream: stream.unwrap_or(defaults.stream),
-            include: include.map(|list| {
-                list.split(',')
-                    .map(str::trim)
-                    .filter(|name| !name.is_empty())
-                    .map(str::to_owned)
-                    .collect()
-            }),
-        };
-        let compiled = PromptCompiler::new(settings)
-            .with_projection(options)
-            .with_base_instructions(instructions)
-            .with_tools(tools, parallel_tool_calls)
-            .with_response_options(response)
-            .compile(&history, StepContext::default())?;
-        if pretty {
-            compiled.write_body(&mut compact)?;
+        if target == Target::ChatCompletions {
+            if store.is_some()
+                || include.is_some()
+                || settings
+                    .reasoning
+                    .as_ref()
+                    .is_some_and(|r| r.summary.is_some())
+            {
+                return Err(Usage(
+                    "--store, --include and --reasoning-summary have no Chat Completions equivalent"
+                        .to_owned(),
+                )
+                .into());
+            }
+            let projection = history.project_for(&TargetOptions {
+                target,
+                projection: options,
+                developer_role: developer_role(keep_developer),
+            })?;
+            let body = ChatRequest {
+                model: settings.model.clone(),
+                instructions,
+                tools: tools.specs().to_vec(),
+                tool_choice: tool_choice.unwrap_or(defaults.tool_choice),
+                parallel_tool_calls,
+                stream: stream.unwrap_or(defaults.stream),
+                reasoning_effort: settings.reasoning.and_then(|r| r.effort),
+            };
+            let converted = if pretty {
+                projection.write_chat_request(&body, &mut compact)?
+            } else {
+                projection
+                    .write_chat_request(&body, &mut out)
+                    .context("cannot write to stdout")?
+            };
+            for dropped in &converted.dropped {
+                status_text!(
+                    json,
+                    "tool {} ({}) has no Chat Completions equivalent; left out",
+                    dropped.name.as_deref().unwrap_or("without a name"),
+                    dropped.tool_type
+                );
+            }
+            report.insert(
+                "dropped_tools".into(),
+                serde_json::to_value(&converted.dropped)?,
+            );
+            let repairs = projection.report().projection().clone();
+            target_report = Some(projection.report().clone());
+            repairs
         } else {
-            compiled
-                .write_body(&mut out)
+            let response = ResponseOptions {
+                tool_choice: tool_choice.unwrap_or(defaults.tool_choice),
+                store: store.unwrap_or(defaults.store),
+                stream: stream.unwrap_or(defaults.stream),
+                include: include.map(|list| {
+                    list.split(',')
+                        .map(str::trim)
+                        .filter(|name| !name.is_empty())
+                        .map(str::to_owned)
+                        .collect()
+                }),
+            };
+            let compiled = PromptCompiler::new(settings)
+                .with_projection(options)
+                .with_base_instructions(instructions)
+                .with_tools(tools, parallel_tool_calls)
+                .with_response_options(response)
+                .compile(&history, StepContext::default())?;
+            if pretty {
+                compiled.write_body(&mut compact)?;
+            } else {
+                compiled
+                    .write_body(&mut out)
+                    .context("cannot write to stdout")?;
+            }
+            compiled.prompt.input.report().clone()
+        }
+    } else if target == Target::ChatCompletions {
+        let projection = history.project_for(&TargetOptions {
+            target,
+            projection: options,
+            developer_role: developer_role(keep_developer),
+        })?;
+        if pretty {
+            projection.write_json(&mut compact)?;
+        } else {
+            projection
+                .write_json(&mut out)
                 .context("cannot write to stdout")?;
         }
-        compiled.prompt.input.report().clone()
+        target_report = Some(projection.report().clone());
+        projection.report().projection().clone()
     } else {
         let projection = history.project(&options)?;
         if pretty {
@@ -235,6 +316,13 @@ pub fn run(args: ProjectArgs) -> anyhow::Result<ExitCode> {
         .context("cannot write to stdout")?;
     if json {
         report.insert("repairs".into(), serde_json::to_value(&repairs)?);
+        if let Some(target_report) = &target_report {
+            report.insert("target".into(), serde_json::to_value(target)?);
+            report.insert(
+                "target_repairs".into(),
+                serde_json::to_value(target_report)?,
+            );
+        }
         if !quiet() {
             let mut err = std::io::stderr().lock();
             json_line(&mut err, &report)?;
@@ -264,7 +352,37 @@ pub fn run(args: ProjectArgs) -> anyhow::Result<ExitCode> {
             status!("  {text}");
         }
     }
+    if let (false, Some(target_report)) = (json, &target_report) {
+        if target_report.repairs().is_empty() {
+            status!("{target} conversion: nothing lost or moved");
+        } else {
+            status!("{target} conversion: {}", target_report.repairs().len());
+            let entries: Vec<(String, String, String)> = target_report
+                .repairs()
+                .iter()
+                .map(|repair| {
+                    (
+                        format!("{} ({})", repair.kind.name(), repair.at.item_kind),
+                        format!("item {}", repair.at.position),
+                        format!("{}: {}", repair.at, repair.kind.name()),
+                    )
+                })
+                .collect();
+            for text in collapse(&entries) {
+                status!("  {text}");
+            }
+        }
+    }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The developer role of `--keep-developer`.
+fn developer_role(keep: bool) -> DeveloperRole {
+    if keep {
+        DeveloperRole::Developer
+    } else {
+        DeveloperRole::System
+    }
 }
 
 /// The base instructions the input of `project` records.

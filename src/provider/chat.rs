@@ -16,6 +16,7 @@
 //! * reasoning, tool search, web search, image generation, compactions, additional tools and
 //!   unknown items → not sent, reported.
 
+use std::collections::{HashMap, HashSet};
 use std::io::{self, Write};
 use std::sync::OnceLock;
 
@@ -354,7 +355,63 @@ pub(crate) struct ChatMessages {
     units: std::sync::Arc<[Unit<ChatItem>]>,
     steps: std::sync::Arc<[Step]>,
     developer_role: DeveloperRole,
+    /// Call ids mapped to make them unique, by call and output unit.
+    ids: std::sync::Arc<HashMap<usize, Box<str>>>,
     len: std::sync::Arc<OnceLock<usize>>,
+}
+
+/// Ids that make every call id of the request unique and non-empty: a call whose id is empty
+/// or was used by an earlier call gets `<id>_<n>` (`call_<n>` for an empty one), the first such
+/// name no call of the request has; its output uses the same id. Keyed by unit (calls and
+/// outputs); reported as [`TargetRepairKind::MappedId`]. Only such calls cost anything.
+fn unique_ids(
+    units: &[Unit<ChatItem>],
+    steps: &[Step],
+    call_of: &HashMap<usize, usize>,
+    repairs: &mut Vec<TargetRepair>,
+) -> HashMap<usize, Box<str>> {
+    let mut mapped = HashMap::new();
+    let call_id = |i: usize| match &units[i].rendered.piece {
+        Piece::Call { id, .. } => Some(&**id),
+        _ => None,
+    };
+    let mut seen: HashSet<&str> = HashSet::new();
+    let mut needs_mapping = Vec::new();
+    for step in steps {
+        let Step::Unit(i) = *step else { continue };
+        if let Some(id) = call_id(i)
+            && (id.is_empty() || !seen.insert(id))
+        {
+            needs_mapping.push(i);
+        }
+    }
+    if needs_mapping.is_empty() {
+        return mapped;
+    }
+    let mut taken: HashSet<String> = seen.iter().map(|id| (*id).to_owned()).collect();
+    for call in needs_mapping {
+        let id = call_id(call).unwrap_or("");
+        let base = if id.is_empty() { "call" } else { id };
+        let fresh = (2..)
+            .map(|n| format!("{base}_{n}"))
+            .find(|candidate| !taken.contains(candidate))
+            .unwrap_or_default();
+        taken.insert(fresh.clone());
+        repairs.push(TargetRepair {
+            kind: TargetRepairKind::MappedId {
+                from: id.to_owned(),
+                to: fresh.clone(),
+            },
+            at: units[call].at.clone(),
+        });
+        mapped.insert(call, Box::from(fresh.as_str()));
+    }
+    for (&output, call) in call_of {
+        if let Some(id) = mapped.get(call) {
+            mapped.insert(output, id.clone());
+        }
+    }
+    mapped
 }
 
 /// Projects for Chat Completions.
@@ -382,12 +439,14 @@ pub(crate) fn project(
             }
         }
     }
+    let ids = unique_ids(&units, &paired.steps, &paired.call_of, &mut repairs);
     let repairs = merge_repairs(repairs, paired.repairs);
     Ok((
         ChatMessages {
             units: units.into(),
             steps: paired.steps.into(),
             developer_role: options.developer_role,
+            ids: std::sync::Arc::new(ids),
             len: Default::default(),
         },
         repairs,
@@ -444,8 +503,9 @@ impl ChatMessages {
         while k < self.steps.len() {
             match self.steps[k] {
                 Step::Synthetic(call) => {
-                    let id = match &self.units[call].rendered.piece {
-                        Piece::Call { id, .. } => &**id,
+                    let id = match (&self.units[call].rendered.piece, self.ids.get(&call)) {
+                        (_, Some(mapped)) => &**mapped,
+                        (Piece::Call { id, .. }, None) => &**id,
                         _ => "",
                     };
                     begin(out)?;
@@ -489,6 +549,7 @@ impl ChatMessages {
                         content,
                         images: parts,
                     } => {
+                        let id = self.ids.get(&i).unwrap_or(id);
                         begin(out)?;
                         write!(
                             out,
@@ -527,7 +588,19 @@ impl ChatMessages {
                 out.write_all(b",")?;
             }
             first = false;
-            out.write_all(json.as_bytes())?;
+            let mapped = match self.steps[k] {
+                Step::Unit(i) => self.ids.get(&i),
+                Step::Synthetic(_) => None,
+            };
+            match mapped {
+                None => out.write_all(json.as_bytes())?,
+                Some(id) => {
+                    // A mapped call (rare): its entry rewritten with the new id.
+                    let mut call: Value = serde_json::from_str(json).map_err(io::Error::other)?;
+                    call["id"] = Value::from(&**id);
+                    write!(out, "{call}")?;
+                }
+            }
             k += 1;
         }
         out.write_all(b"]")?;

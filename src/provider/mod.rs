@@ -7,6 +7,7 @@
 //! item family field by field and says what each target loses.
 
 mod chat;
+mod chat_request;
 mod target;
 mod validate;
 
@@ -16,6 +17,9 @@ use std::fmt;
 use std::str::FromStr;
 
 pub use chat::{LOCAL_SHELL_FUNCTION, TOOL_IMAGE_PLACEHOLDER};
+pub use chat_request::{
+    ChatRequest, ChatRequestError, ChatTools, DroppedTool, chat_tool_choice, chat_tools,
+};
 #[cfg(feature = "testing")]
 pub use target::target_renderings;
 pub use target::{

@@ -580,6 +580,8 @@ pub(crate) struct Paired {
     pub(crate) steps: Vec<Step>,
     /// What the ordering moved, dropped or synthesized.
     pub(crate) repairs: Vec<TargetRepair>,
+    /// For each output unit sent, the call unit it answers.
+    pub(crate) call_of: HashMap<usize, usize>,
 }
 
 /// Orders `units` for a target with positional pairing: every batch of consecutive calls is
@@ -690,6 +692,7 @@ pub(crate) fn pair_calls<R: Rendered>(units: &[Unit<R>]) -> Paired {
         }
     }
     paired.repairs.sort_by_key(|repair| repair.at.position);
+    paired.call_of = taken;
     paired
 }
 
