@@ -67,10 +67,13 @@ pub use request::{
 
 // The provider layer: the model API a request is for; per-target projections and validators.
 pub use provider::{
-    ChatRequest, ChatRequestError, ChatTools, DeveloperRole, DroppedTool, Finding,
-    LOCAL_SHELL_FUNCTION, ParseTargetError, Rule, Severity, TOOL_IMAGE_PLACEHOLDER, Target,
-    TargetOptions, TargetProjection, TargetProjectionError, TargetRepair, TargetRepairKind,
-    TargetReport, Validation, Wording, chat_tool_choice, chat_tools, validate,
+    ANTHROPIC_LEADING_USER_TEXT, AnthropicMessages, AnthropicRequest, AnthropicRequestError,
+    AnthropicTools, CUSTOM_TOOL_INPUT_KEY, ChatRequest, ChatRequestError, ChatTools,
+    DEFAULT_ANTHROPIC_MAX_TOKENS, DeveloperRole, DroppedTool, Finding, InputFallback,
+    LOCAL_SHELL_FUNCTION, ParseTargetError, PlaceholderReason, RAW_ARGUMENTS_KEY, Rule, Severity,
+    TOOL_IMAGE_PLACEHOLDER, Target, TargetOptions, TargetProjection, TargetProjectionError,
+    TargetRepair, TargetRepairKind, TargetReport, Validation, Wording, anthropic_tool_choice,
+    anthropic_tools, chat_tool_choice, chat_tools, validate,
 };
 
 // The snapshot layer: memory-mapped archives of a history.

@@ -46,7 +46,7 @@ pub enum Command {
     /// The projected input goes to stdout as one JSON array; the repair report and the count of
     /// skipped lines go to stderr. The rollout file is only read.
     #[command(after_help = EXIT_STATUS)]
-    Project(ProjectArgs),
+    Project(Box<ProjectArgs>),
     /// Lint sessions: unpaired calls, orphan outputs, media a text-only model would lose,
     /// unknown item types, skipped and torn lines, each with its line number.
     ///
@@ -132,19 +132,26 @@ pub struct ProjectArgs {
     #[arg(long)]
     pub pretty: bool,
     /// The API the input is for: responses (the `input` array, the default), chat (the Chat
-    /// Completions `messages` array) or anthropic.
+    /// Completions `messages` array) or anthropic (the Anthropic Messages `messages` array;
+    /// `system` and `developer` messages go to the request's `system`).
     #[arg(long, default_value = "responses", value_parser = parse_target)]
     pub target: Target,
     /// Chat Completions: keep `developer` messages as `developer` instead of sending them as
     /// `system` (which every compatible server takes).
     #[arg(long)]
     pub keep_developer: bool,
+    /// Anthropic `--request`: the body's `max_tokens`, which the Messages API requires
+    /// [default: 8192].
+    #[arg(long, value_name = "N")]
+    pub max_tokens: Option<u32>,
     /// Print the whole request body of the target's API instead of the input array: the request
     /// a resumed session would send, with the session's base instructions and Codex's
     /// settings unless the flags below say otherwise. For chat: `model`, `messages` (the
     /// instructions first, as a system message), `tools` converted from the Responses specs
     /// (those without an equivalent left out and said on stderr), `tool_choice`,
-    /// `parallel_tool_calls`, `stream`, `reasoning_effort`.
+    /// `parallel_tool_calls`, `stream`, `reasoning_effort`. For anthropic: `model`,
+    /// `max_tokens`, `system` (the instructions, then the history's system and developer
+    /// texts), `messages`, `tools` converted likewise, `tool_choice`, `stream`.
     #[arg(long, requires = "model")]
     pub request: bool,
     /// The model slug of the request body.

@@ -74,7 +74,7 @@ impl std::error::Error for Usage {}
 
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
-        Command::Project(args) => project::run(args),
+        Command::Project(args) => project::run(*args),
         Command::Check(args) => check::run(args),
         Command::Stats(args) => stats::run(args),
         Command::Snapshot(args) => snapshot::run(args),

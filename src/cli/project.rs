@@ -4,10 +4,10 @@ use std::io::Write as _;
 use std::process::ExitCode;
 
 use agent_history::{
-    ChatRequest, DeveloperRole, ProjectionOptions, PromptCompiler, ReasoningConfig,
-    RequestSettings, ResponseOptions, ResumeOptions, ResumeSource, SnapshotOptions, SnapshotTrust,
-    StepContext, Target, TargetOptions, TargetReport, ToolPlan, UnknownItems, is_snapshot,
-    open_snapshot, read_tools, resume_file,
+    AnthropicRequest, ChatRequest, DEFAULT_ANTHROPIC_MAX_TOKENS, DeveloperRole, ProjectionOptions,
+    PromptCompiler, ReasoningConfig, RequestSettings, ResponseOptions, ResumeOptions, ResumeSource,
+    SnapshotOptions, SnapshotTrust, StepContext, Target, TargetOptions, TargetReport, ToolPlan,
+    UnknownItems, is_snapshot, open_snapshot, read_tools, resume_file,
 };
 use anyhow::Context as _;
 
@@ -50,13 +50,10 @@ pub fn run(args: ProjectArgs) -> anyhow::Result<ExitCode> {
         pretty,
         target,
         keep_developer,
+        max_tokens,
     } = args;
-    match target {
-        Target::Responses | Target::ChatCompletions => {}
-        // The Anthropic Messages projection plugs in here.
-        Target::AnthropicMessages => {
-            return Err(Usage("--target anthropic is not available yet".to_owned()).into());
-        }
+    if max_tokens.is_some() && !(request && target == Target::AnthropicMessages) {
+        return Err(Usage("--max-tokens needs --target anthropic --request".to_owned()).into());
     }
     if keep_developer && target != Target::ChatCompletions {
         return Err(Usage("--keep-developer needs --target chat".to_owned()).into());
@@ -253,6 +250,51 @@ pub fn run(args: ProjectArgs) -> anyhow::Result<ExitCode> {
             let repairs = projection.report().projection().clone();
             target_report = Some(projection.report().clone());
             repairs
+        } else if target == Target::AnthropicMessages {
+            if store.is_some() || include.is_some() || settings.reasoning.is_some() {
+                return Err(Usage(
+                    "--store, --include, --reasoning-effort and --reasoning-summary have no \
+                     Anthropic Messages equivalent"
+                        .to_owned(),
+                )
+                .into());
+            }
+            let projection = history.project_for(&TargetOptions {
+                target,
+                projection: options,
+                ..TargetOptions::default()
+            })?;
+            let body = AnthropicRequest {
+                model: settings.model.clone(),
+                max_tokens: max_tokens.unwrap_or(DEFAULT_ANTHROPIC_MAX_TOKENS),
+                instructions,
+                tools: tools.specs().to_vec(),
+                tool_choice: tool_choice.unwrap_or(defaults.tool_choice),
+                parallel_tool_calls,
+                stream: stream.unwrap_or(defaults.stream),
+            };
+            let converted = if pretty {
+                projection.write_anthropic_request(&body, &mut compact)?
+            } else {
+                projection
+                    .write_anthropic_request(&body, &mut out)
+                    .context("cannot write to stdout")?
+            };
+            for dropped in &converted.dropped {
+                status_text!(
+                    json,
+                    "tool {} ({}) has no Anthropic Messages equivalent; left out",
+                    dropped.name.as_deref().unwrap_or("without a name"),
+                    dropped.tool_type
+                );
+            }
+            report.insert(
+                "dropped_tools".into(),
+                serde_json::to_value(&converted.dropped)?,
+            );
+            let repairs = projection.report().projection().clone();
+            target_report = Some(projection.report().clone());
+            repairs
         } else {
             let response = ResponseOptions {
                 tool_choice: tool_choice.unwrap_or(defaults.tool_choice),
@@ -281,7 +323,7 @@ pub fn run(args: ProjectArgs) -> anyhow::Result<ExitCode> {
             }
             compiled.prompt.input.report().clone()
         }
-    } else if target == Target::ChatCompletions {
+    } else if target != Target::Responses {
         let projection = history.project_for(&TargetOptions {
             target,
             projection: options,

@@ -6,6 +6,7 @@
 //! error a given input would get from each API live beside it. `docs/providers.md` maps every
 //! item family field by field and says what each target loses.
 
+mod anthropic;
 mod chat;
 mod chat_request;
 mod target;
@@ -16,6 +17,11 @@ pub use validate::{Finding, Rule, Severity, Validation, Wording, validate};
 use std::fmt;
 use std::str::FromStr;
 
+pub use anthropic::{
+    ANTHROPIC_LEADING_USER_TEXT, AnthropicMessages, AnthropicRequest, AnthropicRequestError,
+    AnthropicTools, CUSTOM_TOOL_INPUT_KEY, DEFAULT_ANTHROPIC_MAX_TOKENS, InputFallback,
+    PlaceholderReason, RAW_ARGUMENTS_KEY, anthropic_tool_choice, anthropic_tools,
+};
 pub use chat::{LOCAL_SHELL_FUNCTION, TOOL_IMAGE_PLACEHOLDER};
 pub use chat_request::{
     ChatRequest, ChatRequestError, ChatTools, DroppedTool, chat_tool_choice, chat_tools,

@@ -43,12 +43,12 @@ use crate::projection::{
 };
 
 use super::Target;
+use super::anthropic::{self, AnthropicMessages, InputFallback, PlaceholderReason};
 use super::chat::{self, ChatMessages};
 
 /// The cache cell of an entry's Chat Completions rendering.
 pub(crate) const CHAT_CELL: usize = 0;
 /// The cache cell of an entry's Anthropic Messages rendering.
-#[allow(dead_code)]
 pub(crate) const ANTHROPIC_CELL: usize = 1;
 
 /// How many texts of one entry a target can render: the stored text and its three stripped
@@ -158,6 +158,31 @@ pub enum TargetRepairKind {
         /// The id sent.
         to: String,
     },
+    /// Anthropic: a `system` or `developer` message was moved into the top-level `system`
+    /// (its position in the conversation is lost).
+    HoistedToSystem {
+        /// `system` or `developer`.
+        role: String,
+    },
+    /// Anthropic: an empty or white-space-only text was not sent (the API refuses empty text
+    /// blocks).
+    SkippedEmptyText,
+    /// Anthropic: an image or audio part was replaced by its placeholder text.
+    ReplacedMedia {
+        /// Why.
+        reason: PlaceholderReason,
+    },
+    /// Anthropic: function-call arguments that are not a JSON object were sent as
+    /// `{"arguments": "<raw text>"}`, so that the `tool_use` and its result are kept.
+    ArgumentsNotObject {
+        /// Not JSON, or JSON of another type.
+        fallback: InputFallback,
+    },
+    /// Anthropic: the history starts with the assistant; a user message with a placeholder
+    /// text was put first.
+    LeadingUserMessage,
+    /// Anthropic: trailing white space was trimmed from the final assistant message's text.
+    TrimmedFinalWhitespace,
 }
 
 /// One target repair, located in the live history.
@@ -189,6 +214,12 @@ impl TargetRepairKind {
             TargetRepairKind::MovedToolOutputImages { .. } => "moved_tool_output_images",
             TargetRepairKind::DroppedParts { .. } => "dropped_parts",
             TargetRepairKind::MappedId { .. } => "mapped_id",
+            TargetRepairKind::HoistedToSystem { .. } => "hoisted_to_system",
+            TargetRepairKind::SkippedEmptyText => "skipped_empty_text",
+            TargetRepairKind::ReplacedMedia { .. } => "replaced_media",
+            TargetRepairKind::ArgumentsNotObject { .. } => "arguments_not_object",
+            TargetRepairKind::LeadingUserMessage => "leading_user_message",
+            TargetRepairKind::TrimmedFinalWhitespace => "trimmed_final_whitespace",
         }
     }
 }
@@ -282,6 +313,8 @@ enum Inner {
     Responses,
     /// The Chat Completions messages.
     Chat(ChatMessages),
+    /// The Anthropic `messages` (and the hoisted `system` texts).
+    Anthropic(AnthropicMessages),
 }
 
 impl TargetProjection {
@@ -310,6 +343,7 @@ impl TargetProjection {
         match &self.inner {
             Inner::Responses => self.projection.write_json_array(out),
             Inner::Chat(messages) => messages.write_json(out),
+            Inner::Anthropic(messages) => messages.write_json(out),
         }
     }
 
@@ -323,6 +357,7 @@ impl TargetProjection {
                 let _ = messages.write_json(&mut out);
                 String::from_utf8(out).unwrap_or_default()
             }
+            Inner::Anthropic(messages) => messages.to_json(),
         }
     }
 
@@ -331,6 +366,15 @@ impl TargetProjection {
         match &self.inner {
             Inner::Responses => self.projection.len(),
             Inner::Chat(messages) => messages.len(),
+            Inner::Anthropic(messages) => messages.len(),
+        }
+    }
+
+    /// The Anthropic form (`system` texts and `messages`), for [`Target::AnthropicMessages`].
+    pub fn anthropic(&self) -> Option<&AnthropicMessages> {
+        match &self.inner {
+            Inner::Anthropic(messages) => Some(messages),
+            _ => None,
         }
     }
 
@@ -382,9 +426,9 @@ impl History {
                 let (messages, repairs) = chat::project(&projection, options)?;
                 (Inner::Chat(messages), repairs)
             }
-            // The Anthropic Messages projection plugs in here.
             Target::AnthropicMessages => {
-                return Err(TargetProjectionError::Unsupported(options.target));
+                let (messages, repairs) = anthropic::project(&projection)?;
+                (Inner::Anthropic(messages), repairs)
             }
         };
         let report = TargetReport {

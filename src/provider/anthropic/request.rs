@@ -1,0 +1,358 @@
+//! The Anthropic Messages request body: `model`, `max_tokens`, `system`, `messages`, `tools`,
+//! `tool_choice`, `stream`.
+
+use std::io::{self, Write};
+
+use serde_json::{Map, Value, json};
+
+use crate::request::ToolChoice;
+
+use super::super::Target;
+use super::super::chat::LOCAL_SHELL_FUNCTION;
+use super::super::chat_request::DroppedTool;
+use super::super::target::TargetProjection;
+use super::render::CUSTOM_TOOL_INPUT_KEY;
+
+/// The `max_tokens` sent when none is set: the Messages API requires the field and has no
+/// default of its own.
+pub const DEFAULT_ANTHROPIC_MAX_TOKENS: u32 = 8192;
+
+/// The settings of an Anthropic Messages request body beside its messages.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AnthropicRequest {
+    /// `model`.
+    pub model: String,
+    /// `max_tokens` (default [`DEFAULT_ANTHROPIC_MAX_TOKENS`]).
+    pub max_tokens: u32,
+    /// The base instructions, the first `system` text block; none when empty.
+    pub instructions: String,
+    /// The tools, as Responses tool specs (converted by [`anthropic_tools`]).
+    pub tools: Vec<Value>,
+    /// `tool_choice`, mapped by [`anthropic_tool_choice`] (sent only with tools).
+    pub tool_choice: ToolChoice,
+    /// Whether the model may call several tools at once; `false` sends
+    /// `disable_parallel_tool_use: true` in `tool_choice`.
+    pub parallel_tool_calls: bool,
+    /// `stream`.
+    pub stream: bool,
+}
+
+impl Default for AnthropicRequest {
+    fn default() -> Self {
+        AnthropicRequest {
+            model: String::new(),
+            max_tokens: DEFAULT_ANTHROPIC_MAX_TOKENS,
+            instructions: String::new(),
+            tools: Vec::new(),
+            tool_choice: ToolChoice::Auto,
+            parallel_tool_calls: false,
+            stream: true,
+        }
+    }
+}
+
+/// Responses tool specs converted for Anthropic, and those left out.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct AnthropicTools {
+    /// The Anthropic tools: `{name, description?, input_schema}`.
+    pub tools: Vec<Value>,
+    /// The specs with no equivalent (web search, tool search, image generation, file search,
+    /// MCP, …) or whose name another tool already has.
+    pub dropped: Vec<DroppedTool>,
+}
+
+/// A Anthropic Messages request body could not be written.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum AnthropicRequestError {
+    /// The projection is for another target.
+    #[error("the projection is for {0}, not anthropic")]
+    WrongTarget(Target),
+    /// The writer failed.
+    #[error("cannot write the request body")]
+    Io(#[from] io::Error),
+}
+
+impl TargetProjection {
+    /// Writes the whole Anthropic Messages request body of this projection: `model`,
+    /// `max_tokens`, `system` (the base instructions, then the texts hoisted from the history;
+    /// left out when there is none), `messages`, `tools` converted by [`anthropic_tools`] with
+    /// `tool_choice` (when any tool is left and the choice has an equivalent), `stream`.
+    /// Returns the converted tools (what was left out is in [`AnthropicTools::dropped`]).
+    ///
+    /// # Errors
+    ///
+    /// [`AnthropicRequestError::WrongTarget`] for a projection for another target;
+    /// [`AnthropicRequestError::Io`] when the writer fails.
+    pub fn write_anthropic_request<W: Write + ?Sized>(
+        &self,
+        request: &AnthropicRequest,
+        out: &mut W,
+    ) -> Result<AnthropicTools, AnthropicRequestError> {
+        let Some(messages) = self.anthropic() else {
+            return Err(AnthropicRequestError::WrongTarget(self.target()));
+        };
+        let tools = anthropic_tools(&request.tools);
+        write!(
+            out,
+            r#"{{"model":{},"max_tokens":{}"#,
+            Value::from(&*request.model),
+            request.max_tokens
+        )?;
+        let system: Vec<Value> = Some(request.instructions.as_str())
+            .filter(|text| !text.trim().is_empty())
+            .into_iter()
+            .chain(messages.system_texts())
+            .map(|text| json!({"type": "text", "text": text}))
+            .collect();
+        if !system.is_empty() {
+            write!(out, r#","system":{}"#, Value::Array(system))?;
+        }
+        out.write_all(br#","messages":"#)?;
+        messages.write_json(out)?;
+        if !tools.tools.is_empty() {
+            write!(out, r#","tools":{}"#, Value::Array(tools.tools.clone()))?;
+            if let Some(choice) =
+                anthropic_tool_choice(&request.tool_choice, request.parallel_tool_calls)
+            {
+                write!(out, r#","tool_choice":{choice}"#)?;
+            }
+        }
+        write!(out, r#","stream":{}}}"#, request.stream)?;
+        Ok(tools)
+    }
+}
+
+/// `tool_choice`: `auto` → `{type: auto}`, `none` → `{type: none}`, `required` → `{type: any}`,
+/// a named function or custom tool → `{type: tool, name}`; with parallel calls off,
+/// `disable_parallel_tool_use: true` (except for `none`). `None` when there is no equivalent.
+pub fn anthropic_tool_choice(choice: &ToolChoice, parallel: bool) -> Option<Value> {
+    let mut mapped = match choice {
+        ToolChoice::Auto => json!({"type": "auto"}),
+        ToolChoice::None => return Some(json!({"type": "none"})),
+        ToolChoice::Required => json!({"type": "any"}),
+        ToolChoice::Other(value) => {
+            let kind = value.get("type").and_then(Value::as_str)?;
+            let name = value.get("name").and_then(Value::as_str)?;
+            match kind {
+                "function" | "custom" => json!({"type": "tool", "name": name}),
+                _ => return None,
+            }
+        }
+    };
+    if !parallel {
+        mapped["disable_parallel_tool_use"] = Value::Bool(true);
+    }
+    Some(mapped)
+}
+
+/// An Anthropic tool `{name, description?, input_schema}`.
+fn tool(name: &str, description: Option<&Value>, input_schema: Value) -> Value {
+    let mut tool = Map::new();
+    tool.insert("name".into(), Value::String(name.to_owned()));
+    if let Some(description) = description.filter(|d| d.as_str().is_some_and(|d| !d.is_empty())) {
+        tool.insert("description".into(), description.clone());
+    }
+    tool.insert("input_schema".into(), input_schema);
+    Value::Object(tool)
+}
+
+fn function_tool(spec: &Map<String, Value>, name: &str) -> Value {
+    let schema = match spec.get("parameters") {
+        Some(schema @ Value::Object(_)) => schema.clone(),
+        _ => json!({"type": "object", "properties": {}}),
+    };
+    tool(name, spec.get("description"), schema)
+}
+
+fn custom_tool(spec: &Map<String, Value>, name: &str) -> Value {
+    tool(
+        name,
+        spec.get("description"),
+        json!({
+            "type": "object",
+            "properties": {CUSTOM_TOOL_INPUT_KEY: {"type": "string"}},
+            "required": [CUSTOM_TOOL_INPUT_KEY],
+        }),
+    )
+}
+
+/// The schema of a local shell call's `action`, as [`LOCAL_SHELL_FUNCTION`]'s input.
+fn local_shell_tool() -> Value {
+    tool(
+        LOCAL_SHELL_FUNCTION,
+        Some(&json!("Runs a command on the local machine.")),
+        json!({
+            "type": "object",
+            "properties": {
+                "type": {"type": "string", "enum": ["exec"]},
+                "command": {"type": "array", "items": {"type": "string"}},
+                "timeout_ms": {"type": ["integer", "null"]},
+                "working_directory": {"type": ["string", "null"]},
+                "env": {"type": ["object", "null"], "additionalProperties": {"type": "string"}},
+                "user": {"type": ["string", "null"]},
+            },
+            "required": ["type", "command"],
+        }),
+    )
+}
+
+/// Converts Responses tool specs: a `function` becomes a tool with its `parameters` as
+/// `input_schema` (members of a `namespace` too, by their own name); a `custom` tool becomes a
+/// tool taking `{"input": string}` (as custom calls are sent); `local_shell` becomes the tool
+/// [`LOCAL_SHELL_FUNCTION`] taking the exec action (as its calls are sent). Anything else, or a
+/// name already taken (Anthropic wants unique names), is left out and listed.
+pub fn anthropic_tools(specs: &[Value]) -> AnthropicTools {
+    let mut tools = Vec::new();
+    let mut dropped = Vec::new();
+    let mut names = std::collections::HashSet::new();
+    let mut add = |tools: &mut Vec<Value>,
+                   dropped: &mut Vec<DroppedTool>,
+                   index,
+                   kind: &str,
+                   name: &str,
+                   tool| {
+        if names.insert(name.to_owned()) {
+            tools.push(tool);
+        } else {
+            // Anthropic wants unique names; a namespace member may repeat a top-level one.
+            dropped.push(DroppedTool {
+                index,
+                tool_type: kind.to_owned(),
+                name: Some(name.to_owned()),
+            });
+        }
+    };
+    for (index, spec) in specs.iter().enumerate() {
+        let Some(spec) = spec.as_object() else {
+            continue;
+        };
+        let kind = spec.get("type").and_then(Value::as_str).unwrap_or("");
+        let name = spec.get("name").and_then(Value::as_str);
+        match (kind, name) {
+            ("function", Some(name)) => {
+                add(
+                    &mut tools,
+                    &mut dropped,
+                    index,
+                    kind,
+                    name,
+                    function_tool(spec, name),
+                );
+            }
+            ("custom", Some(name)) => {
+                add(
+                    &mut tools,
+                    &mut dropped,
+                    index,
+                    kind,
+                    name,
+                    custom_tool(spec, name),
+                );
+            }
+            ("local_shell", _) => add(
+                &mut tools,
+                &mut dropped,
+                index,
+                kind,
+                LOCAL_SHELL_FUNCTION,
+                local_shell_tool(),
+            ),
+            ("namespace", _) => {
+                for member in spec
+                    .get("tools")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                {
+                    let Some(member) = member.as_object() else {
+                        continue;
+                    };
+                    let member_kind = member.get("type").and_then(Value::as_str).unwrap_or("");
+                    match (member_kind, member.get("name").and_then(Value::as_str)) {
+                        ("function", Some(name)) => add(
+                            &mut tools,
+                            &mut dropped,
+                            index,
+                            member_kind,
+                            name,
+                            function_tool(member, name),
+                        ),
+                        ("custom", Some(name)) => add(
+                            &mut tools,
+                            &mut dropped,
+                            index,
+                            member_kind,
+                            name,
+                            custom_tool(member, name),
+                        ),
+                        (_, name) => dropped.push(DroppedTool {
+                            index,
+                            tool_type: member_kind.to_owned(),
+                            name: name.map(str::to_owned),
+                        }),
+                    }
+                }
+            }
+            _ => dropped.push(DroppedTool {
+                index,
+                tool_type: kind.to_owned(),
+                name: name.map(str::to_owned),
+            }),
+        }
+    }
+    AnthropicTools { tools, dropped }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tool_choices_map_where_they_have_an_equivalent() {
+        assert_eq!(
+            anthropic_tool_choice(&ToolChoice::Required, true),
+            Some(json!({"type": "any"}))
+        );
+        assert_eq!(
+            anthropic_tool_choice(&ToolChoice::Auto, false),
+            Some(json!({"type": "auto", "disable_parallel_tool_use": true}))
+        );
+        assert_eq!(
+            anthropic_tool_choice(
+                &ToolChoice::Other(json!({"type": "function", "name": "shell"})),
+                true
+            ),
+            Some(json!({"type": "tool", "name": "shell"}))
+        );
+        assert_eq!(
+            anthropic_tool_choice(&ToolChoice::Other(json!({"type": "web_search"})), true),
+            None
+        );
+    }
+
+    #[test]
+    fn specs_convert_or_are_dropped() {
+        let specs = vec![
+            json!({"type": "function", "name": "shell", "description": "Run", "parameters": {"type": "object", "properties": {"cmd": {"type": "string"}}}}),
+            json!({"type": "custom", "name": "apply_patch", "description": "Patch", "format": {"type": "grammar"}}),
+            json!({"type": "web_search"}),
+        ];
+        let AnthropicTools { tools, dropped } = anthropic_tools(&specs);
+        assert_eq!(
+            tools,
+            vec![
+                json!({"name": "shell", "description": "Run", "input_schema": {"type": "object", "properties": {"cmd": {"type": "string"}}}}),
+                json!({"name": "apply_patch", "description": "Patch", "input_schema": {"type": "object", "properties": {"input": {"type": "string"}}, "required": ["input"]}}),
+            ]
+        );
+        assert_eq!(
+            dropped,
+            vec![DroppedTool {
+                index: 2,
+                tool_type: "web_search".into(),
+                name: None
+            }]
+        );
+    }
+}
