@@ -32,45 +32,6 @@ fn config() -> ProptestConfig {
     }
 }
 
-/// Broken pairings a target's projection does not yet turn into an input its validator accepts,
-/// found by this file: the Chat Completions projection sends two `tool` messages with the same
-/// `tool_call_id` when two calls share a call id, in the same family (duplicate call ids) or
-/// across families (colliding call ids) — `chat_projection_of_reused_call_ids` keeps the
-/// minimal cases, ignored until the projection maps them.
-fn known_gaps(target: Target) -> BrokenPairings {
-    match target {
-        Target::ChatCompletions => BrokenPairings {
-            duplicate_call_ids: true,
-            colliding_call_ids: true,
-            ..BrokenPairings::NONE
-        },
-        _ => BrokenPairings::NONE,
-    }
-}
-
-/// Whether the operations reuse a call id (between two calls, whatever their family) while
-/// `target` has that gap: read from the items alone.
-fn skipped(target: Target, ops: &[HistoryOp]) -> bool {
-    let gaps = known_gaps(target);
-    if !(gaps.duplicate_call_ids || gaps.colliding_call_ids) {
-        return false;
-    }
-    let mut ids = BTreeSet::new();
-    ops.iter().any(|op| match op {
-        HistoryOp::Record(json) => {
-            let item: Value = serde_json::from_str(json).expect("item JSON");
-            let is_call = matches!(
-                item["type"].as_str(),
-                Some(
-                    "function_call" | "local_shell_call" | "custom_tool_call" | "tool_search_call"
-                )
-            );
-            is_call && !ids.insert(item["call_id"].as_str().unwrap_or_default().to_owned())
-        }
-        _ => false,
-    })
-}
-
 /// Each knob alone, all of them, none of them.
 fn knob_configs() -> Vec<(&'static str, HistoryConfig)> {
     let none = HistoryConfig {
@@ -155,8 +116,7 @@ fn knob_configs() -> Vec<(&'static str, HistoryConfig)> {
 proptest! {
     #![proptest_config(config())]
 
-    /// Every property, for every available target, on histories with every knob on (but the
-    /// knobs of [`known_gaps`] for the targets they name).
+    /// Every property, for every available target, on histories with every knob on.
     #[test]
     fn every_property_holds_for_every_target(ops in strategies::operations(HistoryConfig::everything())) {
         // The operations rather than `strategies::history`, so that a failure prints them.
@@ -165,9 +125,7 @@ proptest! {
         for &target in available_targets() {
             prop_assert_eq!(properties::projection_never_changes_history(&history, target), Ok(()));
             prop_assert_eq!(properties::projections_are_repeatable(&history, target), Ok(()));
-            if !skipped(target, &ops) {
-                prop_assert_eq!(properties::projection_passes_validator(&history, target), Ok(()));
-            }
+            prop_assert_eq!(properties::projection_passes_validator(&history, target), Ok(()));
         }
     }
 
@@ -217,9 +175,7 @@ proptest! {
             .expect("an unbounded description takes any bytes");
         let history = description.to_history().expect("valid items");
         history.assert_invariants();
-        if available_targets().iter().all(|&target| !skipped(target, &description.operations())) {
-            prop_assert_eq!(properties::check_all(&history), Ok(()));
-        }
+        prop_assert_eq!(properties::check_all(&history), Ok(()));
     }
 }
 
@@ -243,12 +199,10 @@ fn every_property_holds_with_each_knob_alone() {
                     properties::projections_are_repeatable(&history, target),
                     Ok(())
                 );
-                if !skipped(target, &ops) {
-                    prop_assert_eq!(
-                        properties::projection_passes_validator(&history, target),
-                        Ok(())
-                    );
-                }
+                prop_assert_eq!(
+                    properties::projection_passes_validator(&history, target),
+                    Ok(())
+                );
             }
             Ok(())
         });
@@ -505,6 +459,30 @@ fn a_non_repeatable_adapter_fails_with_the_byte_offset() {
     );
 }
 
+/// `passes_validator_by` rejects an adapter whose body breaks the target's rules, positioned at
+/// the first rejected message and quoting the provider's error.
+#[test]
+fn an_invalid_body_fails_the_validator_property() {
+    let history = history_of(&[USER, CALL]);
+    let unanswered = |_: &History| {
+        serde_json::json!({"messages": [
+            {"role": "user", "content": "hi"},
+            {"role": "assistant", "content": null, "tool_calls": [
+                {"id": "c1", "type": "function", "function": {"name": "ls", "arguments": "{}"}}]},
+        ]})
+    };
+    let failure =
+        properties::passes_validator_by(&history, Target::ChatCompletions, "mine", unanswered)
+            .expect_err("no tool message answers c1");
+    assert_eq!(failure.property, Property::PassesValidator);
+    assert_eq!(failure.position, Some(1));
+    assert!(
+        failure.detail.contains("must be followed by tool messages")
+            && failure.detail.contains("c1"),
+        "{failure}"
+    );
+}
+
 /// The built-in Responses projection is what `History::project` writes: synthetic output
 /// after the unanswered call, checked against the documented text.
 #[test]
@@ -518,12 +496,11 @@ fn the_responses_projection_is_the_input_array() {
     assert_eq!(items[2]["output"], "aborted");
 }
 
-/// The minimal histories the generator found on which the Chat Completions projection sends
-/// two `tool` messages with one `tool_call_id` (see [`known_gaps`]). Ignored until the
-/// projection maps reused call ids; run with `--ignored`.
+/// The smallest histories on which the kit first found the Chat Completions projection sending
+/// two `tool` messages with one `tool_call_id` (two calls sharing a call id, in one family and
+/// across families), kept as a regression test for every target.
 #[test]
-#[ignore = "known gap of the Chat Completions projection: reused call ids"]
-fn chat_projection_of_reused_call_ids() {
+fn reused_call_ids_project_to_valid_inputs() {
     const FUNCTION: &str =
         r#"{"type":"function_call","name":"shell","arguments":"{}","call_id":"call_1"}"#;
     const FUNCTION_OUTPUT: &str =
@@ -535,9 +512,11 @@ fn chat_projection_of_reused_call_ids() {
     let duplicate = history_of(&[FUNCTION, FUNCTION, FUNCTION_OUTPUT]);
     let colliding = history_of(&[CUSTOM_OUTPUT, CUSTOM, FUNCTION, FUNCTION_OUTPUT]);
     for history in [duplicate, colliding] {
-        assert_eq!(
-            properties::projection_passes_validator(&history, Target::ChatCompletions),
-            Ok(())
-        );
+        for target in Target::ALL {
+            assert_eq!(
+                properties::projection_passes_validator(&history, target),
+                Ok(())
+            );
+        }
     }
 }

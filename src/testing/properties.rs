@@ -262,12 +262,13 @@ pub fn repeatable_by<E: fmt::Display>(
 
 /// The targets this crate projects and validates, which the target-taking properties accept.
 pub fn available_targets() -> &'static [Target] {
-    &[Target::Responses, Target::ChatCompletions]
+    &Target::ALL
 }
 
 /// This crate's projection of `history` for `target` ([`History::project_for`] with
 /// [`TargetOptions::new`]: lenient, text and images, unknown items held back), as the JSON array
-/// a request carries: Responses' `input`, Chat Completions' `messages`.
+/// a request carries: Responses' `input`, Chat Completions' `messages`, Anthropic Messages'
+/// `messages` (its `system` texts, kept apart, are not part of it).
 ///
 /// # Errors
 ///
