@@ -125,6 +125,42 @@ fn responses_output_without_call() {
 }
 
 #[test]
+fn responses_outputs_may_answer_a_stored_response() {
+    // With previous_response_id (or a conversation), the calls are on the server.
+    for key in ["previous_response_id", "conversation"] {
+        let body = json!({key: "resp_1", "input": [fco("call_b")]});
+        assert_clean(Target::Responses, &body);
+        // Calls in the input still need their outputs.
+        let body = json!({key: "resp_1", "input": [fco("call_b"), fc("call_c")]});
+        let finding = only(Target::Responses, body);
+        assert_eq!(finding.rule, Rule::ResponsesCallWithoutOutput);
+        assert_eq!(finding.ids, ["call_c"]);
+    }
+    let body = json!({"previous_response_id": null, "input": [fco("call_b")]});
+    assert_eq!(
+        only(Target::Responses, body).rule,
+        Rule::ResponsesOutputWithoutCall
+    );
+}
+
+#[test]
+fn chat_duplicate_call_ids_inside_one_message() {
+    let validation = validate(
+        Target::ChatCompletions,
+        &json!([chat_user("go"), calls(&["c1", "c1"]), tool("c1")]),
+    );
+    let found: Vec<(Rule, &str)> = validation
+        .findings
+        .iter()
+        .map(|f| (f.rule, f.position.as_str()))
+        .collect();
+    assert_eq!(
+        found,
+        [(Rule::ChatDuplicateCallId, "messages[1].tool_calls[1].id")]
+    );
+}
+
+#[test]
 fn responses_custom_pairing() {
     let finding = only(
         Target::Responses,
@@ -991,6 +1027,31 @@ fn anthropic_empty_and_whitespace_text() {
 }
 
 #[test]
+fn anthropic_empty_text_inside_a_tool_result_is_a_warning() {
+    let finding = only(
+        Target::AnthropicMessages,
+        json!([
+            an("user", json!("go")),
+            an("assistant", json!([tool_use("t1")])),
+            an(
+                "user",
+                json!([{"type": "tool_result", "tool_use_id": "t1",
+                                  "content": [text("")]}])
+            )
+        ]),
+    );
+    assert_finding(
+        &finding,
+        Rule::AnthropicEmptyText,
+        Severity::Warning,
+        "messages.2.content.0.content.0",
+        &["t1"],
+        "messages: text content blocks must be non-empty",
+    );
+    assert_eq!(finding.wording, Wording::Unconfirmed);
+}
+
+#[test]
 fn anthropic_empty_message() {
     for content in [json!(""), json!([])] {
         let finding = only(
@@ -1502,6 +1563,124 @@ mod properties {
             for (target, rule) in expected {
                 let validation = validate(target, &render(target, &steps, Mutation::Orphan, &all));
                 prop_assert_eq!(found(&validation), vec![(rule, Severity::Error, vec!["orphan".to_owned()])], "{}", target);
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Any JSON at all: findings, never a panic.
+
+mod any_json {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// JSON built from the words the validators look for, so that generated values reach deep
+    /// into their checks instead of failing at the first `type`.
+    fn value() -> impl Strategy<Value = Value> {
+        let word = prop::sample::select(vec![
+            "message",
+            "user",
+            "assistant",
+            "tool",
+            "system",
+            "developer",
+            "function_call",
+            "function_call_output",
+            "custom_tool_call",
+            "custom_tool_call_output",
+            "local_shell_call",
+            "local_shell_call_output",
+            "tool_search_call",
+            "tool_search_output",
+            "reasoning",
+            "client",
+            "text",
+            "image",
+            "image_url",
+            "tool_use",
+            "tool_result",
+            "server_tool_use",
+            "web_search_tool_result",
+            "base64",
+            "url",
+            "image/png",
+            "input_text",
+            "output_text",
+            "c1",
+            "c2",
+            "srvtoolu_1",
+            "",
+            " ",
+            "a b",
+        ]);
+        let key = prop::sample::select(vec![
+            "type",
+            "role",
+            "content",
+            "call_id",
+            "id",
+            "tool_calls",
+            "tool_call_id",
+            "tool_use_id",
+            "function",
+            "name",
+            "input",
+            "messages",
+            "execution",
+            "source",
+            "media_type",
+            "data",
+            "text",
+            "tools",
+            "max_tokens",
+            "system",
+            "image_url",
+            "detail",
+            "custom",
+        ]);
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i32>().prop_map(Value::from),
+            word.prop_map(Value::from),
+        ];
+        leaf.prop_recursive(5, 64, 6, move |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..6).prop_map(Value::Array),
+                prop::collection::vec((key.clone(), inner), 0..6).prop_map(|pairs| {
+                    Value::Object(
+                        pairs
+                            .into_iter()
+                            .map(|(key, value)| (key.to_owned(), value))
+                            .collect(),
+                    )
+                }),
+            ]
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(512))]
+
+        #[test]
+        fn every_input_gets_findings_not_a_panic(input in value()) {
+            for target in Target::ALL {
+                let validation = validate(target, &input);
+                prop_assert_eq!(validation.target, target);
+                for finding in &validation.findings {
+                    prop_assert!(!finding.position.is_empty());
+                    prop_assert!(!finding.message.is_empty());
+                    prop_assert!(finding.rule.target().is_none_or(|rule_target| rule_target == target));
+                }
+                prop_assert_eq!(
+                    validation.is_valid(),
+                    validation.findings.iter().all(|f| f.severity == Severity::Warning)
+                );
+                let items: Vec<Option<usize>> = validation.findings.iter().map(|f| f.item).collect();
+                let mut sorted = items.clone();
+                sorted.sort_by_key(|item| item.unwrap_or(usize::MAX));
+                prop_assert_eq!(items, sorted, "findings in input order");
             }
         }
     }

@@ -386,8 +386,20 @@ fn check_block(block: &Block, tool_use_ids: &mut HashSet<String>, findings: &mut
             }
             if let Some(Value::Array(parts)) = block.value.get("content") {
                 for (part_index, part) in parts.iter().enumerate() {
-                    if str_field(part, "type") == Some("image") {
-                        check_image(part, &format!("{at}.content.{part_index}"), index, findings);
+                    let part_at = format!("{at}.content.{part_index}");
+                    match str_field(part, "type") {
+                        Some("image") => check_image(part, &part_at, index, findings),
+                        Some("text") if str_field(part, "text") == Some("") => findings.push(
+                            Rule::AnthropicEmptyText,
+                            // Refused in a message's own blocks; not confirmed inside a result.
+                            Severity::Warning,
+                            Wording::Unconfirmed,
+                            part_at,
+                            index,
+                            vec![id.to_owned()],
+                            "messages: text content blocks must be non-empty",
+                        ),
+                        _ => {}
                     }
                 }
             }
@@ -468,6 +480,7 @@ fn check_results(turn: &Turn, previous: Option<&Turn>, findings: &mut Findings) 
         .filter(|previous| previous.role == "assistant" && turn.role == "user")
         .map(tool_uses)
         .unwrap_or_default();
+    let call_ids: HashSet<&str> = calls.iter().map(|(id, _)| *id).collect();
     let mut answered = HashSet::new();
     let mut other_block_seen = false;
     let mut out_of_place = false;
@@ -481,7 +494,7 @@ fn check_results(turn: &Turn, previous: Option<&Turn>, findings: &mut Findings) 
             continue;
         };
         let at = block.position();
-        if !calls.iter().any(|(call, _)| *call == id) {
+        if !call_ids.contains(id) {
             findings.error(
                 Rule::AnthropicResultWithoutToolUse,
                 &at,

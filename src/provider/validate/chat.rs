@@ -1,6 +1,6 @@
 //! The OpenAI Chat Completions API's rules for `messages`.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use serde_json::Value;
 
@@ -24,8 +24,10 @@ const ROLES: [&str; 6] = [
 struct Pending<'v> {
     /// The assistant message's index.
     index: usize,
-    /// Its call ids, in order.
+    /// Its call ids, in order, each once.
     ids: Vec<&'v str>,
+    /// The same ids, to look them up.
+    id_set: HashSet<&'v str>,
     /// The message that answered each id so far.
     answered: HashMap<&'v str, usize>,
 }
@@ -184,7 +186,7 @@ fn check_tool_message<'v>(
         return;
     };
     match pending {
-        Some(open) if open.ids.contains(&id) => {
+        Some(open) if open.id_set.contains(id) => {
             if let Some(&first) = open.answered.get(id) {
                 findings.error(
                     Rule::ChatDuplicateToolMessage,
@@ -278,6 +280,7 @@ fn check_assistant<'v>(
         return None;
     }
     let mut ids = Vec::new();
+    let mut id_set = HashSet::new();
     for (call_index, call) in calls.iter().enumerate() {
         let at = format!("messages[{index}].tool_calls[{call_index}]");
         let Some(id) = str_field(call, "id") else {
@@ -341,13 +344,14 @@ fn check_assistant<'v>(
         } else {
             call_ids.insert(id, (index, call_index));
         }
-        if !ids.contains(&id) {
+        if id_set.insert(id) {
             ids.push(id);
         }
     }
     Some(Pending {
         index,
         ids,
+        id_set,
         answered: HashMap::new(),
     })
 }

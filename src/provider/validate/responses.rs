@@ -201,7 +201,14 @@ pub(super) fn check(input: &Value, findings: &mut Findings) {
             _ => {}
         }
     }
-    check_pairing(items, &calls, &outputs, findings);
+    // A request that continues a stored response (or conversation) may answer the calls the
+    // server keeps: its outputs need no call in the input.
+    let continued = input.as_object().is_some_and(|body| {
+        ["previous_response_id", "conversation"]
+            .iter()
+            .any(|key| body.get(*key).is_some_and(|value| !value.is_null()))
+    });
+    check_pairing(items, &calls, &outputs, !continued, findings);
 }
 
 /// The `call_id` of a call or output that must have one, or a shape finding.
@@ -307,9 +314,15 @@ fn check_reasoning(items: &[Value], index: usize, at: &str, findings: &mut Findi
     );
 }
 
-/// Every call answered, every output called, and (strict servers) each output right after its
-/// calls.
-fn check_pairing(items: &[Value], calls: &[Call], outputs: &[Output], findings: &mut Findings) {
+/// Every call answered, every output called (unless `orphans` is false: the request continues
+/// a stored response), and (strict servers) each output right after its calls.
+fn check_pairing(
+    items: &[Value],
+    calls: &[Call],
+    outputs: &[Output],
+    orphans: bool,
+    findings: &mut Findings,
+) {
     let answered: HashSet<(Family, &str)> = outputs
         .iter()
         .map(|output| (output.family, output.call_id))
@@ -366,7 +379,7 @@ fn check_pairing(items: &[Value], calls: &[Call], outputs: &[Output], findings: 
             [(call.family, call.call_id)].into_iter().chain(by_item_id)
         })
         .collect();
-    for output in outputs {
+    for output in outputs.iter().filter(|_| orphans) {
         if called.contains(&(output.family, output.call_id)) {
             continue;
         }
@@ -447,6 +460,16 @@ fn check_adjacency(items: &[Value], calls: &[Call], outputs: &[Output], findings
                 .push(output.index);
             map
         });
+    // Where the run of calls and outputs that goes on after each item ends (one pass from the
+    // back, so that a long run is not scanned once per call in it).
+    let mut run_end = vec![items.len(); items.len() + 1];
+    for index in (0..items.len()).rev() {
+        run_end[index] = if in_tool_run(&items[index]) {
+            run_end[index + 1]
+        } else {
+            index
+        };
+    }
     for call in calls {
         if call.family == Family::ToolSearch {
             continue;
@@ -455,9 +478,7 @@ fn check_adjacency(items: &[Value], calls: &[Call], outputs: &[Output], findings
             // Unanswered: reported above.
             continue;
         };
-        let run_end = (call.index + 1..items.len())
-            .find(|&index| !in_tool_run(&items[index]))
-            .unwrap_or(items.len());
+        let run_end = run_end[call.index + 1];
         if at
             .iter()
             .any(|&index| index > call.index && index < run_end)
