@@ -11,7 +11,7 @@ use agent_history::{
     ANTHROPIC_LEADING_USER_TEXT, AnthropicRequest, AnthropicRequestError,
     DEFAULT_ANTHROPIC_MAX_TOKENS, History, IMAGE_PLACEHOLDER, InputFallback, ItemKind,
     PlaceholderReason, ResumeOptions, Target, TargetOptions, TargetRepairKind, ToolChoice,
-    resume_file,
+    resume_file, validate,
 };
 use proptest::prelude::*;
 use serde_json::{Value, json};
@@ -181,6 +181,21 @@ fn assert_valid(projected: &Projected) {
     );
 }
 
+/// The crate's own validator accepts the messages too (its findings, errors and warnings, for
+/// the message).
+fn validator_accepts(messages: &[Value]) -> Result<(), String> {
+    let validation = validate(Target::AnthropicMessages, &Value::Array(messages.to_vec()));
+    if validation.is_valid() {
+        Ok(())
+    } else {
+        Err(format!(
+            "{:#?}\n{}",
+            validation.findings,
+            Value::Array(messages.to_vec())
+        ))
+    }
+}
+
 fn anthropic() -> TargetOptions {
     TargetOptions::new(Target::AnthropicMessages)
 }
@@ -188,6 +203,9 @@ fn anthropic() -> TargetOptions {
 fn project_history(history: &History) -> Projected {
     let projection = history.project_for(&anthropic()).expect("a projection");
     let messages: Vec<Value> = serde_json::from_str(&projection.to_json()).expect("JSON");
+    if let Err(findings) = validator_accepts(&messages) {
+        panic!("validate refuses the projection: {findings}");
+    }
     let anthropic = projection.anthropic().expect("the Anthropic form");
     assert_eq!(anthropic.to_values(), messages);
     assert_eq!(anthropic.len(), messages.len());
@@ -578,6 +596,23 @@ fn the_bundled_sessions_project_for_anthropic() {
         let resumed = resume_file(example(name), &ResumeOptions::default()).expect(name);
         let projected = project_history(resumed.history());
         assert_valid(&projected);
+        // The whole body, with the tools of the session's calls, passes the validator.
+        let projection = resumed.history().project_for(&anthropic()).unwrap();
+        let mut body = Vec::new();
+        projection
+            .write_anthropic_request(
+                &AnthropicRequest {
+                    model: "m".into(),
+                    instructions: "base".into(),
+                    tools: vec![json!({"type": "function", "name": "shell"})],
+                    ..AnthropicRequest::default()
+                },
+                &mut body,
+            )
+            .unwrap();
+        let body: Value = serde_json::from_slice(&body).unwrap();
+        let validation = validate(Target::AnthropicMessages, &body);
+        assert!(validation.is_valid(), "{name}: {:#?}", validation.findings);
         assert!(!projected.messages.is_empty(), "{name}");
         // Repeated projections are identical.
         assert_eq!(

@@ -6,8 +6,8 @@ mod common;
 
 use agent_history::testing::target_renderings;
 use agent_history::{
-    DeveloperRole, History, Modalities, ProjectionOptions, Target, TargetOptions, TargetRepairKind,
-    TruncationPolicy, UnknownItems,
+    DeveloperRole, History, Modalities, ProjectionOptions, Rule, Target, TargetOptions,
+    TargetRepairKind, TruncationPolicy, UnknownItems, validate,
 };
 use proptest::prelude::*;
 use serde_json::{Value, json};
@@ -443,6 +443,8 @@ fn the_bundled_sessions_project_for_chat() {
             let (messages, _) = chat(&history, &options);
             assert!(!messages.is_empty(), "{name}");
             check_chat(&messages).unwrap_or_else(|error| panic!("{name}: {error}"));
+            let validation = validate(Target::ChatCompletions, &Value::Array(messages.clone()));
+            assert!(validation.is_valid(), "{name}: {:?}", validation.findings);
             let images = messages.iter().any(|m| m.to_string().contains("image_url"));
             if modalities == Modalities::TEXT {
                 assert!(!images, "{name}: an image sent to a text-only model");
@@ -539,6 +541,15 @@ proptest! {
         if let Err(error) = check_chat(&messages) {
             return Err(TestCaseError::fail(format!("{error}\n{text}")));
         }
+        // The library's validator (written independently, on its own branch) agrees.
+        let validation = validate(Target::ChatCompletions, &Value::Array(messages.clone()));
+        // An empty projection (nothing sendable) is the one input Chat refuses as it is: a request
+        // needs at least the instructions' system message.
+        if messages.is_empty() {
+            prop_assert!(validation.findings.iter().all(|f| f.rule == Rule::ChatEmptyMessages));
+        } else {
+            prop_assert!(validation.is_valid(), "{:?}\n{}", validation.findings, text);
+        }
         let sent: Vec<String> = messages
             .iter()
             .flat_map(|m| m["tool_calls"].as_array().cloned().unwrap_or_default())
@@ -580,4 +591,19 @@ proptest! {
         history.project(&options.projection).unwrap().write_json_array(&mut expected).unwrap();
         prop_assert_eq!(written, expected);
     }
+}
+
+#[test]
+fn a_reasoning_item_between_parallel_calls_does_not_split_their_batch() {
+    let history = history(&[
+        call("c1", "shell", "{}"),
+        json!({"type":"reasoning","summary":[],"encrypted_content":"gAAA"}),
+        call("c2", "shell", "{}"),
+        output("c1", "one"),
+        output("c2", "two"),
+    ]);
+    let (messages, repairs) = chat(&history, &chat_options());
+    assert_eq!(messages.len(), 3);
+    assert_eq!(messages[0]["tool_calls"].as_array().map(Vec::len), Some(2));
+    assert_eq!(repairs, vec![("reasoning_not_sent".into(), 1)]);
 }

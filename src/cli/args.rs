@@ -299,12 +299,6 @@ pub fn non_empty(text: &str) -> Result<String, String> {
     }
 }
 
-/// Parses `--target`.
-pub fn parse_target(text: &str) -> Result<Target, String> {
-    text.parse()
-        .map_err(|error: agent_history::ParseTargetError| error.to_string())
-}
-
 /// Parses `--modalities`.
 pub fn parse_modalities(text: &str) -> Result<Modalities, String> {
     // The library reads an empty list as text only; on the command line an empty value is more

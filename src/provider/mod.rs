@@ -12,8 +12,6 @@ mod chat_request;
 mod target;
 mod validate;
 
-pub use validate::{Finding, Rule, Severity, Validation, Wording, validate};
-
 use std::fmt;
 use std::str::FromStr;
 
@@ -32,6 +30,7 @@ pub use target::{
     DeveloperRole, TargetOptions, TargetProjection, TargetProjectionError, TargetRepair,
     TargetRepairKind, TargetReport,
 };
+pub use validate::{Finding, Rule, Severity, Validation, Wording, validate};
 
 /// The model API a projection or a validation is for.
 ///

@@ -334,7 +334,8 @@ impl TargetProjection {
     }
 
     /// Writes the input as one JSON array: for Responses exactly the bytes of
-    /// [`Projection::write_json_array`]; for Chat Completions the `messages` array.
+    /// [`Projection::write_json_array`]; for Chat Completions and Anthropic Messages the `messages`
+    /// array (Anthropic's `system` texts are in [`TargetProjection::anthropic`]).
     ///
     /// # Errors
     ///
@@ -361,7 +362,7 @@ impl TargetProjection {
         }
     }
 
-    /// Number of messages (Chat Completions) or items (Responses) sent.
+    /// Number of messages (Chat Completions, Anthropic Messages) or items (Responses) sent.
     pub fn len(&self) -> usize {
         match &self.inner {
             Inner::Responses => self.projection.len(),
@@ -689,17 +690,31 @@ pub(crate) fn pair_calls<R: Rendered>(units: &[Unit<R>]) -> Paired {
                 i += 1;
             }
             PairRole::Call(_) => {
-                let start = i;
-                while i < units.len() && matches!(units[i].rendered.pairing(), PairRole::Call(_)) {
-                    paired.steps.push(Step::Unit(i));
+                // The batch: consecutive calls, items that send nothing between them skipped
+                // (a reasoning item between two parallel calls does not split their batch).
+                let mut batch = Vec::new();
+                while i < units.len() {
+                    match units[i].rendered.pairing() {
+                        PairRole::Call(_) => {
+                            paired.steps.push(Step::Unit(i));
+                            batch.push(i);
+                        }
+                        PairRole::Nothing => {}
+                        PairRole::Output(_) | PairRole::Other => break,
+                    }
                     i += 1;
                 }
-                let batch = start..i;
+                // Every call between the batch's first and last is in the batch.
+                let (first, last) = (
+                    batch.first().copied().unwrap_or(i),
+                    batch.last().copied().unwrap_or(i),
+                );
+                let in_batch = |call: usize| (first..=last).contains(&call);
                 // Outputs right after the batch, answering its calls, stay where they are.
                 while i < units.len() {
                     match units[i].rendered.pairing() {
                         PairRole::Output(_)
-                            if taken.get(&i).is_some_and(|call| batch.contains(call)) =>
+                            if taken.get(&i).is_some_and(|call| in_batch(*call)) =>
                         {
                             sent[i] = true;
                             paired.steps.push(Step::Unit(i));

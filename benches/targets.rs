@@ -1,0 +1,155 @@
+//! Per-target projection costs: the Chat Completions and the Anthropic Messages messages against
+//! the Responses input of the same history, each pair measured in the same run (interleaved, median and interquartile
+//! range of the ratio).
+//!
+//! For a 10k- and a 100k-item session of the comparison bench's generator (16 broken pairings):
+//! * warm: `project_for(target)` + `write_json` with every entry's rendering cached, against
+//!   `project` + `Projection::write_json_array`; and the writing alone against the writing alone;
+//! * cold: the first projection for the target of a history whose entries were never converted (a fresh
+//!   history per run), against the Responses projection and write of the same history;
+//! * after one append to a warm history: the target's projection and write, against the Responses
+//!   one (the new item is the only conversion: the `testing` counter says how many ran).
+//!
+//! Run with `cargo bench --bench targets`. Data comes from a fixed seed.
+
+use std::hint::black_box;
+use std::time::Instant;
+
+#[allow(dead_code)] // the timing helpers this bench does not use
+mod common;
+use common::paired;
+#[path = "common/session.rs"]
+mod session;
+
+use agent_history::testing::target_renderings;
+use agent_history::{History, ProjectionOptions, Target, TargetOptions};
+
+fn build(items: &[String]) -> History {
+    let mut history = History::new();
+    for json in items {
+        history.record_json(json.as_str()).expect("valid");
+    }
+    history
+}
+
+fn responses(history: &History, out: &mut Vec<u8>) {
+    out.clear();
+    let projection = history
+        .project(&ProjectionOptions::default())
+        .expect("lenient");
+    projection.write_json_array(out).expect("to memory");
+    black_box(&out);
+}
+
+fn target(target: Target, history: &History, out: &mut Vec<u8>) {
+    out.clear();
+    let projection = history
+        .project_for(&TargetOptions::new(target))
+        .expect("lenient");
+    projection.write_json(out).expect("to memory");
+    black_box(&out);
+}
+
+fn line(name: &str, [q1, median, q3]: [f64; 3], baseline: &str) {
+    println!("{name:<66} {median:>8.3}× {baseline} (IQR {q1:.3}–{q3:.3})");
+}
+
+fn main() {
+    for (n, pairs, cold_runs) in [(10_000usize, 31usize, 9usize), (100_000, 11, 5)] {
+        println!("-- {n} items, 16 broken pairings");
+        let items = session::generate(n, 16, 0x9e37_79b9_7f4a_7c15 ^ n as u64);
+        let history = build(&items);
+        for kind in [Target::ChatCompletions, Target::AnthropicMessages] {
+            let (mut a, mut b) = (Vec::new(), Vec::new());
+            target(kind, &history, &mut a); // warms the cache
+            responses(&history, &mut b);
+            println!(
+                "   {} messages ({} bytes) vs {} items ({} bytes)",
+                history
+                    .project_for(&TargetOptions::new(kind))
+                    .expect("lenient")
+                    .len(),
+                a.len(),
+                history
+                    .project(&ProjectionOptions::default())
+                    .expect("lenient")
+                    .len(),
+                b.len()
+            );
+            let warm = paired(
+                pairs,
+                || responses(&history, &mut b),
+                || target(kind, &history, &mut a),
+            );
+            line(
+                &format!("{n}: {kind} project_for + write_json, warm cache"),
+                warm,
+                "responses project + write_json_array",
+            );
+            let target_projection = history
+                .project_for(&TargetOptions::new(kind))
+                .expect("lenient");
+            let projection = history
+                .project(&ProjectionOptions::default())
+                .expect("lenient");
+            let write_only = paired(
+                pairs,
+                || {
+                    b.clear();
+                    projection.write_json_array(&mut b).expect("to memory");
+                },
+                || {
+                    a.clear();
+                    target_projection.write_json(&mut a).expect("to memory");
+                },
+            );
+            line(
+                &format!("{n}: {kind} write_json alone"),
+                write_only,
+                "write_json_array alone",
+            );
+
+            // Cold: a fresh history per run (built outside the timing).
+            let mut ratios: Vec<f64> = (0..cold_runs)
+                .map(|_| {
+                    let fresh = build(&items);
+                    let start = Instant::now();
+                    target(kind, &fresh, &mut a);
+                    let cold = start.elapsed().as_secs_f64();
+                    let start = Instant::now();
+                    responses(&fresh, &mut b);
+                    cold / start.elapsed().as_secs_f64().max(1e-12)
+                })
+                .collect();
+            ratios.sort_by(f64::total_cmp);
+            line(
+                &format!("{n}: {kind}, cold (first conversion of every entry)"),
+                [
+                    ratios[cold_runs / 4],
+                    ratios[cold_runs / 2],
+                    ratios[cold_runs * 3 / 4],
+                ],
+                "responses project + write_json_array",
+            );
+
+            // One append to a warm history.
+            let mut appended = history.clone();
+            appended
+                .record_json(r#"{"type":"message","role":"user","content":[{"type":"input_text","text":"one more"}]}"#)
+                .expect("valid");
+            let before = target_renderings();
+            target(kind, &appended, &mut a);
+            let converted = target_renderings() - before;
+            let after_append = paired(
+                pairs,
+                || responses(&appended, &mut b),
+                || target(kind, &appended, &mut a),
+            );
+            line(
+                &format!("{n}: {kind} after one append ({converted} conversion(s))"),
+                after_append,
+                "responses project + write_json_array",
+            );
+        }
+    }
+}
