@@ -261,6 +261,11 @@ pub struct LintArgs {
     pub json: bool,
 }
 
+/// Parses `--target` with the library's parser.
+pub fn parse_target(text: &str) -> Result<Target, String> {
+    text.parse().map_err(|error| format!("{error}"))
+}
+
 /// The arguments of `completions`.
 #[derive(Args)]
 pub struct CompletionsArgs {
