@@ -366,7 +366,7 @@ impl Builder {
             self.calls
                 .iter()
                 .rev()
-                .find(|(other, _)| (output_type(*other) == output_type(family)) == same)
+                .find(|(other, _)| (other.output_type() == family.output_type()) == same)
                 .map(|(_, id)| id.clone())
         };
         let id = match fault {
@@ -401,10 +401,6 @@ impl Builder {
         }
         self.calls.push((family, id));
     }
-}
-
-fn output_type(family: CallFamily) -> &'static str {
-    family.output_type()
 }
 
 fn image_part() -> Value {
