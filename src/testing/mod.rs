@@ -1,9 +1,18 @@
-//! Support for tests of this crate and of code built on it (the `testing` feature): counts of
-//! item conversions, media strips, tool-plan serializations, stream event bytes parsed and the slots a prefix check read
-//! for property tests, and
-//! [`CodexRollout`], which writes rollouts in the shape Codex writes them.
+//! Support for tests of this crate and of code built on it (the `testing` feature).
+//!
+//! * The testing kit (`docs/testing.md`): proptest [`strategies`] for histories of every item
+//!   family with knobs ([`HistoryConfig`]) for broken pairings, images, unknown items,
+//!   compactions and rollbacks; [`ArbitraryHistory`] for fuzzers; and the [`properties`] a
+//!   projection must have, as functions you can call on a pipeline of your own.
+//! * Counts of item conversions, media strips, tool-plan serializations, per-target renderings, stream
+//!   event bytes parsed and the slots a prefix check read, for property tests that count work instead of timing it.
+//! * [`CodexRollout`], which writes rollouts in the shape Codex writes them.
 
 mod codex_rollout;
+mod fuzzing;
+pub mod properties;
+mod steps;
+pub mod strategies;
 
 pub use crate::item::item_conversions;
 pub use crate::projection::{media_checks, media_strips, prefix_slots_read};
@@ -11,3 +20,10 @@ pub use crate::provider::target_renderings;
 pub use crate::request::tool_plan_serializations;
 pub use crate::stream::stream_bytes_parsed;
 pub use codex_rollout::{CodexRollout, CodexRolloutError};
+pub use fuzzing::{ArbitraryHistory, MAX_ARBITRARY_STEPS};
+pub use properties::{Property, PropertyFailure};
+pub use steps::{
+    ApplyError, CallFamily, Fault, HistoryOp, Step, Text, apply_ops, apply_ops_to, build_ops,
+    recorded_items,
+};
+pub use strategies::{BrokenPairings, HistoryConfig};
