@@ -543,6 +543,38 @@ fn chat_finish_at_length_keeps_the_message_marked_incomplete_and_drops_the_calls
 }
 
 #[test]
+fn chat_tool_call_index_without_a_successor_is_refused_not_wrapped_onto_the_message() {
+    let chunk = |delta: Value| {
+        json!({"object":"chat.completion.chunk","choices":[{"index":0,"delta":delta,"finish_reason":null}]}).to_string()
+    };
+    let mut history = History::new();
+    let mut acc = ChatAccumulator::new();
+    acc.push_json_with(&chunk(json!({"content":"Hi"})), &mut history, &mut |_| {})
+        .expect("valid");
+    let error = acc
+        .push_json_with(
+            &chunk(
+                json!({"tool_calls":[{"index":u64::MAX,"id":"c1","type":"function","function":{"name":"f","arguments":"{}"}}]}),
+            ),
+            &mut history,
+            &mut |_| {},
+        )
+        .expect_err("an index of u64::MAX has no output index after it");
+    assert!(
+        matches!(
+            error,
+            StreamError::MissingField {
+                event: 2,
+                field: "tool_calls[].index",
+                ..
+            }
+        ),
+        "{error:?}"
+    );
+    assert!(history.is_empty(), "nothing was complete");
+}
+
+#[test]
 fn anthropic_transcript_cut_at_every_byte_records_the_blocks_stopped_before_the_cut() {
     let text = fixture("anthropic_tool_use.sse");
     let events = oracle_events(&text);

@@ -236,11 +236,16 @@ impl ChatAccumulator {
                 call.arguments.as_deref().map_or(0, str::len) as u64;
         }
         for call in delta.tool_calls {
-            let index = call.index.ok_or_else(|| StreamError::MissingField {
-                event: self.core.events,
-                event_type: "chat.completion.chunk".into(),
-                field: "tool_calls[].index",
-            })? + 1;
+            // Output index i + 1 (the message is 0): an index with no successor in `u64` is
+            // refused like a missing one, rather than wrapping onto the message's slot.
+            let index = call
+                .index
+                .and_then(|index| index.checked_add(1))
+                .ok_or_else(|| StreamError::MissingField {
+                    event: self.core.events,
+                    event_type: "chat.completion.chunk".into(),
+                    field: "tool_calls[].index",
+                })?;
             if !self.core.open.contains_key(&index) {
                 self.core
                     .open(index, Some("function_call".into()), call.id.clone())?;
