@@ -73,8 +73,8 @@ pub use provider::{
     DEFAULT_ANTHROPIC_MAX_TOKENS, DeveloperRole, DroppedTool, Finding, InputFallback,
     LOCAL_SHELL_FUNCTION, ParseTargetError, PlaceholderReason, RAW_ARGUMENTS_KEY, Rule, Severity,
     TOOL_IMAGE_PLACEHOLDER, Target, TargetOptions, TargetProjection, TargetProjectionError,
-    TargetRepair, TargetRepairKind, TargetReport, Validation, Wording, anthropic_tool_choice,
-    anthropic_tools, chat_tool_choice, chat_tools, validate,
+    TargetRepair, TargetRepairKind, TargetReport, UNNAMED_TOOL_FUNCTION, Validation, Wording,
+    anthropic_tool_choice, anthropic_tools, chat_tool_choice, chat_tools, validate,
 };
 
 // The stream layer: a streamed model response (OpenAI Responses, Chat Completions, Anthropic

@@ -7,7 +7,7 @@ mod common;
 use agent_history::testing::target_renderings;
 use agent_history::{
     DeveloperRole, History, Modalities, ProjectionOptions, Rule, Target, TargetOptions,
-    TargetRepairKind, TruncationPolicy, UnknownItems, validate,
+    TargetRepairKind, TruncationPolicy, UNNAMED_TOOL_FUNCTION, UnknownItems, validate,
 };
 use proptest::prelude::*;
 use serde_json::{Value, json};
@@ -484,14 +484,38 @@ fn the_bundled_sessions_project_for_chat() {
 
 /// One generated item: ids from a small pool, so that calls and outputs pair, collide, come
 /// early, late, twice or never.
+#[test]
+fn a_call_with_an_empty_tool_name_is_sent_as_unnamed_tool_and_reported() {
+    let history = history(&[call("c1", "", "{}"), output("c1", "ok")]);
+    let (messages, repairs) = chat(&history, &chat_options());
+    assert_eq!(
+        messages,
+        vec![
+            json!({"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":UNNAMED_TOOL_FUNCTION,"arguments":"{}"}}]}),
+            json!({"role":"tool","tool_call_id":"c1","content":"ok"}),
+        ]
+    );
+    assert_eq!(repairs, vec![("empty_tool_name".to_owned(), 0)]);
+    let body = Value::Array(messages);
+    assert!(
+        validate(Target::ChatCompletions, &body).is_valid(),
+        "{:?}",
+        validate(Target::ChatCompletions, &body)
+    );
+}
+
 fn item() -> impl Strategy<Value = Value> {
     let id = (0..4u8).prop_map(|n| format!("c{n}"));
     prop_oneof![
         3 => "[a-z ]{0,12}".prop_map(|text| msg("user", &text)),
         2 => "[a-z ]{0,12}".prop_map(|text| msg("assistant", &text)),
         1 => Just(msg("developer", "rules")),
-        4 => (id.clone(), prop_oneof![Just(""), Just("{}"), Just(r#"{"a":1}"#)])
-            .prop_map(|(id, args)| call(&id, "shell", args)),
+        4 => (
+            id.clone(),
+            prop_oneof![Just("shell"), Just(""), Just("mcp.server/tool")],
+            prop_oneof![Just(""), Just("{}"), Just(r#"{"a":1}"#)],
+        )
+            .prop_map(|(id, name, args)| call(&id, name, args)),
         4 => (id.clone(), "[a-z]{0,6}").prop_map(|(id, text)| output(&id, &text)),
         1 => id.clone().prop_map(|id| json!({"type":"custom_tool_call","call_id":id,"name":"apply_patch","input":"p"})),
         1 => id.clone().prop_map(|id| json!({"type":"custom_tool_call_output","call_id":id,"output":"done"})),

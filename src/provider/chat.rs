@@ -37,6 +37,10 @@ use super::target::{
 /// The name a `local_shell_call` is sent under as a function call.
 pub const LOCAL_SHELL_FUNCTION: &str = "local_shell";
 
+/// The name a call with an empty tool name is sent under (Chat Completions refuses an empty
+/// `function.name`).
+pub const UNNAMED_TOOL_FUNCTION: &str = "unnamed_tool";
+
 /// The text that replaces the images of a tool output in its `tool` message; the images follow
 /// in a `user` message after the batch's tool messages.
 pub const TOOL_IMAGE_PLACEHOLDER: &str = "[image: sent in the next user message]";
@@ -169,7 +173,7 @@ fn convert(item: ResponseItem, notes: &mut Vec<TargetRepairKind>) -> Piece {
             } else {
                 call.arguments
             };
-            tool_call(call.call_id.as_str(), &call.name, arguments)
+            tool_call(call.call_id.as_str(), &call.name, arguments, notes)
         }
         ResponseItem::CustomToolCall(call) => {
             notes.push(TargetRepairKind::MappedCall {
@@ -179,7 +183,7 @@ fn convert(item: ResponseItem, notes: &mut Vec<TargetRepairKind>) -> Piece {
                 notes.push(dropped("namespace"));
             }
             let arguments = json!({ "input": call.input }).to_string();
-            tool_call(call.call_id.as_str(), &call.name, arguments)
+            tool_call(call.call_id.as_str(), &call.name, arguments, notes)
         }
         ResponseItem::LocalShellCall(call) => {
             let Some(call_id) = call.call_id else {
@@ -191,7 +195,7 @@ fn convert(item: ResponseItem, notes: &mut Vec<TargetRepairKind>) -> Piece {
             });
             // The action is a typed value; serializing it cannot fail.
             let arguments = serde_json::to_string(&call.action).unwrap_or_else(|_| "{}".into());
-            tool_call(call_id.as_str(), LOCAL_SHELL_FUNCTION, arguments)
+            tool_call(call_id.as_str(), LOCAL_SHELL_FUNCTION, arguments, notes)
         }
         ResponseItem::FunctionCallOutput(output) => match output.call_id {
             Some(call_id) => tool_output(call_id.as_str(), &output.output, notes),
@@ -223,8 +227,14 @@ fn dropped(what: &str) -> TargetRepairKind {
     TargetRepairKind::DroppedParts { what: what.into() }
 }
 
-/// A `tool_calls` entry.
-fn tool_call(id: &str, name: &str, arguments: String) -> Piece {
+/// A `tool_calls` entry; an empty name is sent as [`UNNAMED_TOOL_FUNCTION`] and noted.
+fn tool_call(id: &str, name: &str, arguments: String, notes: &mut Vec<TargetRepairKind>) -> Piece {
+    let name = if name.is_empty() {
+        notes.push(TargetRepairKind::EmptyToolName);
+        UNNAMED_TOOL_FUNCTION
+    } else {
+        name
+    };
     let json = json!({
         "id": id,
         "type": "function",

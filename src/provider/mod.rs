@@ -20,7 +20,7 @@ pub use anthropic::{
     AnthropicTools, CUSTOM_TOOL_INPUT_KEY, DEFAULT_ANTHROPIC_MAX_TOKENS, InputFallback,
     PlaceholderReason, RAW_ARGUMENTS_KEY, anthropic_tool_choice, anthropic_tools,
 };
-pub use chat::{LOCAL_SHELL_FUNCTION, TOOL_IMAGE_PLACEHOLDER};
+pub use chat::{LOCAL_SHELL_FUNCTION, TOOL_IMAGE_PLACEHOLDER, UNNAMED_TOOL_FUNCTION};
 pub use chat_request::{
     ChatRequest, ChatRequestError, ChatTools, DroppedTool, chat_tool_choice, chat_tools,
 };

@@ -139,6 +139,10 @@ pub enum TargetRepairKind {
     MappedImageDetail,
     /// Empty function-call arguments were sent as `{}`.
     EmptyArguments,
+    /// Chat Completions: a call with an empty tool name was sent under the name
+    /// [`UNNAMED_TOOL_FUNCTION`](crate::provider::UNNAMED_TOOL_FUNCTION) (the API refuses an
+    /// empty `function.name`; the call and its output are kept so that they still pair).
+    EmptyToolName,
     /// Images of a tool output were replaced by a placeholder in the tool message and sent in a
     /// `user` message after the batch's tool messages.
     MovedToolOutputImages {
@@ -211,6 +215,7 @@ impl TargetRepairKind {
             TargetRepairKind::MappedRole { .. } => "mapped_role",
             TargetRepairKind::MappedImageDetail => "mapped_image_detail",
             TargetRepairKind::EmptyArguments => "empty_arguments",
+            TargetRepairKind::EmptyToolName => "empty_tool_name",
             TargetRepairKind::MovedToolOutputImages { .. } => "moved_tool_output_images",
             TargetRepairKind::DroppedParts { .. } => "dropped_parts",
             TargetRepairKind::MappedId { .. } => "mapped_id",
