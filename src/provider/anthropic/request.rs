@@ -197,11 +197,22 @@ fn local_shell_tool() -> Value {
     )
 }
 
+/// Whether Anthropic takes `name` as a tool name: 1 to 64 characters of `[a-zA-Z0-9_-]` (the
+/// pattern its documentation gives; a longer limit has been reported, so 64 is the safe side).
+fn tool_name_ok(name: &str) -> bool {
+    (1..=64).contains(&name.len())
+        && name
+            .bytes()
+            .all(|byte| byte.is_ascii_alphanumeric() || byte == b'_' || byte == b'-')
+}
+
 /// Converts Responses tool specs: a `function` becomes a tool with its `parameters` as
 /// `input_schema` (members of a `namespace` too, by their own name); a `custom` tool becomes a
 /// tool taking `{"input": string}` (as custom calls are sent); `local_shell` becomes the tool
 /// [`LOCAL_SHELL_FUNCTION`] taking the exec action (as its calls are sent). Anything else, or a
-/// name already taken (Anthropic wants unique names), is left out and listed.
+/// name already taken or outside the name pattern `^[a-zA-Z0-9_-]{1,64}$` (Anthropic wants
+/// unique names of that form), and any spec that is not an object (listed with an empty type),
+/// is left out and listed.
 pub fn anthropic_tools(specs: &[Value]) -> AnthropicTools {
     let mut tools = Vec::new();
     let mut dropped = Vec::new();
@@ -212,10 +223,11 @@ pub fn anthropic_tools(specs: &[Value]) -> AnthropicTools {
                    kind: &str,
                    name: &str,
                    tool| {
-        if names.insert(name.to_owned()) {
+        // Anthropic wants names of 1 to 64 characters of `[a-zA-Z0-9_-]`, each used once (a
+        // namespace member may repeat a top-level one).
+        if tool_name_ok(name) && names.insert(name.to_owned()) {
             tools.push(tool);
         } else {
-            // Anthropic wants unique names; a namespace member may repeat a top-level one.
             dropped.push(DroppedTool {
                 index,
                 tool_type: kind.to_owned(),
@@ -225,6 +237,11 @@ pub fn anthropic_tools(specs: &[Value]) -> AnthropicTools {
     };
     for (index, spec) in specs.iter().enumerate() {
         let Some(spec) = spec.as_object() else {
+            dropped.push(DroppedTool {
+                index,
+                tool_type: String::new(),
+                name: None,
+            });
             continue;
         };
         let kind = spec.get("type").and_then(Value::as_str).unwrap_or("");
@@ -307,6 +324,35 @@ pub fn anthropic_tools(specs: &[Value]) -> AnthropicTools {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tools_the_api_would_refuse_are_left_out_and_listed() {
+        let long = "t".repeat(65);
+        let specs = [
+            json!({"type": "function", "name": "mcp.server/tool", "parameters": {}}),
+            json!({"type": "function", "name": "", "parameters": {}}),
+            json!({"type": "function", "name": long, "parameters": {}}),
+            json!("not a spec"),
+            json!({"type": "function", "name": "ok_name-1", "parameters": {}}),
+        ];
+        let converted = anthropic_tools(&specs);
+        let kept: Vec<&Value> = converted.tools.iter().map(|tool| &tool["name"]).collect();
+        assert_eq!(kept, vec![&json!("ok_name-1")]);
+        let dropped: Vec<(usize, &str, Option<&str>)> = converted
+            .dropped
+            .iter()
+            .map(|tool| (tool.index, tool.tool_type.as_str(), tool.name.as_deref()))
+            .collect();
+        assert_eq!(
+            dropped,
+            vec![
+                (0, "function", Some("mcp.server/tool")),
+                (1, "function", Some("")),
+                (2, "function", Some(long.as_str())),
+                (3, "", None),
+            ]
+        );
+    }
 
     #[test]
     fn tool_choices_map_where_they_have_an_equivalent() {
