@@ -46,4 +46,16 @@ for snapshot in "${snapshots[@]}"; do
   snapshot_input 1 "$snapshot" "$corpus/snapshot_file/$name-fixed"
   snapshot_input 0 "$snapshot" "$corpus/snapshot_file/$name-raw"
 done
+# stream_events: a format byte (0 Responses, 1 Chat Completions, 2 Anthropic), a chunk size, the
+# events; from the hand-written transcripts of tests/fixtures/stream/.
+mkdir -p "$corpus/stream_events"
+for transcript in tests/fixtures/stream/*.sse; do
+  name=$(basename "$transcript" .sse)
+  case "$name" in
+    chat_*) format='\001' ;;
+    anthropic_*) format='\002' ;;
+    *) format='\000' ;;
+  esac
+  { printf "$format\007"; cat "$transcript"; } >"$corpus/stream_events/$name"
+done
 echo "seeded: $(ls "$corpus"/record_json | wc -l) record_json, $(ls "$corpus"/rollout_read | wc -l) rollout_read, $(ls "$corpus"/resume_snapshot | wc -l) resume_snapshot, $(ls "$corpus"/snapshot_file | wc -l) snapshot_file inputs"

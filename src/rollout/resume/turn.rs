@@ -55,6 +55,10 @@ impl Tracked {
 
     /// The report of this turn over the finished `history`.
     pub(super) fn report(&self, history: &History) -> IncompleteTurn {
+        debug_assert!(
+            matches!(self.start, Start::At(_)),
+            "a turn's start is a history position once the replay has finished"
+        );
         let start = match self.start {
             Start::At(start) | Start::InPending(start) => start.min(history.len()),
         };

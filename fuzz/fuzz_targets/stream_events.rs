@@ -1,0 +1,56 @@
+//! Arbitrary bytes as a streamed model response, for each of the three accumulators.
+//!
+//! Input: a format byte (Responses, Chat Completions, Anthropic Messages), a chunk-size byte,
+//! then the event stream's bytes (seeded with the hand-written transcripts of
+//! `tests/fixtures/stream/`). Checked: feeding never panics, whatever the bytes; the history the
+//! stream leaves keeps its invariants; and the result does not depend on how the bytes were cut:
+//! fed in one piece or in chunks of any size, the same items are recorded (same texts, same
+//! order), the same error (if any) ends the stream, and the summaries are equal.
+#![no_main]
+
+use agent_history::{AnthropicAccumulator, ChatAccumulator, History, ResponsesAccumulator};
+use libfuzzer_sys::fuzz_target;
+
+/// What one run of an accumulator left: the recorded texts, the first error, the summary.
+type Outcome = (Vec<String>, Option<String>, Option<String>);
+
+macro_rules! run {
+    ($accumulator:expr, $bytes:expr, $chunk:expr) => {{
+        let mut accumulator = $accumulator;
+        let mut history = History::new();
+        let mut error = None;
+        for piece in $bytes.chunks($chunk) {
+            if let Err(e) = accumulator.feed(piece, &mut history, |_| {}) {
+                error = Some(e.to_string());
+                break;
+            }
+        }
+        let summary = match accumulator.finish(&mut history) {
+            Ok(summary) => Some(format!("{summary:?}")),
+            Err(e) => {
+                error.get_or_insert(e.to_string());
+                None
+            }
+        };
+        history.assert_invariants();
+        let texts = history.iter().map(|entry| entry.json().to_owned()).collect();
+        (texts, error, summary)
+    }};
+}
+
+fn run(format: u8, bytes: &[u8], chunk: usize) -> Outcome {
+    match format % 3 {
+        0 => run!(ResponsesAccumulator::new(), bytes, chunk),
+        1 => run!(ChatAccumulator::new(), bytes, chunk),
+        _ => run!(AnthropicAccumulator::new(), bytes, chunk),
+    }
+}
+
+fuzz_target!(|data: &[u8]| {
+    let [format, chunk, bytes @ ..] = data else {
+        return;
+    };
+    let whole = run(*format, bytes, bytes.len().max(1));
+    let chunked = run(*format, bytes, usize::from(*chunk).max(1));
+    assert_eq!(whole, chunked, "the outcome depends on where the bytes were cut");
+});
