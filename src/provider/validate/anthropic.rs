@@ -8,7 +8,7 @@ use std::collections::{HashMap, HashSet};
 
 use serde_json::{Map, Value};
 
-use super::{Findings, Rule, Severity, Wording, char_len, json_type, str_field};
+use super::{Findings, Rule, Severity, Wording, char_len, json_type, messages_of, str_field};
 
 /// The media types an image block's base64 source may have.
 const IMAGE_TYPES: [&str; 4] = ["image/jpeg", "image/png", "image/gif", "image/webp"];
@@ -75,34 +75,8 @@ fn server_result(kind: &str) -> bool {
 
 /// Checks an Anthropic Messages body or a bare `messages` array.
 pub(super) fn check(input: &Value, findings: &mut Findings) {
-    let (messages, body) = match input {
-        Value::Array(messages) => (messages, None),
-        Value::Object(body) => match body.get("messages") {
-            Some(Value::Array(messages)) => (messages, Some(body)),
-            Some(other) => {
-                findings.shape(
-                    "messages",
-                    None,
-                    format!("`messages` must be an array, not {}", json_type(other)),
-                );
-                return;
-            }
-            None => {
-                findings.shape("messages", None, "the request body has no `messages`");
-                return;
-            }
-        },
-        other => {
-            findings.shape(
-                "messages",
-                None,
-                format!(
-                    "expected a request body (an object) or an array of messages, not {}",
-                    json_type(other)
-                ),
-            );
-            return;
-        }
+    let Some((messages, body)) = messages_of(input, findings) else {
+        return;
     };
     let mut turns: Vec<Turn> = Vec::new();
     let mut tool_use_ids = HashSet::new();

@@ -4,7 +4,7 @@ use std::collections::{HashMap, HashSet};
 
 use serde_json::Value;
 
-use super::{Findings, Rule, Severity, Wording, char_len, json_type, str_field};
+use super::{Findings, Rule, Severity, Wording, char_len, json_type, messages_of, str_field};
 
 /// The longest tool call id the API was seen to take, in characters.
 const MAX_CALL_ID: usize = 40;
@@ -34,34 +34,8 @@ struct Pending<'v> {
 
 /// Checks a Chat Completions body or a bare `messages` array.
 pub(super) fn check(input: &Value, findings: &mut Findings) {
-    let messages = match input {
-        Value::Array(messages) => messages,
-        Value::Object(body) => match body.get("messages") {
-            Some(Value::Array(messages)) => messages,
-            Some(other) => {
-                findings.shape(
-                    "messages",
-                    None,
-                    format!("`messages` must be an array, not {}", json_type(other)),
-                );
-                return;
-            }
-            None => {
-                findings.shape("messages", None, "the request body has no `messages`");
-                return;
-            }
-        },
-        other => {
-            findings.shape(
-                "messages",
-                None,
-                format!(
-                    "expected a request body (an object) or an array of messages, not {}",
-                    json_type(other)
-                ),
-            );
-            return;
-        }
+    let Some((messages, _)) = messages_of(input, findings) else {
+        return;
     };
     if messages.is_empty() {
         findings.push(

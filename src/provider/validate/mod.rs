@@ -412,6 +412,46 @@ impl Findings {
     }
 }
 
+/// A request body as JSON.
+type Body = serde_json::Map<String, Value>;
+
+/// The `messages` array of a Chat Completions or Anthropic Messages input — a whole body or a bare
+/// array — and the body when there is one; `None`, with a shape finding, when there is none.
+fn messages_of<'v>(
+    input: &'v Value,
+    findings: &mut Findings,
+) -> Option<(&'v [Value], Option<&'v Body>)> {
+    match input {
+        Value::Array(messages) => Some((messages, None)),
+        Value::Object(body) => match body.get("messages") {
+            Some(Value::Array(messages)) => Some((messages, Some(body))),
+            Some(other) => {
+                findings.shape(
+                    "messages",
+                    None,
+                    format!("`messages` must be an array, not {}", json_type(other)),
+                );
+                None
+            }
+            None => {
+                findings.shape("messages", None, "the request body has no `messages`");
+                None
+            }
+        },
+        other => {
+            findings.shape(
+                "messages",
+                None,
+                format!(
+                    "expected a request body (an object) or an array of messages, not {}",
+                    json_type(other)
+                ),
+            );
+            None
+        }
+    }
+}
+
 /// The JSON type of `value`, in words, for shape findings.
 fn json_type(value: &Value) -> &'static str {
     match value {
