@@ -148,7 +148,7 @@ fn target_chat_request_writes_the_chat_body() {
     assert!(validation.is_valid(), "{:?}", validation.findings);
     let stderr = text(&output.stderr);
     assert!(
-        stderr.contains("tool without a name (web_search) has no Chat Completions equivalent"),
+        stderr.contains("tool without a name (web_search) left out: Chat Completions has no equivalent or refuses it"),
         "{stderr}"
     );
 }

@@ -4,10 +4,11 @@ use std::io::Write as _;
 use std::process::ExitCode;
 
 use agent_history::{
-    AnthropicRequest, ChatRequest, DEFAULT_ANTHROPIC_MAX_TOKENS, DeveloperRole, ProjectionOptions,
-    PromptCompiler, ReasoningConfig, RequestSettings, ResponseOptions, ResumeOptions, ResumeSource,
-    SnapshotOptions, SnapshotTrust, StepContext, Target, TargetOptions, TargetReport, ToolPlan,
-    UnknownItems, is_snapshot, open_snapshot, read_tools, resume_file,
+    AnthropicRequest, ChatRequest, DEFAULT_ANTHROPIC_MAX_TOKENS, DeveloperRole, DroppedTool,
+    ProjectionOptions, PromptCompiler, ReasoningConfig, RequestSettings, ResponseOptions,
+    ResumeOptions, ResumeSource, SnapshotOptions, SnapshotTrust, StepContext, Target,
+    TargetOptions, TargetReport, ToolPlan, UnknownItems, is_snapshot, open_snapshot, read_tools,
+    resume_file,
 };
 use anyhow::Context as _;
 
@@ -235,18 +236,7 @@ pub fn run(args: ProjectArgs) -> anyhow::Result<ExitCode> {
                     .write_chat_request(&body, &mut out)
                     .context("cannot write to stdout")?
             };
-            for dropped in &converted.dropped {
-                status_text!(
-                    json,
-                    "tool {} ({}) has no Chat Completions equivalent; left out",
-                    dropped.name.as_deref().unwrap_or("without a name"),
-                    dropped.tool_type
-                );
-            }
-            report.insert(
-                "dropped_tools".into(),
-                serde_json::to_value(&converted.dropped)?,
-            );
+            report_dropped_tools(&converted.dropped, "Chat Completions", json, &mut report)?;
             let repairs = projection.report().projection().clone();
             target_report = Some(projection.report().clone());
             repairs
@@ -280,18 +270,7 @@ pub fn run(args: ProjectArgs) -> anyhow::Result<ExitCode> {
                     .write_anthropic_request(&body, &mut out)
                     .context("cannot write to stdout")?
             };
-            for dropped in &converted.dropped {
-                status_text!(
-                    json,
-                    "tool {} ({}) has no Anthropic Messages equivalent; left out",
-                    dropped.name.as_deref().unwrap_or("without a name"),
-                    dropped.tool_type
-                );
-            }
-            report.insert(
-                "dropped_tools".into(),
-                serde_json::to_value(&converted.dropped)?,
-            );
+            report_dropped_tools(&converted.dropped, "Anthropic Messages", json, &mut report)?;
             let repairs = projection.report().projection().clone();
             target_report = Some(projection.report().clone());
             repairs
@@ -435,4 +414,28 @@ enum Recorded {
     None,
     /// The input is a version 1 snapshot, which does not keep them.
     NotInSnapshot,
+}
+
+/// Says which tool specs a request for `api` left out (on stderr unless `json`) and lists them
+/// in the report's `dropped_tools`.
+fn report_dropped_tools(
+    dropped: &[DroppedTool],
+    api: &str,
+    json: bool,
+    report: &mut serde_json::Map<String, serde_json::Value>,
+) -> anyhow::Result<()> {
+    for tool in dropped {
+        status_text!(
+            json,
+            "tool {} ({}) left out: {api} has no equivalent or refuses it",
+            tool.name.as_deref().unwrap_or("without a name"),
+            if tool.tool_type.is_empty() {
+                "not an object"
+            } else {
+                &tool.tool_type
+            }
+        );
+    }
+    report.insert("dropped_tools".into(), serde_json::to_value(dropped)?);
+    Ok(())
 }
