@@ -119,11 +119,7 @@ impl ChatAccumulator {
         while let Some(event) = self.sse.next_event() {
             match event {
                 Ok(event) => self.push_json_with(&event.data, target, &mut on_update)?,
-                Err(_not_utf8) => {
-                    let event = self.core.count();
-                    let fault = Fault::Input(StreamError::NotUtf8 { event });
-                    return Err(self.core.settle(fault, target));
-                }
+                Err(_not_utf8) => return Err(self.core.not_utf8(target)),
             }
         }
         Ok(())

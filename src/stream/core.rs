@@ -294,6 +294,13 @@ impl Core {
 
     /// Turns a fault into the caller's error; bad input first ends the stream (held items
     /// recorded, open ones dropped) at the current event.
+    /// An SSE event that is not UTF-8: it is counted as the next event and ends the stream as
+    /// bad input; returns the error to give the caller.
+    pub(crate) fn not_utf8<T: StreamTarget>(&mut self, target: &mut T) -> T::Error {
+        let event = self.count();
+        self.settle(Fault::Input(StreamError::NotUtf8 { event }), target)
+    }
+
     pub(crate) fn settle<T: StreamTarget>(
         &mut self,
         fault: Fault<T::Error>,

@@ -143,11 +143,7 @@ impl ResponsesAccumulator {
                     let update = self.push_named(event.name.as_deref(), &event.data, target)?;
                     on_update(update);
                 }
-                Err(_not_utf8) => {
-                    let event = self.core.count();
-                    let fault = Fault::Input(StreamError::NotUtf8 { event });
-                    return Err(self.core.settle(fault, target));
-                }
+                Err(_not_utf8) => return Err(self.core.not_utf8(target)),
             }
         }
         Ok(())
