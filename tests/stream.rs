@@ -913,3 +913,28 @@ fn chat_legacy_function_call_and_reasoning_are_reported_not_recorded() {
     assert_eq!(left_out[1], "choices other than index 0");
     assert!(left_out[2].contains("5 byte(s) of reasoning_content"));
 }
+
+#[test]
+fn an_event_that_is_not_utf8_ends_each_stream_as_bad_input_naming_it() {
+    // One valid comment-free event, then an event whose data is not UTF-8.
+    let bytes: &[u8] = b"data: {\"type\":\"response.created\"}\n\ndata: \xff\xfe\n\n";
+    macro_rules! check {
+        ($accumulator:expr) => {{
+            let mut accumulator = $accumulator;
+            let mut history = History::new();
+            let error = accumulator
+                .feed(bytes, &mut history, |_| {})
+                .expect_err("the second event is not UTF-8");
+            assert!(
+                matches!(error, StreamError::NotUtf8 { event: 2 }),
+                "{error:?}"
+            );
+            let summary = accumulator.finish(&mut history).expect("summary");
+            assert_eq!(summary.end, StreamEnd::InvalidInput { event: 2 });
+            assert!(history.is_empty());
+        }};
+    }
+    check!(ResponsesAccumulator::new());
+    check!(ChatAccumulator::new());
+    check!(AnthropicAccumulator::new());
+}
