@@ -42,7 +42,9 @@ pub fn texts(history: &History) -> Vec<String> {
         .collect()
 }
 
-/// The first difference between the library's resume and the model's, if any.
+/// The first difference between the library's resume and the model's, if any: the entries, the
+/// version, the thread id, the reachable user turns, the history after a rollback of every depth
+/// (one more than reachable included), and whether the rollout ends inside a turn.
 pub fn disagreement(resumed: &Resumed, model: &Outcome) -> Option<String> {
     let library = items(resumed.history());
     let expected: Vec<String> = model.items.iter().map(Value::to_string).collect();
@@ -73,6 +75,28 @@ pub fn disagreement(resumed: &Resumed, model: &Outcome) -> Option<String> {
             resumed.thread_id(),
             model.thread_id
         ));
+    }
+    if resumed.history().reachable_user_turns() != model.reachable_turns {
+        return Some(format!(
+            "reachable user turns: library {}, model {}",
+            resumed.history().reachable_user_turns(),
+            model.reachable_turns
+        ));
+    }
+    for (at, expected) in model.rolled_back.iter().enumerate() {
+        let mut history = resumed.history().clone();
+        history
+            .drop_last_n_user_turns(at + 1)
+            .expect("the history rolls back");
+        let expected: Vec<String> = expected.iter().map(Value::to_string).collect();
+        if items(&history) != expected {
+            return Some(format!(
+                "after a rollback of {} turns:\n library: {:?}\n model:   {:?}",
+                at + 1,
+                items(&history),
+                expected
+            ));
+        }
     }
     if resumed.ends_inside_turn() != model.ends_inside_turn
         || resumed.incomplete_turn().is_some() != model.ends_inside_turn

@@ -37,6 +37,11 @@ pub struct Outcome {
     pub thread_id: String,
     /// Whether the rollout ends inside a turn.
     pub ends_inside_turn: bool,
+    /// The user turns a rollback can undo: those of the current state and of the states earlier
+    /// compactions replaced.
+    pub reachable_turns: usize,
+    /// The items after a rollback of 1, 2, … turns, up to one more than are reachable.
+    pub rolled_back: Vec<Vec<Value>>,
     /// How often each case the docs distinguish occurred (the test's coverage check).
     pub seen: BTreeMap<String, usize>,
 }
@@ -385,6 +390,11 @@ impl State {
             .collect()
     }
 
+    /// The user turns of this state and of the states before it.
+    fn reachable(&self) -> usize {
+        self.boundaries().len() + self.before.as_ref().map_or(0, |before| before.reachable())
+    }
+
     /// Whether this state or one before it holds a user turn.
     fn any_turn(&self) -> bool {
         !self.boundaries().is_empty()
@@ -563,7 +573,17 @@ pub fn resume(text: &str, limit: usize) -> Outcome {
     *seen
         .entry("rollback into an earlier state".into())
         .or_default() += state.returned;
+    let reachable_turns = state.reachable();
+    let rolled_back = (1..=reachable_turns + 1)
+        .map(|turns| {
+            let mut state = state.clone();
+            state.roll_back(turns);
+            state.items
+        })
+        .collect();
     Outcome {
+        reachable_turns,
+        rolled_back,
         seen,
         items: state.items,
         version,
