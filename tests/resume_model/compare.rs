@@ -21,19 +21,6 @@ pub fn resume(path: &Path) -> Resumed {
     resume_file(path, &ResumeOptions::new(policy())).expect("a generated rollout resumes")
 }
 
-/// The history's entries, each as compact JSON re-serialized from its text (so that two items
-/// with the same keys in the same order and the same values compare equal).
-pub fn items(history: &History) -> Vec<String> {
-    history
-        .iter()
-        .map(|entry| {
-            serde_json::from_str::<Value>(entry.json())
-                .expect("an entry is JSON")
-                .to_string()
-        })
-        .collect()
-}
-
 /// The history's entries as stored, byte for byte.
 pub fn texts(history: &History) -> Vec<String> {
     history
@@ -42,11 +29,14 @@ pub fn texts(history: &History) -> Vec<String> {
         .collect()
 }
 
-/// The first difference between the library's resume and the model's, if any: the entries, the
+/// The first difference between the library's resume and the model's, if any: the entries byte
+/// for byte against the model's values in compact JSON (an item kept as written is the line's
+/// payload text, which the generator wrote the same way; a rewritten one must be written as
+/// `serde_json` writes it, keys in order), the
 /// version, the thread id, the reachable user turns, the history after a rollback of every depth
 /// (one more than reachable included), and whether the rollout ends inside a turn.
 pub fn disagreement(resumed: &Resumed, model: &Outcome) -> Option<String> {
-    let library = items(resumed.history());
+    let library = texts(resumed.history());
     let expected: Vec<String> = model.items.iter().map(Value::to_string).collect();
     if library != expected {
         let at = library
@@ -89,11 +79,11 @@ pub fn disagreement(resumed: &Resumed, model: &Outcome) -> Option<String> {
             .drop_last_n_user_turns(at + 1)
             .expect("the history rolls back");
         let expected: Vec<String> = expected.iter().map(Value::to_string).collect();
-        if items(&history) != expected {
+        if texts(&history) != expected {
             return Some(format!(
                 "after a rollback of {} turns:\n library: {:?}\n model:   {:?}",
                 at + 1,
-                items(&history),
+                texts(&history),
                 expected
             ));
         }
