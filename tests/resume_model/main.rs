@@ -9,11 +9,11 @@ mod compare;
 mod model;
 mod rollouts;
 
-use agent_history::{ResumeOptions, ResumeSource, resume_file};
+use agent_history::{FallbackReason, ResumeOptions, ResumeSource, TruncationPolicy, resume_file};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
 
-use compare::{disagreement, policy, snapshot_disagreement};
+use compare::{disagreement, policy, snapshot_disagreement, texts};
 
 fn runner(cases: u32) -> TestRunner {
     TestRunner::new(Config {
@@ -78,7 +78,10 @@ fn the_library_resumes_generated_rollouts_as_the_model_does() {
 /// `session_meta` line, of a file that still starts with that prefix, is used whatever lines
 /// follow. The only reasons the rules give for falling back at these cuts would be a prefix
 /// without a `session_meta` line (never: it is the first line) or an older format version (never:
-/// the snapshot is written by this build), so any fallback fails the test, with its reason.
+/// the snapshot is written by this build), so any fallback fails the test, with its reason. Then
+/// the rules' fallbacks are made to happen with the snapshot of the whole rollout — another
+/// truncation policy, a changed prefix, a rollout shorter than the covered prefix — and each must
+/// be reported with its reason and give a full resume's history.
 #[test]
 fn a_snapshot_at_every_line_boundary_resumes_like_the_whole_file_and_is_used() {
     // Writing a snapshot syncs it and its directory, hundreds of times here: in memory where the
@@ -89,6 +92,7 @@ fn a_snapshot_at_every_line_boundary_resumes_like_the_whole_file_and_is_used() {
     }
     .expect("temp dir");
     let counts = std::cell::Cell::new((0usize, 0usize));
+    let fallbacks = std::cell::Cell::new(0usize);
     runner(
         std::env::var("SNAPSHOT_CASES")
             .ok()
@@ -145,9 +149,54 @@ fn a_snapshot_at_every_line_boundary_resumes_like_the_whole_file_and_is_used() {
                 )));
             }
         }
+        // The snapshot on disk now covers the whole rollout. The rules' fallbacks happen, each
+        // with its reason, and give a full resume's history.
+        let other = TruncationPolicy::Bytes(compare::LIMIT + 1);
+        let through = resume_file(
+            &rollout,
+            &ResumeOptions::new(other).with_snapshot(&snapshot),
+        )
+        .expect("resumes");
+        prop_assert!(
+            matches!(
+                through.fallback_reason(),
+                Some(FallbackReason::TruncationMismatch { .. })
+            ),
+            "{:?}",
+            through.fallback_reason()
+        );
+        let full_other = resume_file(&rollout, &ResumeOptions::new(other)).expect("resumes");
+        prop_assert_eq!(texts(through.history()), texts(full_other.history()));
+        for (changed, expected) in [
+            (
+                text.replacen("codex_cli_rs", "codex_cli_rt", 1),
+                "prefix_changed",
+            ),
+            (text[..lines[0].len() + 1].to_owned(), "rollout_shorter"),
+        ] {
+            // (A rollout of one line cannot be made shorter and still hold its `session_meta`.)
+            if expected == "prefix_changed" || lines.len() > 1 {
+                std::fs::write(&rollout, &changed).expect("written");
+                let through = resume_file(
+                    &rollout,
+                    &ResumeOptions::new(policy()).with_snapshot(&snapshot),
+                )
+                .expect("resumes");
+                prop_assert_eq!(
+                    through.fallback_reason().map(FallbackReason::name),
+                    Some(expected)
+                );
+                prop_assert_eq!(
+                    texts(through.history()),
+                    texts(compare::resume(&rollout).history())
+                );
+                fallbacks.set(fallbacks.get() + 1);
+            }
+        }
         Ok(())
     })
     .expect("every cut resumes like the whole file, through the snapshot");
+    assert!(fallbacks.get() >= 16, "the rules' fallbacks were tried");
     let (cuts, fast) = counts.get();
     eprintln!("{fast} of {cuts} cuts took the fast path");
     assert!(cuts >= 200, "only {cuts} cuts");
