@@ -212,12 +212,26 @@ fn a_sink_failing_after_n_writes_loses_nothing_durable() {
                 full_json.starts_with(&recovered_json),
                 "budget {budget} ({durability:?}): not a prefix"
             );
-            // Durable lines = session_meta + one line per stored item.
-            let durable_items = durable.saturating_sub(1) as usize;
-            assert!(
-                recovered_json.len() >= durable_items,
-                "budget {budget} ({durability:?}): {} items recovered, {durable_items} durable",
-                recovered_json.len()
+            // The sink took `budget - 1` whole writes, one line each (session_meta, then one
+            // per stored item; the system message writes none), and half of the next: exactly
+            // those whole lines are durable, and exactly they are recovered (the half line is a
+            // torn tail). Counted here, not by the writer: the file has 1 + stored lines.
+            let lines = 1 + full_json.len();
+            let expected = (budget.saturating_sub(1)).min(lines);
+            assert_eq!(
+                durable as usize, expected,
+                "budget {budget} ({durability:?}): lines reported durable"
+            );
+            let durable_items = expected.saturating_sub(1);
+            assert_eq!(
+                recovered_json.len(),
+                durable_items,
+                "budget {budget} ({durability:?}): items recovered"
+            );
+            assert_eq!(
+                recovered.report().torn_tail,
+                budget >= 1 && budget <= lines,
+                "budget {budget} ({durability:?}): the half-written line is torn"
             );
         }
     }

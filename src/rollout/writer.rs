@@ -108,8 +108,10 @@ impl RolloutWriter<FileSink> {
             path.as_ref(),
             meta,
             durability,
-            |sink| sink,
+            SystemTime::now,
+            FileSink::create_new,
             sync_parent_directory,
+            |path| std::fs::remove_file(path),
         )
     }
 
@@ -132,17 +134,21 @@ impl RolloutWriter<FileSink> {
 
 impl<S: RolloutSink> RolloutWriter<S> {
     /// [`RolloutWriter::create`] with its file-system steps given, so that unit tests can make
-    /// them fail: `sink` turns the new file into the writer's sink, `sync_directory` syncs the
-    /// directory that holds `path`.
+    /// them fail and the `testing` feature's simulated storage can run them: `create_new`
+    /// creates the file at `path` (it must not exist) as the writer's sink, `sync_directory`
+    /// syncs the directory that holds `path`, `remove_file` removes the new file again after a
+    /// failure; `clock` stamps the lines, the first one included.
     pub(crate) fn create_with(
         path: &Path,
         meta: &SessionMeta,
         durability: Durability,
-        sink: impl FnOnce(FileSink) -> S,
-        sync_directory: fn(&Path) -> io::Result<()>,
+        clock: fn() -> SystemTime,
+        create_new: impl FnOnce(&Path) -> Result<S, RolloutWriteError>,
+        sync_directory: impl FnOnce(&Path) -> io::Result<()>,
+        remove_file: impl FnOnce(&Path) -> io::Result<()>,
     ) -> Result<Self, RolloutWriteError> {
-        let file = FileSink::create_new(path)?;
-        let mut writer = RolloutWriter::with_sink(sink(file), path, durability);
+        let sink = create_new(path)?;
+        let mut writer = RolloutWriter::with_sink(sink, path, durability).with_clock(clock);
         // The directory entry first: the first line must not be reported durable in a file
         // whose name a power loss could take with it.
         let started = if durability == Durability::SyncData {
@@ -154,7 +160,7 @@ impl<S: RolloutSink> RolloutWriter<S> {
             Ok(()) => Ok(writer),
             Err(error) => {
                 // Best effort: the error to report is the step's (see `create`).
-                let _ = writer.remove_new_file();
+                let _ = writer.remove_new_file_with(remove_file);
                 Err(error)
             }
         }
@@ -167,10 +173,18 @@ impl<S: RolloutSink> RolloutWriter<S> {
     /// # Errors
     ///
     /// The error of removing the file.
-    pub(crate) fn remove_new_file(mut self) -> io::Result<()> {
+    pub(crate) fn remove_new_file(self) -> io::Result<()> {
+        self.remove_new_file_with(|path| std::fs::remove_file(path))
+    }
+
+    /// [`RolloutWriter::remove_new_file`] with the removal given.
+    fn remove_new_file_with(
+        mut self,
+        remove_file: impl FnOnce(&Path) -> io::Result<()>,
+    ) -> io::Result<()> {
         self.pending.clear();
         self.pending_kinds.clear();
-        std::fs::remove_file(&self.path)
+        remove_file(&self.path)
     }
 
     /// A writer over any sink; `label` names it in errors. Writes nothing yet: a new rollout
@@ -851,6 +865,26 @@ mod tests {
         }
     }
 
+    /// `RolloutWriter::create_with` on the real file system, with the new file turned into the
+    /// writer's sink by `sink` and the directory synced by `sync_directory`.
+    fn create_with<S: RolloutSink>(
+        path: &Path,
+        meta: &SessionMeta,
+        durability: Durability,
+        sink: impl FnOnce(FileSink) -> S,
+        sync_directory: fn(&Path) -> io::Result<()>,
+    ) -> Result<RolloutWriter<S>, RolloutWriteError> {
+        RolloutWriter::create_with(
+            path,
+            meta,
+            durability,
+            SystemTime::now,
+            |path| FileSink::create_new(path).map(sink),
+            sync_directory,
+            |path| std::fs::remove_file(path),
+        )
+    }
+
     fn no_directory_sync(_: &Path) -> io::Result<()> {
         Ok(())
     }
@@ -877,14 +911,8 @@ mod tests {
         let path = dir.path().join("rollout.jsonl");
         let meta = SessionMeta::new(ThreadId::random());
         for durability in [Durability::Flush, Durability::SyncData] {
-            let error = RolloutWriter::create_with(
-                &path,
-                &meta,
-                durability,
-                FailingFile,
-                no_directory_sync,
-            )
-            .expect_err("the first line cannot be written");
+            let error = create_with(&path, &meta, durability, FailingFile, no_directory_sync)
+                .expect_err("the first line cannot be written");
             assert_eq!(
                 error.step,
                 WriteStep::Write {
@@ -910,7 +938,7 @@ mod tests {
         let dir = tempfile::tempdir().expect("a temporary directory");
         let path = dir.path().join("rollout.jsonl");
         std::fs::write(&path, "another session\n").expect("written");
-        let error = RolloutWriter::create_with(
+        let error = create_with(
             &path,
             &SessionMeta::new(ThreadId::random()),
             Durability::SyncData,
@@ -937,7 +965,7 @@ mod tests {
         ] {
             let path = dir.path().join(name);
             DIRECTORY_SYNCS.with(|calls| calls.borrow_mut().clear());
-            let writer = RolloutWriter::create_with(
+            let writer = create_with(
                 &path,
                 &meta,
                 durability,
@@ -956,7 +984,7 @@ mod tests {
     fn a_failed_directory_sync_fails_create_and_removes_the_file() {
         let dir = tempfile::tempdir().expect("a temporary directory");
         let path = dir.path().join("rollout.jsonl");
-        let error = RolloutWriter::create_with(
+        let error = create_with(
             &path,
             &SessionMeta::new(ThreadId::random()),
             Durability::SyncData,

@@ -40,7 +40,7 @@ use header::{HeaderProblem, MAGIC, PAYLOAD_OFFSET};
 pub use header::{RolloutPosition, SNAPSHOT_FORMAT_VERSION, SnapshotHeader};
 use map::MappedFile;
 pub use write::{ExistingFile, Replace};
-pub(crate) use write::{SnapshotTarget, sync_parent_directory, write_snapshot};
+pub(crate) use write::{SnapshotStorage, SnapshotTarget, sync_parent_directory, write_snapshot};
 
 /// What resuming the covered rollout prefix gave besides the history. A snapshot stores it, so
 /// that resuming from the snapshot gives what resuming the prefix did.
@@ -203,8 +203,20 @@ impl Snapshot {
         path: impl AsRef<Path>,
         replace: Replace,
     ) -> Result<SnapshotHeader, SnapshotError> {
-        write_snapshot(
-            path.as_ref(),
+        self.write_on(&mut write::FileSystem, path.as_ref(), replace)
+    }
+
+    /// [`Snapshot::write_with`] on the storage given (the `testing` feature's simulated storage
+    /// runs the real writer through it).
+    pub(crate) fn write_on<St: SnapshotStorage>(
+        &self,
+        storage: &mut St,
+        path: &Path,
+        replace: Replace,
+    ) -> Result<SnapshotHeader, SnapshotError> {
+        write::write_snapshot_on(
+            storage,
+            path,
             SnapshotTarget {
                 replace,
                 source: None,

@@ -1,5 +1,6 @@
 //! Writing a snapshot: what may be replaced at its path, and the atomic replacement itself (a
-//! temporary file, `sync_data`, `rename`, a sync of the directory).
+//! temporary file, `sync_data`, `rename`, a sync of the directory), through a storage seam
+//! ([`SnapshotStorage`]) whose real implementation is the file system.
 
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom, Write};
@@ -183,6 +184,31 @@ pub(crate) fn write_snapshot(
     facts: Option<&[PrefixFact]>,
     version: u32,
 ) -> Result<SnapshotHeader, SnapshotError> {
+    write_snapshot_on(
+        &mut FileSystem,
+        path,
+        target,
+        history,
+        position,
+        state,
+        facts,
+        version,
+    )
+}
+
+/// [`write_snapshot`] on the storage given: the file system, or a simulated storage in tests
+/// (the `testing` feature's crash simulation).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn write_snapshot_on<St: SnapshotStorage>(
+    storage: &mut St,
+    path: &Path,
+    target: SnapshotTarget<'_>,
+    history: &History,
+    position: RolloutPosition,
+    state: &PrefixState,
+    facts: Option<&[PrefixFact]>,
+    version: u32,
+) -> Result<SnapshotHeader, SnapshotError> {
     let invalid = |detail: String| SnapshotError::InvalidArchive {
         path: path.to_owned(),
         detail,
@@ -204,7 +230,7 @@ pub(crate) fn write_snapshot(
         Some(_) if version == 2 || version == 3 => version,
         Some(_) => SNAPSHOT_FORMAT_VERSION,
     };
-    check_target(path, target)?;
+    storage.check_target(path, target)?;
     let root = match facts {
         None => Root::V1(SnapshotV1Ref {
             thread_id,
@@ -262,7 +288,7 @@ pub(crate) fn write_snapshot(
         }
     };
     let mut written = None;
-    write_atomically(path, PAYLOAD_OFFSET as usize, &mut |out| {
+    write_atomically_with(storage, path, PAYLOAD_OFFSET as usize, &mut |out| {
         // The payload is archived straight into the file, hashed on the way: the archive is
         // never held in memory, and the entries' texts are borrowed from the history.
         let mut hashing = HashingWriter {
@@ -481,89 +507,119 @@ fn temporary_file(path: &Path) -> std::io::Result<tempfile::NamedTempFile> {
     })
 }
 
-fn write_atomically(
-    path: &Path,
-    header_len: usize,
-    contents: &mut Contents<'_>,
-) -> Result<(), SnapshotError> {
-    write_atomically_with(path, header_len, contents, &mut NoFaults)
-}
-
 /// Writes a file's payload into the writer it is given and returns its header (of the length
 /// given to [`write_atomically_with`]), which can depend on the payload (its length, digest).
 pub(super) type Contents<'a> = dyn FnMut(&mut dyn Write) -> Result<Vec<u8>, SnapshotError> + 'a;
 
-/// The steps of an atomic replacement, each of which a test can make fail.
-pub(super) trait Faults {
-    /// Called before `step` (and, for [`SnapshotStep::WriteTemporary`], after part of the bytes
-    /// were written): an error fails the step.
-    fn before(&mut self, step: SnapshotStep) -> std::io::Result<()>;
+/// The storage a snapshot is written to: every file-system step of an atomic replacement goes
+/// through it. [`FileSystem`] is the real one (static dispatch: writing a snapshot costs what it
+/// did before the seam existed); the `testing` feature's simulated storage keeps what was written
+/// but not synced apart and drops it at a simulated crash (`docs/verification.md`, "Crash
+/// simulation").
+pub(crate) trait SnapshotStorage {
+    /// A temporary file being written beside the target.
+    type Temporary: Write + Seek;
+
+    /// Refuses to write over what `target` does not allow at `path` (the real file system reads
+    /// what is there, see [`check_target`]).
+    fn check_target(
+        &mut self,
+        path: &Path,
+        target: SnapshotTarget<'_>,
+    ) -> Result<(), SnapshotError>;
+
+    /// Creates a new temporary file in the directory of `path`, under a name nobody else uses.
+    fn create_temporary(&mut self, path: &Path) -> std::io::Result<Self::Temporary>;
+
+    /// Makes the temporary file's flushed bytes durable (`fdatasync`).
+    fn sync_data(&mut self, file: &mut Self::Temporary) -> std::io::Result<()>;
+
+    /// Renames the temporary file over `path`, atomically. On failure the temporary file is
+    /// removed.
+    fn persist(&mut self, file: Self::Temporary, path: &Path) -> std::io::Result<()>;
+
+    /// Makes the renamed directory entry durable: syncs the directory that holds `path`.
+    fn sync_directory(&mut self, path: &Path) -> std::io::Result<()>;
 }
 
-/// The file system as it is.
-struct NoFaults;
+/// The file system as it is: a `tempfile` temporary file (removed when dropped unless
+/// persisted), `sync_data`, `rename`, a sync of the directory.
+pub(crate) struct FileSystem;
 
-impl Faults for NoFaults {
-    fn before(&mut self, _: SnapshotStep) -> std::io::Result<()> {
-        Ok(())
+impl SnapshotStorage for FileSystem {
+    type Temporary = tempfile::NamedTempFile;
+
+    fn check_target(
+        &mut self,
+        path: &Path,
+        target: SnapshotTarget<'_>,
+    ) -> Result<(), SnapshotError> {
+        check_target(path, target)
+    }
+
+    fn create_temporary(&mut self, path: &Path) -> std::io::Result<Self::Temporary> {
+        temporary_file(path)
+    }
+
+    fn sync_data(&mut self, file: &mut Self::Temporary) -> std::io::Result<()> {
+        file.as_file().sync_data()
+    }
+
+    fn persist(&mut self, file: Self::Temporary, path: &Path) -> std::io::Result<()> {
+        // A failed persist hands the temporary file back inside the error; dropping it removes
+        // it.
+        file.persist(path).map(drop).map_err(|failed| failed.error)
+    }
+
+    fn sync_directory(&mut self, path: &Path) -> std::io::Result<()> {
+        sync_parent_directory(path)
     }
 }
 
 /// Writes a file to a temporary file beside `path` — `header_len` zero bytes, then the payload
-/// `contents` writes, then the header it returns over the zeros — syncs it, renames it over
-/// `path` (`tempfile`'s `persist`) and syncs the directory. Until the rename, `path` is
-/// untouched; after a failure the temporary file is removed (dropping it does). Errors name
+/// `contents` writes, then the header it returns over the zeros — flushes and syncs it, renames
+/// it over `path` and syncs the directory, each step through `storage`. Until the rename, `path`
+/// is untouched; after a failure the temporary file is removed (dropping it does). Errors name
 /// `path`, the file the caller asked for, and the step; never the temporary file's hidden name.
-pub(super) fn write_atomically_with(
+pub(super) fn write_atomically_with<St: SnapshotStorage>(
+    storage: &mut St,
     path: &Path,
     header_len: usize,
     contents: &mut Contents<'_>,
-    faults: &mut dyn Faults,
 ) -> Result<(), SnapshotError> {
-    let write_error = io_error(path, SnapshotStep::WriteTemporary);
-    let mut temporary = faults
-        .before(SnapshotStep::CreateTemporary)
-        .and_then(|()| temporary_file(path))
+    let write_error = || io_error(path, SnapshotStep::WriteTemporary);
+    let mut temporary = storage
+        .create_temporary(path)
         .map_err(io_error(path, SnapshotStep::CreateTemporary))?;
-    let file = temporary.as_file_mut();
-    file.write_all(&vec![0; header_len])
-        .and_then(|()| faults.before(SnapshotStep::WriteTemporary))
-        .map_err(write_error)?;
+    temporary
+        .write_all(&vec![0; header_len])
+        .map_err(write_error())?;
     let header = {
-        let mut out = std::io::BufWriter::with_capacity(256 * 1024, &mut *file);
+        let mut out = std::io::BufWriter::with_capacity(256 * 1024, &mut temporary);
         let header = contents(&mut out)?;
-        out.flush()
-            .map_err(io_error(path, SnapshotStep::WriteTemporary))?;
+        out.flush().map_err(write_error())?;
         header
     };
     debug_assert_eq!(header.len(), header_len, "the header fills its place");
-    file.seek(SeekFrom::Start(0))
-        .and_then(|_| file.write_all(&header))
-        .map_err(io_error(path, SnapshotStep::WriteTemporary))?;
-    faults
-        .before(SnapshotStep::SyncTemporary)
-        .and_then(|()| file.sync_data())
-        .map_err(io_error(path, SnapshotStep::SyncTemporary))?;
-    faults
-        .before(SnapshotStep::Rename)
-        .map_err(io_error(path, SnapshotStep::Rename))?;
-    // A failed persist hands the temporary file back inside the error; dropping it removes it.
+    // Flushed before the sync: a no-op for a file (its writes reach the operating system at
+    // once), but a storage may hold written bytes until then, and `sync_data` makes durable only
+    // what was handed over.
     temporary
-        .persist(path)
-        .map_err(|failed| io_error(path, SnapshotStep::Rename)(failed.error))?;
-    sync_directory(path, faults)
-}
-
-/// Makes a rename durable: sync the directory that holds `path` (a no-op where directories
-/// cannot be opened, as on Windows).
-fn sync_directory(path: &Path, faults: &mut dyn Faults) -> Result<(), SnapshotError> {
-    faults
-        .before(SnapshotStep::SyncDirectory)
-        .and_then(|()| sync_parent_directory(path))
-        .map_err(io_error(
-            &parent_directory(path),
-            SnapshotStep::SyncDirectory,
-        ))
+        .seek(SeekFrom::Start(0))
+        .and_then(|_| temporary.write_all(&header))
+        .and_then(|()| temporary.flush())
+        .map_err(write_error())?;
+    storage
+        .sync_data(&mut temporary)
+        .map_err(io_error(path, SnapshotStep::SyncTemporary))?;
+    storage
+        .persist(temporary, path)
+        .map_err(io_error(path, SnapshotStep::Rename))?;
+    // Makes the rename durable (a no-op where directories cannot be opened, as on Windows).
+    storage.sync_directory(path).map_err(io_error(
+        &parent_directory(path),
+        SnapshotStep::SyncDirectory,
+    ))
 }
 
 /// The directory that holds `path` (`.` for a bare file name).
@@ -592,16 +648,88 @@ pub(crate) fn sync_parent_directory(path: &Path) -> std::io::Result<()> {
 mod tests {
     use super::*;
 
-    /// Fails the one step it is given.
+    /// The file system, failing the one step it is given.
     struct FailAt(SnapshotStep);
 
-    impl Faults for FailAt {
-        fn before(&mut self, step: SnapshotStep) -> std::io::Result<()> {
+    fn injected(step: SnapshotStep) -> std::io::Error {
+        std::io::Error::other(format!("injected failure: {step}"))
+    }
+
+    /// A temporary file whose writes fail, after half of the first one was written, when the
+    /// step to fail is [`SnapshotStep::WriteTemporary`].
+    struct Temporary {
+        file: tempfile::NamedTempFile,
+        fail_writes: bool,
+        writes: u32,
+    }
+
+    impl Write for Temporary {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            if !self.fail_writes {
+                return self.file.write(bytes);
+            }
+            self.writes += 1;
+            if self.writes == 1 {
+                self.file.write(&bytes[..bytes.len().div_ceil(2)])
+            } else {
+                Err(injected(SnapshotStep::WriteTemporary))
+            }
+        }
+
+        fn flush(&mut self) -> std::io::Result<()> {
+            self.file.flush()
+        }
+    }
+
+    impl Seek for Temporary {
+        fn seek(&mut self, position: SeekFrom) -> std::io::Result<u64> {
+            self.file.seek(position)
+        }
+    }
+
+    impl FailAt {
+        fn check(&self, step: SnapshotStep) -> std::io::Result<()> {
             if step == self.0 {
-                Err(std::io::Error::other(format!("injected failure: {step}")))
+                Err(injected(step))
             } else {
                 Ok(())
             }
+        }
+    }
+
+    impl SnapshotStorage for FailAt {
+        type Temporary = Temporary;
+
+        fn check_target(
+            &mut self,
+            path: &Path,
+            target: SnapshotTarget<'_>,
+        ) -> Result<(), SnapshotError> {
+            FileSystem.check_target(path, target)
+        }
+
+        fn create_temporary(&mut self, path: &Path) -> std::io::Result<Temporary> {
+            self.check(SnapshotStep::CreateTemporary)?;
+            Ok(Temporary {
+                file: FileSystem.create_temporary(path)?,
+                fail_writes: self.0 == SnapshotStep::WriteTemporary,
+                writes: 0,
+            })
+        }
+
+        fn sync_data(&mut self, file: &mut Temporary) -> std::io::Result<()> {
+            self.check(SnapshotStep::SyncTemporary)?;
+            FileSystem.sync_data(&mut file.file)
+        }
+
+        fn persist(&mut self, file: Temporary, path: &Path) -> std::io::Result<()> {
+            self.check(SnapshotStep::Rename)?;
+            FileSystem.persist(file.file, path)
+        }
+
+        fn sync_directory(&mut self, path: &Path) -> std::io::Result<()> {
+            self.check(SnapshotStep::SyncDirectory)?;
+            FileSystem.sync_directory(path)
         }
     }
 
@@ -637,17 +765,17 @@ mod tests {
                 out.write_all(&old_payload).expect("written");
                 Ok(old_header.clone())
             };
-            write_atomically(&path, old_header.len(), &mut old_contents)
+            write_atomically_with(&mut FileSystem, &path, old_header.len(), &mut old_contents)
                 .expect("the previous snapshot");
             let mut new_contents = |out: &mut dyn Write| {
                 out.write_all(&new_payload).expect("written");
                 Ok(new_header.clone())
             };
             let error = write_atomically_with(
+                &mut FailAt(step),
                 &path,
                 new_header.len(),
                 &mut new_contents,
-                &mut FailAt(step),
             )
             .expect_err("injected");
             match &error {

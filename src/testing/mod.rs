@@ -8,8 +8,11 @@
 //!   stream event bytes parsed and the slots a prefix check read, for property tests that count
 //!   work instead of timing it.
 //! * [`CodexRollout`], which writes rollouts in the shape Codex writes them.
+//! * [`SimulatedStorage`], on which the rollout writer and the snapshot writer run and crash at
+//!   any operation, keeping what each kind of crash ([`CrashKind`]) keeps.
 
 mod codex_rollout;
+mod crash;
 mod fuzzing;
 pub mod properties;
 mod steps;
@@ -21,6 +24,7 @@ pub use crate::provider::target_renderings;
 pub use crate::request::tool_plan_serializations;
 pub use crate::stream::stream_bytes_parsed;
 pub use codex_rollout::{CodexRollout, CodexRolloutError};
+pub use crash::{CrashKind, Operation, SimulatedFile, SimulatedStorage};
 pub use fuzzing::{ArbitraryHistory, MAX_ARBITRARY_STEPS};
 pub use properties::{Property, PropertyFailure};
 pub use steps::{
