@@ -5,7 +5,8 @@
 # the legacy format), the Codex-shaped rollout of the version 2 golden
 # (tests/fixtures/snapshot-v2.jsonl), snapshots of all of them written by the command-line tool,
 # and the golden snapshots tests/fixtures/snapshot-v1.snap and snapshot-v2.snap (with an earlier
-# state). Run from anywhere; safe to run again.
+# state); the snapshots the tool writes are checked with `agent-history verify` first. Run from
+# anywhere; safe to run again.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -37,6 +38,9 @@ for rollout in examples/rollouts/*.jsonl fuzz/seeds/rollouts/*.jsonl tests/fixtu
     snapshots+=("$work/$name-${truncation/:/-}.snap")
   done
 done
+# Every snapshot the tool wrote is a valid one (header, digests, archive), so that snapshot_file
+# mutates from archives that open: `verify` fails, and with it this script, on one that does not.
+"$cli" verify "$work" >/dev/null
 # Inputs that are not text (gzip and zstd magic, a NUL byte), which the reader names as such.
 printf '\000\000\000\037\213\010\000' >"$corpus/rollout_read/gzip"
 printf '\000\000\000\050\265\057\375' >"$corpus/rollout_read/zstd"

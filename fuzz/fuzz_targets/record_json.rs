@@ -17,13 +17,14 @@
 
 use agent_history::{
     Entry, FilterReason, History, ItemError, READER_LABEL, Recorded, ResponseItem, ResumeOptions,
-    resume_reader,
+    TruncationPolicy, resume_reader,
 };
 use agent_history_fuzz::reference::project_and_check;
 use agent_history_fuzz::{
     check_canonicalized, client_tool_search_without_call_id, projection_options,
 };
 use libfuzzer_sys::fuzz_target;
+use serde_json::Value;
 
 fn same_header(a: &Entry, b: &Entry) {
     assert_eq!(a.kind(), b.kind());
@@ -56,10 +57,115 @@ fn check_fast_path(line: &str, built: &Result<Entry, ItemError>) {
     }
 }
 
+/// The item types the library knows, as their `type` tag is spelled in the stored kind.
+const KNOWN_TYPES: &[&str] = &[
+    "message",
+    "agent_message",
+    "reasoning",
+    "local_shell_call",
+    "function_call",
+    "function_call_output",
+    "custom_tool_call",
+    "custom_tool_call_output",
+    "tool_search_call",
+    "tool_search_output",
+    "web_search_call",
+    "image_generation_call",
+    "compaction",
+    "context_compaction",
+    "additional_tools",
+];
+
+/// The stored kind is the line's `type`: the same name, `compaction` for the
+/// `compaction_summary` alias, `unknown` for a type the library does not know.
+fn check_kind(line: &str, stored: &Entry) {
+    let Ok(Value::Object(item)) = serde_json::from_str::<Value>(line) else {
+        // What the library parsed and serde_json's `Value` does not (or a non-object) is for
+        // the fast-path check to judge.
+        return;
+    };
+    let Some(Value::String(tag)) = item.get("type") else {
+        panic!(
+            "{line:?}: stored without a string type, as {:?}",
+            stored.kind()
+        );
+    };
+    let kind = stored.kind().as_str();
+    match tag.as_str() {
+        "compaction_summary" => assert_eq!(kind, "compaction", "{line:?}"),
+        tag if KNOWN_TYPES.contains(&tag) => assert_eq!(kind, tag, "{line:?}"),
+        _ => assert_eq!(kind, "unknown", "{line:?}"),
+    }
+}
+
+/// A truncated output is the line with only `output` changed, as the documented truncation
+/// changes it: a string middle-truncated around a marker, an array of parts budgeted.
+fn check_truncation(line: &str, stored: &Entry) {
+    let kind = stored.kind().as_str();
+    assert!(
+        kind == "function_call_output" || kind == "custom_tool_call_output",
+        "a {kind} was truncated: {line:?}"
+    );
+    let (Ok(Value::Object(mut original)), Ok(Value::Object(mut truncated))) = (
+        serde_json::from_str::<Value>(line),
+        serde_json::from_str::<Value>(stored.json()),
+    ) else {
+        panic!("a truncated output or its line is not a JSON object: {line:?}");
+    };
+    let (before, after) = (original.remove("output"), truncated.remove("output"));
+    assert_eq!(original, truncated, "truncation changed more than `output`");
+    match (before, after) {
+        (Some(Value::String(before)), Some(Value::String(after))) => {
+            // Some `…N tokens truncated…` or `…N chars truncated…` in the kept text is the
+            // marker, with a prefix of the original before it and a suffix after it.
+            let middle_truncated = ["tokens truncated…", "chars truncated…"]
+                .iter()
+                .flat_map(|word| {
+                    after
+                        .match_indices(word)
+                        .map(move |(start, _)| (start, start + word.len()))
+                })
+                .any(|(word, tail)| {
+                    let Some(open) = after[..word].rfind('…') else {
+                        return false;
+                    };
+                    let count = after[open + '…'.len_utf8()..word].trim_end();
+                    let (head, tail) = (&after[..open], &after[tail..]);
+                    !count.is_empty()
+                        && count.bytes().all(|byte| byte.is_ascii_digit())
+                        && before.starts_with(head)
+                        && before.ends_with(tail)
+                        && head.len() + tail.len() < before.len()
+                });
+            assert!(
+                middle_truncated,
+                "not a middle truncation of the original: {after:?}"
+            );
+        }
+        (Some(Value::Array(before)), Some(Value::Array(after))) => {
+            assert!(
+                after.len() <= before.len() + 2,
+                "{} parts after truncation of {}",
+                after.len(),
+                before.len()
+            );
+        }
+        (before, after) => panic!("output {before:?} truncated to {after:?}"),
+    }
+}
+
 fn check_line(history: &mut History, line: &str) {
     let built = Entry::from_json(line);
     check_fast_path(line, &built);
+    let previous = history.clone();
     let recorded = history.record_json(line);
+    if !matches!(recorded, Ok(Recorded::Stored { .. })) {
+        // A failed or filtered record stores nothing.
+        assert_eq!(history.len(), previous.len(), "{line:?}: {recorded:?}");
+        assert_eq!(*history, previous, "{line:?}: {recorded:?}");
+    } else {
+        assert_eq!(history.len(), previous.len() + 1);
+    }
     let entry = match (built, recorded) {
         (Err(ItemError::NotStorable { .. }), Ok(Recorded::Filtered(reason))) => {
             assert_eq!(reason, FilterReason::CompactionTrigger);
@@ -87,8 +193,11 @@ fn check_line(history: &mut History, line: &str) {
             }),
         ) => {
             let stored = history.get(position).expect("stored");
+            assert_eq!(position, history.len() - 1, "stored at the end");
+            check_kind(line, stored);
             if truncated {
                 assert_ne!(stored.json(), line);
+                check_truncation(line, stored);
             } else if stored.json() != line {
                 // Canonicalized: a client tool search's arguments.
                 check_canonicalized(&entry.to_item().expect("parses"), stored);
@@ -118,7 +227,13 @@ fn check_line(history: &mut History, line: &str) {
 }
 
 fuzz_target!(|data: &[u8]| {
-    let mut history = History::new();
+    // Bit 4 of the first byte records with a 64-byte budget, so that outputs the fuzzer writes
+    // are truncated (the default budget is 10,000 tokens, longer than most inputs).
+    let mut history = if data.first().is_some_and(|byte| byte & 0x10 != 0) {
+        History::with_truncation(TruncationPolicy::Bytes(64))
+    } else {
+        History::new()
+    };
     if let Ok(text) = std::str::from_utf8(data) {
         for line in text.lines().take(32) {
             check_line(&mut history, line);

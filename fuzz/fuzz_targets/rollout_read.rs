@@ -6,7 +6,10 @@
 //! (0 to 3). The rest are the rollout's bytes.
 //!
 //! Checked: nothing panics; a lenient read gives lines or `Empty` / `NoSessionMeta`, a strict
-//! read also `BadLine` naming a real line; the report agrees with the bytes (line count, each
+//! read also `BadLine` naming a real line, when a lenient read skips a malformed line (the first
+//! one, for the reason the lenient read gives) or repairs a `session_meta` line before it, for a
+//! reason right for the line's bytes
+//! (`check_strict`), and a strict resume fails on the same line or resumes; the report agrees with the bytes (line count, each
 //! listed line's offset and reason, the count of blank and over-long lines, the listed lines
 //! bounded by `max_reported` plus a torn tail, the torn tail itself, every line used, skipped or
 //! passed over); `Rollout::stream` reports what `Rollout::read` does; a strict read that succeeds
@@ -22,7 +25,7 @@ use agent_history::{
 };
 use agent_history_fuzz::projection_options;
 use agent_history_fuzz::reference::project_and_check;
-use agent_history_fuzz::rollout::{Lines, binary_start, check_read};
+use agent_history_fuzz::rollout::{Lines, binary_start, check_read, check_strict};
 use libfuzzer_sys::fuzz_target;
 
 const META: &str = r#"{"timestamp":"2026-11-03T14:00:00.000Z","type":"session_meta","payload":{"id":"0f1e7c52-3d8a-4b7e-9c11-6a2b5d4e8f90","timestamp":"2026-11-03T14:00:00.000Z"}}"#;
@@ -82,6 +85,23 @@ fuzz_target!(|input: &[u8]| {
     }
     let strict_read = reads.pop().expect("two reads");
     let lenient_read = reads.pop().expect("two reads");
+    check_strict(data, max_reported, &lenient_read, &strict_read);
+    // A strict resume reads as a strict read does: it fails on the same line, or resumes.
+    let strict_resume = resume_reader(
+        data,
+        READER_LABEL,
+        &ResumeOptions::new(DEFAULT_TRUNCATION).read_with(strict),
+    );
+    match (&strict_read, &strict_resume) {
+        (Ok(_), Ok(_)) | (Err(_), Err(_)) => {}
+        (read, resume) => panic!("strict read {read:?}, strict resume {resume:?}"),
+    }
+    if let Err(RolloutError::BadLine { line, .. }) = &strict_read {
+        assert!(
+            matches!(&strict_resume, Err(RolloutError::BadLine { line: at, .. }) if at == line),
+            "a strict resume fails elsewhere than line {line}: {strict_resume:?}"
+        );
+    }
     if let Ok(strict_read) = &strict_read {
         let lenient_read = lenient_read
             .as_ref()

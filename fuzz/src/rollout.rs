@@ -2,8 +2,8 @@
 //! counts, the listed skipped lines, the torn tail, and the errors a read may give.
 
 use agent_history::{
-    BinaryContent, LoadReport, ReadMode, ReadOptions, Rollout, RolloutError, SkipReason,
-    SkippedLine,
+    BinaryContent, LineRepair, LoadReport, ReadMode, ReadOptions, Rollout, RolloutError,
+    SkipReason, SkippedLine,
 };
 
 /// The reader's first buffer: 64 KiB, or all of a shorter input.
@@ -266,5 +266,113 @@ pub fn check_read(data: &[u8], options: ReadOptions, result: &Result<Rollout, Ro
             );
         }
         Err(error) => panic!("reading bytes failed with {error:?}"),
+    }
+}
+
+/// Checks a strict read against the lenient read of the same bytes and against the bytes
+/// themselves: a strict read fails with `BadLine` when a lenient read (that succeeds) skips a
+/// malformed line, and names the first one, for the reason the lenient read lists, or an earlier
+/// `session_meta` line the lenient read repaired (not UTF-8, or a payload read leniently); the
+/// reason is the right one for the line's bytes, judged without the reader (over the limit: its
+/// length; `InvalidUtf8`: `std::str::from_utf8` refuses it; `InvalidJson`: UTF-8 that
+/// `serde_json::Value` does not parse; the envelope, payload and item reasons: a line that starts
+/// with a JSON value).
+pub fn check_strict(
+    data: &[u8],
+    max_reported: usize,
+    lenient: &Result<Rollout, RolloutError>,
+    strict: &Result<Rollout, RolloutError>,
+) {
+    if let Err(RolloutError::BadLine { line, reason, .. }) = strict {
+        let lines = Lines::of(data);
+        let (offset, mut content, _) = lines.get(*line);
+        if offset == 0 {
+            content = content.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(content);
+        }
+        let text = std::str::from_utf8(content);
+        let parses = || serde_json::from_slice::<serde_json::Value>(content).is_ok();
+        match reason {
+            SkipReason::Blank => panic!("a blank line failed a strict read"),
+            // `check_read` compares the length with the limit.
+            SkipReason::TooLong { .. } => {}
+            SkipReason::InvalidUtf8 => assert!(text.is_err(), "line {line} is UTF-8"),
+            SkipReason::InvalidJson(_) => {
+                assert!(text.is_ok(), "line {line} is not UTF-8");
+                assert!(!parses(), "line {line} is JSON");
+            }
+            SkipReason::NotAnEnvelope(_)
+            | SkipReason::InvalidPayload(_)
+            | SkipReason::InvalidItem(_) => {
+                // The line starts with a JSON value. (Not always all of it: the reader reads the
+                // envelope's fields before it looks past the value, so a line whose first value
+                // is not an envelope and that has more after it is reported for the envelope.)
+                let first = serde_json::Deserializer::from_slice(content)
+                    .into_iter::<serde_json::Value>()
+                    .next();
+                assert!(
+                    text.is_ok() && matches!(first, Some(Ok(_))),
+                    "line {line} does not start with JSON: {reason:?}"
+                );
+            }
+            other => panic!("a reason this check does not know: {other:?}"),
+        }
+    }
+    let Ok(lenient) = lenient else {
+        return;
+    };
+    let first = lenient.report.malformed().next();
+    match strict {
+        Err(RolloutError::BadLine { line, reason, .. }) => {
+            // A lenient read uses a `session_meta` line that is not UTF-8 (read lossily) or
+            // whose payload is not strictly shaped (read for its thread id), and says so among
+            // its repairs (the first `max_reported` listed); a strict read fails on it.
+            let repaired = lenient.report.repaired.iter().find(|repaired| {
+                repaired.line == *line
+                    && matches!(
+                        repaired.repair,
+                        LineRepair::LossyUtf8 | LineRepair::LenientSessionMeta(_)
+                    )
+            });
+            if let Some(repaired) = repaired {
+                if repaired.repair == LineRepair::LossyUtf8 {
+                    assert_eq!(*reason, SkipReason::InvalidUtf8);
+                }
+            }
+            let repairs_unlisted = lenient.report.repaired.len() >= max_reported;
+            match first {
+                Some(first) if first.line == *line => {
+                    assert_eq!(&first.reason, reason, "the reason for line {line}");
+                }
+                Some(first) => {
+                    assert!(
+                        *line < first.line,
+                        "strict fails on line {line}, after the first malformed line {}",
+                        first.line
+                    );
+                    assert!(
+                        repaired.is_some() || repairs_unlisted,
+                        "strict fails on line {line}, which lenient neither skipped nor repaired"
+                    );
+                }
+                None => assert!(
+                    repaired.is_some()
+                        || repairs_unlisted
+                        || lenient.report.skip_counts.malformed() > max_reported as u64,
+                    "strict fails on line {line}, which lenient neither skipped nor repaired"
+                ),
+            }
+        }
+        Ok(_) => assert_eq!(
+            lenient.report.skip_counts.malformed(),
+            0,
+            "strict reads a file with a malformed line"
+        ),
+        // Said instead of the first bad line's error when the input's start is not text
+        // (`check_read` compares what it looks like with the bytes).
+        Err(RolloutError::NotText { .. }) => assert!(
+            lenient.report.skip_counts.malformed() > 0 || !lenient.report.repaired.is_empty(),
+            "strict finds no text where lenient skips and repairs nothing"
+        ),
+        Err(error) => panic!("a lenient read succeeds, a strict one fails with {error:?}"),
     }
 }

@@ -13,6 +13,7 @@ use super::kind::ItemKind;
 use super::model::{ContentItem, Execution, OutputContentItem, OutputPayload, ResponseItem, Role};
 use super::parse::ItemHeader;
 use super::turn::{TurnRole, turn_role_of};
+use super::work::count_read;
 
 /// The immutable, shared body of an entry.
 ///
@@ -569,11 +570,13 @@ impl Entry {
 
     /// How the entry renders: its stored text, or in a projection a repair of it.
     pub(crate) fn payload(&self) -> &Payload {
+        count_read();
         &self.body.payload
     }
 
     /// The entry's body, shared by its clones (a repaired slot keeps its original's).
     pub(crate) fn body(&self) -> &Arc<Body> {
+        count_read();
         &self.body
     }
 
@@ -620,31 +623,37 @@ impl Entry {
 
     /// The item's kind.
     pub fn kind(&self) -> ItemKind {
+        count_read();
         self.kind
     }
 
     /// The role of a `message` or `additional_tools` item.
     pub fn role(&self) -> Option<Role> {
+        count_read();
         self.role
     }
 
     /// The `call_id` of a call or an output, when it has one.
     pub fn call_id(&self) -> Option<&CallId> {
+        count_read();
         self.body.call_id.as_ref()
     }
 
     /// The item's `id`, when it has one.
     pub fn item_id(&self) -> Option<&ItemId> {
+        count_read();
         self.body.item_id.as_ref()
     }
 
     /// Content facts (image, audio, server execution).
     pub fn flags(&self) -> EntryFlags {
+        count_read();
         self.flags
     }
 
     /// Estimated tokens (see [`approx_token_count`](super::approx_token_count) for the rule).
     pub fn tokens(&self) -> u64 {
+        count_read();
         if self.tokens == TOKENS_IN_BODY {
             self.body.tokens
         } else {
@@ -659,6 +668,7 @@ impl Entry {
 
     /// The item's JSON text, exactly as it is sent and persisted.
     pub fn json(&self) -> &str {
+        count_read();
         self.body.payload.original_json()
     }
 

@@ -43,4 +43,4 @@ pub(crate) use turn::{
 };
 pub(crate) use work::count_conversion;
 #[cfg(feature = "testing")]
-pub use work::item_conversions;
+pub use work::{entry_reads, item_conversions};

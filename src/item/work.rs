@@ -1,10 +1,12 @@
-//! A count of the item conversions (JSON parses of an item, entry builds) the current thread
-//! did, with the `testing` feature: tests check that a cost grows linearly with its input by
-//! counting work, not by timing it. Without the feature, counting compiles to nothing.
+//! Counts of work the current thread did, with the `testing` feature: the item conversions
+//! (JSON parses of an item, entry builds) and the entry reads (an entry's header or text read
+//! through its accessors). Tests check that a cost grows as documented by counting work, not by
+//! timing it. Without the feature, counting compiles to nothing.
 
 #[cfg(feature = "testing")]
 thread_local! {
     static CONVERSIONS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+    static READS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
 }
 
 /// Counts one item conversion.
@@ -14,9 +16,27 @@ pub(crate) fn count_conversion() {
     CONVERSIONS.with(|count| count.set(count.get() + 1));
 }
 
+/// Counts one read of an entry's header or text (see [`entry_reads`]).
+#[inline]
+pub(crate) fn count_read() {
+    #[cfg(feature = "testing")]
+    READS.with(|count| count.set(count.get() + 1));
+}
+
 /// How many item conversions (a JSON parse of an item, the build of an entry) this thread did
 /// so far. Compare two readings around an operation.
 #[cfg(feature = "testing")]
 pub fn item_conversions() -> u64 {
     CONVERSIONS.with(std::cell::Cell::get)
+}
+
+/// How many times this thread read an entry's header or text through its accessors so far
+/// (`Entry::kind`, `role`, `call_id`, `item_id`, `flags`, `tokens`, `byte_len`, `json` and the
+/// crate's own payload and body accessors). Outside the entry's module every decision about an
+/// entry goes through one of them, so an operation that looks at every entry of a history counts
+/// at least one read per entry: tests compare two readings around an operation, at two history
+/// sizes, to show that it touches only the entries it names (`tests/complexity.rs`).
+#[cfg(feature = "testing")]
+pub fn entry_reads() -> u64 {
+    READS.with(std::cell::Cell::get)
 }

@@ -4,7 +4,7 @@
 //!   family with knobs ([`HistoryConfig`]) for broken pairings, images, unknown items,
 //!   compactions and rollbacks; [`ArbitraryHistory`] for fuzzers; and the [`properties`] a
 //!   projection must have, as functions you can call on a pipeline of your own.
-//! * Counts of item conversions, media strips, tool-plan serializations, per-target renderings,
+//! * Counts of item conversions, entry reads, media strips, tool-plan serializations, per-target renderings,
 //!   stream event bytes parsed and the slots a prefix check read, for property tests that count
 //!   work instead of timing it.
 //! * [`CodexRollout`], which writes rollouts in the shape Codex writes them.
@@ -18,7 +18,7 @@ pub mod properties;
 mod steps;
 pub mod strategies;
 
-pub use crate::item::item_conversions;
+pub use crate::item::{entry_reads, item_conversions};
 pub use crate::projection::{media_checks, media_strips, prefix_slots_read};
 pub use crate::provider::target_renderings;
 pub use crate::request::tool_plan_serializations;
