@@ -583,64 +583,7 @@ fn a_crafted_snapshot_is_refused_unless_trusted() {
     assert!(trusted.status.success(), "{}", text(&trusted.stderr));
 }
 
-/// No command modifies a rollout, with any flag, reading it directly or through a link; the one
-/// way to replace it is `snapshot -o` onto it with `--force`.
-#[test]
-fn no_command_modifies_a_rollout() {
-    let dir = temp_dir();
-    let rollout = dir.path().join("r.jsonl");
-    std::fs::copy(example("session.jsonl"), &rollout).expect("copied");
-    let link = dir.path().join("link.jsonl");
-    std::os::unix::fs::symlink(&rollout, &link).expect("symlink");
-    let snapshot = dir.path().join("s.snap");
-    let before = std::fs::read(&rollout).expect("rollout");
-    let modified = std::fs::metadata(&rollout)
-        .expect("metadata")
-        .modified()
-        .ok();
-    for path in [&rollout, &link] {
-        let path = path.to_str().expect("utf-8 path");
-        let snapshot = snapshot.to_str().expect("utf-8 path");
-        let commands: [&[&str]; 12] = [
-            &["project", path],
-            &["project", path, "--strict"],
-            &["project", path, "--send-unknown", "--modalities", "text"],
-            &["project", path, "--truncation", "bytes:10"],
-            &[
-                "project",
-                path,
-                "--request",
-                "--model",
-                "m",
-                "--instructions",
-                "x",
-            ],
-            &["project", path, "--trusted"],
-            &["check", path, "--strict"],
-            &["stats", path],
-            &["verify", path],
-            &["snapshot", path, "-o", snapshot, "--truncation", "tokens:1"],
-            &["snapshot", path, "-o", path],
-            &["snapshot", path, "-o", snapshot, "--force"],
-        ];
-        for args in commands {
-            run(args);
-            assert_eq!(
-                std::fs::read(&rollout).expect("rollout"),
-                before,
-                "{args:?}"
-            );
-            assert_eq!(
-                std::fs::metadata(&rollout)
-                    .expect("metadata")
-                    .modified()
-                    .ok(),
-                modified,
-                "{args:?}"
-            );
-        }
-    }
-}
+// "No command modifies a rollout", with every flag of every subcommand: `tests/cli_readonly.rs`.
 
 /// A rollout whose `session_meta` records `base_instructions` as `field` (JSON), then one user
 /// message; returns its directory and path.

@@ -781,11 +781,22 @@ fn sessions_assign_missing_ids_that_survive_resume() {
         .iter()
         .map(|e| e.item_id().expect("has an id").as_str().to_owned())
         .collect();
-    assert!(ids[0].starts_with("msg_"), "{}", ids[0]);
-    let uuid = uuid::Uuid::parse_str(&ids[0]["msg_".len()..]).expect("a UUID");
-    assert_eq!(uuid.get_version_num(), 7);
+    // `<prefix>_<UUIDv7>`, the prefix by the item's type: `msg` for a message, `fc` for a
+    // function call; two fresh ids differ.
+    for (id, prefix) in [(&ids[0], "msg_"), (&ids[2], "fc_")] {
+        let suffix = id
+            .strip_prefix(prefix)
+            .unwrap_or_else(|| panic!("{id}: not {prefix}"));
+        let uuid = uuid::Uuid::parse_str(suffix).expect("a UUID");
+        assert_eq!(uuid.get_version_num(), 7, "{id}");
+        assert_eq!(
+            uuid.hyphenated().to_string(),
+            suffix,
+            "lowercase, hyphenated"
+        );
+    }
+    assert_ne!(ids[0]["msg_".len()..], ids[2]["fc_".len()..]);
     assert_eq!(ids[1], "msg_server");
-    assert!(ids[2].starts_with("fc_"));
     assert!(
         session
             .history()

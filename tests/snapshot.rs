@@ -207,6 +207,9 @@ fn every_truncation_and_every_changed_byte_is_an_error() {
     let dir = temp_dir();
     let (_, path, resumed) = snapshot_of(dir.path(), small_rollout().as_bytes(), "small");
     let original = std::fs::read(&path).expect("file");
+    // Undamaged, it opens to the resumed history.
+    let opened = open_snapshot(&path, SnapshotOptions::default()).expect("opens");
+    assert_eq!(opened.history(), resumed.history());
     let damaged = dir.path().join("damaged.snap");
     for len in 0..original.len() {
         std::fs::write(&damaged, &original[..len]).expect("write");
@@ -220,18 +223,34 @@ fn every_truncation_and_every_changed_byte_is_an_error() {
             "cut at {len}: {error}"
         );
     }
+    // Which error a changed byte gives follows from where it is (docs/snapshot-format.md): the
+    // magic, the version, the format bytes, the rest of the 256-byte header (covered by the
+    // header digest, or the digest itself), the zero padding up to the payload, the payload
+    // (covered by the payload digest).
+    let expected = |at: usize, error: &SnapshotError| match at {
+        0..8 => matches!(error, SnapshotError::BadMagic { .. }),
+        8..12 => matches!(
+            error,
+            SnapshotError::UnsupportedVersion { .. } | SnapshotError::BadHeader { .. }
+        ),
+        12..15 => matches!(error, SnapshotError::UnsupportedFormat { .. }),
+        15..256 => {
+            matches!(error, SnapshotError::BadHeader { detail, .. } if detail == "header digest mismatch")
+        }
+        256..4096 => {
+            matches!(error, SnapshotError::BadHeader { detail, .. } if detail.starts_with("padding byte"))
+        }
+        _ => matches!(error, SnapshotError::PayloadDigestMismatch { .. }),
+    };
+    assert!(original.len() > 4096, "a payload");
     for (at, flip) in (0..original.len()).flat_map(|at| [(at, 0x01u8), (at, 0xff)]) {
         let mut bytes = original.clone();
         bytes[at] ^= flip;
         std::fs::write(&damaged, &bytes).expect("write");
-        match open_snapshot(&damaged, SnapshotOptions::default()) {
-            Err(_) => {}
-            Ok(opened) => assert_eq!(
-                opened.history(),
-                resumed.history(),
-                "byte {at}: silently different"
-            ),
-        }
+        let error = open_snapshot(&damaged, SnapshotOptions::default())
+            .err()
+            .unwrap_or_else(|| panic!("byte {at} ^ {flip:#x}: opened"));
+        assert!(expected(at, &error), "byte {at} ^ {flip:#x}: {error:?}");
         // Without digest verification: never a panic; any history it yields is well-formed.
         if let Ok(opened) = open_snapshot(
             &damaged,

@@ -851,7 +851,7 @@ mod tests {
     // --- property-style sweep ---
 
     #[test]
-    fn never_panics_and_respects_byte_budgets() {
+    fn never_panics_and_respects_byte_and_token_budgets() {
         let samples = [
             "",
             "a",
@@ -893,7 +893,25 @@ mod tests {
                     assert!(head.len() + tail.len() <= budget, "{text:?} {budget}");
                     assert!(text.starts_with(head) && text.ends_with(tail));
                 }
-                let _ = truncate_text(text, TruncationPolicy::Tokens(budget));
+                // Tokens: a budget of 4 bytes a token, the head at most half of it, and the
+                // marker counting the tokens of the bytes over the budget, rounded up.
+                let out = truncate_text(text, TruncationPolicy::Tokens(budget));
+                let bytes = budget.saturating_mul(4);
+                if text.len() <= bytes {
+                    assert_eq!(out, text);
+                } else {
+                    let (head, rest) = out.split_once('\u{2026}').unwrap();
+                    let (count, tail) = rest.split_once(" tokens truncated\u{2026}").unwrap();
+                    assert!(head.len() <= bytes / 2, "{text:?} {budget}");
+                    assert!(head.len() + tail.len() <= bytes, "{text:?} {budget}");
+                    assert!(text.starts_with(head) && text.ends_with(tail));
+                    let over = text.len() - bytes;
+                    assert_eq!(count, (over / 4 + usize::from(over % 4 != 0)).to_string());
+                }
+                let mut string = json!(text);
+                let changed = truncate_output(&mut string, TruncationPolicy::Tokens(budget));
+                assert_eq!(changed, text.len() > bytes);
+                assert_eq!(string, json!(out));
                 let mut output = json!([
                     {"type": "input_text", "text": text},
                     {"type": "input_audio", "audio_url": text},

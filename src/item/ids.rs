@@ -208,11 +208,27 @@ mod tests {
         }
     }
 
+    /// Every prefix the pairing table uses: the id is the prefix, `_`, and the lowercase
+    /// hyphenated UUIDv5 of `<prefix>:<source>` (computed here with `uuid` directly).
     #[test]
-    fn synthetic_id_is_a_version_5_uuid() {
-        let id = synthetic_output_id("fco", Some(&ItemId::new("fc_1"))).expect("has id");
-        let uuid = Uuid::parse_str(id.as_str().trim_start_matches("fco_")).expect("uuid");
-        assert_eq!(uuid.get_version_num(), 5);
+    fn synthetic_ids_are_the_prefix_and_a_version_5_uuid() {
+        for prefix in ["fco", "ctco", "tso"] {
+            for source in ["fc_1", "ctc_1", "tsc_é", "X"] {
+                let id = synthetic_output_id(prefix, Some(&ItemId::new(source))).expect("has id");
+                let suffix = id
+                    .as_str()
+                    .strip_prefix(prefix)
+                    .and_then(|rest| rest.strip_prefix('_'))
+                    .unwrap_or_else(|| panic!("{id}: not {prefix}_"));
+                let uuid = Uuid::parse_str(suffix).expect("uuid");
+                assert_eq!(uuid.get_version_num(), 5);
+                let expected = Uuid::new_v5(
+                    &SYNTHETIC_ID_NAMESPACE,
+                    format!("{prefix}:{source}").as_bytes(),
+                );
+                assert_eq!(suffix, expected.hyphenated().to_string(), "{id}");
+            }
+        }
     }
 
     #[test]

@@ -241,27 +241,34 @@ pub enum Pairing {
 mod tests {
     use super::*;
 
+    /// Codex's id table (`docs/codex-compatibility.md`), written out here rather than read from
+    /// the code: each stored kind, by its `type`, and the prefix of the ids it is given.
     #[test]
-    fn every_stored_kind_has_an_id_prefix() {
-        let kinds = [
-            ItemKind::Message,
-            ItemKind::AgentMessage,
-            ItemKind::Reasoning,
-            ItemKind::LocalShellCall,
-            ItemKind::FunctionCall,
-            ItemKind::FunctionCallOutput,
-            ItemKind::CustomToolCall,
-            ItemKind::CustomToolCallOutput,
-            ItemKind::ToolSearchCall,
-            ItemKind::ToolSearchOutput,
-            ItemKind::WebSearchCall,
-            ItemKind::ImageGenerationCall,
-            ItemKind::Compaction,
-            ItemKind::ContextCompaction,
-            ItemKind::AdditionalTools,
+    fn every_stored_kind_has_codexs_id_prefix() {
+        let table = [
+            (ItemKind::AdditionalTools, "additional_tools", "at"),
+            (ItemKind::Message, "message", "msg"),
+            (ItemKind::AgentMessage, "agent_message", "amsg"),
+            (ItemKind::Reasoning, "reasoning", "rs"),
+            (ItemKind::LocalShellCall, "local_shell_call", "lsh"),
+            (ItemKind::FunctionCall, "function_call", "fc"),
+            (ItemKind::ToolSearchCall, "tool_search_call", "tsc"),
+            (ItemKind::FunctionCallOutput, "function_call_output", "fco"),
+            (ItemKind::CustomToolCall, "custom_tool_call", "ctc"),
+            (
+                ItemKind::CustomToolCallOutput,
+                "custom_tool_call_output",
+                "ctco",
+            ),
+            (ItemKind::ToolSearchOutput, "tool_search_output", "tso"),
+            (ItemKind::WebSearchCall, "web_search_call", "ws"),
+            (ItemKind::ImageGenerationCall, "image_generation_call", "ig"),
+            (ItemKind::Compaction, "compaction", "cmp"),
+            (ItemKind::ContextCompaction, "context_compaction", "cmp"),
         ];
-        for kind in kinds {
-            assert!(kind.id_prefix().is_some(), "{kind}");
+        for (kind, name, prefix) in table {
+            assert_eq!(kind.to_string(), name);
+            assert_eq!(kind.id_prefix(), Some(prefix), "{kind}");
         }
         assert_eq!(ItemKind::Unknown.id_prefix(), None);
     }

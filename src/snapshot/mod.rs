@@ -338,6 +338,18 @@ pub fn open_snapshot(
         return Err(not_a_file());
     }
     let map = MappedFile::map(&file).map_err(io_error(path, SnapshotStep::Map))?;
+    open_mapped(path, &map, options)
+}
+
+/// Opens the snapshot whose bytes `map` holds (`path` names it in errors): the header, the
+/// payload digest, then the archive. What `open_snapshot` does once the file is mapped, and what
+/// the tests run under Miri over a buffer (`MappedFile::from_buffer`), since Miri cannot map a
+/// file.
+fn open_mapped(
+    path: &Path,
+    map: &MappedFile,
+    options: SnapshotOptions,
+) -> Result<Snapshot, SnapshotError> {
     let bytes = map.bytes();
     let header = SnapshotHeader::decode(bytes).map_err(|problem| header_error(path, problem))?;
     let payload = &bytes[PAYLOAD_OFFSET as usize..];
@@ -346,13 +358,13 @@ pub fn open_snapshot(
         path: path.to_owned(),
     };
     if !options.verify_digest {
-        return decode(path, &map, payload, header, options);
+        return decode(path, map, payload, header, options);
     }
     if payload.len() < PARALLEL_DIGEST_MIN {
         if !digest_matches() {
             return Err(mismatch());
         }
-        return decode(path, &map, payload, header, options);
+        return decode(path, map, payload, header, options);
     }
     // The digest is computed on a second thread while this one validates the archive and builds
     // the history: neither needs the other (validation keeps memory safe whatever the bytes are;
@@ -367,9 +379,9 @@ pub fn open_snapshot(
             if !digest_matches() {
                 return Err(mismatch());
             }
-            return decode(path, &map, payload, header, options);
+            return decode(path, map, payload, header, options);
         };
-        let decoded = decode(path, &map, payload, header, options);
+        let decoded = decode(path, map, payload, header, options);
         match hashing.join() {
             Ok(true) => decoded,
             Ok(false) => Err(mismatch()),

@@ -2,6 +2,7 @@
 
 use crate::compare::*;
 use crate::machine::*;
+use crate::model::ModelHistory;
 use crate::prelude::*;
 use crate::properties::*;
 use crate::spec::*;
@@ -428,23 +429,75 @@ pub(crate) fn rollback_keeps_the_session_prefix_and_trims_context_above_the_cut(
     assert_eq!(history.version(), 3);
 }
 
+/// The reproducer of the sample action list is the checked-in `reproducer_sample.rs`, which the
+/// build compiles and the test run runs: the rendering names only functions that exist. The
+/// sample has every kind of action.
 #[test]
-pub(crate) fn machine_reproducer_is_printed_on_failure() {
-    // A deliberately wrong model step shows what the failure message looks like.
-    let actions = vec![
-        Action::Record {
-            target: 0,
-            json: r#"{"type":"function_call","name":"f","arguments":"{}","call_id":"a"}"#.into(),
-        },
-        Action::Fork { from: 0 },
-    ];
-    run_machine(&actions).expect("agrees");
-    let text = reproducer(&actions);
+fn the_samples_reproducer_is_the_checked_in_test() {
+    let actions = sample_actions();
+    let mut variants: Vec<usize> = actions.iter().map(variant).collect();
+    variants.sort_unstable();
+    variants.dedup();
+    assert_eq!(variants, (0..VARIANTS).collect::<Vec<_>>());
+    // Both ways a fork goes: pushed while there is room, then overwriting.
+    let forks = actions
+        .iter()
+        .filter(|action| matches!(action, Action::Fork { .. }))
+        .count();
+    assert!(forks > MAX_FORKS - 1, "{forks}");
+    run_machine(&actions).expect("the library and the model agree on the sample");
+    let rendered = reproducer(&actions);
+    let checked_in = include_str!("reproducer_sample.rs");
     assert!(
-        text.contains("record_json(r#\"{\"type\":\"function_call\""),
-        "{text}"
+        rendered == checked_in,
+        "the reproducer's rendering changed: write it to tests/projection_model/reproducer_sample.rs\n{rendered}"
     );
-    assert!(text.contains("fork(&mut forks, 0)"), "{text}");
+}
+
+/// A deliberately broken model (it forgets to remove its first item) makes the state machine
+/// fail at the first removal that matters, and the failure carries the reproducer of the steps
+/// up to it.
+#[test]
+fn a_broken_model_fails_with_the_reproducer_of_the_steps_so_far() {
+    let actions = sample_actions();
+    let broken = |forks: &mut Vec<(History, ModelHistory)>, action: &Action| {
+        if let Action::RemoveFirst { target } = action {
+            let len = forks.len();
+            let (history, model) = &mut forks[target % len];
+            history.remove_first_item();
+            return compare_history(history, model);
+        }
+        apply(forks, action)
+    };
+    let failure = run_machine_with(&actions, broken).expect_err("the broken model is caught");
+    let step = actions
+        .iter()
+        .position(|action| matches!(action, Action::RemoveFirst { .. }))
+        .expect("a removal");
+    assert!(
+        failure.starts_with(&format!("step {step} (RemoveFirst")),
+        "{failure}"
+    );
+    let (_, printed) = failure
+        .split_once(&format!(
+            "reproducer ({} of {} actions):\n",
+            step + 1,
+            actions.len()
+        ))
+        .unwrap_or_else(|| panic!("no reproducer in {failure}"));
+    assert_eq!(printed, reproducer(&actions[..=step]));
+    assert!(
+        printed.contains("#[test]\nfn machine_reproducer()"),
+        "{printed}"
+    );
+    assert!(
+        printed.contains("forks[0].remove_first_item();"),
+        "{printed}"
+    );
+    // The steps after the failure are not in it.
+    assert!(!printed.contains("drop_last_n_user_turns"), "{printed}");
+    // Without the break, the same steps agree.
+    run_machine(&actions[..=step]).expect("the real model agrees");
 }
 
 #[test]

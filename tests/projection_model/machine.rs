@@ -209,39 +209,194 @@ pub(crate) fn actions() -> impl Strategy<Value = Vec<Action>> {
     .prop_map(|chunks| chunks.into_iter().flatten().collect())
 }
 
-/// The action list as Rust, to paste into a test.
+/// A failing action list as a test module that compiles against the public API and this test's
+/// modules: save it as `tests/projection_model/reproducer.rs` and add `mod reproducer;` to
+/// `main.rs`. The test replays the steps on the library alone (each call spelled out, the forks'
+/// indices resolved, invariants checked after each step), then runs the same action list through
+/// the state machine, which compares with the model after every step and fails as the property
+/// did. `reproducer_sample.rs` is this function's output for `sample_actions()`, compiled and run
+/// with the other tests, and compared with a fresh rendering, so a rendering that does not
+/// compile fails the build.
 pub(crate) fn reproducer(actions: &[Action]) -> String {
     let mut out = String::from(
-        "let mut forks = vec![History::with_truncation(TruncationPolicy::Tokens(1_000_000))];\n",
+        "//! A failing run of `history_matches_model_step_by_step`, as a test (rendered by\n\
+         //! `machine::reproducer`).\n\
+         \n\
+         use crate::machine::*;\n\
+         use crate::prelude::*;\n\
+         \n\
+         #[test]\n\
+         fn machine_reproducer() {\n\
+         \x20   // The steps on the library alone, through its public API.\n\
+         \x20   let mut forks = vec![History::with_truncation(TruncationPolicy::Tokens(1_000_000))];\n",
     );
-    for action in actions {
-        let line = match action {
-            Action::Record { target, json } => {
-                format!("forks[{target} % forks.len()].record_json(r#\"{json}\"#)?;")
-            }
-            Action::Project { target, options } => {
-                format!("forks[{target} % forks.len()].project(&{options:?});")
-            }
+    let mut forks = 1usize;
+    for (step, action) in actions.iter().enumerate() {
+        let at = |target: &usize| target % forks;
+        let lines = match action {
+            Action::Record { target, json } => format!(
+                "forks[{}]\n        .record_json({json:?})\n        .expect(\"step {step}\");",
+                at(target)
+            ),
+            Action::Project { target, options } => format!(
+                "let _ = forks[{}].project(&{});",
+                at(target),
+                options_expression(options)
+            ),
             Action::RemoveFirst { target } => {
-                format!("forks[{target} % forks.len()].remove_first_item();")
+                format!("forks[{}].remove_first_item();", at(target))
             }
             Action::DropLastNTurns { target, n } => {
-                format!("forks[{target} % forks.len()].drop_last_n_user_turns({n})?;")
+                let n = if *n == usize::MAX {
+                    "usize::MAX".to_owned()
+                } else {
+                    n.to_string()
+                };
+                format!(
+                    "forks[{}]\n        .drop_last_n_user_turns({n})\n        .expect(\"step {step}\");",
+                    at(target)
+                )
             }
-            Action::Fork { from } => format!(
-                "fork(&mut forks, {from}); // clone forks[{from} % len], push (or overwrite the next when {MAX_FORKS})"
-            ),
+            Action::Fork { from } => {
+                let from = at(from);
+                if forks < MAX_FORKS {
+                    forks += 1;
+                    format!("let fork = forks[{from}].clone();\n    forks.push(fork);")
+                } else {
+                    format!("forks[{}] = forks[{from}].clone();", (from + 1) % forks)
+                }
+            }
             Action::Replace { target, keep } => format!(
-                "replace_keeping(&mut forks[{target} % forks.len()], {keep:#b}); // entries whose bit is set"
+                "let kept: Vec<Entry> = forks[{target}]\n        .iter()\n        .enumerate()\n        \
+                 .filter(|(position, _)| *position < 32 && {keep:#b}u32 & (1 << position) != 0)\n        \
+                 .map(|(_, entry)| entry.clone())\n        .collect();\n    forks[{target}].replace(kept);",
+                target = at(target)
             ),
             Action::SetReferenceContext { target } => format!(
-                "forks[{target} % forks.len()].set_reference_context_item(Some(json!({{}})));"
+                "forks[{}].set_reference_context_item(Some(json!({{\"cwd\": \"/repo\"}})));",
+                at(target)
             ),
         };
-        out.push_str(&line);
-        out.push('\n');
+        let _ = writeln!(out, "    // step {step}\n    {lines}");
+        if !matches!(action, Action::Project { .. }) {
+            out.push_str("    forks.iter().for_each(History::assert_invariants);\n");
+        }
     }
+    out.push_str(
+        "    drop(forks);\n\n    // The same steps against the model, compared after each.\n    let actions = vec![\n",
+    );
+    for action in actions {
+        let _ = writeln!(out, "        {},", action_expression(action));
+    }
+    out.push_str(
+        "    ];\n    if let Err(failure) = run_machine(&actions) {\n        panic!(\"{failure}\");\n    }\n}\n",
+    );
     out
+}
+
+/// `options` as a Rust expression.
+fn options_expression(options: &ProjectionOptions) -> String {
+    format!(
+        "ProjectionOptions {{\n        modalities: {:?},\n        repair: RepairMode::{:?},\n        \
+         unknown_items: UnknownItems::{:?},\n    }}",
+        options.modalities, options.repair, options.unknown_items
+    )
+}
+
+/// `action` as a Rust expression.
+fn action_expression(action: &Action) -> String {
+    match action {
+        Action::Record { target, json } => {
+            format!(
+                "Action::Record {{\n            target: {target},\n            json: {json:?}.into(),\n        }}"
+            )
+        }
+        Action::Project { target, options } => format!(
+            "Action::Project {{\n            target: {target},\n            options: {},\n        }}",
+            options_expression(options).replace("\n    ", "\n            ")
+        ),
+        Action::RemoveFirst { target } => format!("Action::RemoveFirst {{ target: {target} }}"),
+        Action::DropLastNTurns { target, n } => {
+            let n = if *n == usize::MAX {
+                "usize::MAX".to_owned()
+            } else {
+                n.to_string()
+            };
+            format!("Action::DropLastNTurns {{ target: {target}, n: {n} }}")
+        }
+        Action::Fork { from } => format!("Action::Fork {{ from: {from} }}"),
+        Action::Replace { target, keep } => {
+            format!(
+                "Action::Replace {{\n            target: {target},\n            keep: {keep:#b},\n        }}"
+            )
+        }
+        Action::SetReferenceContext { target } => {
+            format!("Action::SetReferenceContext {{ target: {target} }}")
+        }
+    }
+}
+
+/// Which variant `action` is (a new variant fails to compile here until the sample below has it).
+pub(crate) fn variant(action: &Action) -> usize {
+    match action {
+        Action::Record { .. } => 0,
+        Action::Project { .. } => 1,
+        Action::RemoveFirst { .. } => 2,
+        Action::DropLastNTurns { .. } => 3,
+        Action::Fork { .. } => 4,
+        Action::Replace { .. } => 5,
+        Action::SetReferenceContext { .. } => 6,
+    }
+}
+
+/// The number of variants `variant` tells apart.
+pub(crate) const VARIANTS: usize = 7;
+
+/// An action list with every variant (a fork that pushes and one that overwrites, `usize::MAX`
+/// turns, strict and lenient projections, item JSON holding `"#` and non-ASCII text), whose
+/// reproducer is checked in as `reproducer_sample.rs`.
+pub(crate) fn sample_actions() -> Vec<Action> {
+    let record = |target: usize, json: &str| Action::Record {
+        target,
+        json: json.to_owned(),
+    };
+    vec![
+        record(
+            0,
+            r##"{"type":"message","role":"user","content":[{"type":"input_text","text":"# AGENTS.md \"quoted\" é"}]}"##,
+        ),
+        record(
+            0,
+            r#"{"type":"function_call","name":"f","arguments":"{}","call_id":"a"}"#,
+        ),
+        Action::Fork { from: 0 },
+        record(
+            1,
+            r#"{"type":"function_call_output","call_id":"a","output":"ok"}"#,
+        ),
+        Action::Project {
+            target: 1,
+            options: STEP_OPTIONS[1],
+        },
+        Action::Project {
+            target: 0,
+            options: ProjectionOptions::default(),
+        },
+        Action::SetReferenceContext { target: 5 },
+        Action::Fork { from: 1 },
+        Action::Fork { from: 2 },
+        Action::Fork { from: 3 },
+        Action::Replace {
+            target: 2,
+            keep: 0b10,
+        },
+        Action::RemoveFirst { target: 0 },
+        Action::DropLastNTurns { target: 1, n: 1 },
+        Action::DropLastNTurns {
+            target: 3,
+            n: usize::MAX,
+        },
+    ]
 }
 
 /// The projection options checked after every step, besides those of `Project` actions.
@@ -357,18 +512,28 @@ pub(crate) fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
 }
 
 pub(crate) fn run_machine(actions: &[Action]) -> Result<(), String> {
+    run_machine_with(actions, apply)
+}
+
+/// `run_machine` with `step` in place of `apply`: the failure path is tested with a step that
+/// breaks the model on purpose.
+pub(crate) fn run_machine_with(
+    actions: &[Action],
+    mut step: impl FnMut(&mut Vec<(History, ModelHistory)>, &Action) -> Result<(), String>,
+) -> Result<(), String> {
     let mut forks = vec![(fresh_history(), ModelHistory::default())];
-    for (step, action) in actions.iter().enumerate() {
-        let outcome = catch_unwind(AssertUnwindSafe(|| apply(&mut forks, action)));
+    for (index, action) in actions.iter().enumerate() {
+        let outcome = catch_unwind(AssertUnwindSafe(|| step(&mut forks, action)));
         let failure = match outcome {
             Ok(Ok(())) => continue,
             Ok(Err(message)) => message,
             Err(payload) => format!("panicked: {}", panic_text(&*payload)),
         };
         return Err(format!(
-            "step {step} ({action:?}) failed: {failure}\n\nreproducer ({} actions):\n{}",
+            "step {index} ({action:?}) failed: {failure}\n\nreproducer ({} of {} actions):\n{}",
+            index + 1,
             actions.len(),
-            reproducer(&actions[..=step])
+            reproducer(&actions[..=index])
         ));
     }
     Ok(())

@@ -29,6 +29,9 @@ mod machine;
 mod model;
 mod properties;
 mod reference;
+// The reproducer `machine::reproducer` renders for `machine::sample_actions()`, kept as rendered.
+#[rustfmt::skip]
+mod reproducer_sample;
 mod spec;
 mod strategies;
 
