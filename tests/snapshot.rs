@@ -916,6 +916,28 @@ fn a_prefix_that_does_not_end_at_a_line_boundary_falls_back() {
     assert_eq!(result.history(), full.history());
 }
 
+/// A header that says it covers lines but no bytes (only a crafted file can) does not end at a
+/// line boundary: resume falls back instead of replaying the whole rollout onto the snapshot's
+/// history.
+#[test]
+fn a_snapshot_that_covers_lines_but_no_bytes_falls_back() {
+    let dir = temp_dir();
+    let text = std::fs::read(example("interrupted.jsonl")).expect("example");
+    let (rollout_path, snapshot_path, _) = snapshot_of(dir.path(), &text, "r");
+    set_covered_prefix(&snapshot_path, 1, b"");
+    let result = resume_with(&rollout_path, &snapshot_path, DEFAULT_TRUNCATION);
+    let full = common::resume_path(&rollout_path, DEFAULT_TRUNCATION);
+    assert_eq!(result.history(), full.history());
+    assert!(
+        matches!(
+            result.fallback_reason(),
+            Some(FallbackReason::NotAtLineBoundary)
+        ),
+        "{:?}",
+        result.source()
+    );
+}
+
 #[test]
 fn a_snapshot_that_covers_no_session_meta_falls_back() {
     let dir = temp_dir();

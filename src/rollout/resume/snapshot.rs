@@ -165,7 +165,10 @@ pub(super) fn resume(
     if hasher.finalize() != covered.digest {
         return fallback(FallbackReason::PrefixChanged);
     }
-    if covered.bytes > 0 && prefix.last != Some(b'\n') {
+    // The covered prefix holds lines (`covered.lines > 0` above), so it ends with a newline; a
+    // header that says it covers lines but no bytes (only a crafted one can) does not, and is not
+    // taken as covering nothing (which would replay the whole rollout onto its history).
+    if prefix.last != Some(b'\n') {
         return fallback(FallbackReason::NotAtLineBoundary);
     }
     if search.is_some_and(|search| search.found) {
