@@ -935,6 +935,72 @@ fn a_prefix_that_does_not_end_at_a_line_boundary_falls_back() {
     assert_eq!(result.history(), full.history());
 }
 
+/// A snapshot of a legacy-format rollout (bare meta and items, no envelope) is not used: resume
+/// falls back (`legacy_format`) to the full resume, and the history is that resume's.
+#[test]
+fn a_snapshot_of_a_legacy_rollout_falls_back() {
+    let dir = temp_dir();
+    let text = format!(
+        "{}\n{}\n",
+        r#"{"id":"0f1e7c52-3d8a-4b7e-9c11-6a2b5d4e8f90","timestamp":"2025-05-07T17:24:21.123Z"}"#,
+        user("hello")
+    );
+    let (rollout_path, snapshot_path, resumed) = snapshot_of(dir.path(), text.as_bytes(), "old");
+    assert!(resumed.report().legacy);
+    let later = format!("{text}{}\n", user("again"));
+    std::fs::write(&rollout_path, &later).expect("write");
+    let result = resume_with(&rollout_path, &snapshot_path, DEFAULT_TRUNCATION);
+    assert!(
+        matches!(result.fallback_reason(), Some(FallbackReason::LegacyFormat)),
+        "{:?}",
+        result.source()
+    );
+    let full = common::resume_path(&rollout_path, DEFAULT_TRUNCATION);
+    assert_eq!(result.history(), full.history());
+    assert_eq!(result.history().len(), 2);
+}
+
+/// The lines after the covered prefix are read in the prefix's format (envelope), not detected
+/// again from the first of them: a bare line shaped like a legacy file's session meta there is
+/// what a full resume makes of it (a skipped line), not the start of a legacy file.
+#[test]
+fn the_lines_after_the_prefix_keep_the_envelope_format() {
+    let dir = temp_dir();
+    let text = std::fs::read(example("interrupted.jsonl")).expect("example");
+    let (rollout_path, snapshot_path, _) = snapshot_of(dir.path(), &text, "r");
+    let mut later = text.clone();
+    later.extend_from_slice(
+        format!("{}\n{}\n", r#"{"id":"0f1e7c52-3d8a-4b7e-9c11-6a2b5d4e8f90","timestamp":"2025-05-07T17:24:21.123Z"}"#, item_line(&user("enveloped"))).as_bytes(),
+    );
+    std::fs::write(&rollout_path, &later).expect("write");
+    let result = resume_with(&rollout_path, &snapshot_path, DEFAULT_TRUNCATION);
+    assert!(result.used_snapshot(), "{:?}", result.source());
+    let full = common::resume_path(&rollout_path, DEFAULT_TRUNCATION);
+    assert_eq!(result.history(), full.history());
+}
+
+/// A header that says it covers lines but no bytes (only a crafted file can) does not end at a
+/// line boundary: resume falls back instead of replaying the whole rollout onto the snapshot's
+/// history.
+#[test]
+fn a_snapshot_that_covers_lines_but_no_bytes_falls_back() {
+    let dir = temp_dir();
+    let text = std::fs::read(example("interrupted.jsonl")).expect("example");
+    let (rollout_path, snapshot_path, _) = snapshot_of(dir.path(), &text, "r");
+    set_covered_prefix(&snapshot_path, 1, b"");
+    let result = resume_with(&rollout_path, &snapshot_path, DEFAULT_TRUNCATION);
+    let full = common::resume_path(&rollout_path, DEFAULT_TRUNCATION);
+    assert_eq!(result.history(), full.history());
+    assert!(
+        matches!(
+            result.fallback_reason(),
+            Some(FallbackReason::NotAtLineBoundary)
+        ),
+        "{:?}",
+        result.source()
+    );
+}
+
 #[test]
 fn a_snapshot_that_covers_no_session_meta_falls_back() {
     let dir = temp_dir();

@@ -165,7 +165,10 @@ pub(super) fn resume(
     if hasher.finalize() != covered.digest {
         return fallback(FallbackReason::PrefixChanged);
     }
-    if covered.bytes > 0 && prefix.last != Some(b'\n') {
+    // The covered prefix holds lines (`covered.lines > 0` above), so it ends with a newline; a
+    // header that says it covers lines but no bytes (only a crafted one can) does not, and is not
+    // taken as covering nothing (which would replay the whole rollout onto its history).
+    if prefix.last != Some(b'\n') {
         return fallback(FallbackReason::NotAtLineBoundary);
     }
     if search.is_some_and(|search| search.found) {
@@ -641,6 +644,152 @@ mod tests {
         let through = resume_file(&rollout, &options).expect("resumes");
         assert!(through.used_snapshot(), "{:?}", through.source());
         assert_eq!(through.incomplete_turn(), None);
+    }
+
+    const META: &str = r#"{"id":"0f1e7c52-3d8a-4b7e-9c11-6a2b5d4e8f90","timestamp":"2026-11-03T14:00:00.000Z","cwd":"/w","originator":"test","cli_version":"0.0.0","source":"cli"}"#;
+
+    fn text(lines: &[String]) -> String {
+        lines.iter().map(|line| format!("{line}\n")).collect()
+    }
+
+    fn user_item(text: &str) -> String {
+        line(
+            "response_item",
+            &format!(
+                r#"{{"type":"message","role":"user","content":[{{"type":"input_text","text":"{text}"}}]}}"#
+            ),
+        )
+    }
+
+    fn user_message(text: &str) -> String {
+        line(
+            "event_msg",
+            &format!(r#"{{"type":"user_message","message":"{text}","images":[]}}"#),
+        )
+    }
+
+    fn assistant_item(text: &str) -> String {
+        line(
+            "response_item",
+            &format!(
+                r#"{{"type":"message","role":"assistant","content":[{{"type":"output_text","text":"{text}"}}]}}"#
+            ),
+        )
+    }
+
+    /// Writes `prefix` as the rollout at `rollout`, resumes it and writes a version 1 snapshot
+    /// of it to `snapshot` (no scan facts: as the first build wrote it). Returns whether the
+    /// prefix ends inside a turn.
+    fn v1_snapshot(
+        rollout: &std::path::Path,
+        snapshot: &std::path::Path,
+        prefix: &[String],
+    ) -> bool {
+        std::fs::write(rollout, text(prefix)).expect("written");
+        let ready = ResumeOptions::new(DEFAULT_TRUNCATION).snapshot_ready();
+        let resumed = resume_file(rollout, &ready).expect("resumes");
+        let state = crate::snapshot::PrefixState {
+            thread_id: Some(resumed.thread_id()),
+            previous_turn_settings: resumed.previous_turn_settings.clone(),
+            ends_inside_turn: resumed.ends_inside_turn,
+            ..Default::default()
+        };
+        let target = SnapshotTarget {
+            replace: Replace::Anything,
+            source: None,
+        };
+        let header = write_snapshot(
+            snapshot,
+            target,
+            resumed.history(),
+            resumed.covered().expect("covered"),
+            &state,
+            None,
+            1,
+        )
+        .expect("written");
+        assert_eq!(header.format_version, 1);
+        resumed.ends_inside_turn
+    }
+
+    /// The rules of a version 1 snapshot whose prefix ends inside a turn, each alone: a later
+    /// `user_message` event or user item falls back naming its line, a rollout still inside the
+    /// turn falls back (`no_open_turn`), and each gives exactly a full resume's history; after a
+    /// prefix that ends outside a turn the same lines are replayed onto the snapshot, and that
+    /// too is a full resume's history.
+    #[test]
+    fn a_version_1_snapshot_inside_a_turn_falls_back_on_each_rule_and_equals_a_full_resume() {
+        use super::LaterLine;
+        let dir = tempfile::tempdir().expect("dir");
+        let rollout = dir.path().join("r.jsonl");
+        let snapshot = dir.path().join("r.snap");
+        let inside = vec![
+            line("session_meta", META),
+            line("event_msg", r#"{"type":"task_started","turn_id":"t1"}"#),
+            user_message("one"),
+            user_item("one"),
+        ];
+        let outside = vec![
+            line("session_meta", META),
+            line("event_msg", r#"{"type":"task_started","turn_id":"t1"}"#),
+            user_message("one"),
+            user_item("one"),
+            assistant_item("answer"),
+            line("event_msg", r#"{"type":"task_complete","turn_id":"t1"}"#),
+        ];
+        let full_options = ResumeOptions::new(DEFAULT_TRUNCATION);
+        let options = ResumeOptions::new(DEFAULT_TRUNCATION).with_snapshot(&snapshot);
+        let cases: [(Vec<String>, Option<LaterLine>); 3] = [
+            (
+                vec![user_message("two")],
+                Some(LaterLine::UserMessageInsideTurn),
+            ),
+            (vec![user_item("two")], Some(LaterLine::UserTurnInsideTurn)),
+            (vec![assistant_item("more")], None),
+        ];
+        for (later, what) in cases {
+            assert!(v1_snapshot(&rollout, &snapshot, &inside));
+            let mut lines = inside.clone();
+            lines.extend(later.iter().cloned());
+            std::fs::write(&rollout, text(&lines)).expect("written");
+            let through = resume_file(&rollout, &options).expect("resumes");
+            let reason = through.fallback_reason();
+            match what {
+                Some(what) => assert!(
+                    matches!(
+                        reason,
+                        Some(FallbackReason::LaterLine { line: 5, what: found }) if *found == what
+                    ),
+                    "{what:?}: {reason:?}"
+                ),
+                None => assert!(
+                    matches!(reason, Some(FallbackReason::NoOpenTurn { version: 1 })),
+                    "{reason:?}"
+                ),
+            }
+            let full = resume_file(&rollout, &full_options).expect("resumes");
+            assert_eq!(through.history(), full.history(), "{what:?}");
+            assert_eq!(
+                through.incomplete_turn(),
+                full.incomplete_turn(),
+                "{what:?}"
+            );
+            assert_eq!(through.ends_inside_turn(), full.ends_inside_turn());
+            // After a prefix that ends outside a turn the line is replayed onto the snapshot.
+            assert!(!v1_snapshot(&rollout, &snapshot, &outside));
+            let mut lines = outside.clone();
+            lines.extend(later.iter().cloned());
+            std::fs::write(&rollout, text(&lines)).expect("written");
+            let through = resume_file(&rollout, &options).expect("resumes");
+            assert!(through.used_snapshot(), "{what:?}: {:?}", through.source());
+            let full = resume_file(&rollout, &full_options).expect("resumes");
+            assert_eq!(through.history(), full.history(), "{what:?}");
+            assert_eq!(
+                through.history().reachable_user_turns(),
+                full.history().reachable_user_turns()
+            );
+            assert_eq!(through.ends_inside_turn(), full.ends_inside_turn());
+        }
     }
 
     /// What the search finds in `bytes` cut into chunks of `size`.
