@@ -17,7 +17,7 @@ pub mod strategies;
 
 pub use crate::item::item_conversions;
 pub use crate::projection::{media_checks, media_strips, prefix_slots_read};
-pub use crate::provider::target_renderings;
+pub use crate::provider::{target_renderings, target_slots_assembled};
 pub use crate::request::tool_plan_serializations;
 pub use crate::stream::stream_bytes_parsed;
 pub use codex_rollout::{CodexRollout, CodexRolloutError};
