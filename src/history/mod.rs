@@ -3,7 +3,9 @@
 //! Every inherent method of `History` that changes or reads the history lives in this folder:
 //! recording, replacing and removing here, rollback (and the states before compactions it can
 //! return to) in `rollback.rs`, compaction in `compact.rs`, the pairing index it maintains in
-//! `index.rs`, record-time truncation in `truncate.rs`, world-state updates in `world.rs`. `shared.rs` shares a
+//! `index.rs`, record-time truncation in `truncate.rs`, world-state updates in `world.rs`, the
+//! lineage (which versions hold the same entries at the same positions, and the memos later
+//! layers keep for them) in `lineage.rs`. `shared.rs` shares a
 //! history between threads: one writer publishes versions, any number of readers load them.
 //! Projecting a history into a request is the projection layer's work (`History::project` is
 //! defined there).

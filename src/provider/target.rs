@@ -25,8 +25,14 @@
 //! Every rendering is computed once per entry and shared by every clone of the entry (every
 //! version of a history, every projection), through the entry's body: re-projecting a history
 //! after one append renders one item ([`target_renderings`] counts them with the `testing`
-//! feature). Synthetic outputs of the Responses projection are rendered per projection (they are
-//! k small items).
+//! feature). Synthetic outputs of the Responses projection are rendered when their slot is
+//! assembled (they are k small items).
+//!
+//! Chat Completions also keeps its assembly (`chat.rs`, `ChatMemo`): in pieces that nothing
+//! outside pairs or batches with, in a memo of the history's lineage (shared by the versions that
+//! hold the same entries at the same positions), so that a projection of a later version
+//! re-assembles only the pieces from the first position that changed ([`target_slots_assembled`]
+//! counts the slots visited). Anthropic Messages assembles every slot on each projection.
 
 use std::collections::HashMap;
 use std::io::{self, Write};
@@ -408,8 +414,12 @@ impl History {
     ///
     /// Each entry's conversion is computed once and shared by every clone of the entry (every
     /// version of the history): a projection after one append converts one item. Assembling the
-    /// messages is O(n) without parsing. For [`Target::Responses`] the result writes exactly what
-    /// [`History::project`] does.
+    /// messages for Chat Completions is O(changes) after a projection of an earlier version of
+    /// this history (k appended items and the Responses repairs that changed: the pieces from the
+    /// first change on are re-assembled; a fork of an older version, a rollback, a replace or a
+    /// removal assembles in full once, as does every projection whose call ids need mapping);
+    /// for Anthropic Messages it is O(n) without parsing. Writing is O(output bytes). For
+    /// [`Target::Responses`] the result writes exactly what [`History::project`] does.
     ///
     /// # Errors
     ///

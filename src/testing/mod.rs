@@ -5,8 +5,8 @@
 //!   compactions and rollbacks; [`ArbitraryHistory`] for fuzzers; and the [`properties`] a
 //!   projection must have, as functions you can call on a pipeline of your own.
 //! * Counts of item conversions, media strips, tool-plan serializations, per-target renderings,
-//!   stream event bytes parsed and the slots a prefix check read, for property tests that count
-//!   work instead of timing it.
+//!   the slots a per-target assembly visited, stream event bytes parsed and the slots a prefix
+//!   check read, for property tests that count work instead of timing it.
 //! * [`CodexRollout`], which writes rollouts in the shape Codex writes them.
 
 mod codex_rollout;
