@@ -7,8 +7,10 @@
 //!   `project` + `Projection::write_json_array`; and the writing alone against the writing alone;
 //! * cold: the first projection for the target of a history whose entries were never converted (a fresh
 //!   history per run), against the Responses projection and write of the same history;
-//! * after one append to a warm history: the target's projection and write, against the Responses
-//!   one (the new item is the only conversion: the `testing` counter says how many ran).
+//! * after one append to a warm history (each run appends one item to the history the previous
+//!   run projected, on both sides): the target's record, projection and write, against the
+//!   Responses ones (the `testing` counters say how many items were converted and how many slots
+//!   the target's assembly visited).
 //!
 //! Run with `cargo bench --bench targets`. Data comes from a fixed seed.
 
@@ -21,7 +23,7 @@ use common::paired;
 #[path = "common/session.rs"]
 mod session;
 
-use agent_history::testing::target_renderings;
+use agent_history::testing::{target_renderings, target_slots_assembled};
 use agent_history::{History, ProjectionOptions, Target, TargetOptions};
 
 fn build(items: &[String]) -> History {
@@ -132,23 +134,34 @@ fn main() {
                 "responses project + write_json_array",
             );
 
-            // One append to a warm history.
-            let mut appended = history.clone();
-            appended
-                .record_json(r#"{"type":"message","role":"user","content":[{"type":"input_text","text":"one more"}]}"#)
-                .expect("valid");
+            // One append to a warm history: each run appends one item to a history projected
+            // after its previous append (the agent loop), on both sides.
+            const ONE_MORE: &str = r#"{"type":"message","role":"user","content":[{"type":"input_text","text":"one more"}]}"#;
+            let (mut for_target, mut for_responses) = (history.clone(), history.clone());
+            target(kind, &for_target, &mut a);
+            for_target.record_json(ONE_MORE).expect("valid");
             let before = target_renderings();
-            target(kind, &appended, &mut a);
+            let before_slots = target_slots_assembled();
+            target(kind, &for_target, &mut a);
             let converted = target_renderings() - before;
+            let visited = target_slots_assembled() - before_slots;
             let after_append = paired(
                 pairs,
-                || responses(&appended, &mut b),
-                || target(kind, &appended, &mut a),
+                || {
+                    for_responses.record_json(ONE_MORE).expect("valid");
+                    responses(&for_responses, &mut b);
+                },
+                || {
+                    for_target.record_json(ONE_MORE).expect("valid");
+                    target(kind, &for_target, &mut a);
+                },
             );
             line(
-                &format!("{n}: {kind} after one append ({converted} conversion(s))"),
+                &format!(
+                    "{n}: {kind} after one append ({converted} conversion(s), {visited} slot(s) assembled)"
+                ),
                 after_append,
-                "responses project + write_json_array",
+                "responses record + project + write_json_array",
             );
         }
     }

@@ -277,38 +277,63 @@ impl Projection {
             .flat_map(<[Entry]>::iter)
             .enumerate()
             .filter_map(move |(position, slot)| {
-                let sent = match slot.payload() {
-                    Payload::Owned(json) => SentSlot::Item {
-                        body: slot.body(),
-                        json,
-                        form: 0,
-                    },
-                    Payload::Shared(text) => SentSlot::Item {
-                        body: slot.body(),
-                        json: text,
-                        form: 0,
-                    },
-                    Payload::WithMedia(_) => {
-                        let json = slot.payload().projected_json(strip.images, strip.audio);
-                        let form = if std::ptr::eq(json, slot.payload().original_json()) {
-                            0
-                        } else {
-                            usize::from(strip.images) + 2 * usize::from(strip.audio)
-                        };
-                        SentSlot::Item {
-                            body: slot.body(),
-                            json,
-                            form,
-                        }
-                    }
-                    Payload::CallWithSyntheticOutput { call, output } => {
-                        SentSlot::CallWithSyntheticOutput { call, output }
-                    }
-                    Payload::Omitted { .. } => return None,
-                };
-                Some((position, slot, sent))
+                sent_slot(slot, strip).map(|sent| (position, slot, sent))
             })
     }
+
+    /// [`Projection::sent_slots`] from position `start` on: O(log n) to start, then O(1) per
+    /// slot (the provider layer assembles only what changed since an earlier version).
+    pub(crate) fn sent_slots_from(
+        &self,
+        start: usize,
+    ) -> impl Iterator<Item = (usize, &Entry, SentSlot<'_>)> + '_ {
+        let strip = self.strip;
+        self.slots.from(start).filter_map(move |(position, slot)| {
+            sent_slot(slot, strip).map(|sent| (position, slot, sent))
+        })
+    }
+
+    /// The positions of the replaced slots (a synthetic output after the call, or nothing sent),
+    /// each with whether it sends nothing, in position order. O(1): the k repairs' overlay.
+    pub(crate) fn replaced_slots(&self) -> impl Iterator<Item = (usize, bool)> + '_ {
+        self.slots
+            .overlay()
+            .iter()
+            .map(|(position, slot)| (*position, matches!(slot.payload(), Payload::Omitted { .. })))
+    }
+}
+
+/// What `slot` sends, for a target ([`Projection::sent_slots`]); `None` when nothing.
+fn sent_slot(slot: &Entry, strip: StripSet) -> Option<SentSlot<'_>> {
+    Some(match slot.payload() {
+        Payload::Owned(json) => SentSlot::Item {
+            body: slot.body(),
+            json,
+            form: 0,
+        },
+        Payload::Shared(text) => SentSlot::Item {
+            body: slot.body(),
+            json: text,
+            form: 0,
+        },
+        Payload::WithMedia(_) => {
+            let json = slot.payload().projected_json(strip.images, strip.audio);
+            let form = if std::ptr::eq(json, slot.payload().original_json()) {
+                0
+            } else {
+                usize::from(strip.images) + 2 * usize::from(strip.audio)
+            };
+            SentSlot::Item {
+                body: slot.body(),
+                json,
+                form,
+            }
+        }
+        Payload::CallWithSyntheticOutput { call, output } => {
+            SentSlot::CallWithSyntheticOutput { call, output }
+        }
+        Payload::Omitted { .. } => return None,
+    })
 }
 
 /// What `slot` sends: nothing, one item, or a call and its synthetic output.

@@ -42,8 +42,32 @@ impl Slots {
     }
 
     /// The replaced slots, sorted by position.
-    fn overlay(&self) -> &[(usize, Entry)] {
+    pub(super) fn overlay(&self) -> &[(usize, Entry)] {
         self.overlay.as_deref().unwrap_or(&[])
+    }
+
+    /// Every slot from `start` on, with its position, in position order. Time: O(log n) to
+    /// start, then O(1) amortized per slot.
+    pub(super) fn from(&self, start: usize) -> impl Iterator<Item = (usize, &Entry)> + '_ {
+        let start = start.min(self.entries.len());
+        let overlay = self.overlay();
+        let mut overlay = overlay[overlay.partition_point(|&(p, _)| p < start)..].iter();
+        let mut next = overlay.next();
+        self.entries
+            .focus()
+            .narrow(start..)
+            .into_iter()
+            .enumerate()
+            .map(move |(i, entry)| {
+                let position = start + i;
+                match next {
+                    Some((p, replaced)) if *p == position => {
+                        next = overlay.next();
+                        (position, replaced)
+                    }
+                    _ => (position, entry),
+                }
+            })
     }
 
     /// Every slot in position order, as runs of consecutive slots: a leaf of the vector that

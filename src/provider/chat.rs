@@ -18,10 +18,13 @@
 
 use std::collections::{HashMap, HashSet};
 use std::io::{self, Write};
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock, PoisonError};
+
+use imbl::Vector;
 
 use serde_json::{Value, json};
 
+use crate::history::History;
 use crate::item::{
     AgentContentItem, ContentItem, ImageDetail, ImagePart, ItemError, OutputContentItem,
     OutputPayload, ResponseItem, Role, parse_item,
@@ -358,16 +361,50 @@ fn parts_json(mut parts: Vec<Value>, only_text: bool) -> String {
     Value::Array(parts).to_string()
 }
 
+/// One step of a Chat Completions projection, holding what it writes: a unit's rendering (with
+/// the id it is sent under when its call id was mapped), or an `aborted` output for a call.
+#[derive(Debug, Clone)]
+enum Written {
+    /// A unit.
+    Unit {
+        /// Its rendering (shared with the entry's cache).
+        item: Arc<ChatItem>,
+        /// The id it is sent under, when mapped ([`unique_ids`]).
+        mapped: Option<Arc<str>>,
+    },
+    /// An `aborted` output answering the call sent under `id`.
+    Synthetic {
+        /// The call's id as sent.
+        id: Arc<str>,
+    },
+}
+
+impl Written {
+    /// Its piece, if it is a unit.
+    fn piece(&self) -> Option<&Piece> {
+        match self {
+            Written::Unit { item, .. } => Some(&item.piece),
+            Written::Synthetic { .. } => None,
+        }
+    }
+
+    /// Whether it is an output (a unit's or a synthetic one).
+    fn is_output(&self) -> bool {
+        match self {
+            Written::Synthetic { .. } => true,
+            Written::Unit { item, .. } => matches!(item.piece, Piece::Output { .. }),
+        }
+    }
+}
+
 /// The messages of a Chat Completions projection: the units in the order pairing chose, merged
-/// into messages when written.
+/// into messages when written. A persistent vector: a projection of a later version shares the
+/// steps of the earlier one's that did not change.
 #[derive(Debug, Clone)]
 pub(crate) struct ChatMessages {
-    units: std::sync::Arc<[Unit<ChatItem>]>,
-    steps: std::sync::Arc<[Step]>,
+    steps: Vector<Written>,
     developer_role: DeveloperRole,
-    /// Call ids mapped to make them unique, by call and output unit.
-    ids: std::sync::Arc<HashMap<usize, Box<str>>>,
-    len: std::sync::Arc<OnceLock<usize>>,
+    len: Arc<OnceLock<usize>>,
 }
 
 /// Ids that make every call id of the request unique and non-empty: a call whose id is empty
@@ -379,7 +416,7 @@ fn unique_ids(
     steps: &[Step],
     call_of: &HashMap<usize, usize>,
     repairs: &mut Vec<TargetRepair>,
-) -> HashMap<usize, Box<str>> {
+) -> HashMap<usize, Arc<str>> {
     let mut mapped = HashMap::new();
     let call_id = |i: usize| match &units[i].rendered.piece {
         Piece::Call { id, .. } => Some(&**id),
@@ -414,24 +451,31 @@ fn unique_ids(
             },
             at: units[call].at.clone(),
         });
-        mapped.insert(call, Box::from(fresh.as_str()));
+        mapped.insert(call, Arc::from(fresh.as_str()));
     }
     for (&output, call) in call_of {
         if let Some(id) = mapped.get(call) {
-            mapped.insert(output, id.clone());
+            mapped.insert(output, Arc::clone(id));
         }
     }
     mapped
 }
 
-/// Projects for Chat Completions.
-pub(crate) fn project(
-    projection: &Projection,
-    options: &TargetOptions,
-) -> Result<(ChatMessages, Vec<TargetRepair>), TargetProjectionError> {
-    let Units { units, mut repairs } = Units::<ChatItem>::collect(projection)?;
-    let paired = pair_calls(&units);
-    if options.developer_role == DeveloperRole::System {
+/// The steps and repairs of some units assembled on their own.
+struct Assembled {
+    steps: Vec<Written>,
+    repairs: Vec<TargetRepair>,
+}
+
+/// Assembles `units` (all of a projection's, or a piece that nothing outside it pairs or
+/// batches with: see [`ChatMemo`]); `notes` are their notes' repairs.
+fn assemble(
+    units: &[Unit<ChatItem>],
+    mut repairs: Vec<TargetRepair>,
+    developer_role: DeveloperRole,
+) -> Assembled {
+    let paired = pair_calls(units);
+    if developer_role == DeveloperRole::System {
         for step in &paired.steps {
             let Step::Unit(i) = *step else { continue };
             if let Piece::Message {
@@ -449,18 +493,390 @@ pub(crate) fn project(
             }
         }
     }
-    let ids = unique_ids(&units, &paired.steps, &paired.call_of, &mut repairs);
-    let repairs = merge_repairs(repairs, paired.repairs);
-    Ok((
-        ChatMessages {
-            units: units.into(),
-            steps: paired.steps.into(),
-            developer_role: options.developer_role,
-            ids: std::sync::Arc::new(ids),
-            len: Default::default(),
-        },
-        repairs,
+    let ids = unique_ids(units, &paired.steps, &paired.call_of, &mut repairs);
+    let steps = paired
+        .steps
+        .iter()
+        .map(|step| match *step {
+            Step::Unit(i) => Written::Unit {
+                item: Arc::clone(&units[i].rendered),
+                mapped: ids.get(&i).cloned(),
+            },
+            Step::Synthetic(call) => Written::Synthetic {
+                id: match (ids.get(&call), &units[call].rendered.piece) {
+                    (Some(mapped), _) => Arc::clone(mapped),
+                    (None, Piece::Call { id, .. }) => Arc::from(&**id),
+                    _ => Arc::from(""),
+                },
+            },
+        })
+        .collect();
+    Assembled {
+        steps,
+        repairs: merge_repairs(repairs, paired.repairs),
+    }
+}
+
+/// How the first or last unit of a piece that sends something takes part in batching.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Edge {
+    /// A call: a call right after it joins its batch.
+    Call,
+    /// Anything else that is sent.
+    Other,
+}
+
+/// One piece of an assembled projection: slots from `start` on that nothing before or after
+/// pairs or batches with (no call id on both sides of its bounds, no call batch across them).
+#[derive(Debug)]
+struct Span {
+    /// The position of its first slot.
+    start: usize,
+    /// How many steps and repairs the pieces before it have.
+    steps_before: usize,
+    repairs_before: usize,
+    /// The call ids of its calls and outputs.
+    ids: Vec<Arc<str>>,
+    /// The edge of the last unit that sends something in this piece or, when it sends
+    /// nothing, in the pieces before (`None`: nothing is sent up to its end).
+    last: Option<Edge>,
+}
+
+/// What the projection of one version of a history for Chat Completions assembled, kept in the
+/// history's lineage (shared by every version that holds the same entries at the same
+/// positions) so that a projection of a later version re-assembles only what changed.
+///
+/// The assembly is cut into pieces that nothing outside pairs or batches with: assembling each
+/// piece on its own and putting the results one after the other gives what assembling all the
+/// units at once gives (pairing only looks at the calls and outputs of one call id; a batch
+/// spans consecutive calls; the writer merges steps across pieces as it would within one). A
+/// later version differs from this one from its first appended slot on, and at the slots the
+/// Responses repairs replaced in one of them and not the other (a call answered since, an orphan
+/// whose call came): the pieces before the first such position are kept, the rest re-assembled
+/// from the start of the piece that holds it, moved back over any kept piece that shares a call
+/// id with what is re-assembled or whose last unit is a call when the first re-assembled one is
+/// a call. A projection whose call ids need mapping (empty or used twice) is assembled whole.
+#[derive(Debug)]
+struct ChatMemo {
+    options: TargetOptions,
+    /// The length of the history version assembled.
+    len: usize,
+    /// The Responses projection's replaced slots of that version: (position, sends nothing).
+    replaced: Vec<(usize, bool)>,
+    pieces: Vector<Arc<Span>>,
+    steps: Vector<Written>,
+    repairs: Vector<TargetRepair>,
+    /// The piece start of each call id.
+    ids: imbl::HashMap<Arc<str>, usize>,
+    /// Whether call ids were mapped: then every projection is assembled whole.
+    mapped: bool,
+}
+
+/// The call id of a unit that pairs.
+fn pairing_id(unit: &Unit<ChatItem>) -> Option<&str> {
+    match unit.rendered.pairing() {
+        PairRole::Call(id) | PairRole::Output(id) => Some(id),
+        PairRole::Other | PairRole::Nothing => None,
+    }
+}
+
+/// The edge of a unit that sends something.
+fn edge(unit: &Unit<ChatItem>) -> Option<Edge> {
+    match unit.rendered.pairing() {
+        PairRole::Call(_) => Some(Edge::Call),
+        PairRole::Output(_) | PairRole::Other => Some(Edge::Other),
+        PairRole::Nothing => None,
+    }
+}
+
+/// The first position where `before` and `now` (replaced slots, sorted) differ.
+fn first_difference(before: &[(usize, bool)], now: &[(usize, bool)]) -> Option<usize> {
+    let (mut a, mut b) = (before.iter().peekable(), now.iter().peekable());
+    loop {
+        match (a.peek(), b.peek()) {
+            (None, None) => return None,
+            (Some(x), None) => return Some(x.0),
+            (None, Some(y)) => return Some(y.0),
+            (Some(x), Some(y)) if x == y => {
+                a.next();
+                b.next();
+            }
+            (Some(x), Some(y)) => return Some(x.0.min(y.0)),
+        }
+    }
+}
+
+/// Cuts `units` where nothing on one side pairs or batches with the other: the unit indices
+/// each piece starts at (the first is 0). `None` when a call id must be mapped (empty, or used
+/// by two calls), which only an assembly of the whole projection can do.
+fn cuts(units: &[Unit<ChatItem>]) -> Option<Vec<usize>> {
+    // The last unit of each call id, and whether a call id is used by two calls.
+    let mut last: HashMap<&str, usize> = HashMap::new();
+    let mut calls: HashSet<&str> = HashSet::new();
+    for (i, unit) in units.iter().enumerate() {
+        if let PairRole::Call(id) = unit.rendered.pairing()
+            && (id.is_empty() || !calls.insert(id))
+        {
+            return None;
+        }
+        if let Some(id) = pairing_id(unit) {
+            last.insert(id, i);
+        }
+    }
+    let mut cuts = vec![0];
+    // The last unit any call id seen so far reaches, and the edge of the last unit sent.
+    let mut reach = 0;
+    let mut previous: Option<Edge> = None;
+    for (i, unit) in units.iter().enumerate() {
+        let this = edge(unit);
+        if i > 0
+            && i > reach
+            && units[i - 1].at.position != unit.at.position
+            && !(previous == Some(Edge::Call) && this == Some(Edge::Call))
+            && this.is_some()
+        {
+            cuts.push(i);
+        }
+        if let Some(id) = pairing_id(unit) {
+            reach = reach.max(last.get(id).copied().unwrap_or(i));
+        }
+        if this.is_some() {
+            previous = this;
+        }
+    }
+    Some(cuts)
+}
+
+/// Projects for Chat Completions, re-assembling only what changed since the projection of an
+/// earlier version of `history`'s lineage ([`ChatMemo`]).
+pub(crate) fn project(
+    history: &History,
+    projection: &Projection,
+    options: &TargetOptions,
+) -> Result<(ChatMessages, Vector<TargetRepair>), TargetProjectionError> {
+    let cell = history.lineage_memo(CHAT_CELL);
+    let earlier: Option<Arc<ChatMemo>> = cell.and_then(|cell| {
+        let memo = cell
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()?;
+        memo.downcast::<ChatMemo>().ok()
+    });
+    let replaced: Vec<(usize, bool)> = projection.replaced_slots().collect();
+    let earlier = earlier
+        .filter(|memo| memo.options == *options && memo.len <= history.len() && !memo.mapped);
+    let memo = match earlier {
+        Some(earlier) => extend(&earlier, history, projection, replaced)?,
+        None => whole(history, projection, options, replaced)?,
+    };
+    let messages = ChatMessages {
+        steps: memo.steps.clone(),
+        developer_role: options.developer_role,
+        len: Arc::default(),
+    };
+    let repairs = memo.repairs.clone();
+    if let Some(cell) = cell {
+        let mut stored = cell.lock().unwrap_or_else(PoisonError::into_inner);
+        // Only a longer version's assembly replaces the one kept: an older version's projection
+        // does not undo the work of the newest.
+        let older = stored
+            .as_ref()
+            .and_then(|memo| memo.downcast_ref::<ChatMemo>())
+            .is_some_and(|kept| kept.options == *options && kept.len > memo.len);
+        if !older {
+            *stored = Some(Arc::new(memo));
+        }
+    }
+    Ok((messages, repairs))
+}
+
+/// The assembly of the whole projection.
+fn whole(
+    history: &History,
+    projection: &Projection,
+    options: &TargetOptions,
+    replaced: Vec<(usize, bool)>,
+) -> Result<ChatMemo, TargetProjectionError> {
+    let empty = ChatMemo {
+        options: *options,
+        len: 0,
+        replaced: Vec::new(),
+        pieces: Vector::new(),
+        steps: Vector::new(),
+        repairs: Vector::new(),
+        ids: imbl::HashMap::new(),
+        mapped: false,
+    };
+    let units = Units::<ChatItem>::collect(projection)?;
+    let bounds = cuts(&units.units);
+    Ok(reassemble(
+        &empty,
+        0,
+        (units, bounds),
+        history,
+        options,
+        replaced,
     ))
+}
+
+/// The assembly of `history` from `earlier`'s, re-assembling from the first position that
+/// differs (see [`ChatMemo`]).
+fn extend(
+    earlier: &ChatMemo,
+    history: &History,
+    projection: &Projection,
+    replaced: Vec<(usize, bool)>,
+) -> Result<ChatMemo, TargetProjectionError> {
+    let changed = first_difference(&earlier.replaced, &replaced)
+        .map_or(earlier.len, |position| position.min(earlier.len));
+    // The pieces kept: those that end at or before `changed`.
+    let mut keep = if changed >= earlier.len {
+        earlier.pieces.len()
+    } else {
+        let holding = partition_point(&earlier.pieces, |piece| piece.start <= changed);
+        holding.saturating_sub(1)
+    };
+    loop {
+        if keep == 0 {
+            return whole(history, projection, &earlier.options, replaced);
+        }
+        let start = earlier
+            .pieces
+            .get(keep)
+            .map_or(earlier.len, |piece| piece.start);
+        let units = Units::<ChatItem>::collect_from(projection, start)?;
+        // A kept piece sharing a call id with what is re-assembled is re-assembled too.
+        let sharing = units
+            .units
+            .iter()
+            .filter_map(pairing_id)
+            .filter_map(|id| earlier.ids.get(id).copied())
+            .filter(|&piece_start| piece_start < start)
+            .min();
+        if let Some(piece_start) = sharing {
+            keep = partition_point(&earlier.pieces, |piece| piece.start < piece_start);
+            continue;
+        }
+        // So is the last kept piece when its last call would batch with the first new call.
+        let first = units.units.iter().find_map(edge);
+        let last = earlier.pieces.get(keep - 1).and_then(|piece| piece.last);
+        if first == Some(Edge::Call) && last == Some(Edge::Call) {
+            keep -= 1;
+            continue;
+        }
+        let Some(bounds) = cuts(&units.units) else {
+            return whole(history, projection, &earlier.options, replaced);
+        };
+        return Ok(reassemble(
+            earlier,
+            keep,
+            (units, Some(bounds)),
+            history,
+            &earlier.options,
+            replaced,
+        ));
+    }
+}
+
+/// The index of the first piece for which `before` is false (they are sorted by start).
+fn partition_point(pieces: &Vector<Arc<Span>>, before: impl Fn(&Span) -> bool) -> usize {
+    let (mut low, mut high) = (0, pieces.len());
+    while low < high {
+        let mid = low + (high - low) / 2;
+        if pieces.get(mid).is_some_and(|piece| before(piece)) {
+            low = mid + 1;
+        } else {
+            high = mid;
+        }
+    }
+    low
+}
+
+/// `earlier`'s first `keep` pieces followed by `units` (the slots after them) assembled in
+/// the pieces that start at `bounds` ([`cuts`]; `None`: as one piece whose call ids need
+/// mapping).
+fn reassemble(
+    earlier: &ChatMemo,
+    keep: usize,
+    (units, bounds): (Units<ChatItem>, Option<Vec<usize>>),
+    history: &History,
+    options: &TargetOptions,
+    replaced: Vec<(usize, bool)>,
+) -> ChatMemo {
+    let Units { units, repairs } = units;
+    let (mut steps, mut kept_repairs, mut ids) = match earlier.pieces.get(keep) {
+        Some(first_dropped) => {
+            let mut ids = earlier.ids.clone();
+            for piece in earlier.pieces.iter().skip(keep) {
+                for id in &piece.ids {
+                    ids.remove(id);
+                }
+            }
+            (
+                earlier.steps.take(first_dropped.steps_before),
+                earlier.repairs.take(first_dropped.repairs_before),
+                ids,
+            )
+        }
+        None => (
+            earlier.steps.clone(),
+            earlier.repairs.clone(),
+            earlier.ids.clone(),
+        ),
+    };
+    let mut pieces = earlier.pieces.take(keep);
+    let mapped = bounds.is_none();
+    let mut bounds = bounds.unwrap_or_else(|| vec![0]);
+    bounds.push(units.len());
+    let mut last = pieces.last().and_then(|piece| piece.last);
+    // The notes' repairs, split along with the units (both are in position order).
+    let mut notes = repairs.into_iter().peekable();
+    for range in bounds.windows(2) {
+        let (from, to) = (range[0], range[1]);
+        if from == to {
+            continue;
+        }
+        let piece_units = &units[from..to];
+        let end = units.get(to).map(|unit| unit.at.position);
+        let mut piece_notes = Vec::new();
+        while let Some(note) = notes.next_if(|note| end.is_none_or(|end| note.at.position < end)) {
+            piece_notes.push(note);
+        }
+        let assembled = assemble(piece_units, piece_notes, options.developer_role);
+        let start = piece_units[0].at.position;
+        let piece_ids: Vec<Arc<str>> = {
+            let mut seen = HashSet::new();
+            piece_units
+                .iter()
+                .filter_map(pairing_id)
+                .filter(|id| seen.insert(*id))
+                .map(Arc::from)
+                .collect()
+        };
+        for id in &piece_ids {
+            ids.insert(Arc::clone(id), start);
+        }
+        last = piece_units.iter().rev().find_map(edge).or(last);
+        pieces.push_back(Arc::new(Span {
+            start,
+            steps_before: steps.len(),
+            repairs_before: kept_repairs.len(),
+            ids: piece_ids,
+            last,
+        }));
+        steps.extend(assembled.steps);
+        kept_repairs.extend(assembled.repairs);
+    }
+    ChatMemo {
+        options: *options,
+        len: history.len(),
+        replaced,
+        pieces,
+        steps,
+        repairs: kept_repairs,
+        ids,
+        mapped,
+    }
 }
 
 impl ChatMessages {
@@ -480,23 +896,6 @@ impl ChatMessages {
         self.walk(out, &mut count)
     }
 
-    /// The piece of step `k`, if it is a unit.
-    fn piece(&self, k: usize) -> Option<&Piece> {
-        match self.steps.get(k)? {
-            Step::Unit(i) => Some(&self.units[*i].rendered.piece),
-            Step::Synthetic(_) => None,
-        }
-    }
-
-    /// Whether step `k` is an output (a unit's or a synthetic one).
-    fn is_output(&self, k: usize) -> bool {
-        match self.steps.get(k) {
-            Some(Step::Synthetic(_)) => true,
-            Some(Step::Unit(_)) => matches!(self.piece(k), Some(Piece::Output { .. })),
-            None => false,
-        }
-    }
-
     /// Writes every message, counting them.
     fn walk<W: Write + ?Sized>(&self, out: &mut W, count: &mut usize) -> io::Result<()> {
         out.write_all(b"[")?;
@@ -509,25 +908,19 @@ impl ChatMessages {
         };
         // Image parts of the current batch's tool outputs, sent after its tool messages.
         let mut images: Vec<&str> = Vec::new();
-        let mut k = 0;
-        while k < self.steps.len() {
-            match self.steps[k] {
-                Step::Synthetic(call) => {
-                    let id = match (&self.units[call].rendered.piece, self.ids.get(&call)) {
-                        (_, Some(mapped)) => &**mapped,
-                        (Piece::Call { id, .. }, None) => &**id,
-                        _ => "",
-                    };
+        let mut steps = self.steps.iter().peekable();
+        while let Some(step) = steps.next() {
+            match step {
+                Written::Synthetic { id } => {
                     begin(out)?;
                     write!(
                         out,
                         r#"{{"role":"tool","tool_call_id":{},"content":{}}}"#,
-                        Value::from(id),
+                        Value::from(&**id),
                         Value::from(TARGET_ABORTED_OUTPUT)
                     )?;
-                    k += 1;
                 }
-                Step::Unit(i) => match &self.units[i].rendered.piece {
+                Written::Unit { item, mapped } => match &item.piece {
                     Piece::Message { role, content } => {
                         let role = match (role, self.developer_role) {
                             (MessageRole::System, _)
@@ -537,21 +930,21 @@ impl ChatMessages {
                         };
                         begin(out)?;
                         write!(out, r#"{{"role":"{role}","content":{content}}}"#)?;
-                        k += 1;
                     }
                     Piece::Assistant { content } => {
                         begin(out)?;
                         write!(out, r#"{{"role":"assistant","content":{content}"#)?;
-                        k += 1;
-                        if matches!(self.piece(k), Some(Piece::Call { .. })) {
-                            k = self.write_calls(out, k)?;
+                        if let Some(next) =
+                            steps.next_if(|next| matches!(next.piece(), Some(Piece::Call { .. })))
+                        {
+                            write_calls(out, next, &mut steps)?;
                         }
                         out.write_all(b"}")?;
                     }
                     Piece::Call { .. } => {
                         begin(out)?;
                         out.write_all(br#"{"role":"assistant","content":null"#)?;
-                        k = self.write_calls(out, k)?;
+                        write_calls(out, step, &mut steps)?;
                         out.write_all(b"}")?;
                     }
                     Piece::Output {
@@ -559,22 +952,21 @@ impl ChatMessages {
                         content,
                         images: parts,
                     } => {
-                        let id = self.ids.get(&i).unwrap_or(id);
+                        let id = mapped.as_deref().unwrap_or(id);
                         begin(out)?;
                         write!(
                             out,
                             r#"{{"role":"tool","tool_call_id":{},"content":{content}}}"#,
-                            Value::from(&**id)
+                            Value::from(id)
                         )?;
                         if !parts.is_empty() {
                             images.push(parts);
                         }
-                        k += 1;
                     }
-                    Piece::Nothing => k += 1,
+                    Piece::Nothing => {}
                 },
             }
-            if !images.is_empty() && !self.is_output(k) {
+            if !images.is_empty() && !steps.peek().is_some_and(|next| next.is_output()) {
                 begin(out)?;
                 out.write_all(br#"{"role":"user","content":["#)?;
                 for (n, parts) in images.drain(..).enumerate() {
@@ -588,32 +980,90 @@ impl ChatMessages {
         }
         out.write_all(b"]")
     }
+}
 
-    /// Writes `,"tool_calls":[…]` for the consecutive calls from step `k`; the step after them.
-    fn write_calls<W: Write + ?Sized>(&self, out: &mut W, mut k: usize) -> io::Result<usize> {
-        out.write_all(br#","tool_calls":["#)?;
-        let mut first = true;
-        while let Some(Piece::Call { json, .. }) = self.piece(k) {
-            if !first {
-                out.write_all(b",")?;
-            }
-            first = false;
-            let mapped = match self.steps[k] {
-                Step::Unit(i) => self.ids.get(&i),
-                Step::Synthetic(_) => None,
-            };
-            match mapped {
-                None => out.write_all(json.as_bytes())?,
-                Some(id) => {
-                    // A mapped call (rare): its entry rewritten with the new id.
-                    let mut call: Value = serde_json::from_str(json).map_err(io::Error::other)?;
-                    call["id"] = Value::from(&**id);
-                    write!(out, "{call}")?;
-                }
-            }
-            k += 1;
+/// Writes `,"tool_calls":[…]` for the call `first` and the consecutive calls after it.
+fn write_calls<'a, W: Write + ?Sized>(
+    out: &mut W,
+    first: &'a Written,
+    steps: &mut std::iter::Peekable<impl Iterator<Item = &'a Written>>,
+) -> io::Result<()> {
+    out.write_all(br#","tool_calls":["#)?;
+    let mut call = Some(first);
+    let mut separator = false;
+    while let Some(step) = call {
+        let Written::Unit { item, mapped } = step else {
+            break;
+        };
+        let Piece::Call { json, .. } = &item.piece else {
+            break;
+        };
+        if separator {
+            out.write_all(b",")?;
         }
-        out.write_all(b"]")?;
-        Ok(k)
+        separator = true;
+        match mapped {
+            None => out.write_all(json.as_bytes())?,
+            Some(id) => {
+                // A mapped call (rare): its entry rewritten with the new id.
+                let mut call: Value = serde_json::from_str(json).map_err(io::Error::other)?;
+                call["id"] = Value::from(&**id);
+                write!(out, "{call}")?;
+            }
+        }
+        call = steps.next_if(|next| matches!(next.piece(), Some(Piece::Call { .. })));
+    }
+    out.write_all(b"]")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::projection::ProjectionOptions;
+    use proptest::prelude::*;
+    use serde_json::json;
+
+    fn written(steps: Vector<Written>) -> String {
+        let messages = ChatMessages {
+            steps,
+            developer_role: DeveloperRole::System,
+            len: Arc::default(),
+        };
+        let mut out = Vec::new();
+        messages.write_json(&mut out).expect("writes");
+        String::from_utf8(out).expect("UTF-8")
+    }
+
+    fn item() -> impl Strategy<Value = Value> {
+        // Enough ids that most histories use none for two calls (which is assembled whole).
+        let id = (0..24u8).prop_map(|n| format!("c{n}"));
+        prop_oneof![
+            2 => Just(json!({"type":"message","role":"user","content":[{"type":"input_text","text":"u"}]})),
+            2 => Just(json!({"type":"message","role":"assistant","content":[{"type":"output_text","text":"a"}]})),
+            1 => Just(json!({"type":"reasoning","summary":[]})),
+            4 => id.clone().prop_map(|id| json!({"type":"function_call","name":"f","arguments":"{}","call_id":id})),
+            4 => id.prop_map(|id| json!({"type":"function_call_output","call_id":id,"output":"ok"})),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+
+        /// Assembling the pieces [`cuts`] finds one by one gives what assembling every unit at
+        /// once gives: the same steps written, the same repairs.
+        #[test]
+        fn pieces_assemble_as_the_whole(items in proptest::collection::vec(item(), 0..40)) {
+            let mut history = History::new();
+            for item in &items {
+                history.record_json(item.to_string()).expect("valid");
+            }
+            let options = TargetOptions::new(Target::ChatCompletions);
+            let projection = history.project(&ProjectionOptions::default()).expect("projects");
+            let units = Units::<ChatItem>::collect(&projection).expect("collects");
+            let all = assemble(&units.units, units.repairs, DeveloperRole::System);
+            let memo = whole(&history, &projection, &options, Vec::new()).expect("assembles");
+            prop_assert_eq!(written(all.steps.into_iter().collect()), written(memo.steps));
+            prop_assert_eq!(all.repairs, memo.repairs.into_iter().collect::<Vec<_>>());
+        }
     }
 }

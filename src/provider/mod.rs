@@ -24,12 +24,12 @@ pub use chat::{LOCAL_SHELL_FUNCTION, TOOL_IMAGE_PLACEHOLDER, UNNAMED_TOOL_FUNCTI
 pub use chat_request::{
     ChatRequest, ChatRequestError, ChatTools, DroppedTool, chat_tool_choice, chat_tools,
 };
-#[cfg(feature = "testing")]
-pub use target::target_renderings;
 pub use target::{
     DeveloperRole, TargetOptions, TargetProjection, TargetProjectionError, TargetRepair,
     TargetRepairKind, TargetReport,
 };
+#[cfg(feature = "testing")]
+pub use target::{target_renderings, target_slots_assembled};
 pub use validate::{Finding, Rule, Severity, Validation, Wording, validate};
 
 /// The model API a projection or a validation is for.

@@ -25,8 +25,14 @@
 //! Every rendering is computed once per entry and shared by every clone of the entry (every
 //! version of a history, every projection), through the entry's body: re-projecting a history
 //! after one append renders one item ([`target_renderings`] counts them with the `testing`
-//! feature). Synthetic outputs of the Responses projection are rendered per projection (they are
-//! k small items).
+//! feature). Synthetic outputs of the Responses projection are rendered when their slot is
+//! assembled (they are k small items).
+//!
+//! Chat Completions also keeps its assembly (`chat.rs`, `ChatMemo`): in pieces that nothing
+//! outside pairs or batches with, in a memo of the history's lineage (shared by the versions that
+//! hold the same entries at the same positions), so that a projection of a later version
+//! re-assembles only the pieces from the first position that changed ([`target_slots_assembled`]
+//! counts the slots visited). Anthropic Messages assembles every slot on each projection.
 
 use std::collections::HashMap;
 use std::io::{self, Write};
@@ -235,7 +241,7 @@ impl TargetRepairKind {
 pub struct TargetReport {
     target: Target,
     projection: RepairReport,
-    repairs: Vec<TargetRepair>,
+    repairs: imbl::Vector<TargetRepair>,
 }
 
 impl TargetReport {
@@ -249,8 +255,9 @@ impl TargetReport {
         &self.projection
     }
 
-    /// The target's own repairs, in position order (stable: one item's in the order made).
-    pub fn repairs(&self) -> &[TargetRepair] {
+    /// The target's own repairs, in position order (stable: one item's in the order made). A
+    /// persistent vector: a projection of a later version shares the earlier one's.
+    pub fn repairs(&self) -> &imbl::Vector<TargetRepair> {
         &self.repairs
     }
 
@@ -273,8 +280,17 @@ impl Serialize for TargetReport {
         state.serialize_field("projection", &self.projection)?;
         state.serialize_field("count", &self.repairs.len())?;
         state.serialize_field("by_kind", &self.counts())?;
-        state.serialize_field("repairs", &self.repairs)?;
+        state.serialize_field("repairs", &Repairs(&self.repairs))?;
         state.end()
+    }
+}
+
+/// The repairs of a [`TargetReport`], serialized as an array.
+struct Repairs<'a>(&'a imbl::Vector<TargetRepair>);
+
+impl Serialize for Repairs<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(self.0.iter())
     }
 }
 
@@ -398,8 +414,12 @@ impl History {
     ///
     /// Each entry's conversion is computed once and shared by every clone of the entry (every
     /// version of the history): a projection after one append converts one item. Assembling the
-    /// messages is O(n) without parsing. For [`Target::Responses`] the result writes exactly what
-    /// [`History::project`] does.
+    /// messages for Chat Completions is O(changes) after a projection of an earlier version of
+    /// this history (k appended items and the Responses repairs that changed: the pieces from the
+    /// first change on are re-assembled; a fork of an older version, a rollback, a replace or a
+    /// removal assembles in full once, as does every projection whose call ids need mapping);
+    /// for Anthropic Messages it is O(n) without parsing. Writing is O(output bytes). For
+    /// [`Target::Responses`] the result writes exactly what [`History::project`] does.
     ///
     /// # Errors
     ///
@@ -427,14 +447,14 @@ impl History {
     ) -> Result<TargetProjection, TargetProjectionError> {
         let projection = self.project(&options.projection)?;
         let (inner, repairs) = match options.target {
-            Target::Responses => (Inner::Responses, Vec::new()),
+            Target::Responses => (Inner::Responses, imbl::Vector::new()),
             Target::ChatCompletions => {
-                let (messages, repairs) = chat::project(&projection, options)?;
+                let (messages, repairs) = chat::project(self, &projection, options)?;
                 (Inner::Chat(messages), repairs)
             }
             Target::AnthropicMessages => {
                 let (messages, repairs) = anthropic::project(&projection)?;
-                (Inner::Anthropic(messages), repairs)
+                (Inner::Anthropic(messages), repairs.into())
             }
         };
         let report = TargetReport {
@@ -488,6 +508,15 @@ struct Forms<R>([OnceLock<Arc<R>>; FORMS]);
 #[cfg(feature = "testing")]
 thread_local! {
     static RENDERINGS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+    static ASSEMBLED: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// How many slots of a Responses projection this thread's target assemblies visited (the
+/// `testing` feature): a projection for Chat Completions re-assembles only what changed since
+/// the projection of an earlier version of the history, which tests check by counting.
+#[cfg(feature = "testing")]
+pub fn target_slots_assembled() -> u64 {
+    ASSEMBLED.with(std::cell::Cell::get)
 }
 
 /// How many items this thread converted for a target other than Responses (the `testing`
@@ -553,7 +582,27 @@ impl<R: Rendered> Units<R> {
     ///
     /// [`TargetProjectionError::UnreadableItem`] when an item does not parse.
     pub(crate) fn collect(projection: &Projection) -> Result<Units<R>, TargetProjectionError> {
-        let mut units = Vec::with_capacity(projection.len());
+        Units::collect_slots(projection.sent_slots(), projection.len())
+    }
+
+    /// [`Units::collect`] of the slots from position `start` on.
+    ///
+    /// # Errors
+    ///
+    /// [`TargetProjectionError::UnreadableItem`] when an item does not parse.
+    pub(crate) fn collect_from(
+        projection: &Projection,
+        start: usize,
+    ) -> Result<Units<R>, TargetProjectionError> {
+        Units::collect_slots(projection.sent_slots_from(start), 0)
+    }
+
+    /// The units of `slots`.
+    fn collect_slots<'a>(
+        slots: impl Iterator<Item = (usize, &'a Entry, SentSlot<'a>)>,
+        capacity: usize,
+    ) -> Result<Units<R>, TargetProjectionError> {
+        let mut units = Vec::with_capacity(capacity);
         let mut repairs = Vec::new();
         let unreadable = |position: usize| {
             move |source: ItemError| TargetProjectionError::UnreadableItem {
@@ -562,7 +611,9 @@ impl<R: Rendered> Units<R> {
                 source,
             }
         };
-        for (position, slot, sent) in projection.sent_slots() {
+        for (position, slot, sent) in slots {
+            #[cfg(feature = "testing")]
+            ASSEMBLED.with(|count| count.set(count.get() + 1));
             let mut push = |rendered: Arc<R>, at: Location| {
                 repairs.extend(rendered.notes().iter().map(|kind| TargetRepair {
                     kind: kind.clone(),
