@@ -112,7 +112,7 @@ fn a_warm_chat_projection_visits_only_what_changed_at_any_size() {
 }
 
 #[test]
-fn a_fork_of_an_older_version_or_a_rollback_is_assembled_in_full_and_right() {
+fn a_fork_of_an_older_version_is_assembled_in_full_and_right() {
     let mut history = session(300);
     let older = history.clone();
     history.record_json(call("x").to_string()).unwrap();
@@ -130,6 +130,61 @@ fn a_fork_of_an_older_version_or_a_rollback_is_assembled_in_full_and_right() {
         older.project_for(&chat()).unwrap().to_json(),
         fresh(&older).to_json()
     );
+}
+
+/// Slots the Chat assembly visits for one projection of `history`, and the projection.
+fn assembled(history: &History) -> (u64, agent_history::TargetProjection) {
+    let before = target_slots_assembled();
+    let projection = history.project_for(&chat()).expect("projects");
+    (target_slots_assembled() - before, projection)
+}
+
+#[test]
+fn a_rollback_a_replace_or_a_removal_is_assembled_in_full_once_then_incrementally() {
+    type Change = fn(&mut History);
+    let changes: [(&str, Change); 3] = [
+        ("rollback", |history| {
+            history
+                .drop_last_n_user_turns(1)
+                .expect("a user turn to roll back");
+        }),
+        ("replace", |history| {
+            // The same length, another first item: only the lineage tells the assemblies apart.
+            let mut other = History::new();
+            other
+                .record_json(msg("user", "another start").to_string())
+                .unwrap();
+            let first = other.iter().next().cloned().expect("recorded");
+            let entries: Vec<_> = std::iter::once(first)
+                .chain(history.iter().skip(1).cloned())
+                .collect();
+            history.replace(entries);
+        }),
+        ("remove_first_item", |history| {
+            history.remove_first_item();
+        }),
+    ];
+    for (name, change) in changes {
+        let mut history = session(300);
+        history.project_for(&chat()).unwrap();
+        change(&mut history);
+        // The changed history cannot reuse the pieces of the version before the change: every
+        // slot is assembled (but for the few a piece boundary saves at most).
+        let (full, projection) = assembled(&history);
+        assert!(
+            full >= history.len() as u64 - 10,
+            "{name}: {full} of {}",
+            history.len()
+        );
+        assert_eq!(projection.to_json(), fresh(&history).to_json(), "{name}");
+        // Then the new lineage is incremental again: one appended message, a slot or two.
+        history
+            .record_json(msg("user", "after").to_string())
+            .unwrap();
+        let (next, projection) = assembled(&history);
+        assert!(next <= 2, "{name}: {next}");
+        assert_eq!(projection.to_json(), fresh(&history).to_json(), "{name}");
+    }
 }
 
 /// A history projected, then `later` appended and projected again: the incremental projection
