@@ -491,7 +491,8 @@ impl History {
         self.version = version;
     }
 
-    /// Appends an already-built entry, bypassing filter and truncation (used by `replace`).
+    /// Appends an already-built entry, bypassing filter and truncation: every append goes
+    /// through here, and claims the next length of the history's lineage (`lineage.rs`).
     fn push(&mut self, entry: Entry) -> usize {
         let position = self.entries.len();
         if !self.rare.lineage.extend(position) {

@@ -32,9 +32,10 @@ pub fn item_conversions() -> u64 {
 
 /// How many times this thread read an entry's header or text through its accessors so far
 /// (`Entry::kind`, `role`, `call_id`, `item_id`, `flags`, `tokens`, `byte_len`, `json` and the
-/// crate's own payload and body accessors). Outside the entry's module every decision about an
-/// entry goes through one of them, so an operation that looks at every entry of a history counts
-/// at least one read per entry: tests compare two readings around an operation, at two history
+/// crate's own payload and body accessors). Not counted: the caches an entry carries (its
+/// per-target renderings, its stripped media forms) and `is_mapped`; so an operation that looks
+/// at every entry's header or text counts at least one read per entry, one that only visits
+/// those caches does not: tests compare two readings around an operation, at two history
 /// sizes, to show that it touches only the entries it names (`tests/complexity.rs`).
 #[cfg(feature = "testing")]
 pub fn entry_reads() -> u64 {

@@ -417,7 +417,10 @@ impl History {
     /// messages for Chat Completions is O(changes) after a projection of an earlier version of
     /// this history (k appended items and the Responses repairs that changed: the pieces from the
     /// first change on are re-assembled; a fork of an older version, a rollback, a replace or a
-    /// removal assembles in full once, as does every projection whose call ids need mapping);
+    /// removal assembles in full once; every projection whose call ids need mapping assembles in
+    /// full, as does every projection of a version older than the newest one its lineage
+    /// projected and every projection whose options differ from the previous one's, since the
+    /// lineage keeps one assembly);
     /// for Anthropic Messages it is O(n) without parsing. Writing is O(output bytes). For
     /// [`Target::Responses`] the result writes exactly what [`History::project`] does.
     ///
