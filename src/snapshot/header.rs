@@ -254,6 +254,207 @@ mod tests {
         assert_eq!(SnapshotHeader::decode(&file), Ok(sample()));
     }
 
+    /// `sample()` with `payload_len` bytes of payload, the header digest valid.
+    fn file_with_payload(payload_len: u64) -> Vec<u8> {
+        let header = SnapshotHeader {
+            payload_len,
+            ..sample()
+        };
+        let mut file = header.encode();
+        file.resize(file.len() + payload_len as usize, 0);
+        file
+    }
+
+    /// Recomputes the header digest after a field was changed by hand.
+    fn redigest(file: &mut [u8]) {
+        let digest = blake3::hash(&file[..HEADER_DIGESTED]);
+        file[HEADER_DIGESTED..HEADER_LEN].copy_from_slice(digest.as_bytes());
+    }
+
+    #[test]
+    fn a_header_with_an_empty_payload_is_a_whole_snapshot() {
+        let file = file_with_payload(0);
+        assert_eq!(file.len(), 4096);
+        let header = SnapshotHeader::decode(&file).expect("a 4096-byte snapshot decodes");
+        assert_eq!(header.payload_len, 0);
+        assert_eq!(header.entry_count, 3);
+    }
+
+    #[test]
+    fn every_prefix_of_a_snapshot_is_truncated_with_both_lengths() {
+        let file = file_with_payload(5);
+        // The empty file is no snapshot; every other prefix starts like one, so it is cut short
+        // of the header (4096) or of the payload the header declares (4096 + 5).
+        assert_eq!(
+            SnapshotHeader::decode(&[]),
+            Err(HeaderProblem::BadMagic([0; 8]))
+        );
+        for len in 1..file.len() {
+            let expected = if len < 4096 { 4096 } else { 4101 };
+            assert_eq!(
+                SnapshotHeader::decode(&file[..len]),
+                Err(HeaderProblem::Truncated {
+                    expected,
+                    found: len as u64
+                }),
+                "cut at {len}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_short_file_that_is_not_a_snapshot_is_a_bad_magic_with_its_first_bytes() {
+        assert_eq!(
+            SnapshotHeader::decode(b"xyz"),
+            Err(HeaderProblem::BadMagic(*b"xyz\0\0\0\0\0"))
+        );
+        assert_eq!(
+            SnapshotHeader::decode(b"AGHISNAX and more"),
+            Err(HeaderProblem::BadMagic(*b"AGHISNAX"))
+        );
+        assert_eq!(
+            SnapshotHeader::decode(b"AGHI"),
+            Err(HeaderProblem::Truncated {
+                expected: 4096,
+                found: 4
+            })
+        );
+        let mut long = vec![b' '; 5000];
+        long[..8].copy_from_slice(b"{\"a\":1}\n");
+        assert_eq!(
+            SnapshotHeader::decode(&long),
+            Err(HeaderProblem::BadMagic(*b"{\"a\":1}\n"))
+        );
+    }
+
+    #[test]
+    fn a_payload_shorter_or_longer_than_declared_names_both_lengths() {
+        let file = file_with_payload(5);
+        let mut short = file.clone();
+        short.truncate(4098);
+        assert_eq!(
+            SnapshotHeader::decode(&short),
+            Err(HeaderProblem::Truncated {
+                expected: 4101,
+                found: 4098
+            })
+        );
+        let mut long = file;
+        long.extend_from_slice(b"xy");
+        assert_eq!(
+            SnapshotHeader::decode(&long),
+            Err(HeaderProblem::TrailingBytes {
+                expected: 4101,
+                found: 4103
+            })
+        );
+        // A declared length past any file does not overflow.
+        let mut huge = file_with_payload(0);
+        huge[32..40].copy_from_slice(&u64::MAX.to_le_bytes());
+        redigest(&mut huge);
+        assert_eq!(
+            SnapshotHeader::decode(&huge),
+            Err(HeaderProblem::Truncated {
+                expected: u64::MAX,
+                found: 4096
+            })
+        );
+    }
+
+    #[test]
+    fn each_header_check_gives_its_own_problem() {
+        let file = file_with_payload(5);
+        for version in [0, SNAPSHOT_FORMAT_VERSION + 1] {
+            let mut bad = file.clone();
+            bad[8..12].copy_from_slice(&version.to_le_bytes());
+            assert_eq!(
+                SnapshotHeader::decode(&bad),
+                Err(HeaderProblem::UnsupportedVersion(version))
+            );
+        }
+        for version in OLDEST_READABLE_VERSION..=SNAPSHOT_FORMAT_VERSION {
+            let mut old = file.clone();
+            old[8..12].copy_from_slice(&version.to_le_bytes());
+            redigest(&mut old);
+            assert_eq!(
+                SnapshotHeader::decode(&old).map(|header| header.format_version),
+                Ok(version)
+            );
+        }
+        let mut bad = file.clone();
+        bad[13] = 8;
+        assert_eq!(
+            SnapshotHeader::decode(&bad),
+            Err(HeaderProblem::UnsupportedFormat {
+                endianness: 1,
+                pointer_width: 8,
+                alignment: 1
+            })
+        );
+        let mut bad = file.clone();
+        bad[100] ^= 1;
+        assert_eq!(
+            SnapshotHeader::decode(&bad),
+            Err(HeaderProblem::DigestMismatch)
+        );
+        // The padding is not covered by the header digest: its own check names the byte.
+        let mut bad = file.clone();
+        bad[300] = 1;
+        assert_eq!(
+            SnapshotHeader::decode(&bad),
+            Err(HeaderProblem::NonZeroPadding { offset: 300 })
+        );
+        let mut bad = file;
+        bad[24..32].copy_from_slice(&8192u64.to_le_bytes());
+        redigest(&mut bad);
+        assert_eq!(
+            SnapshotHeader::decode(&bad),
+            Err(HeaderProblem::BadPayloadOffset(8192))
+        );
+    }
+
+    #[test]
+    fn the_fields_sit_at_their_documented_offsets() {
+        // Written independently of `encode`: the little-endian fields at the offsets
+        // docs/snapshot-format.md gives.
+        let file = file_with_payload(5);
+        assert_eq!(&file[0..8], b"AGHISNAP");
+        assert_eq!(file[8..12], SNAPSHOT_FORMAT_VERSION.to_le_bytes());
+        assert_eq!(file[12..16], [1, 4, 1, 0]);
+        assert_eq!(file[16..24], 3u64.to_le_bytes());
+        assert_eq!(file[24..32], 4096u64.to_le_bytes());
+        assert_eq!(file[32..40], 5u64.to_le_bytes());
+        assert_eq!(file[40..72], [7; 32]);
+        assert_eq!(file[72..80], 10u64.to_le_bytes());
+        assert_eq!(file[80..88], 1234u64.to_le_bytes());
+        assert_eq!(file[88..120], [9; 32]);
+        assert_eq!(file[120..128], 2u64.to_le_bytes());
+        assert!(file[128..224].iter().all(|&b| b == 0));
+        assert_eq!(file[224..256], *blake3::hash(&file[..224]).as_bytes());
+        assert!(file[256..4096].iter().all(|&b| b == 0));
+    }
+
+    #[test]
+    fn what_a_file_that_is_no_snapshot_looks_like() {
+        for (start, looks) in [
+            (&b""[..], "it is empty or starts with zero bytes"),
+            (&[0, 0, 0][..], "it is empty or starts with zero bytes"),
+            (&[0, 0, 1][..], "it does not start with the snapshot magic"),
+            (&[0x1f, 0x8b, 8][..], "it looks gzip-compressed"),
+            (&[0x28, 0xb5, 0x2f, 0xfd][..], "it looks zstd-compressed"),
+            (
+                &[0x28, 0xb5, 0x2f][..],
+                "it does not start with the snapshot magic",
+            ),
+            (b"{\"a\"", "it looks like JSON, a rollout perhaps"),
+            (b" \n\t{", "it looks like JSON, a rollout perhaps"),
+            (b"  [1]", "it does not start with the snapshot magic"),
+            (b"   ", "it does not start with the snapshot magic"),
+        ] {
+            assert_eq!(looks_like(start), looks, "{start:?}");
+        }
+    }
+
     #[test]
     fn every_header_byte_is_checked() {
         let mut file = sample().encode();
