@@ -19,7 +19,7 @@ use agent_history::{
     Entry, FilterReason, History, ItemError, READER_LABEL, Recorded, ResponseItem, ResumeOptions,
     TruncationPolicy, resume_reader,
 };
-use agent_history_fuzz::reference::project_and_check;
+use agent_history_fuzz::reference::{KNOWN_TYPES, project_and_check};
 use agent_history_fuzz::{
     check_canonicalized, client_tool_search_without_call_id, projection_options,
 };
@@ -56,25 +56,6 @@ fn check_fast_path(line: &str, built: &Result<Entry, ItemError>) {
         (Err(_), Err(_)) => {}
     }
 }
-
-/// The item types the library knows, as their `type` tag is spelled in the stored kind.
-const KNOWN_TYPES: &[&str] = &[
-    "message",
-    "agent_message",
-    "reasoning",
-    "local_shell_call",
-    "function_call",
-    "function_call_output",
-    "custom_tool_call",
-    "custom_tool_call_output",
-    "tool_search_call",
-    "tool_search_output",
-    "web_search_call",
-    "image_generation_call",
-    "compaction",
-    "context_compaction",
-    "additional_tools",
-];
 
 /// The stored kind is the line's `type`: the same name, `compaction` for the
 /// `compaction_summary` alias, `unknown` for a type the library does not know.

@@ -27,7 +27,7 @@ use agent_history::{
 use serde_json::{Map, Value, json};
 
 /// The item types the library knows (anything else is an unknown item).
-const KNOWN_TYPES: [&str; 16] = [
+pub const KNOWN_TYPES: [&str; 16] = [
     "message",
     "agent_message",
     "reasoning",
