@@ -441,6 +441,17 @@ fn catalogue() -> Vec<Case> {
             },
         },
         Case {
+            // The envelope is read field by field, and its first shape problem is reported
+            // before a syntax error further on: the line is not valid JSON, yet the reason is
+            // the envelope's.
+            id: "envelope-shape-before-a-syntax-error",
+            bytes: rollout_of(&[r#"{"type":"response_item","type":"x","payload":{}"#]),
+            expect: Expect::Skipped {
+                line: 2,
+                reason: |r| not_an_envelope(r, "duplicate field `type`"),
+            },
+        },
+        Case {
             id: "unknown-line-type",
             bytes: rollout_of(&[&line("future_line", "{}"), &item(&user("a"))]),
             expect: Expect::Read(|resumed| {

@@ -42,7 +42,10 @@ macro_rules! run {
             }
         };
         history.assert_invariants();
-        let texts = history.iter().map(|entry| entry.json().to_owned()).collect();
+        let texts = history
+            .iter()
+            .map(|entry| entry.json().to_owned())
+            .collect();
         (texts, error, summary)
     }};
 }
@@ -61,5 +64,8 @@ fuzz_target!(|data: &[u8]| {
     };
     let whole = run(*format, bytes, bytes.len().max(1));
     let chunked = run(*format, bytes, usize::from(*chunk).max(1));
-    assert_eq!(whole, chunked, "the outcome depends on where the bytes were cut");
+    assert_eq!(
+        whole, chunked,
+        "the outcome depends on where the bytes were cut"
+    );
 });

@@ -95,8 +95,10 @@ pub enum SkipReason {
     InvalidUtf8,
     /// Not valid JSON (serde's message).
     InvalidJson(String),
-    /// Valid JSON, but not a line envelope (an object with a string `type` and a `payload`), or
-    /// in a legacy file not an object.
+    /// Not a line envelope (an object with one string `type` and a `payload`), or in a legacy
+    /// file not an object. The envelope is checked as the line is parsed, so a shape problem
+    /// (a missing, duplicate or non-string `type`) is this reason even when a syntax error
+    /// follows it on the line; [`SkipReason::InvalidJson`] is a syntax error met first.
     NotAnEnvelope(String),
     /// The payload of a `session_meta`, `compacted`, `event_msg`, `turn_context`,
     /// `inter_agent_communication` or `world_state` line does not have that type's shape.
