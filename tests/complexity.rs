@@ -602,12 +602,13 @@ fn a_chat_projection_after_an_append_allocates_the_same_at_any_size() {
 /// entries' conversions are cached, once the projection itself is dropped (what stays is the
 /// assembly in the lineage), divided by the entries. Printed for the docs, and pinned: at most
 /// 150 bytes per entry at 100,000 entries, and the figure at 1,000 within 20 % of it (it is
-/// linear: a step, a piece and their share of the persistent vectors' nodes per message).
+/// linear: a step, a piece and their share of the persistent vectors' nodes per message). An
+/// older version's assembly cut back from a newer one's keeps under 16 KB at both sizes.
 #[test]
 fn a_chat_assembly_keeps_a_bounded_number_of_bytes_per_entry() {
     let _serial = serial();
     let options = TargetOptions::new(Target::ChatCompletions);
-    let mut per_entry = Vec::new();
+    let (mut per_entry, mut cut_back) = (Vec::new(), Vec::new());
     for n in [SMALL, LARGE] {
         // Every entry's conversion cached: the entries are shared with this history.
         new_lineage(n).project_for(&options).expect("projects");
@@ -622,11 +623,35 @@ fn a_chat_assembly_keeps_a_bounded_number_of_bytes_per_entry() {
             stats.curr_bytes, stats.curr_blocks
         );
         per_entry.push(bytes);
-        drop(history);
+        // A writer appends a turn and projects (its assembly takes the place of the one it
+        // extended); then the older version is projected again: cut back from the writer's,
+        // kept beside it, sharing all but the nodes on the cut's path.
+        let mut writer = history.clone();
+        for position in 0..TURN {
+            stored(
+                &mut writer,
+                if position == 0 { user() } else { assistant() },
+            );
+        }
+        drop(writer.project_for(&options).expect("projects"));
+        let profiler = dhat::Profiler::builder().testing().build();
+        drop(history.project_for(&options).expect("projects"));
+        let stats = dhat::HeapStats::get();
+        drop(profiler);
+        println!(
+            "an older version's assembly, cut back from a newer one's, keeps {} bytes in {} blocks at {n}",
+            stats.curr_bytes, stats.curr_blocks
+        );
+        cut_back.push(stats.curr_bytes);
+        drop((history, writer));
     }
     let (small, large) = (per_entry[0], per_entry[1]);
     assert!(
         (large - small).abs() <= 0.2 * large && large <= 150.0,
         "{per_entry:?} bytes per entry at {SMALL} and {LARGE}"
+    );
+    assert!(
+        cut_back.iter().all(|&bytes| bytes < 16 * 1024),
+        "an older version's assembly kept {cut_back:?} bytes at {SMALL} and {LARGE}"
     );
 }
