@@ -274,6 +274,26 @@ fn older_versions_after_newer_ones_are_cut_back_and_all_stay_incremental_at_any_
 }
 
 #[test]
+fn a_history_whose_call_ids_need_mapping_is_assembled_whole_but_reused_when_warm() {
+    let mut history = session(300);
+    // A second call with an id an earlier call used: the request maps it to a fresh id.
+    history.record_json(call("t0a").to_string()).unwrap();
+    history.record_json(output("t0a").to_string()).unwrap();
+    let (full, projection) = assembled(&history);
+    assert!(full >= history.len() as u64 - 10, "{full}");
+    assert!(projection.to_json().contains("t0a_2"), "the id is mapped");
+    // The same version again: the kept assembly as it is.
+    let (warm, _) = assembled(&history);
+    assert_eq!(warm, 0);
+    // Another version: assembled whole (the fresh ids are chosen against every id).
+    history
+        .record_json(msg("user", "next").to_string())
+        .unwrap();
+    let (next, _) = assembled(&history);
+    assert!(next >= history.len() as u64 - 10, "{next}");
+}
+
+#[test]
 fn a_rollback_a_replace_or_a_removal_is_assembled_in_full_once_then_incrementally() {
     type Change = fn(&mut History);
     let changes: [(&str, Change); 3] = [

@@ -559,7 +559,7 @@ struct Span {
 /// may have paired or batched with later items), moved back over any kept piece that shares a
 /// call id with what is re-assembled or whose last unit is a call when the first re-assembled
 /// one is a call. A projection whose call ids need mapping (empty or used twice) is assembled
-/// whole, and its assembly is not started from.
+/// whole, and its assembly is only reused for the same version (a warm projection).
 #[derive(Debug)]
 struct ChatMemo {
     options: TargetOptions,
@@ -572,7 +572,8 @@ struct ChatMemo {
     repairs: Vector<TargetRepair>,
     /// The piece start of each call id.
     ids: imbl::HashMap<Arc<str>, usize>,
-    /// Whether call ids were mapped: then every projection is assembled whole.
+    /// Whether call ids were mapped: then every projection of another version is assembled
+    /// whole.
     mapped: bool,
 }
 
@@ -678,15 +679,15 @@ impl ChatMemos {
     }
 
     /// The kept assembly to start a projection of a version of length `len` with `options`
-    /// from: the one of those options whose length is the nearest (a shorter one on a tie),
-    /// unless its call ids were mapped.
+    /// from: the one of those options whose length is the nearest (a shorter one on a tie); one
+    /// whose call ids were mapped only for the same version (it is then the same assembly).
     fn source(
         kept: &[Arc<ChatMemo>],
         options: &TargetOptions,
         len: usize,
     ) -> Option<Arc<ChatMemo>> {
         kept.iter()
-            .filter(|memo| memo.options == *options && !memo.mapped)
+            .filter(|memo| memo.options == *options && (!memo.mapped || memo.len == len))
             .min_by_key(|memo| (memo.len.abs_diff(len), memo.len > len))
             .cloned()
     }
@@ -743,8 +744,8 @@ pub(crate) fn project(
         Some(source) if source.len == history.len() && source.replaced == replaced => {
             Arc::clone(source)
         }
-        Some(source) => Arc::new(extend(source, history, projection, replaced)?),
-        None => Arc::new(whole(history, projection, options, replaced)?),
+        Some(source) if !source.mapped => Arc::new(extend(source, history, projection, replaced)?),
+        _ => Arc::new(whole(history, projection, options, replaced)?),
     };
     let messages = ChatMessages {
         steps: memo.steps.clone(),
