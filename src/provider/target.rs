@@ -421,10 +421,11 @@ impl History {
     /// re-assembled). The lineage keeps up to four assemblies, for option sets and versions,
     /// the least recently used dropped, so alternating options or a reader behind a writer stay
     /// incremental. A fork of an older version, a rollback, a replace or a removal assembles in
-    /// full once, as does an option set or version whose assemblies were all dropped; every
-    /// projection whose call ids need mapping assembles in full. For Anthropic Messages it is
-    /// O(n) without parsing. Writing is O(output bytes). For
-    /// [`Target::Responses`] the result writes exactly what [`History::project`] does.
+    /// full once, as does an option set or version whose assemblies were all dropped; a history
+    /// whose call ids need mapping assembles in full for each new version (the same version
+    /// projected again reuses its assembly). For Anthropic Messages it is O(n) without parsing.
+    /// Writing is O(output bytes). For [`Target::Responses`] the result writes exactly what
+    /// [`History::project`] does.
     ///
     /// # Errors
     ///
