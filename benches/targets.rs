@@ -74,7 +74,10 @@ fn chat_versions_and_options(n: usize, pairs: usize, cold_runs: usize, history: 
         ..system
     };
 
+    // Each section's history starts with an append to a clone of `history`: a lineage of its
+    // own once another clone appended (the other rows' do), projected in full here, untimed.
     let (mut for_target, mut for_responses) = (history.clone(), history.clone());
+    for_target.record_json(ONE_MORE).expect("valid");
     with_options(&system, &for_target, &mut a);
     with_options(&developer, &for_target, &mut a);
     let before = target_slots_assembled();
@@ -102,6 +105,7 @@ fn chat_versions_and_options(n: usize, pairs: usize, cold_runs: usize, history: 
     );
 
     let (mut writer, mut responses_writer) = (history.clone(), history.clone());
+    writer.record_json(ONE_MORE).expect("valid");
     target(Target::ChatCompletions, &writer, &mut a);
     let before = target_slots_assembled();
     let reader = writer.clone();
@@ -164,7 +168,6 @@ fn main() {
         println!("-- {n} items, 16 broken pairings");
         let items = session::generate(n, 16, 0x9e37_79b9_7f4a_7c15 ^ n as u64);
         let history = build(&items);
-        chat_versions_and_options(n, pairs, cold_runs, &history);
         for kind in [Target::ChatCompletions, Target::AnthropicMessages] {
             let (mut a, mut b) = (Vec::new(), Vec::new());
             target(kind, &history, &mut a); // warms the cache
@@ -268,5 +271,6 @@ fn main() {
                 "responses record + project + write_json_array",
             );
         }
+        chat_versions_and_options(n, pairs, cold_runs, &history);
     }
 }
