@@ -12,6 +12,15 @@
 //!   Responses ones (the `testing` counters say how many items were converted and how many slots
 //!   the target's assembly visited).
 //!
+//! For Chat Completions also, each against the Responses projections and writes of the same
+//! versions in the same run:
+//! * alternating options: each run appends one item and projects with both developer roles;
+//! * a writer and a reader one append behind: each run the reader takes the writer's version,
+//!   the writer appends one item, and both project (the reader's older version is cut back from
+//!   the writer's assembly, or extended from its own);
+//! * an assembly in full with every conversion cached (the first projection of a lineage; what
+//!   each of the two cases above cost when a lineage kept one assembly).
+//!
 //! Run with `cargo bench --bench targets`. Data comes from a fixed seed.
 
 use std::hint::black_box;
@@ -24,7 +33,7 @@ use common::paired;
 mod session;
 
 use agent_history::testing::{target_renderings, target_slots_assembled};
-use agent_history::{History, ProjectionOptions, Target, TargetOptions};
+use agent_history::{DeveloperRole, History, ProjectionOptions, Target, TargetOptions};
 
 fn build(items: &[String]) -> History {
     let mut history = History::new();
@@ -44,12 +53,110 @@ fn responses(history: &History, out: &mut Vec<u8>) {
 }
 
 fn target(target: Target, history: &History, out: &mut Vec<u8>) {
+    with_options(&TargetOptions::new(target), history, out);
+}
+
+fn with_options(options: &TargetOptions, history: &History, out: &mut Vec<u8>) {
     out.clear();
-    let projection = history
-        .project_for(&TargetOptions::new(target))
-        .expect("lenient");
+    let projection = history.project_for(options).expect("lenient");
     projection.write_json(out).expect("to memory");
     black_box(&out);
+}
+
+/// The Chat rows of versions and options (see the module docs).
+fn chat_versions_and_options(n: usize, pairs: usize, cold_runs: usize, history: &History) {
+    const ONE_MORE: &str =
+        r#"{"type":"message","role":"user","content":[{"type":"input_text","text":"one more"}]}"#;
+    let (mut a, mut b) = (Vec::new(), Vec::new());
+    let system = TargetOptions::new(Target::ChatCompletions);
+    let developer = TargetOptions {
+        developer_role: DeveloperRole::Developer,
+        ..system
+    };
+
+    // Each section's history starts with an append to a clone of `history`: a lineage of its
+    // own once another clone appended (the other rows' do), projected in full here, untimed.
+    let (mut for_target, mut for_responses) = (history.clone(), history.clone());
+    for_target.record_json(ONE_MORE).expect("valid");
+    with_options(&system, &for_target, &mut a);
+    with_options(&developer, &for_target, &mut a);
+    let before = target_slots_assembled();
+    for_target.record_json(ONE_MORE).expect("valid");
+    with_options(&system, &for_target, &mut a);
+    with_options(&developer, &for_target, &mut a);
+    let visited = target_slots_assembled() - before;
+    let alternating = paired(
+        pairs,
+        || {
+            for_responses.record_json(ONE_MORE).expect("valid");
+            responses(&for_responses, &mut b);
+            responses(&for_responses, &mut b);
+        },
+        || {
+            for_target.record_json(ONE_MORE).expect("valid");
+            with_options(&system, &for_target, &mut a);
+            with_options(&developer, &for_target, &mut a);
+        },
+    );
+    line(
+        &format!("{n}: Chat, one append, both developer roles ({visited} slots)"),
+        alternating,
+        "responses record + 2 × (project + write)",
+    );
+
+    let (mut writer, mut responses_writer) = (history.clone(), history.clone());
+    writer.record_json(ONE_MORE).expect("valid");
+    target(Target::ChatCompletions, &writer, &mut a);
+    let before = target_slots_assembled();
+    let reader = writer.clone();
+    writer.record_json(ONE_MORE).expect("valid");
+    target(Target::ChatCompletions, &writer, &mut a);
+    target(Target::ChatCompletions, &reader, &mut a);
+    let visited = target_slots_assembled() - before;
+    let behind = paired(
+        pairs,
+        || {
+            let reader = responses_writer.clone();
+            responses_writer.record_json(ONE_MORE).expect("valid");
+            responses(&responses_writer, &mut b);
+            responses(&reader, &mut b);
+        },
+        || {
+            let reader = writer.clone();
+            writer.record_json(ONE_MORE).expect("valid");
+            target(Target::ChatCompletions, &writer, &mut a);
+            target(Target::ChatCompletions, &reader, &mut a);
+        },
+    );
+    line(
+        &format!("{n}: Chat, writer one append ahead of a reader ({visited} slots)"),
+        behind,
+        "responses record + 2 × (project + write)",
+    );
+
+    // A new lineage per run (built outside the timing) whose entries' conversions are cached.
+    let mut ratios: Vec<f64> = (0..cold_runs)
+        .map(|_| {
+            let mut fresh = History::new();
+            fresh.replace(history.iter().cloned());
+            let start = Instant::now();
+            target(Target::ChatCompletions, &fresh, &mut a);
+            let full = start.elapsed().as_secs_f64();
+            let start = Instant::now();
+            responses(&fresh, &mut b);
+            full / start.elapsed().as_secs_f64().max(1e-12)
+        })
+        .collect();
+    ratios.sort_by(f64::total_cmp);
+    line(
+        &format!("{n}: Chat, assembly in full, conversions cached"),
+        [
+            ratios[cold_runs / 4],
+            ratios[cold_runs / 2],
+            ratios[cold_runs * 3 / 4],
+        ],
+        "responses project + write_json_array",
+    );
 }
 
 fn line(name: &str, [q1, median, q3]: [f64; 3], baseline: &str) {
@@ -164,5 +271,6 @@ fn main() {
                 "responses record + project + write_json_array",
             );
         }
+        chat_versions_and_options(n, pairs, cold_runs, &history);
     }
 }

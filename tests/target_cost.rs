@@ -1,10 +1,12 @@
 //! The cost of a per-target projection after a change: the Chat Completions assembly visits only
 //! what changed since the projection of an earlier version (counted, at two sizes a hundredfold
 //! apart), and the incremental assembly writes exactly what an assembly from scratch writes, on
-//! generated histories with appends, forks of older versions, rollbacks, replaces and removals.
+//! generated histories with appends, forks of older versions, rollbacks, replaces and removals,
+//! projected at their newest and at older versions with four option sets. Older versions and
+//! other options are incremental too (a lineage keeps a few assemblies: `CHAT_MEMOS`).
 
 use agent_history::testing::target_slots_assembled;
-use agent_history::{DeveloperRole, History, Target, TargetOptions};
+use agent_history::{DeveloperRole, History, Modalities, ProjectionOptions, Target, TargetOptions};
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
@@ -134,9 +136,161 @@ fn a_fork_of_an_older_version_is_assembled_in_full_and_right() {
 
 /// Slots the Chat assembly visits for one projection of `history`, and the projection.
 fn assembled(history: &History) -> (u64, agent_history::TargetProjection) {
+    assembled_with(history, &chat())
+}
+
+/// Slots the Chat assembly visits for one projection of `history` with `options`, and the
+/// projection, checked against an assembly from scratch (bytes and report) below 10,000 items
+/// (above, a debug build takes seconds for each: the small sizes check the same steps).
+fn assembled_with(
+    history: &History,
+    options: &TargetOptions,
+) -> (u64, agent_history::TargetProjection) {
     let before = target_slots_assembled();
-    let projection = history.project_for(&chat()).expect("projects");
-    (target_slots_assembled() - before, projection)
+    let projection = history.project_for(options).expect("projects");
+    let visited = target_slots_assembled() - before;
+    if history.len() >= 10_000 {
+        return (visited, projection);
+    }
+    let mut copy = History::new();
+    copy.replace(history.iter().cloned());
+    let want = copy.project_for(options).expect("projects");
+    assert_eq!(projection.to_json(), want.to_json());
+    assert_eq!(
+        serde_json::to_value(projection.report()).unwrap(),
+        serde_json::to_value(want.report()).unwrap()
+    );
+    (visited, projection)
+}
+
+/// Chat options with the `developer` role kept, and a text-only model's: two more option sets.
+fn developer() -> TargetOptions {
+    let mut options = chat();
+    options.developer_role = DeveloperRole::Developer;
+    options
+}
+
+fn text_only() -> TargetOptions {
+    chat().with_projection(ProjectionOptions::for_modalities(Modalities::TEXT))
+}
+
+/// The slots visited by projections alternating between three option sets on a session of
+/// about `n` items: after the first projection with each (full assemblies), each round appends
+/// one turn and projects with each set, then projects with each set again (warm).
+fn alternating_options(n: usize) -> Vec<u64> {
+    let mut history = session(n);
+    let sets = [chat(), developer(), text_only()];
+    for options in &sets {
+        let (full, _) = assembled_with(&history, options);
+        assert!(
+            full >= history.len() as u64 - 10,
+            "the first projection: {full}"
+        );
+    }
+    let mut visits = Vec::new();
+    for turn in 0..3 {
+        for item in [
+            msg("developer", "be brief"),
+            msg("user", &format!("more {turn}")),
+            call(format!("m{turn}")),
+            output(format!("m{turn}")),
+            msg("assistant", "ok"),
+        ] {
+            history.record_json(item.to_string()).unwrap();
+        }
+        for options in sets.iter().chain(&sets) {
+            visits.push(assembled_with(&history, options).0);
+        }
+    }
+    visits
+}
+
+#[test]
+fn alternating_options_is_incremental_for_each_at_any_size() {
+    let small = alternating_options(1_000);
+    let large = alternating_options(100_000);
+    println!("alternating options: {small:?} at 1,000, {large:?} at 100,000");
+    assert_eq!(small, large, "the work does not grow with the history");
+    // Each round: the five appended items once per option set, then nothing (warm).
+    for round in small.chunks(6) {
+        assert_eq!(round, [5, 5, 5, 0, 0, 0], "{small:?}");
+    }
+}
+
+/// The slots visited by a writer that appends and readers that project the older versions
+/// they were given, alternating, on a session of about `n` items. Each round the writer appends
+/// a turn and projects; a reader one turn behind projects the version before that turn (or, on
+/// odd rounds, the version ending with the turn's call, whose output the newer version has);
+/// a reader far behind projects the session as it was first projected; then all three again.
+fn writer_and_readers(n: usize) -> Vec<u64> {
+    let mut writer = session(n);
+    let far = writer.clone();
+    assembled(&writer);
+    let mut visits = Vec::new();
+    for turn in 0..4 {
+        let before = writer.clone();
+        let mut reader = before.clone();
+        let items = [
+            call(format!("w{turn}")),
+            output(format!("w{turn}")),
+            msg("assistant", "done"),
+            msg("user", &format!("turn {turn}")),
+        ];
+        for (i, item) in items.into_iter().enumerate() {
+            writer.record_json(item.to_string()).unwrap();
+            if turn % 2 == 1 && i == 0 {
+                reader = writer.clone();
+            }
+        }
+        for _ in 0..2 {
+            for version in [&writer, &reader, &far] {
+                visits.push(assembled(version).0);
+            }
+        }
+    }
+    visits
+}
+
+#[test]
+fn older_versions_after_newer_ones_are_cut_back_and_all_stay_incremental_at_any_size() {
+    let small = writer_and_readers(1_000);
+    let large = writer_and_readers(100_000);
+    println!("writer and readers: {small:?} at 1,000, {large:?} at 100,000");
+    assert_eq!(small, large, "the work does not grow with the history");
+    for (turn, round) in small.chunks(6).enumerate() {
+        // The writer re-assembles its appended items (and the piece they join); a reader only
+        // the piece its version's end cuts (nothing when it ends between pieces) or what it
+        // has that its nearest kept version lacks; the far reader's version is kept.
+        assert!(
+            round[0] <= 5 && round[1] <= 4 && round[2] == 0,
+            "turn {turn}: {small:?}"
+        );
+        // All three again: warm.
+        assert_eq!(&round[3..], [0, 0, 0], "turn {turn}: {small:?}");
+    }
+    // The version ending with a call whose output the newer version has: the call's slot (sent
+    // with a synthetic output there) is re-assembled.
+    assert!(small[7] > 0, "{small:?}");
+}
+
+#[test]
+fn a_history_whose_call_ids_need_mapping_is_assembled_whole_but_reused_when_warm() {
+    let mut history = session(300);
+    // A second call with an id an earlier call used: the request maps it to a fresh id.
+    history.record_json(call("t0a").to_string()).unwrap();
+    history.record_json(output("t0a").to_string()).unwrap();
+    let (full, projection) = assembled(&history);
+    assert!(full >= history.len() as u64 - 10, "{full}");
+    assert!(projection.to_json().contains("t0a_2"), "the id is mapped");
+    // The same version again: the kept assembly as it is.
+    let (warm, _) = assembled(&history);
+    assert_eq!(warm, 0);
+    // Another version: assembled whole (the fresh ids are chosen against every id).
+    history
+        .record_json(msg("user", "next").to_string())
+        .unwrap();
+    let (next, _) = assembled(&history);
+    assert!(next >= history.len() as u64 - 10, "{next}");
 }
 
 #[test]
@@ -246,8 +400,37 @@ enum Op {
     Replace(usize),
     /// Remove the first item (and its counterpart).
     RemoveFirst,
-    /// Project (for the developer role given), comparing with an assembly from scratch.
-    Project(bool),
+    /// Project with option set `n` ([`option_set`]), comparing with an assembly from scratch.
+    Project(u8),
+    /// Project the `n`-th saved version (often an older version of the current history's
+    /// lineage: a reader behind the writer) with an option set, comparing the same way.
+    ProjectSaved(usize, u8),
+}
+
+/// Four option sets: the default, the `developer` role kept, a text-only model, both. With the
+/// versions projected, more than a lineage keeps, so some are dropped and assembled again.
+fn option_set(n: u8) -> TargetOptions {
+    let mut options = if n & 1 == 0 { chat() } else { developer() };
+    if n & 2 != 0 {
+        options = options.with_projection(ProjectionOptions::for_modalities(Modalities::TEXT));
+    }
+    options
+}
+
+/// `history` projected with `options` equals the projection of its items in a history of their
+/// own (nothing assembled for them yet): bytes, length and report.
+fn equals_from_scratch(history: &History, options: &TargetOptions) -> Result<(), TestCaseError> {
+    let got = history.project_for(options).expect("projects");
+    let mut copy = History::new();
+    copy.replace(history.iter().cloned());
+    let want = copy.project_for(options).expect("projects");
+    prop_assert_eq!(got.to_json(), want.to_json());
+    prop_assert_eq!(got.len(), want.len());
+    prop_assert_eq!(
+        serde_json::to_value(got.report()).unwrap(),
+        serde_json::to_value(want.report()).unwrap()
+    );
+    Ok(())
 }
 
 fn item() -> impl Strategy<Value = Value> {
@@ -281,7 +464,8 @@ fn op() -> impl Strategy<Value = Op> {
         1 => (1..3usize).prop_map(Op::Rollback),
         1 => (0..6usize).prop_map(Op::Replace),
         1 => Just(Op::RemoveFirst),
-        6 => any::<bool>().prop_map(Op::Project),
+        6 => (0..4u8).prop_map(Op::Project),
+        3 => (0..4usize, 0..4u8).prop_map(|(n, options)| Op::ProjectSaved(n, options)),
     ]
 }
 
@@ -290,7 +474,7 @@ proptest! {
 
     #[test]
     fn incremental_chat_projections_equal_assemblies_from_scratch(
-        ops in proptest::collection::vec(op(), 1..60)
+        ops in proptest::collection::vec(op(), 1..80)
     ) {
         let mut history = History::new();
         let mut saved = vec![history.clone()];
@@ -309,21 +493,9 @@ proptest! {
                 Op::RemoveFirst => {
                     history.remove_first_item();
                 }
-                Op::Project(developer) => {
-                    let mut options = chat();
-                    if developer {
-                        options.developer_role = DeveloperRole::Developer;
-                    }
-                    let got = history.project_for(&options).expect("projects");
-                    let mut copy = History::new();
-                    copy.replace(history.iter().cloned());
-                    let want = copy.project_for(&options).expect("projects");
-                    prop_assert_eq!(got.to_json(), want.to_json());
-                    prop_assert_eq!(got.len(), want.len());
-                    prop_assert_eq!(
-                        serde_json::to_value(got.report()).unwrap(),
-                        serde_json::to_value(want.report()).unwrap()
-                    );
+                Op::Project(options) => equals_from_scratch(&history, &option_set(options))?,
+                Op::ProjectSaved(n, options) => {
+                    equals_from_scratch(&saved[n % saved.len()], &option_set(options))?;
                 }
             }
         }

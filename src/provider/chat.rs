@@ -18,13 +18,13 @@
 
 use std::collections::{HashMap, HashSet};
 use std::io::{self, Write};
-use std::sync::{Arc, OnceLock, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use imbl::Vector;
 
 use serde_json::{Value, json};
 
-use crate::history::History;
+use crate::history::{History, Memo};
 use crate::item::{
     AgentContentItem, ContentItem, ImageDetail, ImagePart, ItemError, OutputContentItem,
     OutputPayload, ResponseItem, Role, parse_item,
@@ -544,18 +544,22 @@ struct Span {
 
 /// What the projection of one version of a history for Chat Completions assembled, kept in the
 /// history's lineage (shared by every version that holds the same entries at the same
-/// positions) so that a projection of a later version re-assembles only what changed.
+/// positions; [`ChatMemos`]) so that a projection of another version of the lineage, later or
+/// older, re-assembles only what differs.
 ///
 /// The assembly is cut into pieces that nothing outside pairs or batches with: assembling each
 /// piece on its own and putting the results one after the other gives what assembling all the
 /// units at once gives (pairing only looks at the calls and outputs of one call id; a batch
 /// spans consecutive calls; the writer merges steps across pieces as it would within one). A
-/// later version differs from this one from its first appended slot on, and at the slots the
-/// Responses repairs replaced in one of them and not the other (a call answered since, an orphan
-/// whose call came): the pieces before the first such position are kept, the rest re-assembled
-/// from the start of the piece that holds it, moved back over any kept piece that shares a call
-/// id with what is re-assembled or whose last unit is a call when the first re-assembled one is
-/// a call. A projection whose call ids need mapping (empty or used twice) is assembled whole.
+/// later version differs from this one from its first appended slot on, an older version (a
+/// prefix of this one) from its end on, and either at the slots the Responses repairs replaced
+/// in one of them and not the other (a call answered since, an orphan whose call came): the
+/// pieces before the first such position are kept, the rest re-assembled from the start of the
+/// piece that holds it (for an older version: its last piece, which this version's assembly
+/// may have paired or batched with later items), moved back over any kept piece that shares a
+/// call id with what is re-assembled or whose last unit is a call when the first re-assembled
+/// one is a call. A projection whose call ids need mapping (empty or used twice) is assembled
+/// whole, and its assembly is only reused for the same version (a warm projection).
 #[derive(Debug)]
 struct ChatMemo {
     options: TargetOptions,
@@ -568,7 +572,8 @@ struct ChatMemo {
     repairs: Vector<TargetRepair>,
     /// The piece start of each call id.
     ids: imbl::HashMap<Arc<str>, usize>,
-    /// Whether call ids were mapped: then every projection is assembled whole.
+    /// Whether call ids were mapped: then every projection of another version is assembled
+    /// whole.
     mapped: bool,
 }
 
@@ -647,27 +652,100 @@ fn cuts(units: &[Unit<ChatItem>]) -> Option<Vec<usize>> {
     Some(cuts)
 }
 
-/// Projects for Chat Completions, re-assembling only what changed since the projection of an
-/// earlier version of `history`'s lineage ([`ChatMemo`]).
+/// How many assemblies a lineage keeps for Chat Completions ([`ChatMemos`]): enough for two
+/// option sets (say both developer roles) each projected at two versions (a writer and a reader
+/// behind it), or four option sets at one version.
+pub(crate) const CHAT_MEMOS: usize = 4;
+
+/// The Chat Completions assemblies a lineage keeps: at most [`CHAT_MEMOS`], the most recently
+/// used first. A projection starts from the kept assembly of its options whose version is the
+/// nearest to its own (a later version extends it, an older one cuts it back: see
+/// [`ChatMemo`]); its own assembly then takes the place of the one it started from when that was
+/// of a shorter or the same version, and is kept beside it when it was of a longer one, so that
+/// a writer appending and a reader projecting an older version each find their own. The least
+/// recently used is dropped when a new one does not fit.
+#[derive(Debug, Default)]
+struct ChatMemos(Vec<Arc<ChatMemo>>);
+
+impl ChatMemos {
+    /// The assemblies kept in `cell` (none when the cell is empty or holds something else).
+    fn read(cell: &Mutex<Option<Memo>>) -> Vec<Arc<ChatMemo>> {
+        cell.lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .as_ref()
+            .and_then(|memo| memo.downcast_ref::<ChatMemos>())
+            .map(|memos| memos.0.clone())
+            .unwrap_or_default()
+    }
+
+    /// The kept assembly to start a projection of a version of length `len` with `options`
+    /// from: the one of those options whose length is the nearest (a shorter one on a tie); one
+    /// whose call ids were mapped only for the same version (it is then the same assembly).
+    fn source(
+        kept: &[Arc<ChatMemo>],
+        options: &TargetOptions,
+        len: usize,
+    ) -> Option<Arc<ChatMemo>> {
+        kept.iter()
+            .filter(|memo| memo.options == *options && (!memo.mapped || memo.len == len))
+            .min_by_key(|memo| (memo.len.abs_diff(len), memo.len > len))
+            .cloned()
+    }
+
+    /// Stores `memo`, assembled from `source`, in `cell` (see the type's docs). Other
+    /// projections may have stored theirs since this one read the cell: the rule is applied to
+    /// what the cell holds now.
+    fn store(cell: &Mutex<Option<Memo>>, memo: &Arc<ChatMemo>, source: Option<&Arc<ChatMemo>>) {
+        let mut stored = cell.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut kept = stored
+            .as_ref()
+            .and_then(|memo| memo.downcast_ref::<ChatMemos>())
+            .map(|memos| memos.0.clone())
+            .unwrap_or_default();
+        if kept.first().is_some_and(|first| Arc::ptr_eq(first, memo)) {
+            // The most recently used already: nothing to change.
+            return;
+        }
+        // The one it started from stays when it was of a longer version (moved up: it was
+        // used), else `memo` replaces it; `memo` also replaces one of the same options and
+        // version (the same assembly: the same entries, the same options), itself included.
+        let longer_source = source.filter(|source| source.len > memo.len);
+        let replaced = source.filter(|_| longer_source.is_none());
+        kept.retain(|kept| {
+            let same = kept.options == memo.options && kept.len == memo.len;
+            let started_from = replaced.is_some_and(|source| Arc::ptr_eq(kept, source));
+            !(same || started_from)
+        });
+        if let Some(source) = longer_source
+            && let Some(at) = kept.iter().position(|kept| Arc::ptr_eq(kept, source))
+        {
+            let source = kept.remove(at);
+            kept.insert(0, source);
+        }
+        kept.insert(0, Arc::clone(memo));
+        kept.truncate(CHAT_MEMOS);
+        *stored = Some(Arc::new(ChatMemos(kept)));
+    }
+}
+
+/// Projects for Chat Completions, re-assembling only what differs from the projection of
+/// another version of `history`'s lineage ([`ChatMemos`], [`ChatMemo`]).
 pub(crate) fn project(
     history: &History,
     projection: &Projection,
     options: &TargetOptions,
 ) -> Result<(ChatMessages, Vector<TargetRepair>), TargetProjectionError> {
     let cell = history.lineage_memo(CHAT_CELL);
-    let earlier: Option<Arc<ChatMemo>> = cell.and_then(|cell| {
-        let memo = cell
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()?;
-        memo.downcast::<ChatMemo>().ok()
-    });
+    let kept = cell.map(ChatMemos::read).unwrap_or_default();
     let replaced: Vec<(usize, bool)> = projection.replaced_slots().collect();
-    let earlier = earlier
-        .filter(|memo| memo.options == *options && memo.len <= history.len() && !memo.mapped);
-    let memo = match earlier {
-        Some(earlier) => extend(&earlier, history, projection, replaced)?,
-        None => whole(history, projection, options, replaced)?,
+    let source = ChatMemos::source(&kept, options, history.len());
+    let memo = match &source {
+        // The same version (a warm projection): its assembly as it is.
+        Some(source) if source.len == history.len() && source.replaced == replaced => {
+            Arc::clone(source)
+        }
+        Some(source) if !source.mapped => Arc::new(extend(source, history, projection, replaced)?),
+        _ => Arc::new(whole(history, projection, options, replaced)?),
     };
     let messages = ChatMessages {
         steps: memo.steps.clone(),
@@ -676,16 +754,7 @@ pub(crate) fn project(
     };
     let repairs = memo.repairs.clone();
     if let Some(cell) = cell {
-        let mut stored = cell.lock().unwrap_or_else(PoisonError::into_inner);
-        // Only a longer version's assembly replaces the one kept: an older version's projection
-        // does not undo the work of the newest.
-        let older = stored
-            .as_ref()
-            .and_then(|memo| memo.downcast_ref::<ChatMemo>())
-            .is_some_and(|kept| kept.options == *options && kept.len > memo.len);
-        if !older {
-            *stored = Some(Arc::new(memo));
-        }
+        ChatMemos::store(cell, &memo, source.as_ref());
     }
     Ok((messages, repairs))
 }
@@ -719,16 +788,19 @@ fn whole(
     ))
 }
 
-/// The assembly of `history` from `earlier`'s, re-assembling from the first position that
-/// differs (see [`ChatMemo`]).
+/// The assembly of `history` from `earlier`'s (of a later or an older version of the
+/// lineage), re-assembling from the first position that differs (see [`ChatMemo`]).
 fn extend(
     earlier: &ChatMemo,
     history: &History,
     projection: &Projection,
     replaced: Vec<(usize, bool)>,
 ) -> Result<ChatMemo, TargetProjectionError> {
+    // A later version differs from the first appended slot on, an older one (a prefix) from
+    // its end; both where the Responses repairs replaced a slot in one and not the other.
     let changed = first_difference(&earlier.replaced, &replaced)
-        .map_or(earlier.len, |position| position.min(earlier.len));
+        .map_or(earlier.len, |position| position.min(earlier.len))
+        .min(history.len());
     // The pieces kept: those that end at or before `changed`.
     let mut keep = if changed >= earlier.len {
         earlier.pieces.len()
@@ -807,7 +879,7 @@ fn reassemble(
     let (mut steps, mut kept_repairs, mut ids) = match earlier.pieces.get(keep) {
         Some(first_dropped) => {
             let mut ids = earlier.ids.clone();
-            for piece in earlier.pieces.iter().skip(keep) {
+            for piece in &earlier.pieces.skip(keep) {
                 for id in &piece.ids {
                     ids.remove(id);
                 }

@@ -30,9 +30,10 @@
 //!
 //! Chat Completions also keeps its assembly (`chat.rs`, `ChatMemo`): in pieces that nothing
 //! outside pairs or batches with, in a memo of the history's lineage (shared by the versions that
-//! hold the same entries at the same positions), so that a projection of a later version
-//! re-assembles only the pieces from the first position that changed ([`target_slots_assembled`]
-//! counts the slots visited). Anthropic Messages assembles every slot on each projection.
+//! hold the same entries at the same positions; up to four assemblies, for option sets and
+//! versions, `ChatMemos`), so that a projection of a later or an older version re-assembles only
+//! the pieces from the first position that differs ([`target_slots_assembled`] counts the slots
+//! visited). Anthropic Messages assembles every slot on each projection.
 
 use std::collections::HashMap;
 use std::io::{self, Write};
@@ -414,15 +415,17 @@ impl History {
     ///
     /// Each entry's conversion is computed once and shared by every clone of the entry (every
     /// version of the history): a projection after one append converts one item. Assembling the
-    /// messages for Chat Completions is O(changes) after a projection of an earlier version of
-    /// this history (k appended items and the Responses repairs that changed: the pieces from the
-    /// first change on are re-assembled; a fork of an older version, a rollback, a replace or a
-    /// removal assembles in full once; every projection whose call ids need mapping assembles in
-    /// full, as does every projection of a version older than the newest one its lineage
-    /// projected and every projection whose options differ from the previous one's, since the
-    /// lineage keeps one assembly);
-    /// for Anthropic Messages it is O(n) without parsing. Writing is O(output bytes). For
-    /// [`Target::Responses`] the result writes exactly what [`History::project`] does.
+    /// messages for Chat Completions is O(changes) after a projection of another version of this
+    /// history's lineage with the same options, later or older (the items one has and the other
+    /// lacks, and the Responses repairs that differ: the pieces from the first difference on are
+    /// re-assembled). The lineage keeps up to four assemblies, for option sets and versions,
+    /// the least recently used dropped, so alternating options or a reader behind a writer stay
+    /// incremental. A fork of an older version, a rollback, a replace or a removal assembles in
+    /// full once, as does an option set or version whose assemblies were all dropped; a history
+    /// whose call ids need mapping assembles in full for each new version (the same version
+    /// projected again reuses its assembly). For Anthropic Messages it is O(n) without parsing.
+    /// Writing is O(output bytes). For [`Target::Responses`] the result writes exactly what
+    /// [`History::project`] does.
     ///
     /// # Errors
     ///
