@@ -456,8 +456,9 @@ impl History {
                 (Inner::Chat(messages), repairs)
             }
             Target::AnthropicMessages => {
-                let (messages, repairs) = anthropic::project(&projection)?;
-                (Inner::Anthropic(messages), repairs.into())
+                let (messages, repairs) =
+                    anthropic::project(self, &projection, &options.projection)?;
+                (Inner::Anthropic(messages), repairs)
             }
         };
         let report = TargetReport {
@@ -566,6 +567,16 @@ pub(crate) struct Unit<R> {
     pub(crate) rendered: Arc<R>,
     /// Where the item is (a synthetic output is at its call's position).
     pub(crate) at: Location,
+}
+
+// Not derived: the rendering is shared, so `R` need not be `Clone`.
+impl<R> Clone for Unit<R> {
+    fn clone(&self) -> Self {
+        Unit {
+            rendered: Arc::clone(&self.rendered),
+            at: self.at.clone(),
+        }
+    }
 }
 
 /// The units of a projection for one target, in order, and the repairs their notes make.

@@ -14,6 +14,7 @@ mod request;
 use std::io::{self, Write};
 use std::sync::Arc;
 
+use imbl::Vector;
 use serde_json::Value;
 
 use super::target::Unit;
@@ -57,7 +58,7 @@ enum Block {
 #[derive(Debug, Clone)]
 struct Message {
     role: Role,
-    blocks: Vec<Block>,
+    blocks: Vector<Block>,
 }
 
 /// A history projected for the Anthropic Messages API: the `system` texts hoisted from the
@@ -66,10 +67,10 @@ struct Message {
 /// shared with the history's entries, the messages refer to them.
 #[derive(Debug, Clone)]
 pub struct AnthropicMessages {
-    units: Arc<[Unit<AnthropicItem>]>,
+    units: Vector<Unit<AnthropicItem>>,
     /// The units whose piece is a `system` text.
-    system: Arc<[usize]>,
-    messages: Arc<[Message]>,
+    system: Vector<usize>,
+    messages: Vector<Message>,
 }
 
 impl AnthropicMessages {
