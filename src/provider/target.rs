@@ -32,7 +32,10 @@
 //! outside pairs or batches with, in a memo of the history's lineage (shared by the versions that
 //! hold the same entries at the same positions), so that a projection of a later version
 //! re-assembles only the pieces from the first position that changed ([`target_slots_assembled`]
-//! counts the slots visited). Anthropic Messages assembles every slot on each projection.
+//! counts the slots visited). Anthropic Messages keeps the builder's state at the last few places
+//! nothing before pairs or batches with anything after (`anthropic/assemble.rs`,
+//! `AnthropicMemo`), in its own cell of the same memo, and re-assembles from the last one a later
+//! version can resume at.
 
 use std::collections::HashMap;
 use std::io::{self, Write};
@@ -421,7 +424,12 @@ impl History {
     /// full, as does every projection of a version older than the newest one its lineage
     /// projected and every projection whose options differ from the previous one's, since the
     /// lineage keeps one assembly);
-    /// for Anthropic Messages it is O(n) without parsing. Writing is O(output bytes). For
+    /// for Anthropic Messages likewise from the last place before the change where nothing before
+    /// pairs or batches with anything after (the last message, whose role run the new items may
+    /// join, and the call batch their outputs may answer, are re-assembled with them; an output
+    /// answering a call before every place kept, a fork, a rollback, a replace, a removal, an
+    /// older version, other projection options or call ids that need mapping assemble in
+    /// full). Writing is O(output bytes). For
     /// [`Target::Responses`] the result writes exactly what [`History::project`] does.
     ///
     /// # Errors

@@ -5,6 +5,10 @@
 //! alternating `user`/`assistant` messages (the results of a batch open the next user message),
 //! tool ids are mapped to the id syntax and kept unique, a user message is put first when the
 //! history starts with the assistant, and the final assistant text is trimmed.
+//!
+//! The assembly is kept in the history's lineage ([`AnthropicMemo`]): a projection of a later
+//! version resumes at the last place the changes leave alone, so that after k appends it visits
+//! the last message or call batch and the k new slots, not the whole history.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, PoisonError};
