@@ -21,7 +21,9 @@
 //! * an assembly in full with every conversion cached (the first projection of a lineage; what
 //!   each of the two cases above cost when a lineage kept one assembly).
 //!
-//! Run with `cargo bench --bench targets`. Data comes from a fixed seed.
+//! Run with `cargo bench --bench targets`; `cargo bench --bench targets -- anthropic` (or
+//! `chat`) measures only the targets whose name contains the word. Data comes from a fixed
+//! seed.
 
 use std::hint::black_box;
 use std::time::Instant;
@@ -164,11 +166,24 @@ fn line(name: &str, [q1, median, q3]: [f64; 3], baseline: &str) {
 }
 
 fn main() {
+    // The words after `--` that are not flags: measure only the targets named like one.
+    let words: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|arg| !arg.starts_with('-'))
+        .map(|arg| arg.to_lowercase())
+        .collect();
+    let chosen = |kind: Target| {
+        let name = kind.to_string().to_lowercase();
+        words.is_empty() || words.iter().any(|word| name.contains(word.as_str()))
+    };
     for (n, pairs, cold_runs) in [(10_000usize, 31usize, 9usize), (100_000, 11, 5)] {
         println!("-- {n} items, 16 broken pairings");
         let items = session::generate(n, 16, 0x9e37_79b9_7f4a_7c15 ^ n as u64);
         let history = build(&items);
         for kind in [Target::ChatCompletions, Target::AnthropicMessages] {
+            if !chosen(kind) {
+                continue;
+            }
             let (mut a, mut b) = (Vec::new(), Vec::new());
             target(kind, &history, &mut a); // warms the cache
             responses(&history, &mut b);
@@ -245,6 +260,10 @@ fn main() {
             // after its previous append (the agent loop), on both sides.
             const ONE_MORE: &str = r#"{"type":"message","role":"user","content":[{"type":"input_text","text":"one more"}]}"#;
             let (mut for_target, mut for_responses) = (history.clone(), history.clone());
+            // The first append may start a lineage of its own (the previous target's run
+            // appended to a clone of the same version), which assembles in full once: the
+            // counters are read on the append after it.
+            for_target.record_json(ONE_MORE).expect("valid");
             target(kind, &for_target, &mut a);
             for_target.record_json(ONE_MORE).expect("valid");
             let before = target_renderings();

@@ -22,8 +22,8 @@ use std::sync::{Arc, Mutex};
 /// What a memo cell holds: anything a later layer stores, typed by it.
 pub(crate) type Memo = Arc<dyn Any + Send + Sync>;
 
-/// How many memo cells a lineage has: one per target the provider layer assembles (the Chat
-/// Completions assembly uses its cell; the Anthropic Messages assembly does not keep one yet).
+/// How many memo cells a lineage has: one per target the provider layer assembles (cell 0: the
+/// Chat Completions assembly; cell 1: the Anthropic Messages assembly's cuts).
 pub(crate) const MEMO_CELLS: usize = 2;
 
 /// See the module docs.

@@ -33,7 +33,10 @@
 //! hold the same entries at the same positions; up to four assemblies, for option sets and
 //! versions, `ChatMemos`), so that a projection of a later or an older version re-assembles only
 //! the pieces from the first position that differs ([`target_slots_assembled`] counts the slots
-//! visited). Anthropic Messages assembles every slot on each projection.
+//! visited). Anthropic Messages keeps the builder's state at the last few places
+//! nothing before pairs or batches with anything after (`anthropic/assemble.rs`,
+//! `AnthropicMemo`), in its own cell of the same memo, and re-assembles from the last one a later
+//! version can resume at.
 
 use std::collections::HashMap;
 use std::io::{self, Write};
@@ -423,8 +426,14 @@ impl History {
     /// incremental. A fork of an older version, a rollback, a replace or a removal assembles in
     /// full once, as does an option set or version whose assemblies were all dropped; a history
     /// whose call ids need mapping assembles in full for each new version (the same version
-    /// projected again reuses its assembly). For Anthropic Messages it is O(n) without parsing.
-    /// Writing is O(output bytes). For [`Target::Responses`] the result writes exactly what
+    /// projected again reuses its assembly). For Anthropic Messages it is O(changes) after a
+    /// projection of an earlier version with the same options, from the last place before the
+    /// change where nothing before pairs or batches with anything after (the last message, whose
+    /// role run the new items may join, and the call batch their outputs may answer, are
+    /// re-assembled with them; an output answering a call before every place kept, a fork, a
+    /// rollback, a replace, a removal, an older version, other projection options or call ids
+    /// that need mapping assemble in full: it keeps one assembly per lineage). Writing is
+    /// O(output bytes). For [`Target::Responses`] the result writes exactly what
     /// [`History::project`] does.
     ///
     /// # Errors
@@ -459,8 +468,9 @@ impl History {
                 (Inner::Chat(messages), repairs)
             }
             Target::AnthropicMessages => {
-                let (messages, repairs) = anthropic::project(&projection)?;
-                (Inner::Anthropic(messages), repairs.into())
+                let (messages, repairs) =
+                    anthropic::project(self, &projection, &options.projection)?;
+                (Inner::Anthropic(messages), repairs)
             }
         };
         let report = TargetReport {
@@ -569,6 +579,16 @@ pub(crate) struct Unit<R> {
     pub(crate) rendered: Arc<R>,
     /// Where the item is (a synthetic output is at its call's position).
     pub(crate) at: Location,
+}
+
+// Not derived: the rendering is shared, so `R` need not be `Clone`.
+impl<R> Clone for Unit<R> {
+    fn clone(&self) -> Self {
+        Unit {
+            rendered: Arc::clone(&self.rendered),
+            at: self.at.clone(),
+        }
+    }
 }
 
 /// The units of a projection for one target, in order, and the repairs their notes make.

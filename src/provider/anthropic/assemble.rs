@@ -5,17 +5,23 @@
 //! alternating `user`/`assistant` messages (the results of a batch open the next user message),
 //! tool ids are mapped to the id syntax and kept unique, a user message is put first when the
 //! history starts with the assistant, and the final assistant text is trimmed.
+//!
+//! The assembly is kept in the history's lineage ([`AnthropicMemo`]): a projection of a later
+//! version resumes at the last place the changes leave alone, so that after k appends it visits
+//! the last message or call batch and the k new slots, not the whole history.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::Arc;
+use std::sync::{Arc, PoisonError};
 
+use imbl::Vector;
 use serde_json::Value;
 
-use crate::projection::{Location, Projection, RepairKind};
+use crate::history::History;
+use crate::projection::{Location, Projection, ProjectionOptions, RepairKind};
 
 use super::super::target::{
-    PairRole, Rendered, Step, TargetProjectionError, TargetRepair, TargetRepairKind, Unit, Units,
-    merge_repairs, pair_calls,
+    ANTHROPIC_CELL, PairRole, Paired, Rendered, Step, TargetProjectionError, TargetRepair,
+    TargetRepairKind, Unit, Units, merge_repairs, pair_calls,
 };
 use super::render::{AnthropicItem, Sent};
 use super::{ANTHROPIC_LEADING_USER_TEXT, AnthropicMessages, Block, Message, Role};
@@ -98,157 +104,515 @@ fn map_tool_ids(calls: &[(usize, &str)]) -> HashMap<usize, Arc<str>> {
     map
 }
 
-/// The call ids of the calls whose output the Responses projection synthesized, by position:
-/// their results are sent with `is_error: true`.
-fn synthesized_positions(projection: &Projection) -> HashSet<usize> {
-    projection
-        .report()
-        .repairs()
+/// The positions from `from` on where the Responses projection synthesized an output: a
+/// `tool_result` it synthesized is sent with `is_error: true`. O(log r) to start (the repairs
+/// are in position order), then O(1) per repair from `from` on.
+fn synthesized_positions(projection: &Projection, from: usize) -> HashSet<usize> {
+    let repairs = projection.report().repairs();
+    let start = repairs.partition_point(|repair| repair.at.position < from);
+    repairs[start..]
         .iter()
         .filter(|repair| matches!(repair.kind, RepairKind::SynthesizedOutput { .. }))
         .map(|repair| repair.at.position)
         .collect()
 }
 
-struct Builder {
-    messages: Vec<Message>,
+/// How a unit that sends something takes part in call batching.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Edge {
+    /// A call: a call right after it joins its batch.
+    Call,
+    /// Anything else that is sent.
+    Other,
 }
 
-impl Builder {
+/// The edge of a unit (`None`: it sends nothing).
+fn edge(unit: &Unit<AnthropicItem>) -> Option<Edge> {
+    match unit.rendered.pairing() {
+        PairRole::Call(_) => Some(Edge::Call),
+        PairRole::Output(_) | PairRole::Other => Some(Edge::Other),
+        PairRole::Nothing => None,
+    }
+}
+
+/// The call id of a call or an output.
+fn pairing_id(unit: &Unit<AnthropicItem>) -> Option<&str> {
+    match unit.rendered.pairing() {
+        PairRole::Call(id) | PairRole::Output(id) => Some(id),
+        PairRole::Other | PairRole::Nothing => None,
+    }
+}
+
+/// The history's call id of a call (empty for anything else).
+fn call_id(unit: &Unit<AnthropicItem>) -> &str {
+    match &unit.rendered.piece {
+        Sent::ToolUse { call_id, .. } => call_id,
+        _ => "",
+    }
+}
+
+/// The messages built so far and the open call batch: its calls (unit, answered) and the
+/// results collected for the next user message.
+#[derive(Debug, Clone, Default)]
+struct State {
+    messages: Vector<Message>,
+    calls: Vec<(usize, bool)>,
+    results: Vec<Block>,
+}
+
+impl State {
     /// Appends blocks to the last message when it has `role`, else starts one.
     fn push(&mut self, role: Role, blocks: impl IntoIterator<Item = Block>) {
         let mut blocks = blocks.into_iter().peekable();
         if blocks.peek().is_none() {
             return;
         }
-        match self.messages.last_mut() {
+        match self.messages.back_mut() {
             Some(last) if last.role == role => last.blocks.extend(blocks),
-            _ => self.messages.push(Message {
+            _ => self.messages.push_back(Message {
                 role,
                 blocks: blocks.collect(),
             }),
         }
     }
-}
 
-/// The open batch: its calls (unit, history call id, answered) and the results collected.
-#[derive(Default)]
-struct Batch<'a> {
-    calls: Vec<(usize, &'a str, bool)>,
-    results: Vec<Block>,
-}
-
-/// Projects for Anthropic Messages.
-pub(crate) fn project(
-    projection: &Projection,
-) -> Result<(AnthropicMessages, Vec<TargetRepair>), TargetProjectionError> {
-    let Units { units, repairs } = Units::<AnthropicItem>::collect(projection)?;
-    let paired = pair_calls(&units);
-    let synthesized = synthesized_positions(projection);
-    let mut own: Vec<TargetRepair> = Vec::new();
-
-    let calls: Vec<(usize, &str)> = paired
-        .steps
-        .iter()
-        .filter_map(|step| match *step {
-            Step::Unit(i) => match units[i].rendered.pairing() {
-                PairRole::Call(id) => Some((i, id)),
-                _ => None,
-            },
-            Step::Synthetic(_) => None,
-        })
-        .collect();
-    let ids = map_tool_ids(&calls);
-    for &(unit, id) in &calls {
-        if *ids[&unit] != *id {
-            own.push(TargetRepair {
-                kind: TargetRepairKind::MappedId {
-                    from: id.to_owned(),
-                    to: ids[&unit].to_string(),
-                },
-                at: units[unit].at.clone(),
-            });
-        }
-    }
-
-    let system: Vec<usize> = units
-        .iter()
-        .enumerate()
-        .filter(|(_, unit)| matches!(&unit.rendered.piece, Sent::System(text) if !text.trim().is_empty()))
-        .map(|(i, _)| i)
-        .collect();
-
-    let mut builder = Builder {
-        messages: Vec::new(),
-    };
-    let mut batch = Batch::default();
-    let close = |batch: &mut Batch, builder: &mut Builder| {
+    /// Sends the open batch's results as a user message.
+    fn close(&mut self, ids: &Ids<'_>) {
         // Every call of a batch has its output step (`pair_calls`); should one be missing,
         // it is answered as aborted all the same.
-        for (unit, _, answered) in &batch.calls {
+        for (unit, answered) in std::mem::take(&mut self.calls) {
             if !answered {
-                batch.results.push(Block::Result {
+                self.results.push(Block::Result {
                     unit: None,
-                    id: Arc::clone(&ids[unit]),
+                    id: ids.sent(unit),
                     is_error: true,
                 });
             }
         }
-        builder.push(Role::User, batch.results.drain(..));
-        batch.calls.clear();
+        let results = std::mem::take(&mut self.results);
+        self.push(Role::User, results);
+    }
+}
+
+/// The ids the calls are sent under: those of the units assembled now by their index from
+/// `offset` ([`map_tool_ids`]), a kept unit's own (a kept assembly mapped none).
+struct Ids<'a> {
+    units: &'a Vector<Unit<AnthropicItem>>,
+    offset: usize,
+    tail: HashMap<usize, Arc<str>>,
+}
+
+impl Ids<'_> {
+    fn sent(&self, unit: usize) -> Arc<str> {
+        unit.checked_sub(self.offset)
+            .and_then(|j| self.tail.get(&j))
+            .cloned()
+            .unwrap_or_else(|| Arc::from(self.units.get(unit).map_or("", call_id)))
+    }
+}
+
+/// Where an assembly can be resumed: the units before `unit` (at positions before `position`)
+/// pair and batch with nothing from `unit` on, and `state` is the builder's before the first
+/// step of `unit`.
+#[derive(Debug, Clone, Default)]
+struct Cut {
+    /// The first unit re-assembled.
+    unit: usize,
+    /// Its position (0 for the first unit).
+    position: usize,
+    state: State,
+    /// How many repairs and `system` units come before it.
+    repairs: usize,
+    system: usize,
+    /// The call ids of the calls and outputs before it.
+    ids: imbl::HashSet<Arc<str>>,
+    /// The edge of the last unit before it that sends something.
+    last: Option<Edge>,
+}
+
+/// How many places to resume at an assembly keeps: the last ones.
+const KEPT_CUTS: usize = 8;
+
+/// What the projection of one version of a history for Anthropic Messages assembled, kept in
+/// the history's lineage (shared by every version holding the same entries at the same
+/// positions) so that a projection of a later version re-assembles only its tail.
+///
+/// The memo keeps the last few [`Cut`]s: places where nothing before pairs or batches with
+/// anything after (no call id on both sides, no call batch across it, not between a call and
+/// its synthetic output), each with the builder's state there: the messages so far (the last
+/// one still open to merge the next same-role piece) and the results of the last call batch
+/// not sent yet. A later version re-assembles from the last cut it can, which puts the same
+/// steps after the same state, so the messages are the same as from scratch. A cut can be used
+/// when
+///
+/// * the Responses projection replaced the same slots before it in both versions (a call
+///   answered since, or an orphan output whose call came, changes a slot: an earlier cut is
+///   taken);
+/// * no call or output from the cut on has a call id used before it (an output answering an
+///   earlier call, an id used again) and no call from the cut on joins a batch before it;
+/// * no call id needs mapping, in this version or the later one: the mapping of an id depends
+///   on every valid id of the request (a mapped id must not equal any), so a projection whose
+///   call ids need mapping (an invalid id, or one used by two calls) is assembled whole, as is
+///   every later one of its lineage.
+///
+/// When none can, the whole projection is assembled. The leading user message and the trimmed
+/// final text are applied to each projection's copy, not kept.
+#[derive(Debug)]
+struct AnthropicMemo {
+    options: ProjectionOptions,
+    /// The length of the history version assembled.
+    len: usize,
+    /// The Responses projection's replaced slots of that version: (position, sends nothing).
+    replaced: Vec<(usize, bool)>,
+    /// Whether a call id was mapped.
+    mapped: bool,
+    units: Vector<Unit<AnthropicItem>>,
+    system: Vector<usize>,
+    /// The messages, without the leading user message and the final trim.
+    messages: Vector<Message>,
+    /// The repairs, without those two.
+    repairs: Vector<TargetRepair>,
+    /// The last [`KEPT_CUTS`] cuts, in order.
+    cuts: Vec<Cut>,
+}
+
+/// Projects for Anthropic Messages, re-assembling only the tail when a projection of an
+/// earlier version of `history`'s lineage left a usable [`AnthropicMemo`].
+pub(crate) fn project(
+    history: &History,
+    projection: &Projection,
+    options: &ProjectionOptions,
+) -> Result<(AnthropicMessages, Vector<TargetRepair>), TargetProjectionError> {
+    let cell = history.lineage_memo(ANTHROPIC_CELL);
+    let earlier: Option<Arc<AnthropicMemo>> = cell.and_then(|cell| {
+        let memo = cell
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()?;
+        memo.downcast::<AnthropicMemo>().ok()
+    });
+    let replaced: Vec<(usize, bool)> = projection.replaced_slots().collect();
+    let earlier = earlier
+        .filter(|memo| memo.options == *options && memo.len <= history.len() && !memo.mapped);
+    let memo = match earlier {
+        Some(earlier) if earlier.len == history.len() && earlier.replaced == replaced => earlier,
+        earlier => {
+            let extended = match earlier {
+                Some(earlier) => extend(&earlier, projection, &replaced)?,
+                None => None,
+            };
+            let mut memo = match extended {
+                Some(memo) => memo,
+                None => whole(projection, options)?,
+            };
+            memo.len = history.len();
+            memo.replaced = replaced;
+            Arc::new(memo)
+        }
     };
+    let result = finish(&memo);
+    if let Some(cell) = cell {
+        let mut stored = cell.lock().unwrap_or_else(PoisonError::into_inner);
+        // Only a longer version's assembly replaces the one kept: an older version's projection
+        // does not undo the work of the newest.
+        let older = stored
+            .as_ref()
+            .and_then(|kept| kept.downcast_ref::<AnthropicMemo>())
+            .is_some_and(|kept| kept.options == *options && kept.len > memo.len);
+        if !older {
+            *stored = Some(memo);
+        }
+    }
+    Ok(result)
+}
+
+/// Units to assemble after a cut, ordered by the shared call grouping, with the ids their
+/// calls are sent under (by index in `units`) and the repairs that mapping made.
+struct Tail {
+    units: Units<AnthropicItem>,
+    paired: Paired,
+    ids: HashMap<usize, Arc<str>>,
+    mapped: Vec<TargetRepair>,
+}
+
+impl Tail {
+    fn new(units: Units<AnthropicItem>) -> Tail {
+        let paired = pair_calls(&units.units);
+        let calls: Vec<(usize, &str)> = paired
+            .steps
+            .iter()
+            .filter_map(|step| match *step {
+                Step::Unit(i) => match units.units[i].rendered.pairing() {
+                    PairRole::Call(id) => Some((i, id)),
+                    _ => None,
+                },
+                Step::Synthetic(_) => None,
+            })
+            .collect();
+        let ids = map_tool_ids(&calls);
+        let mapped = calls
+            .iter()
+            .filter_map(|&(unit, id)| {
+                let sent = ids.get(&unit)?;
+                (**sent != *id).then(|| TargetRepair {
+                    kind: TargetRepairKind::MappedId {
+                        from: id.to_owned(),
+                        to: sent.to_string(),
+                    },
+                    at: units.units[unit].at.clone(),
+                })
+            })
+            .collect();
+        Tail {
+            units,
+            paired,
+            ids,
+            mapped,
+        }
+    }
+}
+
+/// The assembly of the whole projection.
+fn whole(
+    projection: &Projection,
+    options: &ProjectionOptions,
+) -> Result<AnthropicMemo, TargetProjectionError> {
+    let tail = Tail::new(Units::collect(projection)?);
+    let prefix = (Vector::new(), Vector::new(), Vector::new());
+    Ok(assemble(projection, options, &[], prefix, tail))
+}
+
+/// The first position where `before` and `now` (replaced slots, sorted) differ.
+fn first_difference(before: &[(usize, bool)], now: &[(usize, bool)]) -> Option<usize> {
+    before
+        .iter()
+        .zip(now)
+        .find(|(a, b)| a != b)
+        .map(|(a, b)| a.0.min(b.0))
+        .or_else(|| {
+            let (shorter, longer) = if before.len() < now.len() {
+                (before, now)
+            } else {
+                (now, before)
+            };
+            longer.get(shorter.len()).map(|slot| slot.0)
+        })
+}
+
+/// The assembly of a later version from the last of `earlier`'s cuts it can resume at, or
+/// `None` when there is none (see [`AnthropicMemo`]).
+fn extend(
+    earlier: &AnthropicMemo,
+    projection: &Projection,
+    replaced: &[(usize, bool)],
+) -> Result<Option<AnthropicMemo>, TargetProjectionError> {
+    let changed = first_difference(&earlier.replaced, replaced).unwrap_or(usize::MAX);
+    for (k, cut) in earlier.cuts.iter().enumerate().rev() {
+        if cut.unit == 0 || cut.position > changed {
+            continue;
+        }
+        let tail = Tail::new(Units::collect_from(projection, cut.position)?);
+        if !tail.mapped.is_empty() {
+            // Ids to map from this cut on are still there from any earlier one.
+            return Ok(None);
+        }
+        let units = &tail.units.units;
+        if units
+            .iter()
+            .filter_map(pairing_id)
+            .any(|id| cut.ids.contains(id))
+            || (cut.last == Some(Edge::Call) && units.iter().find_map(edge) == Some(Edge::Call))
+        {
+            continue;
+        }
+        let prefix = (
+            earlier.units.take(cut.unit),
+            earlier.system.take(cut.system),
+            earlier.repairs.take(cut.repairs),
+        );
+        return Ok(Some(assemble(
+            projection,
+            &earlier.options,
+            &earlier.cuts[..=k],
+            prefix,
+            tail,
+        )));
+    }
+    Ok(None)
+}
+
+/// Every index of `units` (after the first) where an assembly can be resumed, with the edge of
+/// the last unit before it that sends something (`last` before them all).
+fn cuts(units: &[Unit<AnthropicItem>], last: Option<Edge>) -> Vec<(usize, Option<Edge>)> {
+    let mut last_of: HashMap<&str, usize> = HashMap::new();
+    for (i, unit) in units.iter().enumerate() {
+        if let Some(id) = pairing_id(unit) {
+            last_of.insert(id, i);
+        }
+    }
+    // The last unit any call id seen so far reaches, and the edge of the last unit sent.
+    let mut reach = 0;
+    let mut previous = last;
+    let mut found = Vec::new();
+    for (i, unit) in units.iter().enumerate() {
+        let this = edge(unit);
+        // A synthetic output has its call's id: `reach` keeps it with its call.
+        if i > reach
+            && this.is_some()
+            && !(previous == Some(Edge::Call) && this == Some(Edge::Call))
+        {
+            found.push((i, previous));
+        }
+        if let Some(id) = pairing_id(unit) {
+            reach = reach.max(last_of.get(id).copied().unwrap_or(i));
+        }
+        if this.is_some() {
+            previous = this;
+        }
+    }
+    found
+}
+
+/// The units, `system` units and repairs before a cut.
+type Prefix = (
+    Vector<Unit<AnthropicItem>>,
+    Vector<usize>,
+    Vector<TargetRepair>,
+);
+
+/// `prefix` (what comes before the last of `kept`, or nothing when `kept` is empty) followed by
+/// `tail` (the units from there on) assembled from that cut's state.
+fn assemble(
+    projection: &Projection,
+    options: &ProjectionOptions,
+    kept: &[Cut],
+    (mut units, mut system, mut repairs): Prefix,
+    tail: Tail,
+) -> AnthropicMemo {
+    let Tail {
+        units: Units {
+            units: tail_units,
+            repairs: notes,
+        },
+        paired,
+        ids,
+        mapped,
+    } = tail;
+    let start = Cut::default();
+    let from = kept.last().unwrap_or(&start);
+    let offset = from.unit;
+    let synthesized = synthesized_positions(projection, from.position);
+    let mut own = mapped;
+    let mapped = !own.is_empty();
+
+    // The new cuts kept, each with the call ids and the `system` units before it.
+    let mut found = cuts(&tail_units, from.last);
+    let room = KEPT_CUTS.min(found.len());
+    found.drain(..found.len() - room);
+    let is_system = |unit: &Unit<AnthropicItem>| matches!(&unit.rendered.piece, Sent::System(text) if !text.trim().is_empty());
+    let mut new_cuts: Vec<Cut> = Vec::with_capacity(found.len());
+    {
+        let mut ids_before = from.ids.clone();
+        let mut system_before = from.system;
+        let mut next = found.iter().peekable();
+        for (j, unit) in tail_units.iter().enumerate() {
+            if let Some(&(_, last)) = next.next_if(|(at, _)| *at == j) {
+                new_cuts.push(Cut {
+                    unit: offset + j,
+                    position: unit.at.position,
+                    state: State::default(),
+                    repairs: 0,
+                    system: system_before,
+                    ids: ids_before.clone(),
+                    last,
+                });
+            }
+            if next.peek().is_none() {
+                break;
+            }
+            if let Some(id) = pairing_id(unit) {
+                ids_before.insert(Arc::from(id));
+            }
+            if is_system(unit) {
+                system_before += 1;
+            }
+        }
+    }
+    for (j, unit) in tail_units.iter().enumerate() {
+        if is_system(unit) {
+            system.push_back(offset + j);
+        }
+    }
+    units.extend(tail_units);
+    let ids = Ids {
+        units: &units,
+        offset,
+        tail: ids,
+    };
+
+    let mut state = from.state.clone();
+    // The next new cut whose state is still to be taken.
+    let mut pending = 0;
     for step in &paired.steps {
+        let (Step::Unit(j) | Step::Synthetic(j)) = *step;
+        let i = offset + j;
+        while let Some(cut) = new_cuts.get_mut(pending)
+            && cut.unit <= i
+        {
+            cut.state = state.clone();
+            pending += 1;
+        }
         match *step {
-            Step::Synthetic(call) => {
-                if let Some(entry) = batch.calls.iter_mut().find(|c| c.0 == call && !c.2) {
-                    entry.2 = true;
-                    batch.results.push(Block::Result {
+            Step::Synthetic(_) => {
+                if let Some(entry) = state.calls.iter_mut().find(|c| c.0 == i && !c.1) {
+                    entry.1 = true;
+                    state.results.push(Block::Result {
                         unit: None,
-                        id: Arc::clone(&ids[&call]),
+                        id: ids.sent(i),
                         is_error: true,
                     });
                 }
             }
-            Step::Unit(i) => match &units[i].rendered.piece {
+            Step::Unit(_) => match &units[i].rendered.piece {
                 Sent::Nothing | Sent::System(_) => {}
                 Sent::User(blocks) => {
-                    close(&mut batch, &mut builder);
-                    builder.push(Role::User, (0..blocks.len()).map(|b| Block::Unit(i, b)));
+                    state.close(&ids);
+                    state.push(Role::User, (0..blocks.len()).map(|b| Block::Unit(i, b)));
                 }
                 Sent::Assistant(blocks) => {
-                    close(&mut batch, &mut builder);
-                    builder.push(
+                    state.close(&ids);
+                    state.push(
                         Role::Assistant,
                         (0..blocks.len()).map(|b| Block::Unit(i, b)),
                     );
                 }
-                Sent::ToolUse { call_id, .. } => {
-                    if !batch.results.is_empty() {
-                        close(&mut batch, &mut builder);
+                Sent::ToolUse { .. } => {
+                    if !state.results.is_empty() {
+                        state.close(&ids);
                     }
-                    builder.push(
+                    state.push(
                         Role::Assistant,
                         [Block::ToolUse {
                             unit: i,
-                            id: Arc::clone(&ids[&i]),
+                            id: ids.sent(i),
                         }],
                     );
-                    batch.calls.push((i, call_id, false));
+                    state.calls.push((i, false));
                 }
-                Sent::ToolResult { call_id, .. } => {
-                    let call = batch
+                Sent::ToolResult { call_id: id, .. } => {
+                    let call = state
                         .calls
                         .iter_mut()
-                        .find(|(_, id, answered)| *id == &**call_id && !answered);
+                        .find(|(call, answered)| !answered && call_id(&units[*call]) == &**id);
                     match call {
                         Some(entry) => {
-                            entry.2 = true;
-                            let unit = entry.0;
-                            batch.results.push(Block::Result {
+                            entry.1 = true;
+                            let call = entry.0;
+                            state.results.push(Block::Result {
                                 unit: Some(i),
-                                id: Arc::clone(&ids[&unit]),
+                                id: ids.sent(call),
                                 is_error: synthesized.contains(&units[i].at.position)
-                                    && units[i].at.item_kind != units[unit].at.item_kind,
+                                    && units[i].at.item_kind != units[call].at.item_kind,
                             });
                         }
                         None => own.push(TargetRepair {
@@ -260,66 +624,133 @@ pub(crate) fn project(
             },
         }
     }
-    close(&mut batch, &mut builder);
+    for cut in new_cuts.iter_mut().skip(pending) {
+        cut.state = state.clone();
+    }
+    state.close(&ids);
 
-    let mut messages = builder.messages;
-    if let Some(first) = messages.first()
+    let merged = merge_repairs(merge_repairs(notes, paired.repairs), own);
+    let repairs_before = repairs.len();
+    for cut in &mut new_cuts {
+        cut.repairs =
+            repairs_before + merged.partition_point(|repair| repair.at.position < cut.position);
+    }
+    repairs.extend(merged);
+    let mut cuts: Vec<Cut> = kept.iter().cloned().chain(new_cuts).collect();
+    cuts.drain(..cuts.len().saturating_sub(KEPT_CUTS));
+    AnthropicMemo {
+        options: *options,
+        len: 0,
+        replaced: Vec::new(),
+        mapped,
+        units,
+        system,
+        messages: state.messages,
+        repairs,
+        cuts,
+    }
+}
+
+/// The index of the first repair for which `before` is false (they are in position order).
+fn partition_point(
+    repairs: &Vector<TargetRepair>,
+    before: impl Fn(&TargetRepair) -> bool,
+) -> usize {
+    let (mut low, mut high) = (0, repairs.len());
+    while low < high {
+        let mid = low + (high - low) / 2;
+        if repairs.get(mid).is_some_and(&before) {
+            low = mid + 1;
+        } else {
+            high = mid;
+        }
+    }
+    low
+}
+
+/// The projection a memo holds, with what is applied to each copy: a user message put first
+/// when the history starts with the assistant, and the final assistant text trimmed.
+fn finish(memo: &AnthropicMemo) -> (AnthropicMessages, Vector<TargetRepair>) {
+    let units = &memo.units;
+    let mut messages = memo.messages.clone();
+    let mut repairs = memo.repairs.clone();
+    // Each goes after every repair at its position (as the last repairs the assembly made).
+    let insert = |repairs: &mut Vector<TargetRepair>, repair: TargetRepair| {
+        let at = partition_point(repairs, |other| other.at.position <= repair.at.position);
+        repairs.insert(at, repair);
+    };
+    if let Some(first) = messages.front()
         && first.role == Role::Assistant
     {
-        own.push(TargetRepair {
-            kind: TargetRepairKind::LeadingUserMessage,
-            at: block_location(&units, &first.blocks[0]),
+        insert(
+            &mut repairs,
+            TargetRepair {
+                kind: TargetRepairKind::LeadingUserMessage,
+                at: block_location(units, first.blocks.front()),
+            },
+        );
+        messages.push_front(Message {
+            role: Role::User,
+            blocks: Vector::unit(Block::Text(
+                serde_json::json!({"type": "text", "text": ANTHROPIC_LEADING_USER_TEXT})
+                    .to_string()
+                    .into(),
+            )),
         });
-        messages.insert(
-            0,
-            Message {
-                role: Role::User,
-                blocks: vec![Block::Text(
-                    serde_json::json!({"type": "text", "text": ANTHROPIC_LEADING_USER_TEXT})
-                        .to_string()
-                        .into(),
-                )],
+    }
+    let trimmed = messages
+        .back()
+        .filter(|last| last.role == Role::Assistant)
+        .and_then(|last| match last.blocks.back() {
+            Some(&Block::Unit(i, b)) => Some((i, b)),
+            _ => None,
+        })
+        .and_then(|(i, b)| {
+            let Sent::Assistant(blocks) = &units[i].rendered.piece else {
+                return None;
+            };
+            let mut value = serde_json::from_str::<Value>(blocks.get(b)?).ok()?;
+            let text = value.get("text").and_then(Value::as_str)?;
+            if text.trim_end().len() == text.len() {
+                return None;
+            }
+            // Rendering skips white-space-only texts, so something is left.
+            value["text"] = Value::String(text.trim_end().to_owned());
+            Some((units[i].at.clone(), value.to_string()))
+        });
+    if let Some((at, text)) = trimmed
+        && let Some(last) = messages.back_mut()
+        && let Some(block) = last.blocks.back_mut()
+    {
+        *block = Block::Text(text.into());
+        insert(
+            &mut repairs,
+            TargetRepair {
+                kind: TargetRepairKind::TrimmedFinalWhitespace,
+                at,
             },
         );
     }
-    if let Some(last) = messages.last_mut()
-        && last.role == Role::Assistant
-        && let Some(&Block::Unit(i, b)) = last.blocks.last()
-        && let Sent::Assistant(blocks) = &units[i].rendered.piece
-        && let Ok(mut value) = serde_json::from_str::<Value>(&blocks[b])
-        && let Some(text) = value.get("text").and_then(Value::as_str)
-        && text.trim_end().len() != text.len()
-        && let Some(block) = last.blocks.last_mut()
-    {
-        let at = units[i].at.clone();
-        // Rendering skips white-space-only texts, so something is left.
-        value["text"] = Value::String(text.trim_end().to_owned());
-        *block = Block::Text(value.to_string().into());
-        own.push(TargetRepair {
-            kind: TargetRepairKind::TrimmedFinalWhitespace,
-            at,
-        });
-    }
-    let repairs = merge_repairs(merge_repairs(repairs, paired.repairs), own);
-    Ok((
+    (
         AnthropicMessages {
-            units: units.into(),
-            system: system.into(),
-            messages: messages.into(),
+            units: memo.units.clone(),
+            system: memo.system.clone(),
+            messages,
         },
         repairs,
-    ))
+    )
 }
 
 /// Where the item a block comes from is.
-fn block_location(units: &[Unit<AnthropicItem>], block: &Block) -> Location {
+fn block_location(units: &Vector<Unit<AnthropicItem>>, block: Option<&Block>) -> Location {
     let unit = match block {
-        Block::Unit(i, _) | Block::ToolUse { unit: i, .. } => Some(*i),
-        Block::Result { unit, .. } => *unit,
-        Block::Text(_) => None,
+        Some(Block::Unit(i, _) | Block::ToolUse { unit: i, .. }) => Some(*i),
+        Some(Block::Result { unit, .. }) => *unit,
+        Some(Block::Text(_)) | None => None,
     };
     unit.or_else(|| units.len().checked_sub(1))
-        .map(|i| units[i].at.clone())
+        .and_then(|i| units.get(i))
+        .map(|unit| unit.at.clone())
         .unwrap_or(Location {
             position: 0,
             item_kind: crate::item::ItemKind::Unknown,
@@ -330,6 +761,61 @@ fn block_location(units: &[Unit<AnthropicItem>], block: &Block) -> Location {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    use crate::history::History;
+
+    #[test]
+    fn cuts_fall_where_nothing_pairs_or_batches_across() {
+        let mut history = History::new();
+        for item in [
+            r#"{"type":"message","role":"user","content":[{"type":"input_text","text":"u"}]}"#,
+            r#"{"type":"function_call","name":"f","arguments":"{}","call_id":"a"}"#,
+            r#"{"type":"reasoning","summary":[],"encrypted_content":"gAAA"}"#,
+            r#"{"type":"function_call","name":"f","arguments":"{}","call_id":"b"}"#,
+            r#"{"type":"function_call_output","call_id":"a","output":"ok"}"#,
+            r#"{"type":"function_call_output","call_id":"b","output":"ok"}"#,
+            r#"{"type":"message","role":"assistant","content":[{"type":"output_text","text":"a"}]}"#,
+            r#"{"type":"function_call","name":"f","arguments":"{}","call_id":"c"}"#,
+        ] {
+            history.record_json(item).expect("valid");
+        }
+        let projection = history
+            .project(&ProjectionOptions::default())
+            .expect("projects");
+        let units = Units::<AnthropicItem>::collect(&projection).expect("renders");
+        // user, call a, reasoning, call b, output a, output b, assistant, call c, its synthetic
+        // output: a cut before call a (its batch), none inside the batch or between the
+        // outputs of its calls, one before the assistant text and one before call c, none
+        // between call c and its synthetic output.
+        assert_eq!(units.units.len(), 9);
+        let found: Vec<usize> = cuts(&units.units, None)
+            .into_iter()
+            .map(|(i, _)| i)
+            .collect();
+        assert_eq!(found, [1, 6, 7]);
+        // A call whose output came before it, then another call: one batch, no cut between
+        // them though no id spans the place.
+        let mut history = History::new();
+        for item in [
+            r#"{"type":"message","role":"user","content":[{"type":"input_text","text":"u"}]}"#,
+            r#"{"type":"function_call_output","call_id":"a","output":"ok"}"#,
+            r#"{"type":"function_call","name":"f","arguments":"{}","call_id":"a"}"#,
+            r#"{"type":"function_call","name":"f","arguments":"{}","call_id":"b"}"#,
+            r#"{"type":"function_call_output","call_id":"b","output":"ok"}"#,
+        ] {
+            history.record_json(item).expect("valid");
+        }
+        let projection = history
+            .project(&ProjectionOptions::default())
+            .expect("projects");
+        let units = Units::<AnthropicItem>::collect(&projection).expect("renders");
+        assert_eq!(units.units.len(), 5);
+        let found: Vec<usize> = cuts(&units.units, None)
+            .into_iter()
+            .map(|(i, _)| i)
+            .collect();
+        assert_eq!(found, [1]);
+    }
 
     #[test]
     fn valid_ids_are_kept_and_others_mapped_stably_and_apart() {

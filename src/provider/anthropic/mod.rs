@@ -4,7 +4,9 @@
 //! Each item is rendered on its own (`render.rs`: from its JSON text alone, cached per entry
 //! through the shared target machinery); the renderings are then put together
 //! (`assemble.rs`): each call batch's outputs first in the next user message, same-role pieces
-//! merged, tool ids mapped to `^[a-zA-Z0-9_-]+$`. `request.rs` builds the body.
+//! merged, tool ids mapped to `^[a-zA-Z0-9_-]+$`; the assembly is kept in the history's lineage
+//! and a projection of a later version re-assembles only its tail (`AnthropicMemo`).
+//! `request.rs` builds the body.
 //! `docs/providers.md` lists the mapping item by item and what the target loses.
 
 mod assemble;
@@ -14,6 +16,7 @@ mod request;
 use std::io::{self, Write};
 use std::sync::Arc;
 
+use imbl::Vector;
 use serde_json::Value;
 
 use super::target::Unit;
@@ -57,19 +60,20 @@ enum Block {
 #[derive(Debug, Clone)]
 struct Message {
     role: Role,
-    blocks: Vec<Block>,
+    blocks: Vector<Block>,
 }
 
 /// A history projected for the Anthropic Messages API: the `system` texts hoisted from the
 /// history (every `system`/`developer` message, in order) and the `messages` array, alternating
 /// `user` and `assistant` and starting with `user`. A persistent value: the renderings are
-/// shared with the history's entries, the messages refer to them.
+/// shared with the history's entries, the messages refer to them, and a projection of a later
+/// version of the history shares the messages before its re-assembled tail.
 #[derive(Debug, Clone)]
 pub struct AnthropicMessages {
-    units: Arc<[Unit<AnthropicItem>]>,
+    units: Vector<Unit<AnthropicItem>>,
     /// The units whose piece is a `system` text.
-    system: Arc<[usize]>,
-    messages: Arc<[Message]>,
+    system: Vector<usize>,
+    messages: Vector<Message>,
 }
 
 impl AnthropicMessages {

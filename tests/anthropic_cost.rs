@@ -1,0 +1,385 @@
+//! The cost of an Anthropic Messages projection after a change: the assembly resumes at the last
+//! place nothing before pairs or batches with anything after, kept by the projection of an
+//! earlier version (slots visited counted at two sizes a hundredfold apart), and the incremental
+//! assembly writes exactly what an assembly from scratch writes (messages and repairs), on
+//! generated histories with appends, forks of older versions, rollbacks, replaces and removals.
+
+use agent_history::testing::target_slots_assembled;
+use agent_history::{History, Target, TargetOptions, TargetProjection};
+use proptest::prelude::*;
+use serde_json::{Value, json};
+
+fn msg(role: &str, text: &str) -> Value {
+    let kind = if role == "assistant" {
+        "output_text"
+    } else {
+        "input_text"
+    };
+    json!({"type":"message","role":role,"content":[{"type":kind,"text":text}]})
+}
+
+fn call(id: impl AsRef<str>) -> Value {
+    let id = id.as_ref();
+    json!({"type":"function_call","name":"shell","arguments":"{\"cmd\":\"ls\"}","call_id":id})
+}
+
+fn output(id: impl AsRef<str>) -> Value {
+    let id = id.as_ref();
+    json!({"type":"function_call_output","call_id":id,"output":"ok"})
+}
+
+fn reasoning() -> Value {
+    json!({"type":"reasoning","summary":[],"encrypted_content":"gAAA"})
+}
+
+fn anthropic() -> TargetOptions {
+    TargetOptions::new(Target::AnthropicMessages)
+}
+
+fn record(history: &mut History, item: Value) {
+    history.record_json(item.to_string()).expect("valid");
+}
+
+/// A session of about `n` items: turns of a user message, reasoning, two parallel calls and
+/// their outputs, and an assistant answer; a call near the start never gets its output and an
+/// output near the start has no call (two Responses repairs that stay).
+fn session(n: usize) -> History {
+    let mut history = History::new();
+    record(&mut history, msg("user", "start"));
+    record(&mut history, call("never-answered"));
+    record(&mut history, output("no-such-call"));
+    let mut turn = 0;
+    while history.len() < n {
+        let a = format!("t{turn}a");
+        let b = format!("t{turn}b");
+        for item in [
+            msg("user", &format!("turn {turn}")),
+            reasoning(),
+            call(&a),
+            call(&b),
+            output(&a),
+            output(&b),
+            msg("assistant", "done"),
+        ] {
+            record(&mut history, item);
+        }
+        turn += 1;
+    }
+    history
+}
+
+/// `history`'s entries in a history of their own: nothing assembled for them yet.
+fn fresh(history: &History) -> TargetProjection {
+    let mut copy = History::new();
+    copy.replace(history.iter().cloned());
+    copy.project_for(&anthropic()).expect("projects")
+}
+
+/// Slots the assembly visits for one projection of `history`, and the projection.
+fn assembled(history: &History) -> (u64, TargetProjection) {
+    let before = target_slots_assembled();
+    let projection = history.project_for(&anthropic()).expect("projects");
+    (target_slots_assembled() - before, projection)
+}
+
+/// Asserts that `got` writes and reports what a projection from scratch of `history` does.
+fn same_as_fresh(got: &TargetProjection, history: &History) {
+    let want = fresh(history);
+    assert_eq!(got.to_json(), want.to_json());
+    assert_eq!(
+        serde_json::to_value(got.report()).unwrap(),
+        serde_json::to_value(want.report()).unwrap()
+    );
+}
+
+/// The slots visited for: a warm projection (nothing changed); one after a user message is
+/// appended; one after a call is appended (it has no output yet: a Responses repair); one after a
+/// second call of its batch; one after the first output (its repair goes away); one after the
+/// second output and an answer.
+fn visits(n: usize) -> [u64; 6] {
+    let mut history = session(n);
+    assert!(history.len() >= n);
+    let (first, projection) = assembled(&history);
+    assert!(
+        first >= n as u64,
+        "the first projection assembles everything"
+    );
+    let (warm, again) = assembled(&history);
+    assert_eq!(again.to_json(), projection.to_json());
+    let mut counts = vec![warm];
+    let steps: [&[Value]; 5] = [
+        &[msg("user", "one more")],
+        &[call("late1")],
+        &[call("late2")],
+        &[output("late1")],
+        &[output("late2"), msg("assistant", "late done")],
+    ];
+    for items in steps {
+        for item in items {
+            record(&mut history, item.clone());
+        }
+        let (visited, projection) = assembled(&history);
+        same_as_fresh(&projection, &history);
+        counts.push(visited);
+    }
+    counts.try_into().expect("six counts")
+}
+
+#[test]
+fn a_warm_anthropic_projection_visits_only_the_tail_at_any_size() {
+    let small = visits(1_000);
+    let large = visits(100_000);
+    assert_eq!(small, large, "the work does not grow with the history");
+    // Nothing changed: nothing visited. One message: the message before it (whose role run it
+    // could join) and itself. Then from the user message on, until a call starts a batch: from
+    // that call on while its batch is answered (its results open the next user message).
+    assert_eq!(small, [0, 2, 2, 2, 3, 5], "{small:?}");
+}
+
+#[test]
+fn a_fork_of_an_older_version_is_assembled_in_full_and_right() {
+    let mut history = session(300);
+    let older = history.clone();
+    record(&mut history, call("x"));
+    history.project_for(&anthropic()).unwrap();
+    // The older version appends something else: it cannot reuse the newer assembly.
+    let mut fork = older.clone();
+    record(&mut fork, msg("user", "other way"));
+    let (visited, forked) = assembled(&fork);
+    assert!(visited >= fork.len() as u64 - 10, "{visited}");
+    same_as_fresh(&forked, &fork);
+    // The older version itself still projects as it did.
+    let (_, projection) = assembled(&older);
+    same_as_fresh(&projection, &older);
+}
+
+#[test]
+fn a_rollback_a_replace_or_a_removal_is_assembled_in_full_once_then_incrementally() {
+    type Change = fn(&mut History);
+    let changes: [(&str, Change); 3] = [
+        ("rollback", |history| {
+            history
+                .drop_last_n_user_turns(1)
+                .expect("a user turn to roll back");
+        }),
+        ("replace", |history| {
+            // The same length, another first item: only the lineage tells the assemblies apart.
+            let mut other = History::new();
+            record(&mut other, msg("user", "another start"));
+            let first = other.iter().next().cloned().expect("recorded");
+            let entries: Vec<_> = std::iter::once(first)
+                .chain(history.iter().skip(1).cloned())
+                .collect();
+            history.replace(entries);
+        }),
+        ("remove_first_item", |history| {
+            history.remove_first_item();
+        }),
+    ];
+    for (name, change) in changes {
+        let mut history = session(300);
+        history.project_for(&anthropic()).unwrap();
+        change(&mut history);
+        let (full, projection) = assembled(&history);
+        assert!(
+            full >= history.len() as u64 - 10,
+            "{name}: {full} of {}",
+            history.len()
+        );
+        same_as_fresh(&projection, &history);
+        // Then the new lineage is incremental again.
+        record(&mut history, msg("user", "after"));
+        let (next, projection) = assembled(&history);
+        assert!(next <= 2, "{name}: {next}");
+        same_as_fresh(&projection, &history);
+    }
+}
+
+/// A history of `first` projected, then `later` appended and projected again: the incremental
+/// projection equals one from scratch. Returns the slots the second projection visited.
+fn projected_then_appended(first: &[Value], later: &[Value]) -> u64 {
+    let mut history = History::new();
+    for item in first {
+        record(&mut history, item.clone());
+    }
+    history.project_for(&anthropic()).unwrap();
+    for item in later {
+        record(&mut history, item.clone());
+    }
+    let (visited, got) = assembled(&history);
+    same_as_fresh(&got, &history);
+    visited
+}
+
+#[test]
+fn what_merges_or_pairs_with_earlier_items_is_assembled_with_them() {
+    let long: Vec<Value> = (0..50)
+        .flat_map(|n| {
+            let id = format!("p{n}");
+            [
+                msg("user", "u"),
+                call(&id),
+                output(&id),
+                msg("assistant", "a"),
+            ]
+        })
+        .collect();
+    let with = |tail: &[Value]| -> Vec<Value> { long.iter().chain(tail).cloned().collect() };
+    // A user message after a user message: one message across the old end.
+    assert!(projected_then_appended(&with(&[msg("user", "u1")]), &[msg("user", "u2")]) <= 2);
+    // Assistant text, then a call: the tool_use joins the assistant message.
+    projected_then_appended(
+        &with(&[msg("assistant", "a1")]),
+        &[call("n1"), output("n1")],
+    );
+    // A call answered later: its synthetic aborted result goes.
+    projected_then_appended(&with(&[call("n1")]), &[output("n1"), msg("user", "v")]);
+    // Parallel calls, the second appended later (one batch), a reasoning item between.
+    projected_then_appended(&with(&[call("n1"), reasoning()]), &[call("n2")]);
+    projected_then_appended(
+        &with(&[call("n1"), call("n2"), output("n1")]),
+        &[output("n2"), msg("assistant", "both")],
+    );
+    // Results then a new call: the results close the batch before the next tool_use.
+    projected_then_appended(&with(&[call("n1"), output("n1")]), &[call("n2")]);
+    // An orphan output, then its call: they pair across the old end.
+    projected_then_appended(&with(&[output("o1")]), &[call("o1")]);
+    // An output answering a call before the old end, a message between: resumed at the call
+    // (an earlier cut than the last one).
+    let visited = projected_then_appended(
+        &with(&[call("early"), msg("user", "interrupt")]),
+        &[msg("assistant", "x"), output("early")],
+    );
+    assert!(visited <= 4, "{visited}");
+    // A call id used again after the old end, an invalid id: the ids are mapped, in full.
+    projected_then_appended(&with(&[]), &[call("p3"), output("p3")]);
+    projected_then_appended(&with(&[]), &[call("fn.x:1"), output("fn.x:1")]);
+    projected_then_appended(
+        &with(&[call("fn.x:1")]),
+        &[output("fn.x:1"), call("fn.x:1")],
+    );
+    // A valid id equal to the mapped form of an earlier invalid one.
+    let mapped = fresh(&{
+        let mut history = History::new();
+        record(&mut history, call("fn.x:1"));
+        history
+    })
+    .to_json();
+    let mapped_id = serde_json::from_str::<Value>(&mapped).unwrap()[1]["content"][0]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    projected_then_appended(&with(&[call("fn.x:1")]), &[call(&mapped_id)]);
+    // The other way round: the mapped form of a new invalid id must not take an earlier id.
+    projected_then_appended(
+        &with(&[call(&mapped_id), output(&mapped_id), msg("assistant", "a")]),
+        &[call("fn.x:1")],
+    );
+    // Whitespace at the end of the final assistant text is trimmed, then no longer final.
+    projected_then_appended(&with(&[msg("assistant", "end  ")]), &[msg("user", "next")]);
+    projected_then_appended(&with(&[msg("user", "next")]), &[msg("assistant", "end  ")]);
+    // A history starting with the assistant gets a user message first, kept after appends.
+    projected_then_appended(&[msg("assistant", "hello")], &[msg("assistant", "again")]);
+    projected_then_appended(&[call("s1")], &[output("s1"), msg("user", "u")]);
+}
+
+/// One change of a generated history.
+#[derive(Debug, Clone)]
+enum Op {
+    /// Record this item.
+    Record(Value),
+    /// Keep the current version, to fork from later.
+    Save,
+    /// Continue from the `n`-th saved version (modulo their number).
+    Fork(usize),
+    /// Drop the last `n` user turns.
+    Rollback(usize),
+    /// Replace the history with its items from `n` on.
+    Replace(usize),
+    /// Remove the first item (and its counterpart).
+    RemoveFirst,
+    /// Project, comparing with an assembly from scratch.
+    Project,
+}
+
+fn item() -> impl Strategy<Value = Value> {
+    // Mostly ids no other call uses, sometimes one used again, an empty one or an invalid one
+    // (those are mapped, and the assembly is whole).
+    let id = prop_oneof![
+        16 => (0..16u8).prop_map(|n| format!("c{n}")),
+        1 => Just(String::new()),
+        1 => Just("fn.x:1".to_owned()),
+    ];
+    prop_oneof![
+        3 => Just(msg("user", "u")),
+        2 => Just(msg("assistant", "a")),
+        1 => Just(msg("assistant", "trailing  ")),
+        1 => Just(msg("developer", "d")),
+        1 => Just(msg("system", "s")),
+        1 => Just(reasoning()),
+        4 => id.clone().prop_map(call),
+        4 => id.clone().prop_map(output),
+        1 => id.clone().prop_map(|id: String| json!({"type":"custom_tool_call","call_id":id,"name":"apply_patch","input":"x"})),
+        1 => id.prop_map(|id: String| json!({"type":"function_call_output","call_id":id,"output":[
+            {"type":"input_text","text":"see"},
+            {"type":"input_image","image_url":"https://example.com/a.png"}
+        ]})),
+        1 => Just(json!({"type":"web_search_call","status":"completed"})),
+    ]
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        12 => item().prop_map(Op::Record),
+        2 => Just(Op::Save),
+        2 => (0..4usize).prop_map(Op::Fork),
+        1 => (1..3usize).prop_map(Op::Rollback),
+        1 => (0..6usize).prop_map(Op::Replace),
+        1 => Just(Op::RemoveFirst),
+        6 => Just(Op::Project),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    #[test]
+    fn incremental_anthropic_projections_equal_assemblies_from_scratch(
+        ops in proptest::collection::vec(op(), 1..80)
+    ) {
+        let mut history = History::new();
+        let mut saved = vec![history.clone()];
+        for op in ops {
+            match op {
+                Op::Record(item) => {
+                    history.record_json(item.to_string()).expect("valid");
+                }
+                Op::Save => saved.push(history.clone()),
+                Op::Fork(n) => history = saved[n % saved.len()].clone(),
+                Op::Rollback(n) => history.drop_last_n_user_turns(n).expect("rolls back"),
+                Op::Replace(n) => {
+                    let rest: Vec<_> = history.iter().skip(n).cloned().collect();
+                    history.replace(rest);
+                }
+                Op::RemoveFirst => {
+                    history.remove_first_item();
+                }
+                Op::Project => {
+                    let got = history.project_for(&anthropic()).expect("projects");
+                    let want = fresh(&history);
+                    prop_assert_eq!(got.to_json(), want.to_json());
+                    prop_assert_eq!(got.len(), want.len());
+                    let (got_system, want_system) = (got.anthropic().unwrap(), want.anthropic().unwrap());
+                    prop_assert_eq!(
+                        got_system.system_texts().collect::<Vec<_>>(),
+                        want_system.system_texts().collect::<Vec<_>>()
+                    );
+                    prop_assert_eq!(
+                        serde_json::to_value(got.report()).unwrap(),
+                        serde_json::to_value(want.report()).unwrap()
+                    );
+                }
+            }
+        }
+    }
+}
