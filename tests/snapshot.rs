@@ -416,6 +416,16 @@ fn golden_snapshot_v2_reads_and_rewrites_identically() {
     let through = resume_with(&rollout, &golden, DEFAULT_TRUNCATION);
     assert!(through.used_snapshot(), "{:?}", through.source());
     assert_eq!(through.history(), resumed.history());
+    // A snapshot-ready resume uses it too: only a version 1 snapshot is too old for one.
+    let ready = resume_file(
+        &rollout,
+        &ResumeOptions::new(DEFAULT_TRUNCATION)
+            .snapshot_ready()
+            .with_snapshot(&golden),
+    )
+    .expect("resumes");
+    assert!(ready.used_snapshot(), "{:?}", ready.source());
+    assert_eq!(ready.history(), resumed.history());
     let again = dir.path().join("again.snap");
     resumed.write_snapshot(&again).expect("written");
     let again = open_snapshot(&again, SnapshotOptions::default()).expect("opens");
