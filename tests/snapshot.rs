@@ -416,6 +416,16 @@ fn golden_snapshot_v2_reads_and_rewrites_identically() {
     let through = resume_with(&rollout, &golden, DEFAULT_TRUNCATION);
     assert!(through.used_snapshot(), "{:?}", through.source());
     assert_eq!(through.history(), resumed.history());
+    // A snapshot-ready resume uses it too: only a version 1 snapshot is too old for one.
+    let ready = resume_file(
+        &rollout,
+        &ResumeOptions::new(DEFAULT_TRUNCATION)
+            .snapshot_ready()
+            .with_snapshot(&golden),
+    )
+    .expect("resumes");
+    assert!(ready.used_snapshot(), "{:?}", ready.source());
+    assert_eq!(ready.history(), resumed.history());
     let again = dir.path().join("again.snap");
     resumed.write_snapshot(&again).expect("written");
     let again = open_snapshot(&again, SnapshotOptions::default()).expect("opens");
@@ -1154,6 +1164,49 @@ fn a_crafted_entry_that_does_not_parse_is_an_error_not_an_unstripped_image() {
             .project(&ProjectionOptions::default())
             .is_ok()
     );
+}
+
+/// A crafted orphan output that does not parse is not sent, so a projection that drops it reads
+/// nothing and succeeds. A call recorded later makes it sent while the index's media sets stay the
+/// same: that projection must still read it, and say it cannot, rather than take the first
+/// projection's media work as complete and send the image or audio unstripped. One medium at a
+/// time, since each of the two stripping passes must report its own incomplete work.
+#[test]
+fn a_crafted_orphan_that_does_not_parse_is_an_error_once_its_call_makes_it_sent() {
+    let parts = [
+        r#"{"type":"input_image","image_url":"data:,"}"#,
+        r#"{"type":"input_audio","audio_url":"data:,"}"#,
+    ];
+    let text_only = ProjectionOptions::for_modalities(agent_history::Modalities::TEXT);
+    for part in parts {
+        let dir = temp_dir();
+        let orphan =
+            format!(r#"{{"type":"function_call_output","call_id":"c1","output":[{part}]}}"#);
+        let text = format!("{}\n{}\n", meta_line(), item_line(&orphan));
+        let (_, snapshot, _) = snapshot_of(dir.path(), text.as_bytes(), "r");
+        craft_payload(
+            &snapshot,
+            br#"{"type":"function_call_output""#,
+            br#"["type","function_call_output""#,
+        );
+        let opened = open_snapshot(&snapshot, SnapshotOptions::default()).expect("opens");
+        let mut history = opened.history().clone();
+        let dropped = history.project(&text_only).expect("the orphan is not sent");
+        assert_eq!(dropped.len(), 0, "{part}");
+        history
+            .record_json(r#"{"type":"function_call","name":"ls","arguments":"{}","call_id":"c1"}"#)
+            .expect("recorded");
+        let error = history
+            .project(&text_only)
+            .expect_err("the sent orphan cannot be stripped");
+        assert!(
+            matches!(
+                error,
+                agent_history::ProjectionError::UnreadableItem { position: 0, .. }
+            ),
+            "{part}: {error:?}"
+        );
+    }
 }
 
 #[test]
