@@ -670,10 +670,13 @@ mod tests {
         data: Vec<u8>,
         fail_writes: bool,
         fail_syncs: bool,
+        /// Calls of `write`, failed ones included.
+        writes: u64,
     }
 
     impl RolloutSink for Faulty {
         fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+            self.writes += 1;
             if self.fail_writes {
                 return Err(io::Error::other("injected write failure"));
             }
@@ -835,6 +838,21 @@ mod tests {
         let text = String::from_utf8(writer.sink().data.clone()).expect("utf-8");
         assert_eq!(text.lines().count(), 2);
         assert_eq!(text.matches(r#""num_turns":2"#).count(), 1);
+    }
+
+    #[test]
+    fn a_write_error_other_than_interrupted_is_returned_at_once() {
+        let writer = finishes(|| {
+            let sink = Faulty {
+                fail_writes: true,
+                ..Faulty::default()
+            };
+            let mut writer = RolloutWriter::with_sink(sink, "mem", Durability::Flush);
+            let error = writer.append_rollback(1).expect_err("fails");
+            assert_eq!(error.source.kind(), io::ErrorKind::Other);
+            writer
+        });
+        assert_eq!(writer.sink().writes, 1, "not retried");
     }
 
     #[test]
