@@ -488,6 +488,39 @@ fn a_turn_without_user_input_leaves_both_to_the_user_turn_before_it() {
     assert_eq!(reference_model(&resumed).as_deref(), Some("m1"));
 }
 
+/// A turn started by an `inter_agent_communication` line is a user turn for the reverse scan
+/// too: its `turn_context` gives the previous-turn settings, and a rollback of one turn discards
+/// it (not the user turn before it).
+#[test]
+fn a_communications_turn_is_a_user_turn_for_the_settings() {
+    let mut lines = vec![meta()];
+    lines.extend(user_turn(1));
+    lines.extend([
+        event(r#"{"type":"task_started","turn_id":"turn-2"}"#),
+        line(
+            "inter_agent_communication",
+            r#"{"author":"/root","recipient":"/root/worker","content":"check","trigger_turn":true}"#,
+        ),
+        line("turn_context", &turn_context(Some("turn-2"), "m2")),
+        item(&assistant("on it")),
+        event(r#"{"type":"task_complete","turn_id":"turn-2"}"#),
+    ]);
+    let resumed = resume(&lines);
+    assert_eq!(
+        model_of(resumed.previous_turn_settings()).as_deref(),
+        Some("m2")
+    );
+    assert_eq!(reference_model(&resumed).as_deref(), Some("m2"));
+
+    lines.push(rollback(1));
+    let resumed = resume(&lines);
+    assert_eq!(
+        model_of(resumed.previous_turn_settings()).as_deref(),
+        Some("m1")
+    );
+    assert_eq!(reference_model(&resumed).as_deref(), Some("m1"));
+}
+
 #[test]
 fn a_legacy_compaction_is_rebuilt_and_forces_the_reference_context_to_none() {
     let summary = summary_text("what happened so far");
