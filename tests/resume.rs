@@ -466,6 +466,61 @@ fn a_compaction_clears_the_reference_context_unless_a_newer_turn_context_sets_it
     assert_eq!(reference_model(&resumed).as_deref(), Some("m2"));
 }
 
+/// A turn without user input after the last user turn (a background turn with its own
+/// `turn_context`) sets neither the previous-turn settings nor the reference context item, and,
+/// holding no compaction, does not clear the reference either: both come from the user turn
+/// before it.
+#[test]
+fn a_turn_without_user_input_leaves_both_to_the_user_turn_before_it() {
+    let mut lines = vec![meta()];
+    lines.extend(user_turn(1));
+    lines.extend([
+        event(r#"{"type":"task_started","turn_id":"turn-2"}"#),
+        line("turn_context", &turn_context(Some("turn-2"), "m2")),
+        item(&assistant("background note")),
+        event(r#"{"type":"task_complete","turn_id":"turn-2"}"#),
+    ]);
+    let resumed = resume(&lines);
+    assert_eq!(
+        model_of(resumed.previous_turn_settings()).as_deref(),
+        Some("m1")
+    );
+    assert_eq!(reference_model(&resumed).as_deref(), Some("m1"));
+}
+
+/// A turn started by an `inter_agent_communication` line is a user turn for the reverse scan
+/// too: its `turn_context` gives the previous-turn settings, and a rollback of one turn discards
+/// it (not the user turn before it).
+#[test]
+fn a_communications_turn_is_a_user_turn_for_the_settings() {
+    let mut lines = vec![meta()];
+    lines.extend(user_turn(1));
+    lines.extend([
+        event(r#"{"type":"task_started","turn_id":"turn-2"}"#),
+        line(
+            "inter_agent_communication",
+            r#"{"author":"/root","recipient":"/root/worker","content":"check","trigger_turn":true}"#,
+        ),
+        line("turn_context", &turn_context(Some("turn-2"), "m2")),
+        item(&assistant("on it")),
+        event(r#"{"type":"task_complete","turn_id":"turn-2"}"#),
+    ]);
+    let resumed = resume(&lines);
+    assert_eq!(
+        model_of(resumed.previous_turn_settings()).as_deref(),
+        Some("m2")
+    );
+    assert_eq!(reference_model(&resumed).as_deref(), Some("m2"));
+
+    lines.push(rollback(1));
+    let resumed = resume(&lines);
+    assert_eq!(
+        model_of(resumed.previous_turn_settings()).as_deref(),
+        Some("m1")
+    );
+    assert_eq!(reference_model(&resumed).as_deref(), Some("m1"));
+}
+
 #[test]
 fn a_legacy_compaction_is_rebuilt_and_forces_the_reference_context_to_none() {
     let summary = summary_text("what happened so far");

@@ -670,10 +670,13 @@ mod tests {
         data: Vec<u8>,
         fail_writes: bool,
         fail_syncs: bool,
+        /// Calls of `write`, failed ones included.
+        writes: u64,
     }
 
     impl RolloutSink for Faulty {
         fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+            self.writes += 1;
             if self.fail_writes {
                 return Err(io::Error::other("injected write failure"));
             }
@@ -835,6 +838,21 @@ mod tests {
         let text = String::from_utf8(writer.sink().data.clone()).expect("utf-8");
         assert_eq!(text.lines().count(), 2);
         assert_eq!(text.matches(r#""num_turns":2"#).count(), 1);
+    }
+
+    #[test]
+    fn a_write_error_other_than_interrupted_is_returned_at_once() {
+        let writer = finishes(|| {
+            let sink = Faulty {
+                fail_writes: true,
+                ..Faulty::default()
+            };
+            let mut writer = RolloutWriter::with_sink(sink, "mem", Durability::Flush);
+            let error = writer.append_rollback(1).expect_err("fails");
+            assert_eq!(error.source.kind(), io::ErrorKind::Other);
+            writer
+        });
+        assert_eq!(writer.sink().writes, 1, "not retried");
     }
 
     #[test]
@@ -1032,5 +1050,283 @@ mod tests {
         writer.flush().expect("flushed");
         assert_eq!(writer.durable_lines(), 1);
         assert_eq!(writer.sink().iter().filter(|&&b| b == b'\n').count(), 1);
+    }
+
+    /// The envelope `push_line` puts around a payload, for the epoch clock.
+    fn envelope(kind: &str, payload: &str) -> String {
+        format!(r#"{{"timestamp":"2025-11-03T14:00:01.137Z","type":"{kind}","payload":{payload}}}"#)
+            + "\n"
+    }
+
+    #[test]
+    fn the_debug_form_names_the_file_and_what_is_pending() {
+        let mut writer =
+            RolloutWriter::with_sink(Vec::new(), "mem", Durability::Buffered).with_clock(epoch);
+        writer.append_rollback(1).expect("buffered");
+        let pending = envelope(
+            "event_msg",
+            r#"{"type":"thread_rolled_back","num_turns":1}"#,
+        );
+        assert_eq!(
+            format!("{writer:?}"),
+            format!(
+                r#"RolloutWriter {{ path: "mem", durability: Buffered, lines_built: 1, durable_lines: 0, pending_bytes: {}, .. }}"#,
+                pending.len()
+            )
+        );
+    }
+
+    #[test]
+    fn a_buffered_writer_writes_once_its_buffer_holds_64_kib() {
+        // The documented limit, written out: the constant itself is what is checked.
+        const LIMIT: usize = 64 * 1024;
+        let overhead = envelope("turn_context", "").len();
+        // A `turn_context` line of exactly `len` bytes (its payload a JSON string).
+        let payload = |len: usize| format!("\"{}\"", "x".repeat(len - overhead - 2));
+
+        // Batches: one byte under the limit stays in the buffer; the batch that reaches it is
+        // written, the buffer's older lines with it, and is durable once flushed.
+        let mut writer =
+            RolloutWriter::with_sink(Vec::new(), "mem", Durability::Buffered).with_clock(epoch);
+        writer
+            .append_raw("turn_context", &payload(LIMIT - 1))
+            .expect("buffered");
+        assert!(writer.sink().is_empty(), "under 64 KiB the lines wait");
+        let mut writer =
+            RolloutWriter::with_sink(Vec::new(), "mem", Durability::Buffered).with_clock(epoch);
+        writer
+            .append_raw("turn_context", &payload(LIMIT - overhead - 2))
+            .expect("buffered");
+        assert!(writer.sink().is_empty());
+        writer
+            .append_raw("turn_context", &payload(overhead + 2))
+            .expect("written");
+        assert_eq!(
+            writer.sink().len(),
+            LIMIT,
+            "at 64 KiB the buffer is written"
+        );
+        assert_eq!(writer.durable_lines(), 0, "written, not flushed");
+        writer.flush().expect("flushed");
+        assert_eq!(writer.durable_lines(), 2);
+
+        // Verbatim lines, the same.
+        let line = |len: usize| {
+            let mut line = vec![b'x'; len - 1];
+            line.push(b'\n');
+            line
+        };
+        let mut writer = RolloutWriter::with_sink(Vec::new(), "mem", Durability::Buffered);
+        writer
+            .append_verbatim_line(&line(LIMIT - 1))
+            .expect("buffered");
+        assert!(writer.sink().is_empty(), "under 64 KiB the lines wait");
+        writer.append_verbatim_line(&line(1)).expect("written");
+        assert_eq!(
+            writer.sink().len(),
+            LIMIT,
+            "at 64 KiB the buffer is written"
+        );
+        assert_eq!(writer.sink().last(), Some(&b'\n'));
+    }
+
+    #[test]
+    fn entries_are_written_one_line_each_and_a_multi_line_text_compacted() {
+        let one = r#"{"type":"message","role":"user","content":[]}"#;
+        let spread =
+            "{\n  \"type\": \"message\",\n  \"role\": \"assistant\",\r\n  \"content\": []\n}";
+        let entries = [one, spread].map(|json| Entry::from_json(json).expect("an item"));
+        let mut writer =
+            RolloutWriter::with_sink(Vec::new(), "mem", Durability::Flush).with_clock(epoch);
+        writer.append_entries(&entries).expect("written");
+        assert_eq!(
+            String::from_utf8(writer.sink().clone()).expect("utf-8"),
+            envelope("response_item", one)
+                + &envelope(
+                    "response_item",
+                    r#"{"type":"message","role":"assistant","content":[]}"#
+                )
+        );
+        assert_eq!((writer.lines_appended(), writer.durable_lines()), (2, 2));
+    }
+
+    #[test]
+    fn a_compacted_line_holds_the_message_and_the_replacement_history() {
+        let items = [
+            r#"{"type":"message","role":"user","content":[]}"#,
+            r#"{"type":"message","role":"assistant","content":[]}"#,
+        ];
+        for count in 0..=2 {
+            let compacted = Compacted {
+                message: "summary \"quoted\"".into(),
+                replacement_history: items[..count]
+                    .iter()
+                    .map(|json| Entry::from_json(*json).expect("an item"))
+                    .collect(),
+            };
+            let mut writer =
+                RolloutWriter::with_sink(Vec::new(), "mem", Durability::Flush).with_clock(epoch);
+            writer.append_compacted(&compacted).expect("written");
+            let payload = format!(
+                r#"{{"message":"summary \"quoted\"","replacement_history":[{}]}}"#,
+                items[..count].join(",")
+            );
+            assert_eq!(
+                String::from_utf8(writer.sink().clone()).expect("utf-8"),
+                envelope("compacted", &payload),
+                "{count} items"
+            );
+            assert_eq!(writer.durable_lines(), 1);
+        }
+    }
+
+    #[test]
+    fn a_world_state_line_holds_the_change() {
+        let mut writer =
+            RolloutWriter::with_sink(Vec::new(), "mem", Durability::Flush).with_clock(epoch);
+        let change = WorldStateChange {
+            full: false,
+            state: serde_json::json!({"cwd": "/tmp", "gone": null}),
+        };
+        writer.append_world_state(&change).expect("written");
+        assert_eq!(
+            String::from_utf8(writer.sink().clone()).expect("utf-8"),
+            envelope(
+                "world_state",
+                r#"{"full":false,"state":{"cwd":"/tmp","gone":null}}"#
+            )
+        );
+        assert_eq!(writer.durable_lines(), 1);
+    }
+
+    #[test]
+    fn only_lines_resume_does_not_interpret_are_appended_uninterpreted() {
+        let mut writer =
+            RolloutWriter::with_sink(Vec::new(), "mem", Durability::Flush).with_clock(epoch);
+        for kind in [
+            "response_item",
+            "compacted",
+            "turn_context",
+            "inter_agent_communication",
+            "world_state",
+        ] {
+            let error = writer
+                .append_uninterpreted(kind, "{}")
+                .expect_err("interpreted");
+            assert_eq!(
+                error.step,
+                WriteStep::Interpreted {
+                    line_type: LineKind::from_type(kind),
+                    event_type: None
+                },
+                "{kind}"
+            );
+        }
+        for event in Event::TURN_TYPES {
+            let error = writer
+                .append_uninterpreted("event_msg", &format!(r#" {{"type":"{event}"}}"#))
+                .expect_err("interpreted");
+            assert_eq!(
+                error.step,
+                WriteStep::Interpreted {
+                    line_type: LineKind::EventMsg,
+                    event_type: Some(event.into())
+                },
+                "{event}"
+            );
+        }
+        for payload in [r#""task_started""#, "[]", r#"{"no_type":1}"#] {
+            let error = writer
+                .append_uninterpreted("event_msg", payload)
+                .expect_err("not an event object");
+            assert_eq!(
+                error.step,
+                WriteStep::Build {
+                    line_type: LineKind::EventMsg
+                },
+                "{payload}"
+            );
+            assert_eq!(error.source.kind(), io::ErrorKind::InvalidInput);
+        }
+        assert!(writer.sink().is_empty(), "nothing refused was written");
+        assert_eq!(writer.lines_appended(), 0);
+
+        let event = r#"{"type":"agent_message","message":"hi"}"#;
+        writer
+            .append_uninterpreted("event_msg", event)
+            .expect("an event resume does not read");
+        writer
+            .append_uninterpreted("session_meta", r#"{"id":"later"}"#)
+            .expect("a later session_meta");
+        writer
+            .append_uninterpreted("token_count", "{}")
+            .expect("another type");
+        assert_eq!(
+            String::from_utf8(writer.sink().clone()).expect("utf-8"),
+            envelope("event_msg", event)
+                + &envelope("session_meta", r#"{"id":"later"}"#)
+                + &envelope("token_count", "{}")
+        );
+    }
+
+    #[test]
+    fn verbatim_lines_are_copied_exactly_and_must_be_one_whole_line() {
+        let mut writer = RolloutWriter::with_sink(Vec::new(), "mem", Durability::Flush);
+        writer.append_verbatim_line(b"{\"a\":1}\n").expect("copied");
+        for bad in [&b""[..], b"{}", b"{}\n{}\n", b"{}\n{}", b"\n\n"] {
+            let error = writer.append_verbatim_line(bad).expect_err("not one line");
+            assert_eq!(error.source.kind(), io::ErrorKind::InvalidInput);
+            assert_eq!(
+                error.step,
+                WriteStep::Write {
+                    line_type: None,
+                    line: 2
+                },
+                "{bad:?}"
+            );
+        }
+        writer
+            .append_verbatim_line(b"not even json\n")
+            .expect("copied");
+        assert_eq!(writer.sink().as_slice(), b"{\"a\":1}\nnot even json\n");
+        assert_eq!((writer.lines_appended(), writer.durable_lines()), (2, 0));
+        writer.flush().expect("flushed");
+        assert_eq!(writer.durable_lines(), 2);
+    }
+
+    #[test]
+    fn append_to_ends_a_torn_line_and_appends_after_it() {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let path = dir.path().join("rollout.jsonl");
+        std::fs::write(&path, "{\"whole\":1}\n{\"torn\"").expect("written");
+        let mut writer = RolloutWriter::append_to(&path, Durability::Flush)
+            .expect("opened")
+            .with_clock(epoch);
+        assert_eq!(writer.path(), path);
+        assert_eq!(writer.durability(), Durability::Flush);
+        writer.append_rollback(1).expect("written");
+        assert_eq!(
+            std::fs::read_to_string(&path).expect("read"),
+            "{\"whole\":1}\n{\"torn\"\n".to_owned()
+                + &envelope(
+                    "event_msg",
+                    r#"{"type":"thread_rolled_back","num_turns":1}"#
+                )
+        );
+    }
+
+    #[test]
+    fn remove_new_file_removes_it_without_writing_what_is_pending() {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let path = dir.path().join("rollout.jsonl");
+        let mut writer = RolloutWriter::create(
+            &path,
+            &SessionMeta::new(ThreadId::random()),
+            Durability::Buffered,
+        )
+        .expect("created");
+        writer.append_rollback(1).expect("buffered");
+        writer.remove_new_file().expect("removed");
+        assert!(!path.exists());
     }
 }
