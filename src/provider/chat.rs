@@ -555,8 +555,8 @@ struct Span {
 /// prefix of this one) from its end on, and either at the slots the Responses repairs replaced
 /// in one of them and not the other (a call answered since, an orphan whose call came): the
 /// pieces before the first such position are kept, the rest re-assembled from the start of the
-/// piece that holds it (for an older version: its last piece, which this version's assembly
-/// may have paired or batched with later items), moved back over any kept piece that shares a
+/// piece that holds it (for an older version: the piece its end falls in, if any, which this version's
+/// assembly may have paired or batched with later items), moved back over any kept piece that shares a
 /// call id with what is re-assembled or whose last unit is a call when the first re-assembled
 /// one is a call. A projection whose call ids need mapping (empty or used twice) is assembled
 /// whole, and its assembly is only reused for the same version (a warm projection).
