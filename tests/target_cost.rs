@@ -271,6 +271,17 @@ fn older_versions_after_newer_ones_are_cut_back_and_all_stay_incremental_at_any_
     // The version ending with a call whose output the newer version has: the call's slot (sent
     // with a synthetic output there) is re-assembled.
     assert!(small[7] > 0, "{small:?}");
+    // And exactly (docs/performance.md states these): the writer re-assembles its four new
+    // items every turn; a reader whose version ends with the writer's call re-assembles that
+    // one slot (turns 1 and 3); a reader at the writer's previous version, which no one
+    // projected (turn 2: the reader of turn 1 took a later one), assembles its four new items.
+    assert_eq!(
+        small,
+        [
+            4, 0, 0, 0, 0, 0, 4, 1, 0, 0, 0, 0, 4, 4, 0, 0, 0, 0, 4, 1, 0, 0, 0, 0
+        ],
+        "{small:?}"
+    );
 }
 
 #[test]
