@@ -675,3 +675,77 @@ fn readers_see_only_published_versions_in_order_while_one_writer_records_100k_it
         published.len()
     );
 }
+
+// ---------------------------------------------------------------------------------------------
+// Per-target assemblies kept in a lineage, projected from several threads at once.
+
+/// A history of `len` items recorded one by one, with every version kept: user messages,
+/// two parallel calls per turn answered in the other order (every other turn with an image), so
+/// a version may end with a call whose output comes later.
+fn versions_of_one_lineage(round: usize, len: usize) -> Vec<History> {
+    let mut history = History::new();
+    let mut versions = Vec::with_capacity(len);
+    for i in 0..len {
+        let id = |k: usize| format!("r{round}c{k}");
+        let item = match i % 5 {
+            0 => user("go"),
+            1 => call(&id(i)),
+            2 => call(&id(i + 1_000)),
+            3 => output(&id(i + 999), "second call's, first"),
+            _ if i % 10 == 4 => serde_json::json!({
+                "type": "function_call_output",
+                "call_id": id(i - 3),
+                "output": [
+                    {"type": "input_text", "text": "first call's, with an image"},
+                    {"type": "input_image", "image_url": "https://example.com/a.png"}
+                ]
+            })
+            .to_string(),
+            _ => output(&id(i - 3), "first call's, last"),
+        };
+        history.record_json(item).expect("recorded");
+        versions.push(history.clone());
+    }
+    versions
+}
+
+/// The versions share one lineage and so its memo cells; threads project them for Chat
+/// Completions and Anthropic Messages with two option sets each, in different orders (later
+/// and older versions interleaved), and every projection must equal one from scratch (the same
+/// entries in a history of their own, so nothing is kept for them).
+#[test]
+fn threads_projecting_versions_of_one_lineage_get_what_an_assembly_from_scratch_gives() {
+    use agent_history::{Modalities, Target, TargetOptions};
+    let options = |k: usize| {
+        let target = if k % 4 < 2 {
+            Target::ChatCompletions
+        } else {
+            Target::AnthropicMessages
+        };
+        let options = TargetOptions::new(target);
+        if k % 2 == 1 {
+            options.with_projection(ProjectionOptions::for_modalities(Modalities::TEXT))
+        } else {
+            options
+        }
+    };
+    for round in 0..6 {
+        let versions = versions_of_one_lineage(round, 120);
+        thread::scope(|scope| {
+            for worker in 0..4 {
+                let versions = &versions;
+                scope.spawn(move || {
+                    for k in 0..120 {
+                        let version = &versions[(k * 7 + worker * 31) % versions.len()];
+                        let options = options(k + worker);
+                        let kept = version.project_for(&options).expect("projects").to_json();
+                        let mut fresh = History::new();
+                        fresh.replace(version.iter().cloned());
+                        let scratch = fresh.project_for(&options).expect("projects").to_json();
+                        assert_eq!(kept, scratch, "round {round}, worker {worker}, k {k}");
+                    }
+                });
+            }
+        });
+    }
+}
