@@ -26,8 +26,8 @@ use std::sync::{Mutex, MutexGuard, OnceLock};
 
 use agent_history::testing::{entry_reads, item_conversions};
 use agent_history::{
-    DEFAULT_TRUNCATION, Entry, History, ProjectionOptions, Recorded, ResumeOptions, Target,
-    TargetOptions, resume_file,
+    DEFAULT_TRUNCATION, Entry, History, Modalities, ProjectionOptions, Recorded, ResumeOptions,
+    Target, TargetOptions, resume_file,
 };
 
 // Every allocation of this test binary goes through `dhat`; it records only while a profiler
@@ -595,6 +595,68 @@ fn a_chat_projection_after_an_append_allocates_the_same_at_any_size() {
         large.bytes <= small.bytes + 4 * 1024 && large.bytes < 64 * 1024,
         "a Chat projection after an append allocated {small:?} at {SMALL}, {large:?} at {LARGE}"
     );
+}
+
+/// `n` entries in user turns of `TURN` items whose user message holds an image: `n / TURN`
+/// media items, which a text-only projection strips (and lists as repairs only when its report
+/// is read), in a lineage of its own.
+fn with_images(n: usize) -> History {
+    let user = entry(
+        r#"{"type":"message","role":"user","content":[{"type":"input_text","text":"see"},{"type":"input_image","image_url":"https://example.com/a.png"}]}"#,
+    );
+    let assistant = assistant();
+    let mut history = History::new();
+    for position in 0..n {
+        let next = if position.is_multiple_of(TURN) {
+            user.clone()
+        } else {
+            assistant.clone()
+        };
+        stored(&mut history, next);
+    }
+    history
+}
+
+/// Claim: after an append, a text-only projection for Chat Completions or Anthropic Messages of
+/// a history holding m images costs O(changes), not O(m) (docs/performance.md, "Per-target
+/// projections"): the per-target assembly must not list the Responses report's media repairs
+/// (which the report lists lazily, O(m log n), when it is read).
+///
+/// A projected history gets a user message with an image appended; the projection after it
+/// allocates at most 4 KB more at 100,000 entries (10,000 images) than at 1,000 (100 images).
+/// Listing the media repairs would allocate a repair per image: over 500 KB at 100,000.
+#[test]
+fn a_text_only_projection_after_an_append_allocates_the_same_however_many_images() {
+    let _serial = serial();
+    for target in [Target::ChatCompletions, Target::AnthropicMessages] {
+        let options = TargetOptions::new(target)
+            .with_projection(ProjectionOptions::for_modalities(Modalities::TEXT));
+        let mut seen = Vec::new();
+        for n in [SMALL, LARGE] {
+            let base = with_images(n);
+            let (history, projection, allocated, _) = measure(
+                || {
+                    // A lineage of its own each time: one append per length stays in a lineage.
+                    let mut history = History::new();
+                    history.replace(base.iter().cloned());
+                    history.project_for(&options).expect("projects");
+                    stored(&mut history, user());
+                    history
+                },
+                |history| history.project_for(&options).expect("projects"),
+            );
+            assert_eq!(history.len(), n + 1);
+            // The report still lists every stripped image once asked (outside the window).
+            assert_eq!(projection.report().projection().len(), n / TURN);
+            println!("{target:?} after an append at {n}: {allocated:?}");
+            seen.push(allocated);
+        }
+        let (small, large) = (seen[0], seen[1]);
+        assert!(
+            large.bytes <= small.bytes + 4 * 1024,
+            "{target:?}: a text-only projection after an append allocated {small:?} at {SMALL}, {large:?} at {LARGE}"
+        );
+    }
 }
 
 /// The memory a Chat Completions assembly keeps per entry (docs/performance.md, "Per-target

@@ -293,6 +293,23 @@ impl Projection {
         })
     }
 
+    /// The positions of the calls sent with a synthetic output (the
+    /// [`RepairKind::SynthesizedOutput`] repairs), from `start` on, in position order. O(k) for
+    /// the k repairs' overlay: unlike [`RepairReport::repairs`], it lists no media repairs.
+    pub(crate) fn synthesized_outputs_from(
+        &self,
+        start: usize,
+    ) -> impl Iterator<Item = usize> + '_ {
+        self.slots
+            .overlay()
+            .iter()
+            .filter(move |(position, slot)| {
+                *position >= start
+                    && matches!(slot.payload(), Payload::CallWithSyntheticOutput { .. })
+            })
+            .map(|(position, _)| *position)
+    }
+
     /// The positions of the replaced slots (a synthetic output after the call, or nothing sent),
     /// each with whether it sends nothing, in position order. O(1): the k repairs' overlay.
     pub(crate) fn replaced_slots(&self) -> impl Iterator<Item = (usize, bool)> + '_ {

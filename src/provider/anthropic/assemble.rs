@@ -17,7 +17,7 @@ use imbl::Vector;
 use serde_json::Value;
 
 use crate::history::History;
-use crate::projection::{Location, Projection, ProjectionOptions, RepairKind};
+use crate::projection::{Location, Projection, ProjectionOptions};
 
 use super::super::target::{
     ANTHROPIC_CELL, PairRole, Paired, Rendered, Step, TargetProjectionError, TargetRepair,
@@ -105,16 +105,11 @@ fn map_tool_ids(calls: &[(usize, &str)]) -> HashMap<usize, Arc<str>> {
 }
 
 /// The positions from `from` on where the Responses projection synthesized an output: a
-/// `tool_result` it synthesized is sent with `is_error: true`. O(log r) to start (the repairs
-/// are in position order), then O(1) per repair from `from` on.
+/// `tool_result` it synthesized is sent with `is_error: true`. O(k) for the projection's k
+/// replaced slots; it does not list the report's repairs, which would list every media repair
+/// (O(m log n) for m media items) on every projection.
 fn synthesized_positions(projection: &Projection, from: usize) -> HashSet<usize> {
-    let repairs = projection.report().repairs();
-    let start = repairs.partition_point(|repair| repair.at.position < from);
-    repairs[start..]
-        .iter()
-        .filter(|repair| matches!(repair.kind, RepairKind::SynthesizedOutput { .. }))
-        .map(|repair| repair.at.position)
-        .collect()
+    projection.synthesized_outputs_from(from).collect()
 }
 
 /// How a unit that sends something takes part in call batching.
