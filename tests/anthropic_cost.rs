@@ -44,14 +44,18 @@ fn record(history: &mut History, item: Value) {
 /// their outputs, and an assistant answer; a call near the start never gets its output and an
 /// output near the start has no call (two Responses repairs that stay).
 fn session(n: usize) -> History {
+    session_with(n, |turn| [format!("t{turn}a"), format!("t{turn}b")])
+}
+
+/// [`session`] with the call ids of each turn from `ids`.
+fn session_with(n: usize, ids: impl Fn(usize) -> [String; 2]) -> History {
     let mut history = History::new();
     record(&mut history, msg("user", "start"));
     record(&mut history, call("never-answered"));
     record(&mut history, output("no-such-call"));
     let mut turn = 0;
     while history.len() < n {
-        let a = format!("t{turn}a");
-        let b = format!("t{turn}b");
+        let [a, b] = ids(turn);
         for item in [
             msg("user", &format!("turn {turn}")),
             reasoning(),
@@ -134,6 +138,67 @@ fn a_warm_anthropic_projection_visits_only_the_tail_at_any_size() {
     // could join) and itself. Then from the user message on, until a call starts a batch: from
     // that call on while its batch is answered (its results open the next user message).
     assert_eq!(small, [0, 2, 2, 2, 3, 5], "{small:?}");
+}
+
+/// The form an id that needs mapping is first given: `id` with every character outside
+/// `[a-zA-Z0-9_-]` made `_`, then `_` and 8 hex digits of the BLAKE3 hash of `key` (the id, or
+/// `id#n` for its n-th use, n ≥ 2). The tests compute it to make valid ids that collide.
+fn mapped_form(id: &str, key: &str) -> String {
+    let mut form: String = id
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    form.push('_');
+    form.push_str(&blake3::hash(key.as_bytes()).to_hex()[..8]);
+    form
+}
+
+/// The slots visited after appending `later` to a projected session of about `n` items whose
+/// call ids all need mapping (`functions.eval:N`, another provider's style).
+fn visits_with_invalid_ids(n: usize, later: &[Value]) -> u64 {
+    let mut history = session_with(n, |turn| {
+        [
+            format!("functions.eval:{}", 2 * turn),
+            format!("functions.eval:{}", 2 * turn + 1),
+        ]
+    });
+    let (first, _) = assembled(&history);
+    assert!(first >= n as u64);
+    for item in later {
+        record(&mut history, item.clone());
+    }
+    let (visited, projection) = assembled(&history);
+    same_as_fresh(&projection, &history);
+    assert!(projection.to_json().contains("functions_eval_"));
+    visited
+}
+
+#[test]
+fn mapped_call_ids_are_assembled_incrementally_at_any_size() {
+    // A turn whose ids need mapping too, appended after the history's last turn.
+    let turn = [
+        msg("user", "late"),
+        call("functions.eval:late"),
+        output("functions.eval:late"),
+        msg("assistant", "late done"),
+    ];
+    let small = visits_with_invalid_ids(1_000, &turn);
+    let large = visits_with_invalid_ids(100_000, &turn);
+    assert_eq!(small, large, "the work does not grow with the history");
+    // The message before the turn (whose role run it could join) and the turn's four.
+    assert_eq!(small, 5, "{small}");
+    // A new valid id equal to the form an earlier id was mapped to: that id would be mapped
+    // otherwise from scratch, so the whole projection is assembled.
+    let collide = mapped_form("functions.eval:3", "functions.eval:3");
+    let visited =
+        visits_with_invalid_ids(1_000, &[call(&collide), output(&collide), msg("user", "u")]);
+    assert!(visited >= 1_000, "{visited}");
 }
 
 #[test]
@@ -251,7 +316,8 @@ fn what_merges_or_pairs_with_earlier_items_is_assembled_with_them() {
         &[msg("assistant", "x"), output("early")],
     );
     assert!(visited <= 4, "{visited}");
-    // A call id used again after the old end, an invalid id: the ids are mapped, in full.
+    // A call id used again after the old end (in full: it pairs with the earlier call), an
+    // invalid id (mapped after the cut), one used again after it.
     projected_then_appended(&with(&[]), &[call("p3"), output("p3")]);
     projected_then_appended(&with(&[]), &[call("fn.x:1"), output("fn.x:1")]);
     projected_then_appended(
@@ -303,12 +369,15 @@ enum Op {
 }
 
 fn item() -> impl Strategy<Value = Value> {
-    // Mostly ids no other call uses, sometimes one used again, an empty one or an invalid one
-    // (those are mapped, and the assembly is whole).
+    // Mostly ids few other calls use, sometimes one used again, an empty one or an invalid one
+    // (those are mapped), or a valid one equal to the form an invalid or repeated id is mapped
+    // to (the earlier of the two gets another form).
     let id = prop_oneof![
-        16 => (0..16u8).prop_map(|n| format!("c{n}")),
+        8 => (0..8u8).prop_map(|n| format!("c{n}")),
         1 => Just(String::new()),
-        1 => Just("fn.x:1".to_owned()),
+        3 => (0..2u8).prop_map(|n| format!("fn.x:{n}")),
+        3 => (0..2u8).prop_map(|n| mapped_form(&format!("fn.x:{n}"), &format!("fn.x:{n}"))),
+        2 => (0..2u8).prop_map(|n| mapped_form(&format!("c{n}"), &format!("c{n}#2"))),
     ];
     prop_oneof![
         3 => Just(msg("user", "u")),
@@ -338,6 +407,58 @@ fn op() -> impl Strategy<Value = Op> {
         1 => Just(Op::RemoveFirst),
         6 => Just(Op::Project),
     ]
+}
+
+/// The ids of the calls `ops` records.
+fn call_ids(ops: &[Op]) -> Vec<String> {
+    ops.iter()
+        .filter_map(|op| match op {
+            Op::Record(item) if item["type"] != "function_call_output" => {
+                item["call_id"].as_str().map(str::to_owned)
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn the_generator_makes_mapped_and_colliding_ids_often() {
+    use proptest::strategy::ValueTree;
+    use proptest::test_runner::TestRunner;
+    let mut runner = TestRunner::deterministic();
+    let strategy = proptest::collection::vec(op(), 1..80);
+    let (mut invalid, mut repeated, mut colliding) = (0, 0, 0);
+    let cases = 256;
+    for _ in 0..cases {
+        let ops = strategy.new_tree(&mut runner).unwrap().current();
+        let ids = call_ids(&ops);
+        let is_valid = |id: &str| {
+            !id.is_empty()
+                && id
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+        };
+        invalid += usize::from(ids.iter().any(|id| !is_valid(id)));
+        repeated += usize::from((1..ids.len()).any(|i| ids[..i].contains(&ids[i])));
+        // A valid id after the id whose mapped form it is.
+        colliding += usize::from((1..ids.len()).any(|i| {
+            ids[..i].iter().enumerate().any(|(k, earlier)| {
+                let n = 1 + ids[..k].iter().filter(|id| *id == earlier).count();
+                let key = if n == 1 {
+                    earlier.clone()
+                } else {
+                    format!("{earlier}#{n}")
+                };
+                (!is_valid(earlier) || n > 1) && mapped_form(earlier, &key) == ids[i]
+            })
+        }));
+    }
+    // Invalid and repeated ids in at least a third of the cases, a collision in an eighth (256
+    // cases: 159, 135 and 50 when written).
+    assert!(
+        invalid * 3 >= cases && repeated * 3 >= cases && colliding * 8 >= cases,
+        "{invalid} {repeated} {colliding} of {cases}"
+    );
 }
 
 proptest! {

@@ -431,8 +431,9 @@ impl History {
     /// change where nothing before pairs or batches with anything after (the last message, whose
     /// role run the new items may join, and the call batch their outputs may answer, are
     /// re-assembled with them; an output answering a call before every place kept, a fork, a
-    /// rollback, a replace, a removal, an older version, other projection options or call ids
-    /// that need mapping assemble in full: it keeps one assembly per lineage). Writing is
+    /// rollback, a replace, a removal, an older version or other projection options assemble in
+    /// full: it keeps one assembly per lineage; call ids that need mapping stay incremental, but
+    /// for a new valid id equal to the form an earlier id was mapped to). Writing is
     /// O(output bytes). For [`Target::Responses`] the result writes exactly what
     /// [`History::project`] does.
     ///

@@ -8,7 +8,9 @@
 //!
 //! The assembly is kept in the history's lineage ([`AnthropicMemo`]): a projection of a later
 //! version resumes at the last place the changes leave alone, so that after k appends it visits
-//! the last message or call batch and the k new slots, not the whole history.
+//! the last message or call batch and the k new slots, not the whole history. Call ids that
+//! need mapping are mapped from that place on against the mapping kept with it, unless a new
+//! valid id equals a form chosen before it.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, PoisonError};
@@ -52,19 +54,34 @@ fn mapped_tool_id(id: &str, key: &str, hash_len: usize) -> String {
     mapped
 }
 
-/// The id each call of the request is sent as, by unit, in call order.
+/// What the calls before a place did with their ids: the valid ids they use, the mapped forms
+/// chosen, and whether a mapped form is not its first choice (8 hex digits).
+#[derive(Debug, Clone, Default)]
+struct Mapping {
+    taken: imbl::HashSet<Arc<str>>,
+    mapped: imbl::HashSet<Arc<str>>,
+    skipped: bool,
+}
+
+/// The id each call of the request is sent as, by unit, in call order, after calls that did
+/// `before` (none of them using an id of `calls`), and the units whose mapped form is not its
+/// first choice.
 ///
 /// A valid id is kept the first time it is used, so it never changes. Any other (an invalid id,
 /// or the n-th call of an id already used, n ≥ 2) gets [`mapped_tool_id`] of the id (keyed by
 /// the id, or by `id#n`) with 8 hex digits, more when that would equal an id taken in this
 /// request, then a counter. The same call gets the same id in every request that holds the same
 /// calls before it; only a crafted collision makes it depend on later ones.
-fn map_tool_ids(calls: &[(usize, &str)]) -> HashMap<usize, Arc<str>> {
+fn map_tool_ids(
+    calls: &[(usize, &str)],
+    before: &Mapping,
+) -> (HashMap<usize, Arc<str>>, HashSet<usize>) {
     let taken: HashSet<&str> = calls
         .iter()
         .map(|(_, id)| *id)
         .filter(|id| is_valid_tool_id(id))
         .collect();
+    let mut skipped = HashSet::new();
     let mut mapped_taken: HashSet<String> = HashSet::new();
     let mut uses: HashMap<&str, usize> = HashMap::new();
     let mut kept: HashSet<&str> = HashSet::new();
@@ -85,7 +102,10 @@ fn map_tool_ids(calls: &[(usize, &str)]) -> HashMap<usize, Arc<str>> {
             format!("{id}#{n}")
         };
         let free = |candidate: &String| {
-            !taken.contains(candidate.as_str()) && !mapped_taken.contains(candidate)
+            !taken.contains(candidate.as_str())
+                && !mapped_taken.contains(candidate)
+                && !before.taken.contains(candidate.as_str())
+                && !before.mapped.contains(candidate.as_str())
         };
         let sent = [8, 16, 32, 64]
             .into_iter()
@@ -98,10 +118,13 @@ fn map_tool_ids(calls: &[(usize, &str)]) -> HashMap<usize, Arc<str>> {
                     .find(free)
                     .unwrap_or(base)
             });
+        if sent != mapped_tool_id(id, &key, 8) {
+            skipped.insert(unit);
+        }
         mapped_taken.insert(sent.clone());
         map.insert(unit, Arc::from(sent));
     }
-    map
+    (map, skipped)
 }
 
 /// The positions from `from` on where the Responses projection synthesized an output: a
@@ -190,17 +213,19 @@ impl State {
 }
 
 /// The ids the calls are sent under: those of the units assembled now by their index from
-/// `offset` ([`map_tool_ids`]), a kept unit's own (a kept assembly mapped none).
+/// `offset` ([`map_tool_ids`]), a kept unit's as mapped before (`kept`) or its own.
 struct Ids<'a> {
     units: &'a Vector<Unit<AnthropicItem>>,
     offset: usize,
     tail: HashMap<usize, Arc<str>>,
+    kept: &'a imbl::OrdMap<usize, Arc<str>>,
 }
 
 impl Ids<'_> {
     fn sent(&self, unit: usize) -> Arc<str> {
         unit.checked_sub(self.offset)
             .and_then(|j| self.tail.get(&j))
+            .or_else(|| self.kept.get(&unit))
             .cloned()
             .unwrap_or_else(|| Arc::from(self.units.get(unit).map_or("", call_id)))
     }
@@ -223,6 +248,8 @@ struct Cut {
     ids: imbl::HashSet<Arc<str>>,
     /// The edge of the last unit before it that sends something.
     last: Option<Edge>,
+    /// What the calls before it did with their ids.
+    mapping: Mapping,
 }
 
 /// How many places to resume at an assembly keeps: the last ones.
@@ -245,10 +272,11 @@ const KEPT_CUTS: usize = 8;
 ///   taken);
 /// * no call or output from the cut on has a call id used before it (an output answering an
 ///   earlier call, an id used again) and no call from the cut on joins a batch before it;
-/// * no call id needs mapping, in this version or the later one: the mapping of an id depends
-///   on every valid id of the request (a mapped id must not equal any), so a projection whose
-///   call ids need mapping (an invalid id, or one used by two calls) is assembled whole, as is
-///   every later one of its lineage.
+/// * no valid call id from the cut on equals the mapped form of an id before it, and every id
+///   mapped before it got its first choice: a mapped form must differ from every valid id of
+///   the request, a later one included, so only then are the ids sent before the cut those a
+///   whole assembly chooses. The ids after it are mapped against the valid ids and mapped forms
+///   before it, kept with the cut (call ids need mapping when invalid, or used by two calls).
 ///
 /// When none can, the whole projection is assembled. The leading user message and the trimmed
 /// final text are applied to each projection's copy, not kept.
@@ -259,8 +287,8 @@ struct AnthropicMemo {
     len: usize,
     /// The Responses projection's replaced slots of that version: (position, sends nothing).
     replaced: Vec<(usize, bool)>,
-    /// Whether a call id was mapped.
-    mapped: bool,
+    /// The ids the calls were sent under where they differ from their own, by unit.
+    sent: imbl::OrdMap<usize, Arc<str>>,
     units: Vector<Unit<AnthropicItem>>,
     system: Vector<usize>,
     /// The messages, without the leading user message and the final trim.
@@ -287,8 +315,7 @@ pub(crate) fn project(
         memo.downcast::<AnthropicMemo>().ok()
     });
     let replaced: Vec<(usize, bool)> = projection.replaced_slots().collect();
-    let earlier = earlier
-        .filter(|memo| memo.options == *options && memo.len <= history.len() && !memo.mapped);
+    let earlier = earlier.filter(|memo| memo.options == *options && memo.len <= history.len());
     let memo = match earlier {
         Some(earlier) if earlier.len == history.len() && earlier.replaced == replaced => earlier,
         earlier => {
@@ -322,16 +349,19 @@ pub(crate) fn project(
 }
 
 /// Units to assemble after a cut, ordered by the shared call grouping, with the ids their
-/// calls are sent under (by index in `units`) and the repairs that mapping made.
+/// calls are sent under (by index in `units`), those whose mapped form is not its first choice,
+/// and the repairs that mapping made.
 struct Tail {
     units: Units<AnthropicItem>,
     paired: Paired,
     ids: HashMap<usize, Arc<str>>,
+    skipped: HashSet<usize>,
     mapped: Vec<TargetRepair>,
 }
 
 impl Tail {
-    fn new(units: Units<AnthropicItem>) -> Tail {
+    /// The tail after calls that did `before` with their ids.
+    fn new(units: Units<AnthropicItem>, before: &Mapping) -> Tail {
         let paired = pair_calls(&units.units);
         let calls: Vec<(usize, &str)> = paired
             .steps
@@ -344,7 +374,7 @@ impl Tail {
                 Step::Synthetic(_) => None,
             })
             .collect();
-        let ids = map_tool_ids(&calls);
+        let (ids, skipped) = map_tool_ids(&calls, before);
         let mapped = calls
             .iter()
             .filter_map(|&(unit, id)| {
@@ -362,6 +392,7 @@ impl Tail {
             units,
             paired,
             ids,
+            skipped,
             mapped,
         }
     }
@@ -372,8 +403,13 @@ fn whole(
     projection: &Projection,
     options: &ProjectionOptions,
 ) -> Result<AnthropicMemo, TargetProjectionError> {
-    let tail = Tail::new(Units::collect(projection)?);
-    let prefix = (Vector::new(), Vector::new(), Vector::new());
+    let tail = Tail::new(Units::collect(projection)?, &Mapping::default());
+    let prefix = (
+        Vector::new(),
+        Vector::new(),
+        Vector::new(),
+        imbl::OrdMap::new(),
+    );
     Ok(assemble(projection, options, &[], prefix, tail))
 }
 
@@ -406,17 +442,17 @@ fn extend(
         if cut.unit == 0 || cut.position > changed {
             continue;
         }
-        let tail = Tail::new(Units::collect_from(projection, cut.position)?);
-        if !tail.mapped.is_empty() {
-            // Ids to map from this cut on are still there from any earlier one.
-            return Ok(None);
+        if cut.mapping.skipped {
+            continue;
         }
+        let tail = Tail::new(Units::collect_from(projection, cut.position)?, &cut.mapping);
         let units = &tail.units.units;
         if units
             .iter()
             .filter_map(pairing_id)
             .any(|id| cut.ids.contains(id))
             || (cut.last == Some(Edge::Call) && units.iter().find_map(edge) == Some(Edge::Call))
+            || tail.ids.values().any(|id| cut.mapping.mapped.contains(id))
         {
             continue;
         }
@@ -424,6 +460,7 @@ fn extend(
             earlier.units.take(cut.unit),
             earlier.system.take(cut.system),
             earlier.repairs.take(cut.repairs),
+            earlier.sent.split(&cut.unit).0,
         );
         return Ok(Some(assemble(
             projection,
@@ -468,11 +505,12 @@ fn cuts(units: &[Unit<AnthropicItem>], last: Option<Edge>) -> Vec<(usize, Option
     found
 }
 
-/// The units, `system` units and repairs before a cut.
+/// The units, `system` units, repairs and ids sent under other than their own before a cut.
 type Prefix = (
     Vector<Unit<AnthropicItem>>,
     Vector<usize>,
     Vector<TargetRepair>,
+    imbl::OrdMap<usize, Arc<str>>,
 );
 
 /// `prefix` (what comes before the last of `kept`, or nothing when `kept` is empty) followed by
@@ -481,7 +519,7 @@ fn assemble(
     projection: &Projection,
     options: &ProjectionOptions,
     kept: &[Cut],
-    (mut units, mut system, mut repairs): Prefix,
+    (mut units, mut system, mut repairs, mut sent): Prefix,
     tail: Tail,
 ) -> AnthropicMemo {
     let Tail {
@@ -491,6 +529,7 @@ fn assemble(
         },
         paired,
         ids,
+        skipped,
         mapped,
     } = tail;
     let start = Cut::default();
@@ -498,7 +537,6 @@ fn assemble(
     let offset = from.unit;
     let synthesized = synthesized_positions(projection, from.position);
     let mut own = mapped;
-    let mapped = !own.is_empty();
 
     // The new cuts kept, each with the call ids and the `system` units before it.
     let mut found = cuts(&tail_units, from.last);
@@ -508,6 +546,7 @@ fn assemble(
     let mut new_cuts: Vec<Cut> = Vec::with_capacity(found.len());
     {
         let mut ids_before = from.ids.clone();
+        let mut mapping = from.mapping.clone();
         let mut system_before = from.system;
         let mut next = found.iter().peekable();
         for (j, unit) in tail_units.iter().enumerate() {
@@ -520,6 +559,7 @@ fn assemble(
                     system: system_before,
                     ids: ids_before.clone(),
                     last,
+                    mapping: mapping.clone(),
                 });
             }
             if next.peek().is_none() {
@@ -527,6 +567,15 @@ fn assemble(
             }
             if let Some(id) = pairing_id(unit) {
                 ids_before.insert(Arc::from(id));
+            }
+            if let (PairRole::Call(id), Some(to)) = (unit.rendered.pairing(), ids.get(&j)) {
+                if is_valid_tool_id(id) {
+                    mapping.taken.insert(Arc::from(id));
+                }
+                if **to != *id {
+                    mapping.mapped.insert(to.clone());
+                    mapping.skipped |= skipped.contains(&j);
+                }
             }
             if is_system(unit) {
                 system_before += 1;
@@ -539,10 +588,16 @@ fn assemble(
         }
     }
     units.extend(tail_units);
+    for (&j, to) in &ids {
+        if units.get(offset + j).map(call_id) != Some(&**to) {
+            sent.insert(offset + j, to.clone());
+        }
+    }
     let ids = Ids {
         units: &units,
         offset,
         tail: ids,
+        kept: &sent,
     };
 
     let mut state = from.state.clone();
@@ -637,7 +692,7 @@ fn assemble(
         options: *options,
         len: 0,
         replaced: Vec::new(),
-        mapped,
+        sent,
         units,
         system,
         messages: state.messages,
@@ -821,7 +876,8 @@ mod tests {
             (3, ""),
             (4, "call_1"),
         ];
-        let map = map_tool_ids(&calls);
+        let (map, skipped) = map_tool_ids(&calls, &Mapping::default());
+        assert!(skipped.is_empty());
         assert_eq!(&*map[&0], "call_1");
         assert_eq!(&*map[&2], "functions_eval_301");
         let mapped = map[&1].to_string();
@@ -832,11 +888,15 @@ mod tests {
         assert!(map[&4].starts_with("call_1_") && is_valid_tool_id(&map[&4]));
         // The same id maps alike whatever else the request holds.
         assert_eq!(
-            map_tool_ids(&[(9, "functions.eval:301")])[&9].to_string(),
+            map_tool_ids(&[(9, "functions.eval:301")], &Mapping::default()).0[&9].to_string(),
             mapped
         );
         // A valid id equal to the mapped form pushes the mapped one to a longer hash.
-        let map = map_tool_ids(&[(0, "functions.eval:301"), (1, mapped.as_str())]);
+        let (map, skipped) = map_tool_ids(
+            &[(0, "functions.eval:301"), (1, mapped.as_str())],
+            &Mapping::default(),
+        );
+        assert!(skipped.contains(&0) && !skipped.contains(&1));
         assert_eq!(map[&1].to_string(), mapped);
         assert_ne!(map[&0].to_string(), mapped);
         assert!(is_valid_tool_id(&map[&0]));
