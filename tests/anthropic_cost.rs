@@ -5,7 +5,9 @@
 //! generated histories with appends, forks of older versions, rollbacks, replaces and removals.
 
 use agent_history::testing::target_slots_assembled;
-use agent_history::{History, Target, TargetOptions, TargetProjection};
+use agent_history::{
+    History, Modalities, ProjectionOptions, Target, TargetOptions, TargetProjection,
+};
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
@@ -364,8 +366,22 @@ enum Op {
     Replace(usize),
     /// Remove the first item (and its counterpart).
     RemoveFirst,
-    /// Project, comparing with an assembly from scratch.
-    Project,
+    /// Project with option set `n` (modulo their number), comparing with an assembly from
+    /// scratch.
+    Project(usize),
+    /// Project the `n`-th saved version (an older version, or another branch) with option set
+    /// `o`, comparing with an assembly from scratch.
+    ProjectSaved(usize, usize),
+}
+
+/// The option sets the generated projections alternate between: the memo is per option set,
+/// and a text-only projection strips the images the default one sends.
+fn option_set(n: usize) -> TargetOptions {
+    match n % 3 {
+        0 => anthropic(),
+        1 => anthropic().with_projection(ProjectionOptions::for_modalities(Modalities::TEXT)),
+        _ => anthropic().with_projection(ProjectionOptions::for_modalities(Modalities::ALL)),
+    }
 }
 
 fn item() -> impl Strategy<Value = Value> {
@@ -405,7 +421,8 @@ fn op() -> impl Strategy<Value = Op> {
         1 => (1..3usize).prop_map(Op::Rollback),
         1 => (0..6usize).prop_map(Op::Replace),
         1 => Just(Op::RemoveFirst),
-        6 => Just(Op::Project),
+        5 => (0..3usize).prop_map(Op::Project),
+        2 => (0..4usize, 0..3usize).prop_map(|(n, o)| Op::ProjectSaved(n, o)),
     ]
 }
 
@@ -461,6 +478,86 @@ fn the_generator_makes_mapped_and_colliding_ids_often() {
     );
 }
 
+/// Projects `history` with `options` and checks it against an assembly from scratch (messages,
+/// `system` texts, report); returns whether the projection resumed a kept assembly (it visited
+/// fewer slots than the history has items).
+fn check_against_fresh(history: &History, options: &TargetOptions) -> Result<bool, TestCaseError> {
+    let before = target_slots_assembled();
+    let got = history.project_for(options).expect("projects");
+    let visited = target_slots_assembled() - before;
+    let mut copy = History::new();
+    copy.replace(history.iter().cloned());
+    let want = copy.project_for(options).expect("projects");
+    prop_assert_eq!(got.to_json(), want.to_json());
+    prop_assert_eq!(got.len(), want.len());
+    let (got_system, want_system) = (got.anthropic().unwrap(), want.anthropic().unwrap());
+    prop_assert_eq!(
+        got_system.system_texts().collect::<Vec<_>>(),
+        want_system.system_texts().collect::<Vec<_>>()
+    );
+    prop_assert_eq!(
+        serde_json::to_value(got.report()).unwrap(),
+        serde_json::to_value(want.report()).unwrap()
+    );
+    Ok(visited < history.len() as u64)
+}
+
+/// Runs `ops`, checking every projection; returns how many projections of a history of at least
+/// 8 items there were, and how many of them resumed a kept assembly.
+fn run(ops: Vec<Op>) -> Result<(usize, usize), TestCaseError> {
+    let mut history = History::new();
+    let mut saved = vec![history.clone()];
+    let (mut projections, mut resumed) = (0, 0);
+    let mut project = |history: &History, options: usize| -> Result<(), TestCaseError> {
+        let incremental = check_against_fresh(history, &option_set(options))?;
+        if history.len() >= 8 {
+            projections += 1;
+            resumed += usize::from(incremental);
+        }
+        Ok(())
+    };
+    for op in ops {
+        match op {
+            Op::Record(item) => {
+                history.record_json(item.to_string()).expect("valid");
+            }
+            Op::Save => saved.push(history.clone()),
+            Op::Fork(n) => history = saved[n % saved.len()].clone(),
+            Op::Rollback(n) => history.drop_last_n_user_turns(n).expect("rolls back"),
+            Op::Replace(n) => {
+                let rest: Vec<_> = history.iter().skip(n).cloned().collect();
+                history.replace(rest);
+            }
+            Op::RemoveFirst => {
+                history.remove_first_item();
+            }
+            Op::Project(options) => project(&history, options)?,
+            Op::ProjectSaved(n, options) => project(&saved[n % saved.len()], options)?,
+        }
+    }
+    Ok((projections, resumed))
+}
+
+/// The property below would prove little if every generated projection were assembled in full
+/// (ids mapped, forks, option changes): over 128 deterministic cases, at least half of the
+/// projections of histories of 8 items or more resume a kept assembly.
+#[test]
+fn the_generated_projections_often_resume_a_kept_assembly() {
+    use proptest::strategy::ValueTree;
+    use proptest::test_runner::TestRunner;
+    let mut runner = TestRunner::deterministic();
+    let strategy = proptest::collection::vec(op(), 1..80);
+    let (mut projections, mut resumed) = (0, 0);
+    for _ in 0..128 {
+        let ops = strategy.new_tree(&mut runner).unwrap().current();
+        let (all, incremental) = run(ops).expect("equal to an assembly from scratch");
+        projections += all;
+        resumed += incremental;
+    }
+    println!("{resumed} of {projections} projections resumed a kept assembly");
+    assert!(resumed * 2 >= projections, "{resumed} of {projections}");
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(256))]
 
@@ -468,39 +565,6 @@ proptest! {
     fn incremental_anthropic_projections_equal_assemblies_from_scratch(
         ops in proptest::collection::vec(op(), 1..80)
     ) {
-        let mut history = History::new();
-        let mut saved = vec![history.clone()];
-        for op in ops {
-            match op {
-                Op::Record(item) => {
-                    history.record_json(item.to_string()).expect("valid");
-                }
-                Op::Save => saved.push(history.clone()),
-                Op::Fork(n) => history = saved[n % saved.len()].clone(),
-                Op::Rollback(n) => history.drop_last_n_user_turns(n).expect("rolls back"),
-                Op::Replace(n) => {
-                    let rest: Vec<_> = history.iter().skip(n).cloned().collect();
-                    history.replace(rest);
-                }
-                Op::RemoveFirst => {
-                    history.remove_first_item();
-                }
-                Op::Project => {
-                    let got = history.project_for(&anthropic()).expect("projects");
-                    let want = fresh(&history);
-                    prop_assert_eq!(got.to_json(), want.to_json());
-                    prop_assert_eq!(got.len(), want.len());
-                    let (got_system, want_system) = (got.anthropic().unwrap(), want.anthropic().unwrap());
-                    prop_assert_eq!(
-                        got_system.system_texts().collect::<Vec<_>>(),
-                        want_system.system_texts().collect::<Vec<_>>()
-                    );
-                    prop_assert_eq!(
-                        serde_json::to_value(got.report()).unwrap(),
-                        serde_json::to_value(want.report()).unwrap()
-                    );
-                }
-            }
-        }
+        run(ops)?;
     }
 }
