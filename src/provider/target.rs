@@ -529,8 +529,10 @@ thread_local! {
 }
 
 /// How many slots of a Responses projection this thread's target assemblies visited (the
-/// `testing` feature): a projection for Chat Completions re-assembles only what changed since
-/// the projection of an earlier version of the history, which tests check by counting.
+/// `testing` feature): a projection for Chat Completions or Anthropic Messages re-assembles only
+/// what changed since the projection of another version of the history's lineage, which tests
+/// check by counting. For Anthropic Messages it also counts the slots read to check a kept cut
+/// that then proves unusable.
 #[cfg(feature = "testing")]
 pub fn target_slots_assembled() -> u64 {
     ASSEMBLED.with(std::cell::Cell::get)
