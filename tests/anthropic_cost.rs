@@ -6,7 +6,7 @@
 
 use agent_history::testing::target_slots_assembled;
 use agent_history::{
-    History, Modalities, ProjectionOptions, Target, TargetOptions, TargetProjection,
+    History, Modalities, ProjectionOptions, Target, TargetOptions, TargetProjection, UnknownItems,
 };
 use proptest::prelude::*;
 use serde_json::{Value, json};
@@ -140,6 +140,88 @@ fn a_warm_anthropic_projection_visits_only_the_tail_at_any_size() {
     // could join) and itself. Then from the user message on, until a call starts a batch: from
     // that call on while its batch is answered (its results open the next user message).
     assert_eq!(small, [0, 2, 2, 2, 3, 5], "{small:?}");
+}
+
+/// The slots visited by each projection of rounds alternating the first `sets` option sets
+/// ([`option_set`]: default, text only, all modalities), a user message and an assistant answer
+/// appended before each round, after each set was projected once; each projection is checked
+/// against one from scratch.
+fn alternating_visits(n: usize, sets: usize) -> Vec<u64> {
+    let mut history = session(n);
+    for set in 0..sets {
+        history.project_for(&option_set(set)).expect("projects");
+    }
+    let mut counts = Vec::new();
+    for round in 0..3 {
+        record(&mut history, msg("user", &format!("round {round}")));
+        record(&mut history, msg("assistant", "ok"));
+        for set in 0..sets {
+            let options = option_set(set);
+            let before = target_slots_assembled();
+            let got = history.project_for(&options).expect("projects");
+            counts.push(target_slots_assembled() - before);
+            let mut copy = History::new();
+            copy.replace(history.iter().cloned());
+            let want = copy.project_for(&options).expect("projects");
+            assert_eq!(got.to_json(), want.to_json());
+            assert_eq!(
+                serde_json::to_value(got.report()).unwrap(),
+                serde_json::to_value(want.report()).unwrap()
+            );
+        }
+    }
+    counts
+}
+
+/// A runtime sending the same history to models that take different inputs alternates option
+/// sets: the lineage keeps an assembly for each (up to four), so each projection resumes its
+/// own. With one assembly per lineage each would be assembled in full.
+#[test]
+fn alternating_option_sets_each_resume_their_own_assembly_at_any_size() {
+    for sets in [2, 3] {
+        let small = alternating_visits(1_000, sets);
+        let large = alternating_visits(100_000, sets);
+        assert_eq!(small, large, "the work does not grow with the history");
+        // The assistant message before the two appended (whose role run the user message could
+        // join) and the two.
+        assert!(small.iter().all(|&visited| visited == 3), "{small:?}");
+    }
+}
+
+/// The lineage keeps four option sets' assemblies: with a fifth, the least recently used one
+/// is dropped and that set assembles in full once, the four others still resume theirs (five
+/// sets in turn keep dropping the next one needed).
+#[test]
+fn a_fifth_option_set_drops_the_least_recently_used_assembly() {
+    let set = |n: usize| {
+        let mut projection = ProjectionOptions::for_modalities(
+            [Modalities::TEXT, Modalities::TEXT_IMAGE, Modalities::ALL][n % 3],
+        );
+        if n >= 3 {
+            projection.unknown_items = UnknownItems::Send;
+        }
+        anthropic().with_projection(projection)
+    };
+    let mut history = session(1_000);
+    let visits = |history: &History, n: usize| {
+        let before = target_slots_assembled();
+        history.project_for(&set(n)).expect("projects");
+        target_slots_assembled() - before
+    };
+    // Sets 0 to 4 in turn: set 0's assembly is dropped.
+    for n in 0..5 {
+        visits(&history, n);
+    }
+    record(&mut history, msg("user", "more"));
+    let resumed: Vec<u64> = (1..5).map(|n| visits(&history, n)).collect();
+    assert_eq!(resumed, [2, 2, 2, 2]);
+    assert!(visits(&history, 0) >= 1_000, "set 0 is assembled in full");
+    // That dropped set 1's, the least recently used; set 1's drops set 2's in turn.
+    record(&mut history, msg("user", "again"));
+    assert!(visits(&history, 1) >= 1_000, "set 1 is assembled in full");
+    let resumed: Vec<u64> = [0, 3, 4].map(|n| visits(&history, n)).to_vec();
+    assert_eq!(resumed, [2, 2, 2]);
+    assert!(visits(&history, 2) >= 1_000, "set 2 is assembled in full");
 }
 
 /// The form an id that needs mapping is first given: `id` with every character outside

@@ -35,8 +35,8 @@
 //! the pieces from the first position that differs ([`target_slots_assembled`] counts the slots
 //! visited). Anthropic Messages keeps the builder's state at the last few places
 //! nothing before pairs or batches with anything after (`anthropic/assemble.rs`,
-//! `AnthropicMemo`), in its own cell of the same memo, and re-assembles from the last one a later
-//! version can resume at.
+//! `AnthropicMemo`), in its own cell of the same memo (one assembly per option set, for up to four
+//! sets, `AnthropicMemos`), and re-assembles from the last one a later version can resume at.
 
 use std::collections::HashMap;
 use std::io::{self, Write};
@@ -431,8 +431,9 @@ impl History {
     /// change where nothing before pairs or batches with anything after (the last message, whose
     /// role run the new items may join, and the call batch their outputs may answer, are
     /// re-assembled with them; an output answering a call before every place kept, a fork, a
-    /// rollback, a replace, a removal, an older version or other projection options assemble in
-    /// full: it keeps one assembly per lineage; call ids that need mapping stay incremental, but
+    /// rollback, a replace, a removal or an older version assemble in full; the lineage keeps one
+    /// assembly per option set, for up to four sets, the least recently used dropped, so
+    /// alternating options stay incremental; call ids that need mapping stay incremental, but
     /// for a new valid id equal to the form an earlier id was mapped to). Writing is
     /// O(output bytes). For [`Target::Responses`] the result writes exactly what
     /// [`History::project`] does.

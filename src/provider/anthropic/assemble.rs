@@ -6,19 +6,20 @@
 //! tool ids are mapped to the id syntax and kept unique, a user message is put first when the
 //! history starts with the assistant, and the final assistant text is trimmed.
 //!
-//! The assembly is kept in the history's lineage ([`AnthropicMemo`]): a projection of a later
-//! version resumes at the last place the changes leave alone, so that after k appends it visits
+//! The assembly is kept in the history's lineage ([`AnthropicMemo`]), one for each of up to four
+//! option sets ([`AnthropicMemos`]): a projection of a later version with the same options
+//! resumes at the last place the changes leave alone, so that after k appends it visits
 //! the last message or call batch and the k new slots, not the whole history. Call ids that
 //! need mapping are mapped from that place on against the mapping kept with it, unless a new
 //! valid id equals a form chosen before it.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::{Arc, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use imbl::Vector;
 use serde_json::Value;
 
-use crate::history::History;
+use crate::history::{History, Memo};
 use crate::projection::{Location, Projection, ProjectionOptions};
 
 use super::super::target::{
@@ -299,23 +300,68 @@ struct AnthropicMemo {
     cuts: Vec<Cut>,
 }
 
+/// How many assemblies a lineage keeps for Anthropic Messages ([`AnthropicMemos`]): one for
+/// each of up to four option sets (a runtime sending to models that take different inputs).
+const ANTHROPIC_MEMOS: usize = 4;
+
+/// The Anthropic Messages assemblies a lineage keeps: at most [`ANTHROPIC_MEMOS`], one per
+/// option set, the most recently used first. A projection starts from the one of its options
+/// when that is of its version or an earlier one; its own assembly then takes that one's place,
+/// unless the one kept is of a longer version (an older version's projection does not undo the
+/// work of the newest: the cell is left as it is). The least recently used is dropped when a
+/// new option set does not fit.
+#[derive(Debug, Default)]
+struct AnthropicMemos(Vec<Arc<AnthropicMemo>>);
+
+impl AnthropicMemos {
+    /// The assemblies kept in `cell` (none when the cell is empty or holds something else).
+    fn read(cell: &Mutex<Option<Memo>>) -> Vec<Arc<AnthropicMemo>> {
+        cell.lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .as_ref()
+            .and_then(|memo| memo.downcast_ref::<AnthropicMemos>())
+            .map(|memos| memos.0.clone())
+            .unwrap_or_default()
+    }
+
+    /// Stores `memo` in `cell` (see the type's docs). Other projections may have stored theirs
+    /// since this one read the cell: the rule is applied to what the cell holds now.
+    fn store(cell: &Mutex<Option<Memo>>, memo: Arc<AnthropicMemo>) {
+        let mut stored = cell.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut kept = stored
+            .as_ref()
+            .and_then(|memo| memo.downcast_ref::<AnthropicMemos>())
+            .map(|memos| memos.0.clone())
+            .unwrap_or_default();
+        if kept
+            .iter()
+            .any(|kept| kept.options == memo.options && kept.len > memo.len)
+        {
+            return;
+        }
+        kept.retain(|kept| kept.options != memo.options);
+        kept.insert(0, memo);
+        kept.truncate(ANTHROPIC_MEMOS);
+        *stored = Some(Arc::new(AnthropicMemos(kept)));
+    }
+}
+
 /// Projects for Anthropic Messages, re-assembling only the tail when a projection of an
-/// earlier version of `history`'s lineage left a usable [`AnthropicMemo`].
+/// earlier version of `history`'s lineage with the same options left a usable
+/// [`AnthropicMemo`] ([`AnthropicMemos`]).
 pub(crate) fn project(
     history: &History,
     projection: &Projection,
     options: &ProjectionOptions,
 ) -> Result<(AnthropicMessages, Vector<TargetRepair>), TargetProjectionError> {
     let cell = history.lineage_memo(ANTHROPIC_CELL);
-    let earlier: Option<Arc<AnthropicMemo>> = cell.and_then(|cell| {
-        let memo = cell
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()?;
-        memo.downcast::<AnthropicMemo>().ok()
-    });
     let replaced: Vec<(usize, bool)> = projection.replaced_slots().collect();
-    let earlier = earlier.filter(|memo| memo.options == *options && memo.len <= history.len());
+    let earlier = cell
+        .map(AnthropicMemos::read)
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|memo| memo.options == *options && memo.len <= history.len())
+        .max_by_key(|memo| memo.len);
     let memo = match earlier {
         Some(earlier) if earlier.len == history.len() && earlier.replaced == replaced => earlier,
         earlier => {
@@ -334,16 +380,7 @@ pub(crate) fn project(
     };
     let result = finish(&memo);
     if let Some(cell) = cell {
-        let mut stored = cell.lock().unwrap_or_else(PoisonError::into_inner);
-        // Only a longer version's assembly replaces the one kept: an older version's projection
-        // does not undo the work of the newest.
-        let older = stored
-            .as_ref()
-            .and_then(|kept| kept.downcast_ref::<AnthropicMemo>())
-            .is_some_and(|kept| kept.options == *options && kept.len > memo.len);
-        if !older {
-            *stored = Some(memo);
-        }
+        AnthropicMemos::store(cell, memo);
     }
     Ok(result)
 }
