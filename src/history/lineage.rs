@@ -27,6 +27,17 @@ pub(crate) type Memo = Arc<dyn Any + Send + Sync>;
 /// with their cuts).
 pub(crate) const MEMO_CELLS: usize = 2;
 
+/// The list of `T` a memo cell holds, the way the provider layer keeps a few assemblies per
+/// lineage: the cell holds a `Vec<Arc<T>>` (store one with `Some(Arc::new(list))`); empty when
+/// the cell holds nothing or something else.
+pub(crate) fn memo_list<T: Send + Sync + 'static>(stored: &Option<Memo>) -> Vec<Arc<T>> {
+    stored
+        .as_ref()
+        .and_then(|memo| memo.downcast_ref::<Vec<Arc<T>>>())
+        .cloned()
+        .unwrap_or_default()
+}
+
 /// See the module docs.
 #[derive(Debug, Default)]
 pub(crate) struct Lineage {

@@ -38,7 +38,7 @@ pub(crate) use canonical::{Canonical, canonicalize};
 pub use compact::{COMPACT_USER_MESSAGE_TOKENS, Compacted, EMPTY_SUMMARY, summary_text};
 pub(crate) use compact::{UserWindow, real_user_text};
 pub(crate) use index::{PairingIndex, PositionSet};
-pub(crate) use lineage::{Lineage, Memo};
+pub(crate) use lineage::{Lineage, Memo, memo_list};
 pub(crate) use memo::MediaMemo;
 pub use shared::{HistoryPublisher, Published, SharedHistory};
 pub use stats::{HistoryStats, KindStats};

@@ -24,7 +24,7 @@ use imbl::Vector;
 
 use serde_json::{Value, json};
 
-use crate::history::{History, Memo};
+use crate::history::{History, Memo, memo_list};
 use crate::item::{
     AgentContentItem, ContentItem, ImageDetail, ImagePart, ItemError, OutputContentItem,
     OutputPayload, ResponseItem, Role, parse_item,
@@ -664,18 +664,14 @@ pub(crate) const CHAT_MEMOS: usize = 4;
 /// of a shorter or the same version, and is kept beside it when it was of a longer one, so that
 /// a writer appending and a reader projecting an older version each find their own. The least
 /// recently used is dropped when a new one does not fit.
-#[derive(Debug, Default)]
-struct ChatMemos(Vec<Arc<ChatMemo>>);
+/// The cell holds them as a `Vec<Arc<ChatMemo>>` ([`memo_list`]).
+#[derive(Debug)]
+struct ChatMemos;
 
 impl ChatMemos {
     /// The assemblies kept in `cell` (none when the cell is empty or holds something else).
     fn read(cell: &Mutex<Option<Memo>>) -> Vec<Arc<ChatMemo>> {
-        cell.lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .as_ref()
-            .and_then(|memo| memo.downcast_ref::<ChatMemos>())
-            .map(|memos| memos.0.clone())
-            .unwrap_or_default()
+        memo_list(&cell.lock().unwrap_or_else(PoisonError::into_inner))
     }
 
     /// The kept assembly to start a projection of a version of length `len` with `options`
@@ -697,11 +693,7 @@ impl ChatMemos {
     /// what the cell holds now.
     fn store(cell: &Mutex<Option<Memo>>, memo: &Arc<ChatMemo>, source: Option<&Arc<ChatMemo>>) {
         let mut stored = cell.lock().unwrap_or_else(PoisonError::into_inner);
-        let mut kept = stored
-            .as_ref()
-            .and_then(|memo| memo.downcast_ref::<ChatMemos>())
-            .map(|memos| memos.0.clone())
-            .unwrap_or_default();
+        let mut kept: Vec<Arc<ChatMemo>> = memo_list(&stored);
         if kept.first().is_some_and(|first| Arc::ptr_eq(first, memo)) {
             // The most recently used already: nothing to change.
             return;
@@ -724,7 +716,7 @@ impl ChatMemos {
         }
         kept.insert(0, Arc::clone(memo));
         kept.truncate(CHAT_MEMOS);
-        *stored = Some(Arc::new(ChatMemos(kept)));
+        *stored = Some(Arc::new(kept));
     }
 }
 

@@ -19,7 +19,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use imbl::Vector;
 use serde_json::Value;
 
-use crate::history::{History, Memo};
+use crate::history::{History, Memo, memo_list};
 use crate::projection::{Location, Projection, ProjectionOptions};
 
 use super::super::target::{
@@ -310,29 +310,21 @@ const ANTHROPIC_MEMOS: usize = 4;
 /// unless the one kept is of a longer version (an older version's projection does not undo the
 /// work of the newest: the cell is left as it is). The least recently used is dropped when a
 /// new option set does not fit.
-#[derive(Debug, Default)]
-struct AnthropicMemos(Vec<Arc<AnthropicMemo>>);
+/// The cell holds them as a `Vec<Arc<AnthropicMemo>>` ([`memo_list`]).
+#[derive(Debug)]
+struct AnthropicMemos;
 
 impl AnthropicMemos {
     /// The assemblies kept in `cell` (none when the cell is empty or holds something else).
     fn read(cell: &Mutex<Option<Memo>>) -> Vec<Arc<AnthropicMemo>> {
-        cell.lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .as_ref()
-            .and_then(|memo| memo.downcast_ref::<AnthropicMemos>())
-            .map(|memos| memos.0.clone())
-            .unwrap_or_default()
+        memo_list(&cell.lock().unwrap_or_else(PoisonError::into_inner))
     }
 
     /// Stores `memo` in `cell` (see the type's docs). Other projections may have stored theirs
     /// since this one read the cell: the rule is applied to what the cell holds now.
     fn store(cell: &Mutex<Option<Memo>>, memo: Arc<AnthropicMemo>) {
         let mut stored = cell.lock().unwrap_or_else(PoisonError::into_inner);
-        let mut kept = stored
-            .as_ref()
-            .and_then(|memo| memo.downcast_ref::<AnthropicMemos>())
-            .map(|memos| memos.0.clone())
-            .unwrap_or_default();
+        let mut kept: Vec<Arc<AnthropicMemo>> = memo_list(&stored);
         if kept
             .iter()
             .any(|kept| kept.options == memo.options && kept.len > memo.len)
@@ -342,7 +334,7 @@ impl AnthropicMemos {
         kept.retain(|kept| kept.options != memo.options);
         kept.insert(0, memo);
         kept.truncate(ANTHROPIC_MEMOS);
-        *stored = Some(Arc::new(AnthropicMemos(kept)));
+        *stored = Some(Arc::new(kept));
     }
 }
 
