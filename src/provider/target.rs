@@ -38,7 +38,7 @@
 //! `AnthropicMemo`), in its own cell of the same memo (one assembly per option set, for up to four
 //! sets, `AnthropicMemos`), and re-assembles from the last one a later version can resume at.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::io::{self, Write};
 use std::sync::{Arc, OnceLock};
 
@@ -424,9 +424,10 @@ impl History {
     /// re-assembled). The lineage keeps up to four assemblies, for option sets and versions,
     /// the least recently used dropped, so alternating options or a reader behind a writer stay
     /// incremental. A fork of an older version, a rollback, a replace or a removal assembles in
-    /// full once, as does an option set or version whose assemblies were all dropped; a history
-    /// whose call ids need mapping assembles in full for each new version (the same version
-    /// projected again reuses its assembly). For Anthropic Messages it is O(changes) after a
+    /// full once, as does an option set or version whose assemblies were all dropped; call ids
+    /// that need mapping (empty, or used by two calls) stay incremental, but for a new call whose
+    /// own id is a name an earlier call's id was mapped to (`x_2` after two `x` calls), which
+    /// assembles in full. For Anthropic Messages it is O(changes) after a
     /// projection of an earlier version with the same options, from the last place before the
     /// change where nothing before pairs or batches with anything after (the last message, whose
     /// role run the new items may join, and the call batch their outputs may answer, are
@@ -726,31 +727,27 @@ pub(crate) struct Paired {
 /// ([`TargetRepairKind::DroppedDuplicateOutput`]). Units that send nothing are skipped. O(n)
 /// plus, per call id used by several calls, the square of their number.
 pub(crate) fn pair_calls<R: Rendered>(units: &[Unit<R>]) -> Paired {
-    // The outputs of each call id, in order.
-    let mut outputs: HashMap<&str, Vec<usize>> = HashMap::new();
+    // The outputs of each call id not taken yet, in order.
+    let mut outputs: HashMap<&str, BTreeSet<usize>> = HashMap::new();
     for (i, unit) in units.iter().enumerate() {
         if let PairRole::Output(id) = unit.rendered.pairing() {
-            outputs.entry(id).or_default().push(i);
+            outputs.entry(id).or_default().insert(i);
         }
     }
-    // Which output each call takes, and which call takes each output.
+    // Which output each call takes (the first free one after it, else the first free one
+    // before it: O(log n) each, however many calls reuse the id), and which call takes each.
     let mut output_of: HashMap<usize, usize> = HashMap::new();
     let mut taken: HashMap<usize, usize> = HashMap::new();
     for (i, unit) in units.iter().enumerate() {
         let PairRole::Call(id) = unit.rendered.pairing() else {
             continue;
         };
-        let Some(candidates) = outputs.get(id) else {
+        let Some(free) = outputs.get_mut(id) else {
             continue;
         };
-        let free = |&&o: &&usize| !taken.contains_key(&o);
-        let chosen = candidates
-            .iter()
-            .filter(free)
-            .find(|&&o| o > i)
-            .or_else(|| candidates.iter().filter(free).find(|&&o| o < i))
-            .copied();
+        let chosen = free.range(i + 1..).next().or_else(|| free.first()).copied();
         if let Some(o) = chosen {
+            free.remove(&o);
             taken.insert(o, i);
             output_of.insert(i, o);
         }
