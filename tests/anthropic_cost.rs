@@ -302,8 +302,9 @@ fn a_fork_of_an_older_version_is_assembled_in_full_and_right() {
     same_as_fresh(&projection, &older);
 }
 
-/// The slots visited by a writer that appends and readers behind it, on a session of about `n` items. Each turn the writer appends a
-/// call, its output, an answer and a user message and projects; a reader one turn behind
+/// The slots visited by a writer that appends and readers behind it, on a session of about `n`
+/// items. Each turn the writer appends a call, its output, an answer and a user message and
+/// projects; a reader one turn behind
 /// projects the version before that turn (on odd turns, the version ending with the turn's
 /// call, whose output the writer's version has); a far reader projects the session as it was
 /// first projected; then all three again. With `check`, each projection is compared with one
@@ -351,7 +352,7 @@ fn a_writer_and_readers_behind_it_all_stay_incremental_at_any_size() {
     let large = writer_and_readers(100_000, false);
     println!("writer and readers: {small:?} at 1,000, {large:?} at 100,000");
     assert_eq!(small, large, "the work does not grow with the history");
-    // Each turn: the writer re-assembles the answer before its four new items (whose role run
+    // Each turn: the writer re-assembles the message before its four new items (whose role run
     // the call could join) and the four. A reader at the version before the turn resumes the
     // writer's assembly at the cut at its end: nothing (turn 0). A reader whose version ends
     // with the writer's call (turns 1 and 3) resumes it at the cut before the call: the call

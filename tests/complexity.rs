@@ -730,10 +730,11 @@ fn a_chat_assembly_keeps_a_bounded_number_of_bytes_per_entry() {
 /// 400 bytes per entry at 100,000 entries (316 when written: a unit and a message block per
 /// item, the ids sent, the repairs, and the share of the persistent vectors' and sets' nodes),
 /// and what the figure at 1,000 adds to it at most 128 KB (90 KB when written: the eight cuts
-/// kept each hold the builder's state, whose message vector shares its tree with the assembly's
-/// but not its last chunks). An older version four messages behind, which resumes the newer
-/// version's assembly and is kept beside it, keeps under 16 KB at both sizes (4.7 KB when written; ten behind, it
-/// would be before every cut kept and assembled in full).
+/// kept each hold the builder's state, whose message vector shares its tree with the
+/// assembly's, most likely all but its last chunks). An older version four messages behind,
+/// which resumes the newer version's assembly and is kept beside it, keeps under 16 KB at both
+/// sizes (4.7 KB when written; ten behind, it would be before every cut kept and assembled in
+/// full).
 #[test]
 fn an_anthropic_assembly_keeps_a_bounded_number_of_bytes_per_entry() {
     let _serial = serial();

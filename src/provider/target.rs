@@ -35,8 +35,9 @@
 //! the pieces from the first position that differs ([`target_slots_assembled`] counts the slots
 //! visited). Anthropic Messages keeps the builder's state at the last few places
 //! nothing before pairs or batches with anything after (`anthropic/assemble.rs`,
-//! `AnthropicMemo`), in its own cell of the same memo (one assembly per option set, for up to four
-//! sets, `AnthropicMemos`), and re-assembles from the last one a later version can resume at.
+//! `AnthropicMemo`), in its own cell of the same memo (up to four assemblies, for option sets and
+//! versions, `AnthropicMemos`), and re-assembles from the last one a later version can resume at
+//! (an older version: the last one at or before its end).
 
 use std::collections::HashMap;
 use std::io::{self, Write};
