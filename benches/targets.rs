@@ -12,18 +12,21 @@
 //!   Responses ones (the `testing` counters say how many items were converted and how many slots
 //!   the target's assembly visited).
 //!
+//! For both targets, against the Responses projections and writes of the same versions in the
+//! same run: a writer and a reader one append behind: each run the reader takes the writer's
+//! version, the writer appends one item, and both project (the reader's older version resumes
+//! the writer's assembly, or extends its own).
+//!
 //! For Chat Completions also, each against the Responses projections and writes of the same
 //! versions in the same run:
 //! * alternating options: each run appends one item and projects with both developer roles;
-//! * a writer and a reader one append behind: each run the reader takes the writer's version,
-//!   the writer appends one item, and both project (the reader's older version is cut back from
-//!   the writer's assembly, or extended from its own);
 //! * an assembly in full with every conversion cached (the first projection of a lineage; what
-//!   each of the two cases above cost when a lineage kept one assembly).
+//!   each projection of the alternating and the writer and reader rows cost when a lineage kept
+//!   one assembly).
 //!
 //! Run with `cargo bench --bench targets`; `cargo bench --bench targets -- anthropic` (or
-//! `chat`) measures only the targets whose name contains the word. Data comes from a fixed
-//! seed.
+//! `chat`) measures only the targets whose name contains the word; with the word `reader` too,
+//! only the writer and reader rows. Data comes from a fixed seed.
 
 use std::hint::black_box;
 use std::time::Instant;
@@ -106,35 +109,7 @@ fn chat_versions_and_options(n: usize, pairs: usize, cold_runs: usize, history: 
         "responses record + 2 × (project + write)",
     );
 
-    let (mut writer, mut responses_writer) = (history.clone(), history.clone());
-    writer.record_json(ONE_MORE).expect("valid");
-    target(Target::ChatCompletions, &writer, &mut a);
-    let before = target_slots_assembled();
-    let reader = writer.clone();
-    writer.record_json(ONE_MORE).expect("valid");
-    target(Target::ChatCompletions, &writer, &mut a);
-    target(Target::ChatCompletions, &reader, &mut a);
-    let visited = target_slots_assembled() - before;
-    let behind = paired(
-        pairs,
-        || {
-            let reader = responses_writer.clone();
-            responses_writer.record_json(ONE_MORE).expect("valid");
-            responses(&responses_writer, &mut b);
-            responses(&reader, &mut b);
-        },
-        || {
-            let reader = writer.clone();
-            writer.record_json(ONE_MORE).expect("valid");
-            target(Target::ChatCompletions, &writer, &mut a);
-            target(Target::ChatCompletions, &reader, &mut a);
-        },
-    );
-    line(
-        &format!("{n}: Chat, writer one append ahead of a reader ({visited} slots)"),
-        behind,
-        "responses record + 2 × (project + write)",
-    );
+    writer_and_reader(Target::ChatCompletions, n, pairs, history);
 
     // A new lineage per run (built outside the timing) whose entries' conversions are cached.
     let mut ratios: Vec<f64> = (0..cold_runs)
@@ -161,6 +136,42 @@ fn chat_versions_and_options(n: usize, pairs: usize, cold_runs: usize, history: 
     );
 }
 
+/// The row of a writer and a reader one append behind for `kind` (see the module docs).
+fn writer_and_reader(kind: Target, n: usize, pairs: usize, history: &History) {
+    const ONE_MORE: &str =
+        r#"{"type":"message","role":"user","content":[{"type":"input_text","text":"one more"}]}"#;
+    let (mut a, mut b) = (Vec::new(), Vec::new());
+    let (mut writer, mut responses_writer) = (history.clone(), history.clone());
+    writer.record_json(ONE_MORE).expect("valid");
+    target(kind, &writer, &mut a);
+    let before = target_slots_assembled();
+    let reader = writer.clone();
+    writer.record_json(ONE_MORE).expect("valid");
+    target(kind, &writer, &mut a);
+    target(kind, &reader, &mut a);
+    let visited = target_slots_assembled() - before;
+    let behind = paired(
+        pairs,
+        || {
+            let reader = responses_writer.clone();
+            responses_writer.record_json(ONE_MORE).expect("valid");
+            responses(&responses_writer, &mut b);
+            responses(&reader, &mut b);
+        },
+        || {
+            let reader = writer.clone();
+            writer.record_json(ONE_MORE).expect("valid");
+            target(kind, &writer, &mut a);
+            target(kind, &reader, &mut a);
+        },
+    );
+    line(
+        &format!("{n}: {kind}, writer one append ahead of a reader ({visited} slots)"),
+        behind,
+        "responses record + 2 × (project + write)",
+    );
+}
+
 fn line(name: &str, [q1, median, q3]: [f64; 3], baseline: &str) {
     println!("{name:<66} {median:>8.3}× {baseline} (IQR {q1:.3}–{q3:.3})");
 }
@@ -172,6 +183,8 @@ fn main() {
         .filter(|arg| !arg.starts_with('-'))
         .map(|arg| arg.to_lowercase())
         .collect();
+    // With the word `reader`, only the rows of a writer and a reader behind it.
+    let only_readers = words.iter().any(|word| word == "reader");
     let chosen = |kind: Target| {
         let name = kind.to_string().to_lowercase();
         words.is_empty() || words.iter().any(|word| name.contains(word.as_str()))
@@ -182,6 +195,10 @@ fn main() {
         let history = build(&items);
         for kind in [Target::ChatCompletions, Target::AnthropicMessages] {
             if !chosen(kind) {
+                continue;
+            }
+            if only_readers {
+                writer_and_reader(kind, n, pairs, &history);
                 continue;
             }
             let (mut a, mut b) = (Vec::new(), Vec::new());
@@ -290,6 +307,13 @@ fn main() {
                 "responses record + project + write_json_array",
             );
         }
-        chat_versions_and_options(n, pairs, cold_runs, &history);
+        if !only_readers {
+            if chosen(Target::AnthropicMessages) {
+                writer_and_reader(Target::AnthropicMessages, n, pairs, &history);
+            }
+            if chosen(Target::ChatCompletions) {
+                chat_versions_and_options(n, pairs, cold_runs, &history);
+            }
+        }
     }
 }

@@ -4,7 +4,7 @@
 //! assembly writes exactly what an assembly from scratch writes (messages and repairs), on
 //! generated histories with appends, forks of older versions, rollbacks, replaces and removals.
 
-use agent_history::testing::target_slots_assembled;
+use agent_history::testing::{anthropic_older_versions_resumed, target_slots_assembled};
 use agent_history::{
     History, Modalities, ProjectionOptions, Target, TargetOptions, TargetProjection, UnknownItems,
 };
@@ -302,6 +302,96 @@ fn a_fork_of_an_older_version_is_assembled_in_full_and_right() {
     same_as_fresh(&projection, &older);
 }
 
+/// The slots visited by a writer that appends and readers behind it, on a session of about `n`
+/// items. Each turn the writer appends a call, its output, an answer and a user message and
+/// projects; a reader one turn behind
+/// projects the version before that turn (on odd turns, the version ending with the turn's
+/// call, whose output the writer's version has); a far reader projects the session as it was
+/// first projected; then all three again. With `check`, each projection is compared with one
+/// from scratch.
+fn writer_and_readers(n: usize, check: bool) -> Vec<u64> {
+    let mut writer = session(n);
+    let far = writer.clone();
+    writer.project_for(&anthropic()).expect("projects");
+    let mut visits = Vec::new();
+    for turn in 0..4 {
+        let mut reader = writer.clone();
+        for (i, item) in [
+            call(format!("w{turn}")),
+            output(format!("w{turn}")),
+            msg("assistant", "done"),
+            msg("user", &format!("turn {turn}")),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            record(&mut writer, item);
+            if turn % 2 == 1 && i == 0 {
+                reader = writer.clone();
+            }
+        }
+        for _ in 0..2 {
+            for version in [&writer, &reader, &far] {
+                let (visited, projection) = assembled(version);
+                if check {
+                    same_as_fresh(&projection, version);
+                }
+                visits.push(visited);
+            }
+        }
+    }
+    visits
+}
+
+/// A reader behind the writer resumes the writer's assembly at its last cut at or before the
+/// reader's end, and its own assembly is kept beside the writer's: writer and readers each stay
+/// incremental, turn after turn, at any size.
+#[test]
+fn a_writer_and_readers_behind_it_all_stay_incremental_at_any_size() {
+    let small = writer_and_readers(1_000, true);
+    let large = writer_and_readers(100_000, false);
+    println!("writer and readers: {small:?} at 1,000, {large:?} at 100,000");
+    assert_eq!(small, large, "the work does not grow with the history");
+    // Each turn: the writer re-assembles the message before its four new items (whose role run
+    // the call could join) and the four. A reader at the version before the turn resumes the
+    // writer's assembly at the cut at its end: nothing (turn 0). A reader whose version ends
+    // with the writer's call (turns 1 and 3) resumes it at the cut before the call: the call
+    // (sent with a synthetic output). A reader at the writer's previous version, which no one
+    // projected (turn 2), resumes its own assembly of the turn before, the nearest kept: that
+    // version's call again and the three items it lacks. The far reader's version is kept: 0.
+    // All three again: warm.
+    assert_eq!(
+        small,
+        [
+            5, 0, 0, 0, 0, 0, 5, 1, 0, 0, 0, 0, 5, 4, 0, 0, 0, 0, 5, 1, 0, 0, 0, 0
+        ],
+        "{small:?}"
+    );
+}
+
+/// An older version that ends before every cut the longer version's assembly keeps (the last
+/// eight) is assembled in full; its assembly is then kept beside the longer one.
+#[test]
+fn an_older_version_before_every_kept_cut_is_assembled_in_full_once() {
+    let mut history = session(1_000);
+    let older = history.clone();
+    for turn in 0..10 {
+        record(&mut history, msg("user", &format!("more {turn}")));
+        record(&mut history, msg("assistant", "ok"));
+    }
+    history.project_for(&anthropic()).expect("projects");
+    let (visited, projection) = assembled(&older);
+    assert!(
+        visited >= older.len() as u64 - 10,
+        "{visited} of {}",
+        older.len()
+    );
+    same_as_fresh(&projection, &older);
+    // Both kept: each projects warm.
+    assert_eq!(assembled(&older).0, 0);
+    assert_eq!(assembled(&history).0, 0);
+}
+
 #[test]
 fn a_rollback_a_replace_or_a_removal_is_assembled_in_full_once_then_incrementally() {
     type Change = fn(&mut History);
@@ -585,8 +675,10 @@ fn check_against_fresh(history: &History, options: &TargetOptions) -> Result<boo
 }
 
 /// Runs `ops`, checking every projection; returns how many projections of a history of at least
-/// 8 items there were, and how many of them resumed a kept assembly.
-fn run(ops: Vec<Op>) -> Result<(usize, usize), TestCaseError> {
+/// 8 items there were, how many of them resumed a kept assembly, and how many projections
+/// resumed the assembly of a longer version (an older version cut back).
+fn run(ops: Vec<Op>) -> Result<(usize, usize, u64), TestCaseError> {
+    let older_before = anthropic_older_versions_resumed();
     let mut history = History::new();
     let mut saved = vec![history.clone()];
     let (mut projections, mut resumed) = (0, 0);
@@ -617,27 +709,40 @@ fn run(ops: Vec<Op>) -> Result<(usize, usize), TestCaseError> {
             Op::ProjectSaved(n, options) => project(&saved[n % saved.len()], options)?,
         }
     }
-    Ok((projections, resumed))
+    Ok((
+        projections,
+        resumed,
+        anthropic_older_versions_resumed() - older_before,
+    ))
 }
 
 /// The property below would prove little if every generated projection were assembled in full
 /// (ids mapped, forks, option changes): over 128 deterministic cases, at least half of the
-/// projections of histories of 8 items or more resume a kept assembly.
+/// projections of histories of 8 items or more resume a kept assembly, and projections of saved
+/// older versions resume the assembly of a longer version in at least one case in sixteen (13 of
+/// 128 when written).
 #[test]
 fn the_generated_projections_often_resume_a_kept_assembly() {
     use proptest::strategy::ValueTree;
     use proptest::test_runner::TestRunner;
     let mut runner = TestRunner::deterministic();
     let strategy = proptest::collection::vec(op(), 1..80);
-    let (mut projections, mut resumed) = (0, 0);
-    for _ in 0..128 {
+    let (mut projections, mut resumed, mut older, mut cases_older) = (0, 0, 0, 0);
+    let cases = 128;
+    for _ in 0..cases {
         let ops = strategy.new_tree(&mut runner).unwrap().current();
-        let (all, incremental) = run(ops).expect("equal to an assembly from scratch");
+        let (all, incremental, cut_back) = run(ops).expect("equal to an assembly from scratch");
         projections += all;
         resumed += incremental;
+        older += cut_back;
+        cases_older += usize::from(cut_back > 0);
     }
-    println!("{resumed} of {projections} projections resumed a kept assembly");
+    println!(
+        "{resumed} of {projections} projections resumed a kept assembly; {older} resumed a \
+         longer version's, in {cases_older} of {cases} cases"
+    );
     assert!(resumed * 2 >= projections, "{resumed} of {projections}");
+    assert!(cases_older * 16 >= cases, "{cases_older} of {cases}");
 }
 
 proptest! {

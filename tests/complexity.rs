@@ -659,10 +659,54 @@ fn a_text_only_projection_after_an_append_allocates_the_same_however_many_images
     }
 }
 
+/// The memory an assembly for `options` keeps per entry: the bytes still allocated after the
+/// first projection of a lineage whose entries' conversions are cached, once the projection
+/// itself is dropped (what stays is the assembly in the lineage), divided by the entries, at
+/// [`SMALL`] and [`LARGE`] entries; and the bytes an older version's assembly keeps when it is
+/// projected after a writer appended `appended` messages (it starts from the writer's, kept
+/// beside it, sharing all but the nodes on the path where it differs).
+fn assembly_bytes(options: &TargetOptions, appended: usize) -> (Vec<f64>, Vec<usize>) {
+    let (mut per_entry, mut older) = (Vec::new(), Vec::new());
+    for n in [SMALL, LARGE] {
+        // Every entry's conversion cached: the entries are shared with this history.
+        new_lineage(n).project_for(options).expect("projects");
+        let history = new_lineage(n);
+        let profiler = dhat::Profiler::builder().testing().build();
+        drop(history.project_for(options).expect("projects"));
+        let stats = dhat::HeapStats::get();
+        drop(profiler);
+        let bytes = stats.curr_bytes as f64 / n as f64;
+        println!(
+            "a {:?} assembly of {n} entries keeps {} bytes in {} blocks: {bytes:.1} bytes per entry",
+            options.target, stats.curr_bytes, stats.curr_blocks
+        );
+        per_entry.push(bytes);
+        // A writer appends messages and projects (its assembly takes the place of the one it
+        // extended); then the older version is projected again.
+        let mut writer = history.clone();
+        for position in 0..appended {
+            stored(
+                &mut writer,
+                if position == 0 { user() } else { assistant() },
+            );
+        }
+        drop(writer.project_for(options).expect("projects"));
+        let profiler = dhat::Profiler::builder().testing().build();
+        drop(history.project_for(options).expect("projects"));
+        let stats = dhat::HeapStats::get();
+        drop(profiler);
+        println!(
+            "an older version's {:?} assembly, from a newer one's, keeps {} bytes in {} blocks at {n}",
+            options.target, stats.curr_bytes, stats.curr_blocks
+        );
+        older.push(stats.curr_bytes);
+        drop((history, writer));
+    }
+    (per_entry, older)
+}
+
 /// The memory a Chat Completions assembly keeps per entry (docs/performance.md, "Per-target
-/// projections"): the bytes still allocated after the first projection of a lineage whose
-/// entries' conversions are cached, once the projection itself is dropped (what stays is the
-/// assembly in the lineage), divided by the entries. Printed for the docs, and pinned: at most
+/// projections"), measured by [`assembly_bytes`]. Printed for the docs, and pinned: at most
 /// 150 bytes per entry at 100,000 entries, and the figure at 1,000 within 20 % of it (it is
 /// linear: a step, a piece and their share of the persistent vectors' nodes per message) once
 /// a fixed 30 KB is allowed for: the state kept at the pieces of the 2 × `BROKEN` repaired
@@ -672,44 +716,7 @@ fn a_text_only_projection_after_an_append_allocates_the_same_however_many_images
 #[test]
 fn a_chat_assembly_keeps_a_bounded_number_of_bytes_per_entry() {
     let _serial = serial();
-    let options = TargetOptions::new(Target::ChatCompletions);
-    let (mut per_entry, mut cut_back) = (Vec::new(), Vec::new());
-    for n in [SMALL, LARGE] {
-        // Every entry's conversion cached: the entries are shared with this history.
-        new_lineage(n).project_for(&options).expect("projects");
-        let history = new_lineage(n);
-        let profiler = dhat::Profiler::builder().testing().build();
-        drop(history.project_for(&options).expect("projects"));
-        let stats = dhat::HeapStats::get();
-        drop(profiler);
-        let bytes = stats.curr_bytes as f64 / n as f64;
-        println!(
-            "a Chat assembly of {n} entries keeps {} bytes in {} blocks: {bytes:.1} bytes per entry",
-            stats.curr_bytes, stats.curr_blocks
-        );
-        per_entry.push(bytes);
-        // A writer appends a turn and projects (its assembly takes the place of the one it
-        // extended); then the older version is projected again: cut back from the writer's,
-        // kept beside it, sharing all but the nodes on the cut's path.
-        let mut writer = history.clone();
-        for position in 0..TURN {
-            stored(
-                &mut writer,
-                if position == 0 { user() } else { assistant() },
-            );
-        }
-        drop(writer.project_for(&options).expect("projects"));
-        let profiler = dhat::Profiler::builder().testing().build();
-        drop(history.project_for(&options).expect("projects"));
-        let stats = dhat::HeapStats::get();
-        drop(profiler);
-        println!(
-            "an older version's assembly, cut back from a newer one's, keeps {} bytes in {} blocks at {n}",
-            stats.curr_bytes, stats.curr_blocks
-        );
-        cut_back.push(stats.curr_bytes);
-        drop((history, writer));
-    }
+    let (per_entry, cut_back) = assembly_bytes(&TargetOptions::new(Target::ChatCompletions), TURN);
     let (small, large) = (per_entry[0], per_entry[1]);
     let fixed = 30_000.0 / SMALL as f64;
     assert!(
@@ -719,5 +726,32 @@ fn a_chat_assembly_keeps_a_bounded_number_of_bytes_per_entry() {
     assert!(
         cut_back.iter().all(|&bytes| bytes < 16 * 1024),
         "an older version's assembly kept {cut_back:?} bytes at {SMALL} and {LARGE}"
+    );
+}
+
+/// The memory an Anthropic Messages assembly keeps per entry (docs/performance.md, "Per-target
+/// projections"), measured by [`assembly_bytes`]. Printed for the docs, and pinned: at most
+/// 400 bytes per entry at 100,000 entries (316 when written: a unit and a message block per
+/// item, the ids sent, the repairs, and the share of the persistent vectors' and sets' nodes),
+/// and what the figure at 1,000 adds to it at most 128 KB (90 KB when written: the eight cuts
+/// kept each hold the builder's state, whose message vector shares its tree with the
+/// assembly's, most likely all but its last chunks). An older version four messages behind,
+/// which resumes the newer version's assembly and is kept beside it, keeps under 16 KB at both
+/// sizes (4.7 KB when written; ten behind, it would be before every cut kept and assembled in
+/// full).
+#[test]
+fn an_anthropic_assembly_keeps_a_bounded_number_of_bytes_per_entry() {
+    let _serial = serial();
+    let (per_entry, older) = assembly_bytes(&TargetOptions::new(Target::AnthropicMessages), 4);
+    let (small, large) = (per_entry[0], per_entry[1]);
+    let fixed = (small - large) * SMALL as f64;
+    println!("the cuts kept: about {fixed:.0} bytes");
+    assert!(
+        large <= 400.0 && (0.0..=128.0 * 1024.0).contains(&fixed),
+        "{per_entry:?} bytes per entry at {SMALL} and {LARGE}"
+    );
+    assert!(
+        older.iter().all(|&bytes| bytes < 16 * 1024),
+        "an older version's assembly kept {older:?} bytes at {SMALL} and {LARGE}"
     );
 }

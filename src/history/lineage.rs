@@ -23,8 +23,8 @@ use std::sync::{Arc, Mutex};
 pub(crate) type Memo = Arc<dyn Any + Send + Sync>;
 
 /// How many memo cells a lineage has: one per target the provider layer assembles (cell 0: the
-/// Chat Completions assemblies; cell 1: the Anthropic Messages assemblies, one per option set,
-/// with their cuts).
+/// Chat Completions assemblies; cell 1: the Anthropic Messages assemblies, for option sets and
+/// versions, with their cuts).
 pub(crate) const MEMO_CELLS: usize = 2;
 
 /// The list of `T` a memo cell holds, the way the provider layer keeps a few assemblies per

@@ -29,7 +29,7 @@ pub use target::{
     TargetRepairKind, TargetReport,
 };
 #[cfg(feature = "testing")]
-pub use target::{target_renderings, target_slots_assembled};
+pub use target::{anthropic_older_versions_resumed, target_renderings, target_slots_assembled};
 pub use validate::{Finding, Rule, Severity, Validation, Wording, validate};
 
 /// The model API a projection or a validation is for.

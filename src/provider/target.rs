@@ -35,8 +35,9 @@
 //! the pieces from the first position that differs ([`target_slots_assembled`] counts the slots
 //! visited). Anthropic Messages keeps the builder's state at the last few places
 //! nothing before pairs or batches with anything after (`anthropic/assemble.rs`,
-//! `AnthropicMemo`), in its own cell of the same memo (one assembly per option set, for up to four
-//! sets, `AnthropicMemos`), and re-assembles from the last one a later version can resume at.
+//! `AnthropicMemo`), in its own cell of the same memo (up to four assemblies, for option sets and
+//! versions, `AnthropicMemos`), and re-assembles from the last one a later version can resume at
+//! (an older version: the last one at or before its end).
 
 use std::collections::{BTreeSet, HashMap};
 use std::io::{self, Write};
@@ -428,14 +429,16 @@ impl History {
     /// that need mapping (empty, or used by two calls) stay incremental, but for a new call whose
     /// own id is a name an earlier call's id was mapped to (`x_2` after two `x` calls), which
     /// assembles in full. For Anthropic Messages it is O(changes) after a
-    /// projection of an earlier version with the same options, from the last place before the
-    /// change where nothing before pairs or batches with anything after (the last message, whose
-    /// role run the new items may join, and the call batch their outputs may answer, are
-    /// re-assembled with them; an output answering a call before every place kept, a fork, a
-    /// rollback, a replace, a removal or an older version assemble in full; the lineage keeps one
-    /// assembly per option set, for up to four sets, the least recently used dropped, so
-    /// alternating options stay incremental; call ids that need mapping stay incremental, but
-    /// for a new valid id equal to the form an earlier id was mapped to). Writing is
+    /// projection of another version with the same options, later or older, from the last place
+    /// before the change (for an older version: at or before its end) where nothing before
+    /// pairs or batches with anything after (the last message, whose role run the new items may
+    /// join, and the call batch their outputs may answer, are re-assembled with them; an output
+    /// answering a call before every place kept, an older version ending before every place
+    /// kept (the last eight), a fork, a rollback, a replace or a removal assemble in full; the
+    /// lineage keeps up to four assemblies, for option sets and versions, the least recently
+    /// used dropped, so alternating options or a reader behind a writer stay incremental; call
+    /// ids that need mapping stay incremental, but for a new valid id equal to the form an
+    /// earlier id was mapped to). Writing is
     /// O(output bytes). For [`Target::Responses`] the result writes exactly what
     /// [`History::project`] does.
     ///
@@ -528,6 +531,21 @@ struct Forms<R>([OnceLock<Arc<R>>; FORMS]);
 thread_local! {
     static RENDERINGS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
     static ASSEMBLED: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+    static OLDER_RESUMED: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// How many Anthropic Messages projections on this thread resumed the kept assembly of a longer
+/// version of their lineage (the `testing` feature): a reader behind a writer resumes the
+/// writer's assembly at a cut at or before its own end, which tests check is exercised.
+#[cfg(feature = "testing")]
+pub fn anthropic_older_versions_resumed() -> u64 {
+    OLDER_RESUMED.with(std::cell::Cell::get)
+}
+
+/// Counts one projection of an older version resumed from a longer one's assembly.
+pub(crate) fn count_older_version_resumed() {
+    #[cfg(feature = "testing")]
+    OLDER_RESUMED.with(|count| count.set(count.get() + 1));
 }
 
 /// How many slots of a Responses projection this thread's target assemblies visited (the

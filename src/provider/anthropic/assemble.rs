@@ -6,12 +6,14 @@
 //! tool ids are mapped to the id syntax and kept unique, a user message is put first when the
 //! history starts with the assistant, and the final assistant text is trimmed.
 //!
-//! The assembly is kept in the history's lineage ([`AnthropicMemo`]), one for each of up to four
-//! option sets ([`AnthropicMemos`]): a projection of a later version with the same options
-//! resumes at the last place the changes leave alone, so that after k appends it visits
-//! the last message or call batch and the k new slots, not the whole history. Call ids that
-//! need mapping are mapped from that place on against the mapping kept with it, unless a new
-//! valid id equals a form chosen before it.
+//! The assembly is kept in the history's lineage ([`AnthropicMemo`]), up to four of them, for
+//! option sets and versions ([`AnthropicMemos`]): a projection of a later version with the same
+//! options resumes at the last place the changes leave alone, so that after k appends it visits
+//! the last message or call batch and the k new slots, not the whole history; a projection of an
+//! older version (a reader behind the writer) resumes at the last such place at or before its
+//! end, and its assembly is kept beside the longer one. Call ids that need mapping are mapped
+//! from that place on against the mapping kept with it, unless a new valid id equals a form
+//! chosen before it.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -24,7 +26,7 @@ use crate::projection::{Location, Projection, ProjectionOptions};
 
 use super::super::target::{
     ANTHROPIC_CELL, PairRole, Paired, Rendered, Step, TargetProjectionError, TargetRepair,
-    TargetRepairKind, Unit, Units, merge_repairs, pair_calls,
+    TargetRepairKind, Unit, Units, count_older_version_resumed, merge_repairs, pair_calls,
 };
 use super::render::{AnthropicItem, Sent};
 use super::{ANTHROPIC_LEADING_USER_TEXT, AnthropicMessages, Block, Message, Role};
@@ -258,16 +260,20 @@ const KEPT_CUTS: usize = 8;
 
 /// What the projection of one version of a history for Anthropic Messages assembled, kept in
 /// the history's lineage (shared by every version holding the same entries at the same
-/// positions) so that a projection of a later version re-assembles only its tail.
+/// positions) so that a projection of another version, later or older, re-assembles only its
+/// tail.
 ///
 /// The memo keeps the last few [`Cut`]s: places where nothing before pairs or batches with
 /// anything after (no call id on both sides, no call batch across it, not between a call and
 /// its synthetic output), each with the builder's state there: the messages so far (the last
 /// one still open to merge the next same-role piece) and the results of the last call batch
-/// not sent yet. A later version re-assembles from the last cut it can, which puts the same
+/// not sent yet. Another version re-assembles from the last cut it can, which puts the same
 /// steps after the same state, so the messages are the same as from scratch. A cut can be used
 /// when
 ///
+/// * it is at or before the end of the version projected (an older version, a prefix of this
+///   one, resumes at or before its end: the units before such a cut pair and batch with nothing
+///   after it, in this version and so in the older one);
 /// * the Responses projection replaced the same slots before it in both versions (a call
 ///   answered since, or an orphan output whose call came, changes a slot: an earlier cut is
 ///   taken);
@@ -279,7 +285,8 @@ const KEPT_CUTS: usize = 8;
 ///   whole assembly chooses. The ids after it are mapped against the valid ids and mapped forms
 ///   before it, kept with the cut (call ids need mapping when invalid, or used by two calls).
 ///
-/// When none can, the whole projection is assembled. The leading user message and the trimmed
+/// When none can (an older version that ends before every cut kept, the last [`KEPT_CUTS`]), the
+/// whole projection is assembled. The leading user message and the trimmed
 /// final text are applied to each projection's copy, not kept.
 #[derive(Debug)]
 struct AnthropicMemo {
@@ -300,16 +307,22 @@ struct AnthropicMemo {
     cuts: Vec<Cut>,
 }
 
-/// How many assemblies a lineage keeps for Anthropic Messages ([`AnthropicMemos`]): one for
-/// each of up to four option sets (a runtime sending to models that take different inputs).
+/// How many assemblies a lineage keeps for Anthropic Messages ([`AnthropicMemos`]): enough for
+/// two option sets each projected at two versions (a writer and a reader behind it), or four
+/// option sets at one version (a runtime sending to models that take different inputs), as for
+/// Chat Completions. An assembly built in full keeps about 316 bytes per entry
+/// (`tests/complexity.rs`); one resumed from another shares all but a few kilobytes with it.
 const ANTHROPIC_MEMOS: usize = 4;
 
-/// The Anthropic Messages assemblies a lineage keeps: at most [`ANTHROPIC_MEMOS`], one per
-/// option set, the most recently used first. A projection starts from the one of its options
-/// when that is of its version or an earlier one; its own assembly then takes that one's place,
-/// unless the one kept is of a longer version (an older version's projection does not undo the
-/// work of the newest: the cell is left as it is). The least recently used is dropped when a
-/// new option set does not fit.
+/// The Anthropic Messages assemblies a lineage keeps: at most [`ANTHROPIC_MEMOS`], the most
+/// recently used first. A projection starts from the kept assembly of its options whose version
+/// is the nearest to its own (a shorter one on a tie): a later version resumes it at its last
+/// usable cut, an older version (a prefix of it) at its last usable cut at or before the older
+/// version's end, and either assembles in full when no kept cut can be used (see
+/// [`AnthropicMemo`]). Its own assembly then takes the place of the one it started from when
+/// that was of a shorter or the same version, and is kept beside it when it was of a longer one,
+/// so that a writer appending and a reader projecting an older version each find their own. The
+/// least recently used is dropped when a new one does not fit.
 /// The cell holds them as a `Vec<Arc<AnthropicMemo>>` ([`memo_list`]).
 #[derive(Debug)]
 struct AnthropicMemos;
@@ -320,27 +333,58 @@ impl AnthropicMemos {
         memo_list(&cell.lock().unwrap_or_else(PoisonError::into_inner))
     }
 
-    /// Stores `memo` in `cell` (see the type's docs). Other projections may have stored theirs
-    /// since this one read the cell: the rule is applied to what the cell holds now.
-    fn store(cell: &Mutex<Option<Memo>>, memo: Arc<AnthropicMemo>) {
+    /// The kept assembly to start a projection of a version of length `len` with `options`
+    /// from: the one of those options whose length is the nearest (a shorter one on a tie).
+    fn source(
+        kept: &[Arc<AnthropicMemo>],
+        options: &ProjectionOptions,
+        len: usize,
+    ) -> Option<Arc<AnthropicMemo>> {
+        kept.iter()
+            .filter(|memo| memo.options == *options)
+            .min_by_key(|memo| (memo.len.abs_diff(len), memo.len > len))
+            .cloned()
+    }
+
+    /// Stores `memo`, assembled from `source` (or in full after reading `source`), in `cell`
+    /// (see the type's docs). Other projections may have stored theirs since this one read the
+    /// cell: the rule is applied to what the cell holds now.
+    fn store(
+        cell: &Mutex<Option<Memo>>,
+        memo: &Arc<AnthropicMemo>,
+        source: Option<&Arc<AnthropicMemo>>,
+    ) {
         let mut stored = cell.lock().unwrap_or_else(PoisonError::into_inner);
         let mut kept: Vec<Arc<AnthropicMemo>> = memo_list(&stored);
-        if kept
-            .iter()
-            .any(|kept| kept.options == memo.options && kept.len > memo.len)
-        {
+        if kept.first().is_some_and(|first| Arc::ptr_eq(first, memo)) {
+            // The most recently used already: nothing to change.
             return;
         }
-        kept.retain(|kept| kept.options != memo.options);
-        kept.insert(0, memo);
+        // The one it started from stays when it was of a longer version (moved up: it was
+        // used), else `memo` replaces it; `memo` also replaces one of the same options and
+        // version (the same assembly: the same entries, the same options), itself included.
+        let longer_source = source.filter(|source| source.len > memo.len);
+        let replaced = source.filter(|_| longer_source.is_none());
+        kept.retain(|kept| {
+            let same = kept.options == memo.options && kept.len == memo.len;
+            let started_from = replaced.is_some_and(|source| Arc::ptr_eq(kept, source));
+            !(same || started_from)
+        });
+        if let Some(source) = longer_source
+            && let Some(at) = kept.iter().position(|kept| Arc::ptr_eq(kept, source))
+        {
+            let source = kept.remove(at);
+            kept.insert(0, source);
+        }
+        kept.insert(0, Arc::clone(memo));
         kept.truncate(ANTHROPIC_MEMOS);
         *stored = Some(Arc::new(kept));
     }
 }
 
-/// Projects for Anthropic Messages, re-assembling only the tail when a projection of an
-/// earlier version of `history`'s lineage with the same options left a usable
-/// [`AnthropicMemo`] ([`AnthropicMemos`]).
+/// Projects for Anthropic Messages, re-assembling only what differs from a usable
+/// [`AnthropicMemo`] left by the projection of a later or an older version of `history`'s
+/// lineage with the same options ([`AnthropicMemos`]).
 pub(crate) fn project(
     history: &History,
     projection: &Projection,
@@ -348,21 +392,28 @@ pub(crate) fn project(
 ) -> Result<(AnthropicMessages, Vector<TargetRepair>), TargetProjectionError> {
     let cell = history.lineage_memo(ANTHROPIC_CELL);
     let replaced: Vec<(usize, bool)> = projection.replaced_slots().collect();
-    let earlier = cell
-        .map(AnthropicMemos::read)
-        .unwrap_or_default()
-        .into_iter()
-        .filter(|memo| memo.options == *options && memo.len <= history.len())
-        .max_by_key(|memo| memo.len);
-    let memo = match earlier {
-        Some(earlier) if earlier.len == history.len() && earlier.replaced == replaced => earlier,
-        earlier => {
-            let extended = match earlier {
-                Some(earlier) => extend(&earlier, projection, &replaced)?,
+    let kept = cell.map(AnthropicMemos::read).unwrap_or_default();
+    let source = AnthropicMemos::source(&kept, options, history.len());
+    let memo = match &source {
+        // The same version (a warm projection): its assembly as it is.
+        Some(source) if source.len == history.len() && source.replaced == replaced => {
+            Arc::clone(source)
+        }
+        source => {
+            let resumed = match source {
+                Some(source) => extend(source, projection, &replaced, history.len())?,
                 None => None,
             };
-            let mut memo = match extended {
-                Some(memo) => memo,
+            let mut memo = match resumed {
+                Some(memo) => {
+                    if source
+                        .as_ref()
+                        .is_some_and(|source| source.len > history.len())
+                    {
+                        count_older_version_resumed();
+                    }
+                    memo
+                }
                 None => whole(projection, options)?,
             };
             memo.len = history.len();
@@ -372,7 +423,7 @@ pub(crate) fn project(
     };
     let result = finish(&memo);
     if let Some(cell) = cell {
-        AnthropicMemos::store(cell, memo);
+        AnthropicMemos::store(cell, &memo, source.as_ref());
     }
     Ok(result)
 }
@@ -459,14 +510,20 @@ fn first_difference(before: &[(usize, bool)], now: &[(usize, bool)]) -> Option<u
         })
 }
 
-/// The assembly of a later version from the last of `earlier`'s cuts it can resume at, or
-/// `None` when there is none (see [`AnthropicMemo`]).
+/// The assembly of a version of length `len` (later or older than `earlier`'s) from the last of
+/// `earlier`'s cuts it can resume at, or `None` when there is none (see [`AnthropicMemo`]).
 fn extend(
     earlier: &AnthropicMemo,
     projection: &Projection,
     replaced: &[(usize, bool)],
+    len: usize,
 ) -> Result<Option<AnthropicMemo>, TargetProjectionError> {
-    let changed = first_difference(&earlier.replaced, replaced).unwrap_or(usize::MAX);
+    // A later version differs from its first appended slot on (after every cut), an older one
+    // (a prefix) from its end on; both where the Responses repairs replaced a slot in one and
+    // not the other.
+    let changed = first_difference(&earlier.replaced, replaced)
+        .unwrap_or(usize::MAX)
+        .min(len);
     for (k, cut) in earlier.cuts.iter().enumerate().rev() {
         if cut.unit == 0 || cut.position > changed {
             continue;
