@@ -1111,8 +1111,9 @@ mod tests {
     /// itself one, not an earlier malformed line, nor a later one.
     #[test]
     fn the_first_line_that_declares_a_session_meta_is_the_one_named() {
+        // The first line is longer than `"session_meta"`, so that each of its windows is compared.
         let text = [
-            "{bad",
+            r#"{"type":"response_item","payload":{"#,
             &line("session_meta", r#"{"id":"not a uuid"}"#),
             &line("session_meta", r#"{}"#),
         ]
@@ -1295,9 +1296,9 @@ mod tests {
         assert_eq!(instructions.text, "these");
     }
 
-    /// What resume leaves out is counted line by line: system messages (not other messages),
-    /// other line types, ghost snapshots as lines and in replacement histories, a legacy file's
-    /// state lines; `world_state` lines are counted apart.
+    /// What resume leaves out is counted line by line: system messages (two, where three
+    /// messages of other roles are not), other line types, ghost snapshots as lines and in
+    /// replacement histories, a legacy file's state lines; `world_state` lines are counted apart.
     #[test]
     fn what_resume_leaves_out_is_counted_by_kind() {
         let ghost = r#"{"type":"ghost_snapshot","ghost_commit":{"id":"abc"}}"#;
@@ -1313,6 +1314,7 @@ mod tests {
             ),
             line("response_item", &message("system", "s1")),
             line("response_item", &message("user", "u")),
+            line("response_item", &message("user", "u2")),
             line("response_item", &message("developer", "d")),
             line(
                 "response_item",
