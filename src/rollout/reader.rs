@@ -822,7 +822,7 @@ mod tests {
         matches!(reason, SkipReason::InvalidJson(_))
     }
 
-    /// Reads `bytes` as a whole file with `source`'s other settings, keeping a digest.
+    /// Reads `bytes` as a whole file, `size` bytes a read, keeping a digest of what it reads.
     fn read_digest(
         bytes: &[u8],
         size: usize,
