@@ -716,3 +716,659 @@ impl ReadState<'_> {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! The line loop at the edges the integration tests reach only with large inputs: lines that
+    //! span the reader's buffers (a reader that hands out a few bytes a read), the line limit at
+    //! its boundary, the digest of the lines read, complete lines only, a snapshot's tail, read
+    //! errors; and the report's counts, lists and repairs, each checked by value.
+
+    use std::collections::VecDeque;
+    use std::io;
+
+    use super::*;
+
+    const ID: &str = "5973b6c0-94b8-487b-a530-2aeb6098ae0c";
+    const OTHER_ID: &str = "00000000-0000-4000-8000-00000000000b";
+
+    fn line(kind: &str, payload: &str) -> String {
+        format!(r#"{{"type":"{kind}","payload":{payload}}}"#)
+    }
+
+    fn meta_with(id: &str, extra: &str) -> String {
+        line(
+            "session_meta",
+            &format!(r#"{{"id":"{id}","timestamp":"2026-11-03T14:00:00.000Z"{extra}}}"#),
+        )
+    }
+
+    fn meta() -> String {
+        meta_with(ID, "")
+    }
+
+    fn message(role: &str, text: &str) -> String {
+        format!(
+            r#"{{"type":"message","role":"{role}","content":[{{"type":"input_text","text":"{text}"}}]}}"#
+        )
+    }
+
+    fn item(text: &str) -> String {
+        line("response_item", &message("user", text))
+    }
+
+    /// A `response_item` line of exactly `bytes` bytes.
+    fn item_of_length(bytes: usize) -> String {
+        let short = item("");
+        let text = "x".repeat(bytes - short.len());
+        let line = item(&text);
+        assert_eq!(line.len(), bytes);
+        line
+    }
+
+    /// Hands out at most `size` bytes a read, so that the reader's buffer holds no more.
+    struct Chunked<'a> {
+        bytes: &'a [u8],
+        size: usize,
+    }
+
+    impl Read for Chunked<'_> {
+        fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+            let n = self.size.min(out.len()).min(self.bytes.len());
+            out[..n].copy_from_slice(&self.bytes[..n]);
+            self.bytes = &self.bytes[n..];
+            Ok(n)
+        }
+    }
+
+    /// Gives each of its results in turn, then the end of the input.
+    struct Scripted(VecDeque<io::Result<Vec<u8>>>);
+
+    impl Read for Scripted {
+        fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+            match self.0.pop_front() {
+                None => Ok(0),
+                Some(Err(error)) => Err(error),
+                Some(Ok(bytes)) => {
+                    out[..bytes.len()].copy_from_slice(&bytes);
+                    Ok(bytes.len())
+                }
+            }
+        }
+    }
+
+    fn read(bytes: &[u8], options: impl Into<ReadOptions>) -> Result<Rollout, RolloutError> {
+        Rollout::read(bytes, READER_LABEL, options)
+    }
+
+    /// The usable lines as (number, offset, payload).
+    fn used(rollout: &Rollout) -> Vec<(u64, u64, String)> {
+        rollout
+            .lines
+            .iter()
+            .map(|line| (line.number, line.offset, line.payload_json().to_owned()))
+            .collect()
+    }
+
+    fn skipped(report: &LoadReport) -> Vec<(u64, u64, SkipReason)> {
+        report
+            .skipped
+            .iter()
+            .map(|line| (line.line, line.offset, line.reason.clone()))
+            .collect()
+    }
+
+    fn invalid_json(reason: &SkipReason) -> bool {
+        matches!(reason, SkipReason::InvalidJson(_))
+    }
+
+    /// Reads `bytes` as a whole file, `size` bytes a read, keeping a digest of what it reads.
+    fn read_digest(
+        bytes: &[u8],
+        size: usize,
+        complete_lines_only: bool,
+    ) -> (
+        Result<LinesRead, RolloutError>,
+        Vec<RolloutLine>,
+        blake3::Hash,
+    ) {
+        let mut hasher = blake3::Hasher::new();
+        let mut lines = Vec::new();
+        let source = LineSource {
+            complete_lines_only,
+            hasher: Some(&mut hasher),
+            ..LineSource::whole(Path::new(READER_LABEL), ReadOptions::default())
+        };
+        let read = read_lines(Chunked { bytes, size }, source, &mut |line| {
+            lines.push(line)
+        });
+        (read, lines, hasher.finalize())
+    }
+
+    /// Every way the input can be cut into reads gives the same lines, skips and digest: lines
+    /// within the limit are used, a line of exactly the limit too, longer ones are passed over
+    /// with their length, wherever the reads end.
+    #[test]
+    fn lines_across_reads_and_the_line_limit_at_its_boundary() {
+        const LIMIT: usize = 120;
+        let lines = [
+            meta(),                    // 1
+            item_of_length(LIMIT),     // 2: exactly the limit
+            item_of_length(LIMIT + 1), // 3: one over
+            String::new(),             // 4: blank
+            "{oops".to_owned(),        // 5: invalid JSON
+            item_of_length(3 * LIMIT), // 6: far over, across several reads
+            item("last"),              // 7: no newline after it
+        ];
+        let text = lines.join("\n");
+        let offset = |n: usize| {
+            lines[..n - 1]
+                .iter()
+                .map(|l| l.len() as u64 + 1)
+                .sum::<u64>()
+        };
+        let options = ReadOptions::default().max_line_bytes(LIMIT);
+        for size in (1..=2 * LIMIT + 10).chain([text.len(), 64 * 1024]) {
+            let chunked = Chunked {
+                bytes: text.as_bytes(),
+                size,
+            };
+            let rollout = Rollout::read(chunked, READER_LABEL, options).expect("reads");
+            let payload = |n: usize| {
+                let line = &lines[n - 1];
+                line[line.find("\"payload\":").expect("payload") + 10..line.len() - 1].to_owned()
+            };
+            assert_eq!(
+                used(&rollout),
+                [
+                    (1, 0, payload(1)),
+                    (2, offset(2), payload(2)),
+                    (7, offset(7), payload(7))
+                ],
+                "reads of {size}"
+            );
+            let report = &rollout.report;
+            let skips = skipped(report);
+            assert_eq!(skips.len(), 4, "reads of {size}: {skips:?}");
+            let too_long = |bytes| SkipReason::TooLong {
+                bytes,
+                limit: LIMIT,
+            };
+            assert_eq!(skips[0], (3, offset(3), too_long(LIMIT as u64 + 1)));
+            assert_eq!(skips[1], (4, offset(4), SkipReason::Blank));
+            assert_eq!((skips[2].0, skips[2].1), (5, offset(5)));
+            assert!(invalid_json(&skips[2].2));
+            assert_eq!(skips[3], (6, offset(6), too_long(3 * LIMIT as u64)));
+            assert_eq!(report.lines, 7);
+            assert!(!report.torn_tail);
+            assert_eq!(
+                (report.skip_counts.blank, report.skip_counts.invalid_json),
+                (1, 1)
+            );
+            assert_eq!(report.skip_counts.too_long, 2);
+
+            // The digest covers every byte read, used or passed over.
+            let mut hasher = blake3::Hasher::new();
+            let source = LineSource {
+                hasher: Some(&mut hasher),
+                ..LineSource::whole(Path::new(READER_LABEL), options)
+            };
+            let chunked = Chunked {
+                bytes: text.as_bytes(),
+                size,
+            };
+            let read = read_lines(chunked, source, &mut |_| {}).expect("reads");
+            assert_eq!(read.end, text.len() as u64, "reads of {size}");
+            assert_eq!(
+                hasher.finalize(),
+                blake3::hash(text.as_bytes()),
+                "reads of {size}"
+            );
+        }
+    }
+
+    /// Reading complete lines only (a rollout still being written) leaves a last line without
+    /// its newline unread, unreported and out of the digest; a file of nothing else has no
+    /// complete line, or is empty when that line is blank.
+    #[test]
+    fn complete_lines_only_leaves_an_unfinished_last_line_unread() {
+        let whole = format!("{}\n{}\n", meta(), item("one"));
+        let text = format!("{whole}{{\"type\":\"response_it");
+        for size in [1, 7, 64, text.len()] {
+            let (read, lines, digest) = read_digest(text.as_bytes(), size, true);
+            let read = read.expect("reads");
+            assert_eq!(read.end, whole.len() as u64, "reads of {size}");
+            assert_eq!(read.report.lines, 2);
+            assert!(read.report.skipped.is_empty(), "{:?}", read.report.skipped);
+            assert!(!read.report.torn_tail);
+            assert_eq!(lines.len(), 2);
+            assert_eq!(digest, blake3::hash(whole.as_bytes()));
+
+            // Read as a whole, the same last line is torn.
+            let (read, lines, digest) = read_digest(text.as_bytes(), size, false);
+            let read = read.expect("reads");
+            assert_eq!(read.end, text.len() as u64);
+            assert!(read.report.torn_tail);
+            assert_eq!(read.report.skipped.len(), 1);
+            assert_eq!(lines.len(), 2);
+            assert_eq!(digest, blake3::hash(text.as_bytes()));
+        }
+        let (read, _, _) = read_digest(b"{\"type\"", 3, true);
+        assert!(
+            matches!(read, Err(RolloutError::NoCompleteLine { bytes: 7, .. })),
+            "{:?}",
+            read.err()
+        );
+        let (read, _, _) = read_digest(b" \t ", 3, true);
+        assert!(matches!(read, Err(RolloutError::Empty { .. })));
+        let (read, _, _) = read_digest(b"", 3, true);
+        assert!(matches!(read, Err(RolloutError::Empty { .. })));
+    }
+
+    /// The lines after a snapshot's prefix: numbered and placed after it, the thread id and the
+    /// base instructions the prefix settled kept, and no lines at all is no error.
+    #[test]
+    fn a_tail_continues_the_numbers_and_keeps_what_the_prefix_settled() {
+        let id: ThreadId = ID.parse().expect("a thread id");
+        let tail = |input: &[u8]| {
+            let mut lines = Vec::new();
+            let source = LineSource {
+                format: Some(Format::Envelope),
+                lines_before: 5,
+                bytes_before: 1000,
+                thread_id: Some(id),
+                instructions: Instructions::Known(None),
+                ..LineSource::whole(Path::new(READER_LABEL), ReadOptions::default())
+            };
+            let read = read_lines(input, source, &mut |line| lines.push(line)).expect("reads");
+            (read, lines)
+        };
+        let first = item("after");
+        let text = format!(
+            "{first}\n{}\n",
+            meta_with(OTHER_ID, r#","base_instructions":"later""#)
+        );
+        let (read, lines) = tail(text.as_bytes());
+        let numbers: Vec<_> = lines
+            .iter()
+            .map(|line| (line.number, line.offset))
+            .collect();
+        assert_eq!(numbers, [(6, 1000), (7, 1000 + first.len() as u64 + 1)]);
+        assert_eq!(read.end, 1000 + text.len() as u64);
+        assert_eq!(read.report.lines, 7);
+        assert_eq!(read.report.thread_id, id);
+        assert_eq!(read.report.base_instructions, None);
+
+        for input in [&b""[..], b"\n  \n"] {
+            let (read, lines) = tail(input);
+            assert!(lines.is_empty());
+            assert_eq!(read.report.thread_id, id);
+            assert_eq!(read.end, 1000 + input.len() as u64);
+        }
+    }
+
+    /// An interrupted read is retried; any other read error is the reader's error, naming the
+    /// input, even when the reader would have more to give.
+    #[test]
+    fn an_interrupted_read_is_retried_and_another_error_returned() {
+        let meta = format!("{}\n", meta()).into_bytes();
+        let item = format!("{}\n", item("one")).into_bytes();
+        let interrupted = || io::Error::from(io::ErrorKind::Interrupted);
+        let reader = Scripted(VecDeque::from([
+            Err(interrupted()),
+            Ok(meta.clone()),
+            Err(interrupted()),
+            Ok(item.clone()),
+        ]));
+        let rollout = Rollout::read(reader, "in", ReadMode::Strict).expect("reads");
+        assert_eq!(rollout.lines.len(), 2);
+
+        let reader = Scripted(VecDeque::from([
+            Ok(meta),
+            Err(io::Error::other("disk on fire")),
+            Ok(item),
+        ]));
+        match Rollout::read(reader, "in", ReadMode::Lenient) {
+            Err(RolloutError::Io { path, source }) => {
+                assert_eq!(path, Path::new("in"));
+                assert_eq!(source.to_string(), "disk on fire");
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    /// An input that starts as a compressed or binary file says so, in both modes, however it
+    /// ends; what later reads bring does not change what the start looked like.
+    #[test]
+    fn what_the_input_looks_like_is_decided_by_its_start() {
+        let gzip = b"\x1f\x8b\x08\x00garbage\nmore\n";
+        for mode in [ReadMode::Lenient, ReadMode::Strict] {
+            // (A read of one byte would not hold the two bytes of gzip's magic.)
+            for size in [2, 5, gzip.len()] {
+                let reader = Chunked { bytes: gzip, size };
+                let error = Rollout::read(reader, READER_LABEL, mode).expect_err("not text");
+                assert!(
+                    matches!(
+                        error,
+                        RolloutError::NotText {
+                            looks_like: BinaryContent::Gzip,
+                            ..
+                        }
+                    ),
+                    "{mode:?}, reads of {size}: {error:?}"
+                );
+            }
+        }
+        // Text first, NUL bytes in a later read: a text file without a session meta.
+        let text = b"not json\n\0\0\n";
+        let error = Rollout::read(
+            Chunked {
+                bytes: text,
+                size: 9,
+            },
+            READER_LABEL,
+            ReadMode::Lenient,
+        )
+        .expect_err("no session meta");
+        match error {
+            RolloutError::NoSessionMeta {
+                lines: 2,
+                rejected: Some(rejected),
+                ..
+            } => assert_eq!(rejected.line, 1),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    /// An empty or blank file is empty; one whose only line is too long has no session meta (it
+    /// was not empty), and names that line.
+    #[test]
+    fn empty_blank_and_too_long_only_files() {
+        for text in ["", "\n", "  \n\t\n"] {
+            let error = read(text.as_bytes(), ReadMode::Lenient).expect_err("empty");
+            assert!(matches!(error, RolloutError::Empty { .. }), "{text:?}");
+        }
+        let text = format!("{}\n", item_of_length(151));
+        let error = read(text.as_bytes(), ReadOptions::default().max_line_bytes(150))
+            .expect_err("no session meta");
+        match error {
+            RolloutError::NoSessionMeta {
+                lines: 1,
+                rejected: Some(rejected),
+                ..
+            } => assert_eq!(
+                rejected.reason,
+                SkipReason::TooLong {
+                    bytes: 151,
+                    limit: 150
+                }
+            ),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    /// The error for a file without a usable session meta names the first line that declared
+    /// itself one, not an earlier malformed line, nor a later one.
+    #[test]
+    fn the_first_line_that_declares_a_session_meta_is_the_one_named() {
+        // The first line is longer than `"session_meta"`, so that each of its windows is compared.
+        let text = [
+            r#"{"type":"response_item","payload":{"#,
+            &line("session_meta", r#"{"id":"not a uuid"}"#),
+            &line("session_meta", r#"{}"#),
+        ]
+        .join("\n");
+        match read(text.as_bytes(), ReadMode::Lenient).expect_err("no session meta") {
+            RolloutError::NoSessionMeta {
+                lines: 3,
+                rejected: Some(rejected),
+                ..
+            } => {
+                assert_eq!(rejected.line, 2);
+                assert!(matches!(rejected.reason, SkipReason::InvalidPayload(_)));
+            }
+            other => panic!("{other:?}"),
+        }
+        // Without one, the first malformed line.
+        let text = format!("\n{{bad\n{}\n", item("x"));
+        match read(text.as_bytes(), ReadMode::Lenient).expect_err("no session meta") {
+            RolloutError::NoSessionMeta {
+                rejected: Some(rejected),
+                ..
+            } => assert_eq!(rejected.line, 2),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    /// Blank lines and malformed lines are listed up to the limit each (a torn last line
+    /// always) and all counted; only the last line, unterminated and malformed, is torn.
+    #[test]
+    fn skipped_lines_are_listed_up_to_the_limit_each_and_all_counted() {
+        let text = [
+            meta(),
+            String::new(),
+            " ".to_owned(),
+            "{x".to_owned(),
+            "{y".to_owned(),
+            item("fine"),
+            "{torn".to_owned(),
+        ]
+        .join("\n");
+        let rollout = read(text.as_bytes(), ReadOptions::default().max_reported(1)).expect("reads");
+        let report = &rollout.report;
+        let listed: Vec<_> = report.skipped.iter().map(|line| line.line).collect();
+        assert_eq!(listed, [2, 4, 7]);
+        assert_eq!(report.skipped[0].reason, SkipReason::Blank);
+        assert_eq!(report.skip_counts.blank, 2);
+        assert_eq!(report.skip_counts.invalid_json, 3);
+        assert!(report.torn_tail);
+
+        // A malformed line inside the file, then a usable or a blank unterminated last line.
+        for last in ["", "  "] {
+            let text = format!("{}\n{{x\n{}\n{last}", meta(), item("fine"));
+            let rollout = read(text.as_bytes(), ReadMode::Lenient).expect("reads");
+            assert!(!rollout.report.torn_tail, "{last:?}");
+            assert_eq!(rollout.report.skip_counts.invalid_json, 1);
+            assert_eq!(rollout.lines.len(), 2);
+        }
+        let text = format!("{}\n{{x\n{}", meta(), item("fine"));
+        let rollout = read(text.as_bytes(), ReadMode::Lenient).expect("reads");
+        assert!(!rollout.report.torn_tail);
+        assert_eq!(rollout.lines.len(), 2);
+
+        // Strict reading takes blank lines and fails on the first malformed one.
+        let text = format!("{}\n\n{}\n{{x\n{{y\n", meta(), item("fine"));
+        match read(text.as_bytes(), ReadMode::Strict).expect_err("strict") {
+            RolloutError::BadLine {
+                line: 4,
+                offset,
+                reason,
+                torn_tail: false,
+                ..
+            } => {
+                assert_eq!(offset, text.find("{x").expect("there") as u64);
+                assert!(invalid_json(&reason));
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    /// A byte-order mark is passed over at the start of the file only; repairs are listed up to
+    /// the limit.
+    #[test]
+    fn a_byte_order_mark_only_at_the_start_and_repairs_listed_up_to_the_limit() {
+        let text = format!("\u{FEFF}{}\n\u{FEFF}{}\n{}\n", meta(), item("a"), item("b"));
+        let rollout = read(text.as_bytes(), ReadMode::Lenient).expect("reads");
+        assert_eq!(rollout.thread_id().to_string(), ID);
+        assert_eq!(rollout.path(), Path::new(READER_LABEL));
+        let numbers: Vec<_> = rollout.lines.iter().map(|line| line.number).collect();
+        assert_eq!(numbers, [1, 3]);
+        assert_eq!(
+            rollout.report.repaired,
+            [RepairedLine {
+                line: 1,
+                offset: 0,
+                repair: LineRepair::ByteOrderMark
+            }]
+        );
+        assert_eq!(rollout.report.skipped.len(), 1);
+        assert_eq!(rollout.report.skipped[0].line, 2);
+
+        // Two repairs of the first line: a byte-order mark and a duplicate key.
+        let duplicate = format!("\u{FEFF}{}\n", meta_with(ID, &format!(r#","id":"{ID}""#)));
+        for (limit, listed) in [(0, 0), (1, 1), (2, 2), (3, 2)] {
+            let rollout = read(
+                duplicate.as_bytes(),
+                ReadOptions::default().max_reported(limit),
+            )
+            .expect("reads");
+            let repairs = &rollout.report.repaired;
+            assert_eq!(repairs.len(), listed, "limit {limit}");
+            if listed > 0 {
+                assert_eq!(repairs[0].repair, LineRepair::ByteOrderMark);
+            }
+            if listed > 1 {
+                assert!(matches!(
+                    repairs[1].repair,
+                    LineRepair::LenientSessionMeta(_)
+                ));
+            }
+        }
+        // Strict reading does not salvage the duplicate key.
+        assert!(matches!(
+            read(duplicate.as_bytes(), ReadMode::Strict),
+            Err(RolloutError::BadLine { line: 1, .. })
+        ));
+    }
+
+    /// A session meta that is not UTF-8 is salvaged in lenient mode only; another line that is
+    /// not UTF-8 is skipped and does not decide the format.
+    #[test]
+    fn invalid_utf8_is_salvaged_only_in_a_lenient_session_meta() {
+        let mut bytes = meta_with(ID, r#","cwd":"/caf\xFF""#).into_bytes();
+        // `format!` cannot hold the byte: put it in by hand.
+        let at = bytes.iter().position(|&b| b == b'\\').expect("escape");
+        bytes.splice(at..at + 4, [0xFF]);
+        bytes.push(b'\n');
+        let mut bad_item = item("caf").into_bytes();
+        let at = bad_item.len() - 5;
+        bad_item.insert(at, 0xFE);
+        bytes.extend_from_slice(&bad_item);
+        bytes.extend_from_slice(format!("\n{}\n", item("b")).as_bytes());
+
+        let rollout = read(&bytes, ReadMode::Lenient).expect("reads");
+        assert_eq!(rollout.thread_id().to_string(), ID);
+        assert!(!rollout.report.legacy);
+        assert_eq!(rollout.lines.len(), 2);
+        assert_eq!(rollout.report.repaired.len(), 1);
+        assert_eq!(rollout.report.repaired[0].repair, LineRepair::LossyUtf8);
+        assert_eq!(
+            skipped(&rollout.report),
+            [(
+                2,
+                bytes.iter().position(|&b| b == b'\n').expect("newline") as u64 + 1,
+                SkipReason::InvalidUtf8
+            )]
+        );
+        match read(&bytes, ReadMode::Strict).expect_err("strict") {
+            RolloutError::BadLine {
+                line: 1,
+                reason: SkipReason::InvalidUtf8,
+                ..
+            } => {}
+            other => panic!("{other:?}"),
+        }
+    }
+
+    /// The first `session_meta` that records base instructions gives them; no other line type
+    /// does, even with a field of that name.
+    #[test]
+    fn the_first_session_meta_that_records_instructions_gives_them() {
+        let text = [
+            meta(),
+            line("turn_context", r#"{"base_instructions":"not these"}"#),
+            meta_with(ID, r#","base_instructions":{"text":"these"}"#),
+            meta_with(ID, r#","base_instructions":"nor these""#),
+        ]
+        .join("\n");
+        let rollout = read(text.as_bytes(), ReadMode::Lenient).expect("reads");
+        let instructions = rollout.report.base_instructions.expect("instructions");
+        assert_eq!(instructions.text, "these");
+    }
+
+    /// What resume leaves out is counted line by line: system messages (two, where three
+    /// messages of other roles are not), other line types, ghost snapshots as lines and in
+    /// replacement histories, a legacy file's state lines; `world_state` lines are counted apart.
+    #[test]
+    fn what_resume_leaves_out_is_counted_by_kind() {
+        let ghost = r#"{"type":"ghost_snapshot","ghost_commit":{"id":"abc"}}"#;
+        let text = [
+            meta(),
+            line("response_item", ghost),
+            line(
+                "compacted",
+                &format!(
+                    r#"{{"message":"m","replacement_history":[{ghost},{},{ghost}]}}"#,
+                    message("user", "kept")
+                ),
+            ),
+            line("response_item", &message("system", "s1")),
+            line("response_item", &message("user", "u")),
+            line("response_item", &message("user", "u2")),
+            line("response_item", &message("developer", "d")),
+            line(
+                "response_item",
+                r#"{"type":"function_call","name":"f","arguments":"{}","call_id":"c"}"#,
+            ),
+            line("response_item", &message("system", "s2")),
+            line("world_state", r#"{"full":true,"state":{}}"#),
+            line("world_state", r#"{"full":false,"state":{}}"#),
+            line("token_usage_record", "{}"),
+            line("token_usage_record", "{}"),
+        ]
+        .join("\n");
+        let rollout = read(text.as_bytes(), ReadMode::Strict).expect("reads");
+        let report = &rollout.report;
+        assert_eq!(report.left_out.ghost_snapshots, 3);
+        assert_eq!(report.left_out.system_messages, 2);
+        assert_eq!(report.left_out.line_type("token_usage_record"), 2);
+        assert_eq!(report.world_state.lines, 2);
+        assert_eq!(report.left_out.state_lines, 0);
+
+        let legacy = [
+            format!(r#"{{"id":"{ID}","timestamp":"2025-05-07T17:24:21.123Z"}}"#),
+            r#"{"record_type":"state"}"#.to_owned(),
+            message("user", "hello"),
+            r#"{"record_type":"state"}"#.to_owned(),
+        ]
+        .join("\n");
+        let rollout = read(legacy.as_bytes(), ReadMode::Lenient).expect("reads");
+        assert!(rollout.report.legacy);
+        assert_eq!(rollout.report.left_out.state_lines, 2);
+        assert_eq!(rollout.lines.len(), 2);
+    }
+
+    /// A directory or a device is refused by name before anything is read; a regular file
+    /// reads, and its rollout names it.
+    #[cfg(unix)]
+    #[test]
+    fn only_files_and_streams_are_opened() {
+        let directory = tempfile::tempdir().expect("a directory");
+        match Rollout::read_file(directory.path(), ReadMode::Lenient) {
+            Err(RolloutError::NotAFile { path, what }) => {
+                assert_eq!(path, directory.path());
+                assert_eq!(what, "a directory");
+            }
+            other => panic!("{other:?}"),
+        }
+        match Rollout::read_file("/dev/null", ReadMode::Lenient) {
+            Err(RolloutError::NotAFile { what, .. }) => assert_eq!(what, "a device"),
+            other => panic!("{other:?}"),
+        }
+        let file = directory.path().join("rollout.jsonl");
+        std::fs::write(&file, format!("{}\n", meta())).expect("written");
+        let rollout = Rollout::read_file(&file, ReadMode::Strict).expect("reads");
+        assert_eq!(rollout.path(), file);
+        assert_eq!(rollout.lines.len(), 1);
+    }
+}
