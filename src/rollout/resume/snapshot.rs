@@ -3,7 +3,6 @@
 //! version 2: with the prefix's scan facts and the history's earlier states).
 
 use std::fmt;
-use std::fs::File;
 use std::io::{ErrorKind, Read};
 use std::path::Path;
 use std::sync::Arc;
@@ -421,9 +420,10 @@ impl WorldStateSearch {
 }
 
 /// Hashes the first `len` bytes of `file` (fewer if it is shorter), leaving it positioned after
-/// them; with `search`, looks for a possible `world_state` line in them too.
+/// them; with `search`, looks for a possible `world_state` line in them too. An interrupted read
+/// is tried again; any other read error is returned.
 fn hash_prefix(
-    file: &mut File,
+    file: &mut impl Read,
     len: u64,
     hasher: &mut blake3::Hasher,
     mut search: Option<&mut WorldStateSearch>,
@@ -566,7 +566,7 @@ impl Resumed {
 #[cfg(test)]
 mod tests {
     use super::super::{FallbackReason, ResumeOptions, resume_file};
-    use super::WorldStateSearch;
+    use super::{WorldStateSearch, hash_prefix};
     use crate::history::DEFAULT_TRUNCATION;
     use crate::snapshot::{Replace, SnapshotTarget, write_snapshot};
 
@@ -576,7 +576,8 @@ mod tests {
 
     /// A version 3 snapshot (written as that build wrote it: no open turn) of a prefix that ends
     /// inside a turn: a rollout still inside that turn falls back (`no_open_turn`) and reports
-    /// what a full resume does; once a later turn event follows, the snapshot is used.
+    /// what a full resume does, also when the later lines have scan facts but no turn event (a
+    /// steer); once a later turn event follows, the snapshot is used.
     #[test]
     fn a_version_3_snapshot_falls_back_only_when_the_rollout_ends_in_its_open_turn() {
         let dir = tempfile::tempdir().expect("dir");
@@ -636,6 +637,24 @@ mod tests {
         let full = resume_file(&rollout, &ResumeOptions::new(DEFAULT_TRUNCATION)).expect("ok");
         assert_eq!(through.incomplete_turn(), full.incomplete_turn());
         assert_eq!(through.incomplete_turn().map(|turn| turn.items), Some(2));
+        // Later lines the scan has facts for, but no turn event (the user steers the turn): the
+        // rollout still ends inside the prefix's turn.
+        lines.push(user_message("steer"));
+        lines.push(user_item("steer"));
+        std::fs::write(&rollout, text(&lines)).expect("written");
+        let through = resume_file(&rollout, &options).expect("resumes");
+        assert!(
+            matches!(
+                through.fallback_reason(),
+                Some(FallbackReason::NoOpenTurn { version: 3 })
+            ),
+            "{:?}",
+            through.source()
+        );
+        let full = resume_file(&rollout, &ResumeOptions::new(DEFAULT_TRUNCATION)).expect("ok");
+        assert!(full.ends_inside_turn());
+        assert_eq!(through.history(), full.history());
+        assert_eq!(through.incomplete_turn(), full.incomplete_turn());
         lines.push(line(
             "event_msg",
             r#"{"type":"task_complete","turn_id":"t1"}"#,
@@ -811,6 +830,110 @@ mod tests {
             assert!(found(with_type, size), "chunks of {size}");
             assert!(found(with_escape, size), "chunks of {size}");
             assert!(!found(without, size), "chunks of {size}");
+        }
+    }
+
+    /// Whatever the chunks, the search keeps exactly the last `KEEP` bytes it saw (all of them
+    /// while it has seen fewer) for the next chunk: what it holds does not grow with the prefix.
+    #[test]
+    fn the_search_carries_only_the_last_bytes_it_saw() {
+        let bytes: Vec<u8> = (0..1000u32).map(|i| b'a' + (i % 26) as u8).collect();
+        for size in [1, 3, 9, 10, 11, 64, 1000] {
+            let mut search = WorldStateSearch::default();
+            let mut seen = 0;
+            for chunk in bytes.chunks(size) {
+                search.update(chunk);
+                seen += chunk.len();
+                let tail = &bytes[seen.saturating_sub(WorldStateSearch::KEEP)..seen];
+                assert_eq!(search.carry, tail, "chunks of {size}, {seen} bytes seen");
+            }
+            assert!(!search.found);
+        }
+    }
+
+    /// A reader that fails once with `error`, then reads `bytes`.
+    struct FailsOnce {
+        error: Option<std::io::ErrorKind>,
+        bytes: &'static [u8],
+    }
+
+    impl std::io::Read for FailsOnce {
+        fn read(&mut self, buffer: &mut [u8]) -> std::io::Result<usize> {
+            match self.error.take() {
+                Some(kind) => Err(kind.into()),
+                None => self.bytes.read(buffer),
+            }
+        }
+    }
+
+    /// Hashing the prefix reads an interrupted read again, and returns any other read error at
+    /// once (not retried, and not hashed past): the caller names the rollout in its error.
+    #[test]
+    fn hashing_the_prefix_retries_an_interrupted_read_and_returns_any_other_error() {
+        use std::io::ErrorKind;
+        let bytes: &'static [u8] = b"{\"a\":1}\n{\"b\":2}\n";
+        let mut hasher = blake3::Hasher::new();
+        let mut reader = FailsOnce {
+            error: Some(ErrorKind::Interrupted),
+            bytes,
+        };
+        let prefix = hash_prefix(&mut reader, 8, &mut hasher, None).expect("read again");
+        assert_eq!((prefix.bytes, prefix.last), (8, Some(b'\n')));
+        assert_eq!(hasher.finalize(), blake3::hash(&bytes[..8]));
+        assert_eq!(reader.bytes, &bytes[8..], "positioned after the prefix");
+        for kind in [ErrorKind::PermissionDenied, ErrorKind::UnexpectedEof] {
+            let mut hasher = blake3::Hasher::new();
+            let mut reader = FailsOnce {
+                error: Some(kind),
+                bytes,
+            };
+            let error = hash_prefix(&mut reader, 8, &mut hasher, None)
+                .err()
+                .expect("returned");
+            assert_eq!(error.kind(), kind);
+            assert_eq!(reader.bytes, bytes, "nothing read after the error");
+        }
+    }
+
+    /// Each kind of later line has the JSON `what` the JSON output page lists, and its own words
+    /// in the fallback's message.
+    #[test]
+    fn a_later_line_fallback_names_what_the_line_is_in_json_and_in_words() {
+        use super::LaterLine;
+        let cases = [
+            (LaterLine::Rollback, "rollback", "a rollback"),
+            (LaterLine::TurnEvent, "turn_event", "a turn event"),
+            (
+                LaterLine::TurnContext,
+                "turn_context",
+                "a turn_context line",
+            ),
+            (LaterLine::Compaction, "compaction", "a compaction"),
+            (LaterLine::InterAgent, "inter_agent", "an inter-agent line"),
+            (
+                LaterLine::UserMessageInsideTurn,
+                "user_message_inside_turn",
+                "a user_message event inside the turn the snapshot ends in",
+            ),
+            (
+                LaterLine::UserTurnInsideTurn,
+                "user_turn_inside_turn",
+                "a user turn inside the turn the snapshot ends in",
+            ),
+        ];
+        for (what, name, words) in cases {
+            assert_eq!(what.name(), name);
+            assert_eq!(what.to_string(), words);
+            let reason = FallbackReason::LaterLine { line: 7, what };
+            assert_eq!(
+                serde_json::to_value(&reason).expect("serialized"),
+                serde_json::json!({
+                    "reason": "later_line",
+                    "line": 7,
+                    "what": name,
+                    "message": format!("line 7 after the snapshot is {words}"),
+                })
+            );
         }
     }
 }
