@@ -1124,6 +1124,80 @@ mod tests {
         assert_eq!(positions.key(0), 5);
     }
 
+    /// An entry of the item `json`.
+    fn entry(json: serde_json::Value) -> Entry {
+        Entry::from_json(json.to_string()).expect("a valid item")
+    }
+
+    /// A user message with an image.
+    fn image() -> Entry {
+        entry(
+            serde_json::json!({"type": "message", "role": "user", "content": [
+            {"type": "input_image", "image_url": "data:image/png;base64,AAAA"}]}),
+        )
+    }
+
+    /// An assistant message (no media, no pairing, no user turn).
+    fn text() -> Entry {
+        entry(
+            serde_json::json!({"type": "message", "role": "assistant", "content": [
+            {"type": "output_text", "text": "a"}]}),
+        )
+    }
+
+    /// A media set taken from the index contains exactly the positions it lists, after removals
+    /// at the front and in the middle, and no position at or past the end.
+    #[test]
+    fn a_position_set_contains_exactly_the_positions_it_lists() {
+        let mut entries: Vec<Entry> = (0..12)
+            .map(|i| if i % 3 == 1 { image() } else { text() })
+            .collect();
+        let mut index = PairingIndex::default();
+        for entry in &entries {
+            index.push(entry);
+        }
+        // The front (a text), one in the middle (a text), the new front (an image).
+        for position in [0, 4, 0] {
+            let entry = entries.remove(position);
+            index.remove(position, &entry);
+        }
+        let images = index.images();
+        let expected: Vec<usize> = (0..entries.len())
+            .filter(|&position| entries[position].flags().has_image())
+            .collect();
+        assert_eq!(expected, [2, 4, 7]);
+        assert_eq!(images.iter().collect::<Vec<_>>(), expected);
+        for position in 0..entries.len() + 3 {
+            assert_eq!(
+                images.contains(position),
+                expected.contains(&position),
+                "position {position}"
+            );
+        }
+    }
+
+    /// Two media sets are the same set (`ptr_eq`) while no entry with that medium is recorded or
+    /// removed, whatever else changes, and not once one is.
+    #[test]
+    fn a_position_set_is_the_same_until_its_medium_changes() {
+        let mut index = PairingIndex::default();
+        index.push(&image());
+        index.push(&text());
+        let before = index.images();
+        assert!(before.ptr_eq(&index.images()));
+        index.push(&text());
+        index.remove(1, &text());
+        assert!(
+            before.ptr_eq(&index.images()),
+            "no image recorded or removed"
+        );
+        index.push(&image());
+        assert!(!before.ptr_eq(&index.images()), "an image recorded");
+        let after = index.images();
+        index.remove(0, &image());
+        assert!(!after.ptr_eq(&index.images()), "an image removed");
+    }
+
     /// Slots whose hashes collide (which 64-bit hashes of real ids never do, so the chain is
     /// driven directly): kept in family and id order whatever the order they come in, found,
     /// changed and unlinked one by one.
