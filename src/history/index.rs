@@ -1198,6 +1198,155 @@ mod tests {
         assert!(!after.ptr_eq(&index.images()), "an image removed");
     }
 
+    /// The positions an index lists, by set.
+    fn listed(index: &PairingIndex) -> [Vec<usize>; 6] {
+        [
+            index.calls_without_output().collect(),
+            index.orphan_outputs().collect(),
+            index.unknown().collect(),
+            index.images().iter().collect(),
+            index.audio().iter().collect(),
+            index.user_turns().collect(),
+        ]
+    }
+
+    /// What the index lists (calls without output, orphan outputs, unknown items, media, user
+    /// turns) and where it finds an entry's counterpart, written out by hand for a small history,
+    /// through records and removals at the front, the back and in the middle; each state also
+    /// equals a recomputation.
+    #[test]
+    fn the_index_lists_what_pairs_and_what_does_not() {
+        use serde_json::json;
+        let call = |id: &str| {
+            entry(json!({"type": "function_call", "name": "f", "arguments": "{}", "call_id": id}))
+        };
+        let output = |id: &str| {
+            entry(json!({"type": "function_call_output", "call_id": id, "output": "ok"}))
+        };
+        let shell = |id: &str| {
+            entry(
+                json!({"type": "local_shell_call", "call_id": id, "status": "completed",
+            "action": {"type": "exec", "command": ["ls"]}}),
+            )
+        };
+        let search_output = |id: &str, execution: &str| {
+            entry(json!({"type": "tool_search_output", "call_id": id,
+            "execution": execution, "status": "completed", "tools": []}))
+        };
+        let user = entry(
+            json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": "q"}]}),
+        );
+        let both = entry(json!({"type": "message", "role": "user", "content": [
+            {"type": "input_audio", "audio_url": "data:audio/wav;base64,AAAA"},
+            {"type": "input_image", "image_url": "data:image/png;base64,AAAA"}]}));
+        let custom =
+            entry(json!({"type": "custom_tool_call", "name": "p", "input": "x", "call_id": "c5"}));
+        let unknown = entry(json!({"type": "some_future_item", "x": 1}));
+        let mut entries = vec![
+            user.clone(),                  // 0: a user turn
+            call("c1"),                    // 1: answered by 2
+            output("c1"),                  // 2
+            output("c2"),                  // 3: an orphan
+            search_output("c3", "server"), // 4: no call, but a server's output is no orphan
+            search_output("c4", "client"), // 5: an orphan
+            custom,                        // 6: a call without output
+            unknown,                       // 7
+            both,                          // 8: a user turn with audio and an image
+            shell("c6"),                   // 9: answered by 11, as is 10
+            call("c6"),                    // 10
+            output("c6"),                  // 11
+        ];
+        let mut index = PairingIndex::default();
+        for entry in &entries {
+            index.push(entry);
+        }
+        let check = |index: &PairingIndex, entries: &[Entry], expected: [&[usize]; 6]| {
+            assert_eq!(index.len(), entries.len());
+            assert_eq!(listed(index), expected.map(<[usize]>::to_vec));
+            assert_eq!(index.user_turn_count(), expected[5].len());
+            for position in 0..entries.len() + 2 {
+                let from = expected[5].iter().filter(|&&turn| turn >= position).count();
+                assert_eq!(
+                    index.user_turns_from(position),
+                    from,
+                    "user turns from {position}"
+                );
+            }
+            let entries: Vec<&Entry> = entries.iter().collect();
+            assert_eq!(index.by_position(), PairingIndex::recompute(&entries));
+            assert_eq!(
+                PairingIndex::build(entries.iter().copied(), entries.len()).by_position(),
+                index.by_position()
+            );
+        };
+        check(&index, &entries, [&[6], &[3, 5], &[7], &[8], &[8], &[0, 8]]);
+        // A call's first output; an output's first call, a function call before a shell call.
+        let counterparts: Vec<Option<usize>> = entries
+            .iter()
+            .map(|entry| index.counterpart(entry))
+            .collect();
+        assert_eq!(
+            counterparts,
+            [
+                None,
+                Some(2),
+                Some(1),
+                None,
+                None,
+                None,
+                None,
+                None,
+                None,
+                Some(11),
+                Some(11),
+                Some(10)
+            ]
+        );
+        // A call for the orphan output: it is answered, and no call waits.
+        entries.push(call("c2"));
+        index.push(&entries[12]);
+        check(&index, &entries, [&[6], &[5], &[7], &[8], &[8], &[0, 8]]);
+        assert_eq!(index.counterpart(&entries[3]), Some(12));
+        assert_eq!(index.counterpart(&entries[12]), Some(3));
+        // A second call of the same id waits for nothing either.
+        entries.push(call("c2"));
+        index.push(&entries[13]);
+        check(&index, &entries, [&[6], &[5], &[7], &[8], &[8], &[0, 8]]);
+        // Rolled back: the output is an orphan again.
+        for _ in 0..2 {
+            let last = entries.pop().expect("an entry");
+            index.remove(entries.len(), &last);
+        }
+        check(&index, &entries, [&[6], &[3, 5], &[7], &[8], &[8], &[0, 8]]);
+        // Removing past the end changes nothing.
+        index.remove(entries.len(), &user);
+        check(&index, &entries, [&[6], &[3, 5], &[7], &[8], &[8], &[0, 8]]);
+        // The front, then a call in the middle: its output is an orphan.
+        let first = entries.remove(0);
+        index.remove(0, &first);
+        check(&index, &entries, [&[5], &[2, 4], &[6], &[7], &[7], &[7]]);
+        let removed = entries.remove(0);
+        index.remove(0, &removed);
+        check(&index, &entries, [&[4], &[0, 1, 3], &[5], &[6], &[6], &[6]]);
+        // An output in the middle: the shell call waits for none, the function call does.
+        let removed = entries.remove(9);
+        index.remove(9, &removed);
+        check(
+            &index,
+            &entries,
+            [&[4, 7, 8], &[0, 1, 3], &[5], &[6], &[6], &[6]],
+        );
+        assert_eq!(index.counterpart(&removed), Some(8));
+        // The media and the user turn in the middle.
+        let removed = entries.remove(6);
+        index.remove(6, &removed);
+        check(
+            &index,
+            &entries,
+            [&[4, 6, 7], &[0, 1, 3], &[5], &[], &[], &[]],
+        );
+    }
+
     /// Slots whose hashes collide (which 64-bit hashes of real ids never do, so the chain is
     /// driven directly): kept in family and id order whatever the order they come in, found,
     /// changed and unlinked one by one.
