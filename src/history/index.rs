@@ -1101,7 +1101,10 @@ mod tests {
         }
         // Live keys 0..10; remove 0 (front), 4 and 6 (middle), 9 (back).
         positions.remove(0);
+        let without_holes = positions.clone();
         positions.remove(4);
+        assert_ne!(positions, without_holes, "only the holes differ");
+        assert_eq!(positions.clone(), positions);
         positions.remove(6);
         positions.remove(9);
         let live = [1, 2, 3, 5, 7, 8];
@@ -1447,6 +1450,9 @@ mod tests {
             );
         }
         let snapshot = slots.clone();
+        // Each id is filed under a hash of its own, so that a lookup is one descent of the map,
+        // not a walk along a chain.
+        assert_eq!(slots.0.len(), 100, "ids share hashes");
         for i in (0..100u64).step_by(2) {
             slots.update(
                 Family::Function,
