@@ -1350,6 +1350,33 @@ mod tests {
         );
     }
 
+    /// One member is held inline and two or more behind a pointer, whichever way the count
+    /// moves (a removal that leaves one gives it back inline).
+    #[test]
+    fn members_hold_one_inline_and_more_behind_a_pointer() {
+        let member = |key| Member {
+            key,
+            kind: ItemKind::FunctionCall,
+            removable: false,
+        };
+        let mut members = Members::default();
+        assert!(members.is_empty());
+        members.push(member(1));
+        assert_eq!(members, Members::One(member(1)));
+        members.push(member(2));
+        members.push(member(3));
+        assert!(matches!(&members, Members::Many(list) if list.len() == 3));
+        members.remove(2);
+        assert!(matches!(&members, Members::Many(list) if list.len() == 2));
+        members.remove(1);
+        assert_eq!(members, Members::One(member(3)));
+        assert_eq!(members.as_slice(), &[member(3)]);
+        members.remove(7);
+        assert_eq!(members, Members::One(member(3)), "no member with that key");
+        members.remove(3);
+        assert!(members.is_empty());
+    }
+
     /// Slots whose hashes collide (which 64-bit hashes of real ids never do, so the chain is
     /// driven directly): kept in family and id order whatever the order they come in, found,
     /// changed and unlinked one by one.
