@@ -1540,5 +1540,13 @@ mod tests {
         for (clone, keys) in clones {
             assert_eq!(clone.iter().copied().collect::<Vec<_>>(), keys);
         }
+        // Equal exactly when the keys are, held inline or not.
+        let set = |keys: &[Key]| keys.iter().copied().collect::<FewKeys>();
+        assert_ne!(set(&[1]), set(&[2]));
+        assert_ne!(set(&[1, 2]), set(&[1, 2, 3]));
+        assert_ne!(set(&[]), set(&[0]));
+        let mut shrunk = set(&[1, 2, 3]);
+        shrunk.remove(3);
+        assert_eq!(shrunk, set(&[1, 2]));
     }
 }
