@@ -1324,14 +1324,15 @@ mod tests {
         // Removing past the end changes nothing.
         index.remove(entries.len(), &user);
         check(&index, &entries, [&[6], &[3, 5], &[7], &[8], &[8], &[0, 8]]);
-        // The front, then a call in the middle: its output is an orphan.
+        // The front, twice: the second time a call, whose output is then an orphan.
         let first = entries.remove(0);
         index.remove(0, &first);
         check(&index, &entries, [&[5], &[2, 4], &[6], &[7], &[7], &[7]]);
         let removed = entries.remove(0);
         index.remove(0, &removed);
         check(&index, &entries, [&[4], &[0, 1, 3], &[5], &[6], &[6], &[6]]);
-        // An output in the middle: the shell call waits for none, the function call does.
+        // An output in the middle: both calls of its id wait again; its first call is the
+        // function call, not the earlier shell call.
         let removed = entries.remove(9);
         index.remove(9, &removed);
         check(
