@@ -1101,7 +1101,10 @@ mod tests {
         }
         // Live keys 0..10; remove 0 (front), 4 and 6 (middle), 9 (back).
         positions.remove(0);
+        let without_holes = positions.clone();
         positions.remove(4);
+        assert_ne!(positions, without_holes, "only the holes differ");
+        assert_eq!(positions.clone(), positions);
         positions.remove(6);
         positions.remove(9);
         let live = [1, 2, 3, 5, 7, 8];
@@ -1122,6 +1125,257 @@ mod tests {
         assert!(positions.holes.is_empty());
         assert_eq!(positions.len(), 1);
         assert_eq!(positions.key(0), 5);
+    }
+
+    /// An entry of the item `json`.
+    fn entry(json: serde_json::Value) -> Entry {
+        Entry::from_json(json.to_string()).expect("a valid item")
+    }
+
+    /// A user message with an image.
+    fn image() -> Entry {
+        entry(
+            serde_json::json!({"type": "message", "role": "user", "content": [
+            {"type": "input_image", "image_url": "data:image/png;base64,AAAA"}]}),
+        )
+    }
+
+    /// An assistant message (no media, no pairing, no user turn).
+    fn text() -> Entry {
+        entry(
+            serde_json::json!({"type": "message", "role": "assistant", "content": [
+            {"type": "output_text", "text": "a"}]}),
+        )
+    }
+
+    /// A media set taken from the index contains exactly the positions it lists, after removals
+    /// at the front and in the middle, and no position at or past the end.
+    #[test]
+    fn a_position_set_contains_exactly_the_positions_it_lists() {
+        let mut entries: Vec<Entry> = (0..12)
+            .map(|i| if i % 3 == 1 { image() } else { text() })
+            .collect();
+        let mut index = PairingIndex::default();
+        for entry in &entries {
+            index.push(entry);
+        }
+        // The front (a text), one in the middle (a text), the new front (an image).
+        for position in [0, 4, 0] {
+            let entry = entries.remove(position);
+            index.remove(position, &entry);
+        }
+        let images = index.images();
+        let expected: Vec<usize> = (0..entries.len())
+            .filter(|&position| entries[position].flags().has_image())
+            .collect();
+        assert_eq!(expected, [2, 4, 7]);
+        assert_eq!(images.iter().collect::<Vec<_>>(), expected);
+        for position in 0..entries.len() + 3 {
+            assert_eq!(
+                images.contains(position),
+                expected.contains(&position),
+                "position {position}"
+            );
+        }
+    }
+
+    /// Two media sets are the same set (`ptr_eq`) while no entry with that medium is recorded or
+    /// removed, whatever else changes, and not once one is.
+    #[test]
+    fn a_position_set_is_the_same_until_its_medium_changes() {
+        let mut index = PairingIndex::default();
+        index.push(&image());
+        index.push(&text());
+        let before = index.images();
+        assert!(before.ptr_eq(&index.images()));
+        index.push(&text());
+        index.remove(1, &text());
+        assert!(
+            before.ptr_eq(&index.images()),
+            "no image recorded or removed"
+        );
+        index.push(&image());
+        assert!(!before.ptr_eq(&index.images()), "an image recorded");
+        let after = index.images();
+        index.remove(0, &image());
+        assert!(!after.ptr_eq(&index.images()), "an image removed");
+    }
+
+    /// The positions an index lists, by set.
+    fn listed(index: &PairingIndex) -> [Vec<usize>; 6] {
+        [
+            index.calls_without_output().collect(),
+            index.orphan_outputs().collect(),
+            index.unknown().collect(),
+            index.images().iter().collect(),
+            index.audio().iter().collect(),
+            index.user_turns().collect(),
+        ]
+    }
+
+    /// What the index lists (calls without output, orphan outputs, unknown items, media, user
+    /// turns) and where it finds an entry's counterpart, written out by hand for a small history,
+    /// through records and removals at the front, the back and in the middle; each state also
+    /// equals a recomputation.
+    #[test]
+    fn the_index_lists_what_pairs_and_what_does_not() {
+        use serde_json::json;
+        let call = |id: &str| {
+            entry(json!({"type": "function_call", "name": "f", "arguments": "{}", "call_id": id}))
+        };
+        let output = |id: &str| {
+            entry(json!({"type": "function_call_output", "call_id": id, "output": "ok"}))
+        };
+        let shell = |id: &str| {
+            entry(
+                json!({"type": "local_shell_call", "call_id": id, "status": "completed",
+            "action": {"type": "exec", "command": ["ls"]}}),
+            )
+        };
+        let search_output = |id: &str, execution: &str| {
+            entry(json!({"type": "tool_search_output", "call_id": id,
+            "execution": execution, "status": "completed", "tools": []}))
+        };
+        let user = entry(
+            json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": "q"}]}),
+        );
+        let both = entry(json!({"type": "message", "role": "user", "content": [
+            {"type": "input_audio", "audio_url": "data:audio/wav;base64,AAAA"},
+            {"type": "input_image", "image_url": "data:image/png;base64,AAAA"}]}));
+        let custom =
+            entry(json!({"type": "custom_tool_call", "name": "p", "input": "x", "call_id": "c5"}));
+        let unknown = entry(json!({"type": "some_future_item", "x": 1}));
+        let mut entries = vec![
+            user.clone(),                  // 0: a user turn
+            call("c1"),                    // 1: answered by 2
+            output("c1"),                  // 2
+            output("c2"),                  // 3: an orphan
+            search_output("c3", "server"), // 4: no call, but a server's output is no orphan
+            search_output("c4", "client"), // 5: an orphan
+            custom,                        // 6: a call without output
+            unknown,                       // 7
+            both,                          // 8: a user turn with audio and an image
+            shell("c6"),                   // 9: answered by 11, as is 10
+            call("c6"),                    // 10
+            output("c6"),                  // 11
+        ];
+        let mut index = PairingIndex::default();
+        for entry in &entries {
+            index.push(entry);
+        }
+        let check = |index: &PairingIndex, entries: &[Entry], expected: [&[usize]; 6]| {
+            assert_eq!(index.len(), entries.len());
+            assert_eq!(listed(index), expected.map(<[usize]>::to_vec));
+            assert_eq!(index.user_turn_count(), expected[5].len());
+            for position in 0..entries.len() + 2 {
+                let from = expected[5].iter().filter(|&&turn| turn >= position).count();
+                assert_eq!(
+                    index.user_turns_from(position),
+                    from,
+                    "user turns from {position}"
+                );
+            }
+            let entries: Vec<&Entry> = entries.iter().collect();
+            assert_eq!(index.by_position(), PairingIndex::recompute(&entries));
+            assert_eq!(
+                PairingIndex::build(entries.iter().copied(), entries.len()).by_position(),
+                index.by_position()
+            );
+        };
+        check(&index, &entries, [&[6], &[3, 5], &[7], &[8], &[8], &[0, 8]]);
+        // A call's first output; an output's first call, a function call before a shell call.
+        let counterparts: Vec<Option<usize>> = entries
+            .iter()
+            .map(|entry| index.counterpart(entry))
+            .collect();
+        assert_eq!(
+            counterparts,
+            [
+                None,
+                Some(2),
+                Some(1),
+                None,
+                None,
+                None,
+                None,
+                None,
+                None,
+                Some(11),
+                Some(11),
+                Some(10)
+            ]
+        );
+        // A call for the orphan output: it is answered, and no call waits.
+        entries.push(call("c2"));
+        index.push(&entries[12]);
+        check(&index, &entries, [&[6], &[5], &[7], &[8], &[8], &[0, 8]]);
+        assert_eq!(index.counterpart(&entries[3]), Some(12));
+        assert_eq!(index.counterpart(&entries[12]), Some(3));
+        // A second call of the same id waits for nothing either.
+        entries.push(call("c2"));
+        index.push(&entries[13]);
+        check(&index, &entries, [&[6], &[5], &[7], &[8], &[8], &[0, 8]]);
+        // Rolled back: the output is an orphan again.
+        for _ in 0..2 {
+            let last = entries.pop().expect("an entry");
+            index.remove(entries.len(), &last);
+        }
+        check(&index, &entries, [&[6], &[3, 5], &[7], &[8], &[8], &[0, 8]]);
+        // Removing past the end changes nothing.
+        index.remove(entries.len(), &user);
+        check(&index, &entries, [&[6], &[3, 5], &[7], &[8], &[8], &[0, 8]]);
+        // The front, twice: the second time a call, whose output is then an orphan.
+        let first = entries.remove(0);
+        index.remove(0, &first);
+        check(&index, &entries, [&[5], &[2, 4], &[6], &[7], &[7], &[7]]);
+        let removed = entries.remove(0);
+        index.remove(0, &removed);
+        check(&index, &entries, [&[4], &[0, 1, 3], &[5], &[6], &[6], &[6]]);
+        // An output in the middle: both calls of its id wait again; its first call is the
+        // function call, not the earlier shell call.
+        let removed = entries.remove(9);
+        index.remove(9, &removed);
+        check(
+            &index,
+            &entries,
+            [&[4, 7, 8], &[0, 1, 3], &[5], &[6], &[6], &[6]],
+        );
+        assert_eq!(index.counterpart(&removed), Some(8));
+        // The media and the user turn in the middle.
+        let removed = entries.remove(6);
+        index.remove(6, &removed);
+        check(
+            &index,
+            &entries,
+            [&[4, 6, 7], &[0, 1, 3], &[5], &[], &[], &[]],
+        );
+    }
+
+    /// One member is held inline and two or more behind a pointer, whichever way the count
+    /// moves (a removal that leaves one gives it back inline).
+    #[test]
+    fn members_hold_one_inline_and_more_behind_a_pointer() {
+        let member = |key| Member {
+            key,
+            kind: ItemKind::FunctionCall,
+            removable: false,
+        };
+        let mut members = Members::default();
+        assert!(members.is_empty());
+        members.push(member(1));
+        assert_eq!(members, Members::One(member(1)));
+        members.push(member(2));
+        members.push(member(3));
+        assert!(matches!(&members, Members::Many(list) if list.len() == 3));
+        members.remove(2);
+        assert!(matches!(&members, Members::Many(list) if list.len() == 2));
+        members.remove(1);
+        assert_eq!(members, Members::One(member(3)));
+        assert_eq!(members.as_slice(), &[member(3)]);
+        members.remove(7);
+        assert_eq!(members, Members::One(member(3)), "no member with that key");
+        members.remove(3);
+        assert!(members.is_empty());
     }
 
     /// Slots whose hashes collide (which 64-bit hashes of real ids never do, so the chain is
@@ -1224,6 +1478,9 @@ mod tests {
             );
         }
         let snapshot = slots.clone();
+        // Each id is filed under a hash of its own, so that a lookup is one descent of the map,
+        // not a walk along a chain.
+        assert_eq!(slots.0.len(), 100, "ids share hashes");
         for i in (0..100u64).step_by(2) {
             slots.update(
                 Family::Function,
@@ -1284,5 +1541,13 @@ mod tests {
         for (clone, keys) in clones {
             assert_eq!(clone.iter().copied().collect::<Vec<_>>(), keys);
         }
+        // Equal exactly when the keys are, held inline or not.
+        let set = |keys: &[Key]| keys.iter().copied().collect::<FewKeys>();
+        assert_ne!(set(&[1]), set(&[2]));
+        assert_ne!(set(&[1, 2]), set(&[1, 2, 3]));
+        assert_ne!(set(&[]), set(&[0]));
+        let mut shrunk = set(&[1, 2, 3]);
+        shrunk.remove(3);
+        assert_eq!(shrunk, set(&[1, 2]));
     }
 }
