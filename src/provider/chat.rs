@@ -436,13 +436,20 @@ fn unique_ids(
         return mapped;
     }
     let mut taken: HashSet<String> = seen.iter().map(|id| (*id).to_owned()).collect();
+    // The number each base's next search starts at. `taken` only grows, so every name a search
+    // for the same base tried before is still taken: starting after the last name it gave
+    // finds the same name, without trying `<id>_2`, `<id>_3`, … again for every call (an id
+    // reused by every call of a long session would make that quadratic).
+    let mut next: HashMap<&str, usize> = HashMap::new();
     for call in needs_mapping {
         let id = call_id(call).unwrap_or("");
         let base = if id.is_empty() { "call" } else { id };
-        let fresh = (2..)
-            .map(|n| format!("{base}_{n}"))
-            .find(|candidate| !taken.contains(candidate))
+        let start = next.get(base).copied().unwrap_or(2);
+        let (n, fresh) = (start..)
+            .map(|n| (n, format!("{base}_{n}")))
+            .find(|(_, candidate)| !taken.contains(candidate))
             .unwrap_or_default();
+        next.insert(base, n + 1);
         taken.insert(fresh.clone());
         repairs.push(TargetRepair {
             kind: TargetRepairKind::MappedId {
