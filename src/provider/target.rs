@@ -741,8 +741,9 @@ pub(crate) struct Paired {
 /// order; the others are moved after the batch (reported as [`TargetRepairKind::MovedOutput`]),
 /// and skipped at their old place. A call with no output left gets a synthetic one
 /// ([`TargetRepairKind::SynthesizedOutput`]); an output no call takes is dropped
-/// ([`TargetRepairKind::DroppedDuplicateOutput`]). Units that send nothing are skipped. O(n)
-/// plus, per call id used by several calls, the square of their number.
+/// ([`TargetRepairKind::DroppedDuplicateOutput`]). Units that send nothing are skipped.
+/// O(n log n): each call finds its output in an ordered set of its id's free outputs, however
+/// many calls reuse the id.
 pub(crate) fn pair_calls<R: Rendered>(units: &[Unit<R>]) -> Paired {
     // The outputs of each call id not taken yet, in order.
     let mut outputs: HashMap<&str, BTreeSet<usize>> = HashMap::new();
