@@ -437,7 +437,9 @@ impl History {
     /// lineage keeps up to four assemblies, for option sets and versions, the least recently
     /// used dropped, so alternating options or a reader behind a writer stay incremental; call
     /// ids that need mapping stay incremental, but for a new valid id equal to the form an
-    /// earlier id was mapped to). Writing is
+    /// earlier id was mapped to; a new call whose id an earlier call used, as in a session
+    /// reusing `call_0` every turn, has no place to resume at after that earlier call, so such a
+    /// session assembles in full on every projection after a turn). Writing is
     /// O(output bytes). For [`Target::Responses`] the result writes exactly what
     /// [`History::project`] does.
     ///
