@@ -18,13 +18,13 @@
 
 use std::collections::{HashMap, HashSet};
 use std::io::{self, Write};
-use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::sync::{Arc, OnceLock};
 
 use imbl::Vector;
 
 use serde_json::{Value, json};
 
-use crate::history::{History, Memo, memo_list};
+use crate::history::History;
 use crate::item::{
     AgentContentItem, ContentItem, ImageDetail, ImagePart, ItemError, OutputContentItem,
     OutputPayload, ResponseItem, Role, parse_item,
@@ -33,8 +33,9 @@ use crate::projection::Projection;
 
 use super::Target;
 use super::target::{
-    CHAT_CELL, DeveloperRole, PairRole, Rendered, Step, TARGET_ABORTED_OUTPUT, TargetOptions,
-    TargetProjectionError, TargetRepair, TargetRepairKind, Unit, Units, merge_repairs, pair_calls,
+    CHAT_CELL, DeveloperRole, KeptAssembly, PairRole, Rendered, Step, TARGET_ABORTED_OUTPUT,
+    TargetOptions, TargetProjectionError, TargetRepair, TargetRepairKind, Unit, Units,
+    merge_repairs, pair_calls, read_kept, store_kept,
 };
 
 /// The name a `local_shell_call` is sent under as a function call.
@@ -671,16 +672,22 @@ pub(crate) const CHAT_MEMOS: usize = 4;
 /// of a shorter or the same version, and is kept beside it when it was of a longer one, so that
 /// a writer appending and a reader projecting an older version each find their own. The least
 /// recently used is dropped when a new one does not fit.
-/// The cell holds them as a `Vec<Arc<ChatMemo>>` ([`memo_list`]).
+/// The cell holds them as a `Vec<Arc<ChatMemo>>`, read and stored by the rule both targets
+/// share (`target::read_kept`, `target::store_kept`).
 #[derive(Debug)]
 struct ChatMemos;
 
-impl ChatMemos {
-    /// The assemblies kept in `cell` (none when the cell is empty or holds something else).
-    fn read(cell: &Mutex<Option<Memo>>) -> Vec<Arc<ChatMemo>> {
-        memo_list(&cell.lock().unwrap_or_else(PoisonError::into_inner))
+impl KeptAssembly for ChatMemo {
+    fn version_len(&self) -> usize {
+        self.len
     }
 
+    fn same_options(&self, other: &Self) -> bool {
+        self.options == other.options
+    }
+}
+
+impl ChatMemos {
     /// The kept assembly to start a projection of a version of length `len` with `options`
     /// from: the one of those options whose length is the nearest (a shorter one on a tie); one
     /// whose call ids were mapped only for the same version (it is then the same assembly).
@@ -694,37 +701,6 @@ impl ChatMemos {
             .min_by_key(|memo| (memo.len.abs_diff(len), memo.len > len))
             .cloned()
     }
-
-    /// Stores `memo`, assembled from `source`, in `cell` (see the type's docs). Other
-    /// projections may have stored theirs since this one read the cell: the rule is applied to
-    /// what the cell holds now.
-    fn store(cell: &Mutex<Option<Memo>>, memo: &Arc<ChatMemo>, source: Option<&Arc<ChatMemo>>) {
-        let mut stored = cell.lock().unwrap_or_else(PoisonError::into_inner);
-        let mut kept: Vec<Arc<ChatMemo>> = memo_list(&stored);
-        if kept.first().is_some_and(|first| Arc::ptr_eq(first, memo)) {
-            // The most recently used already: nothing to change.
-            return;
-        }
-        // The one it started from stays when it was of a longer version (moved up: it was
-        // used), else `memo` replaces it; `memo` also replaces one of the same options and
-        // version (the same assembly: the same entries, the same options), itself included.
-        let longer_source = source.filter(|source| source.len > memo.len);
-        let replaced = source.filter(|_| longer_source.is_none());
-        kept.retain(|kept| {
-            let same = kept.options == memo.options && kept.len == memo.len;
-            let started_from = replaced.is_some_and(|source| Arc::ptr_eq(kept, source));
-            !(same || started_from)
-        });
-        if let Some(source) = longer_source
-            && let Some(at) = kept.iter().position(|kept| Arc::ptr_eq(kept, source))
-        {
-            let source = kept.remove(at);
-            kept.insert(0, source);
-        }
-        kept.insert(0, Arc::clone(memo));
-        kept.truncate(CHAT_MEMOS);
-        *stored = Some(Arc::new(kept));
-    }
 }
 
 /// Projects for Chat Completions, re-assembling only what differs from the projection of
@@ -735,7 +711,7 @@ pub(crate) fn project(
     options: &TargetOptions,
 ) -> Result<(ChatMessages, Vector<TargetRepair>), TargetProjectionError> {
     let cell = history.lineage_memo(CHAT_CELL);
-    let kept = cell.map(ChatMemos::read).unwrap_or_default();
+    let kept = cell.map(read_kept).unwrap_or_default();
     let replaced: Vec<(usize, bool)> = projection.replaced_slots().collect();
     let source = ChatMemos::source(&kept, options, history.len());
     let memo = match &source {
@@ -753,7 +729,7 @@ pub(crate) fn project(
     };
     let repairs = memo.repairs.clone();
     if let Some(cell) = cell {
-        ChatMemos::store(cell, &memo, source.as_ref());
+        store_kept(cell, &memo, source.as_ref(), CHAT_MEMOS);
     }
     Ok((messages, repairs))
 }

@@ -41,12 +41,12 @@
 
 use std::collections::{BTreeSet, HashMap};
 use std::io::{self, Write};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use serde::Serialize;
 use serde::ser::SerializeStruct;
 
-use crate::history::History;
+use crate::history::{History, Memo, memo_list};
 use crate::item::{Body, Entry, ItemError, ItemKind};
 use crate::projection::{
     ABORTED_OUTPUT, Location, Projection, ProjectionError, ProjectionOptions, RepairReport,
@@ -527,6 +527,62 @@ pub(crate) trait Rendered: Send + Sync + Sized + 'static {
 
 /// The renderings of one entry for one target, one per text form.
 struct Forms<R>([OnceLock<Arc<R>>; FORMS]);
+
+/// An assembly a lineage's memo cell keeps in its list, for Chat Completions
+/// (`chat::ChatMemos`) and Anthropic Messages (`anthropic::assemble::AnthropicMemos`): of which
+/// version, and for which options.
+pub(crate) trait KeptAssembly: Send + Sync + 'static {
+    /// The length of the history version assembled.
+    fn version_len(&self) -> usize;
+    /// Whether `other` was assembled with the same options.
+    fn same_options(&self, other: &Self) -> bool;
+}
+
+/// The assemblies kept in `cell`, the most recently used first (none when the cell is empty or
+/// holds something else).
+pub(crate) fn read_kept<T: KeptAssembly>(cell: &Mutex<Option<Memo>>) -> Vec<Arc<T>> {
+    memo_list(&cell.lock().unwrap_or_else(PoisonError::into_inner))
+}
+
+/// Stores `memo`, assembled from `source` (or in full after reading it), in `cell`, which keeps
+/// at most `limit`, the most recently used first: `memo` takes the place of the one it started
+/// from when that was of a shorter or the same version, and is kept beside it when it was of a
+/// longer one (so that a writer appending and a reader projecting an older version each find
+/// their own); the least recently used is dropped when a new one does not fit. Other
+/// projections may have stored theirs since this one read the cell: the rule is applied to
+/// what the cell holds now.
+pub(crate) fn store_kept<T: KeptAssembly>(
+    cell: &Mutex<Option<Memo>>,
+    memo: &Arc<T>,
+    source: Option<&Arc<T>>,
+    limit: usize,
+) {
+    let mut stored = cell.lock().unwrap_or_else(PoisonError::into_inner);
+    let mut kept: Vec<Arc<T>> = memo_list(&stored);
+    if kept.first().is_some_and(|first| Arc::ptr_eq(first, memo)) {
+        // The most recently used already: nothing to change.
+        return;
+    }
+    // The one it started from stays when it was of a longer version (moved up: it was used),
+    // else `memo` replaces it; `memo` also replaces one of the same options and version (the
+    // same assembly: the same entries, the same options), itself included.
+    let longer_source = source.filter(|source| source.version_len() > memo.version_len());
+    let replaced = source.filter(|_| longer_source.is_none());
+    kept.retain(|kept| {
+        let same = kept.same_options(memo) && kept.version_len() == memo.version_len();
+        let started_from = replaced.is_some_and(|source| Arc::ptr_eq(kept, source));
+        !(same || started_from)
+    });
+    if let Some(source) = longer_source
+        && let Some(at) = kept.iter().position(|kept| Arc::ptr_eq(kept, source))
+    {
+        let source = kept.remove(at);
+        kept.insert(0, source);
+    }
+    kept.insert(0, Arc::clone(memo));
+    kept.truncate(limit);
+    *stored = Some(Arc::new(kept));
+}
 
 #[cfg(feature = "testing")]
 thread_local! {

@@ -16,17 +16,18 @@
 //! chosen before it.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 
 use imbl::Vector;
 use serde_json::Value;
 
-use crate::history::{History, Memo, memo_list};
+use crate::history::History;
 use crate::projection::{Location, Projection, ProjectionOptions};
 
 use super::super::target::{
-    ANTHROPIC_CELL, PairRole, Paired, Rendered, Step, TargetProjectionError, TargetRepair,
-    TargetRepairKind, Unit, Units, count_older_version_resumed, merge_repairs, pair_calls,
+    ANTHROPIC_CELL, KeptAssembly, PairRole, Paired, Rendered, Step, TargetProjectionError,
+    TargetRepair, TargetRepairKind, Unit, Units, count_older_version_resumed, merge_repairs,
+    pair_calls, read_kept, store_kept,
 };
 use super::render::{AnthropicItem, Sent};
 use super::{ANTHROPIC_LEADING_USER_TEXT, AnthropicMessages, Block, Message, Role};
@@ -323,16 +324,22 @@ const ANTHROPIC_MEMOS: usize = 4;
 /// that was of a shorter or the same version, and is kept beside it when it was of a longer one,
 /// so that a writer appending and a reader projecting an older version each find their own. The
 /// least recently used is dropped when a new one does not fit.
-/// The cell holds them as a `Vec<Arc<AnthropicMemo>>` ([`memo_list`]).
+/// The cell holds them as a `Vec<Arc<AnthropicMemo>>`, read and stored by the rule both targets
+/// share (`target::read_kept`, `target::store_kept`).
 #[derive(Debug)]
 struct AnthropicMemos;
 
-impl AnthropicMemos {
-    /// The assemblies kept in `cell` (none when the cell is empty or holds something else).
-    fn read(cell: &Mutex<Option<Memo>>) -> Vec<Arc<AnthropicMemo>> {
-        memo_list(&cell.lock().unwrap_or_else(PoisonError::into_inner))
+impl KeptAssembly for AnthropicMemo {
+    fn version_len(&self) -> usize {
+        self.len
     }
 
+    fn same_options(&self, other: &Self) -> bool {
+        self.options == other.options
+    }
+}
+
+impl AnthropicMemos {
     /// The kept assembly to start a projection of a version of length `len` with `options`
     /// from: the one of those options whose length is the nearest (a shorter one on a tie).
     fn source(
@@ -344,41 +351,6 @@ impl AnthropicMemos {
             .filter(|memo| memo.options == *options)
             .min_by_key(|memo| (memo.len.abs_diff(len), memo.len > len))
             .cloned()
-    }
-
-    /// Stores `memo`, assembled from `source` (or in full after reading `source`), in `cell`
-    /// (see the type's docs). Other projections may have stored theirs since this one read the
-    /// cell: the rule is applied to what the cell holds now.
-    fn store(
-        cell: &Mutex<Option<Memo>>,
-        memo: &Arc<AnthropicMemo>,
-        source: Option<&Arc<AnthropicMemo>>,
-    ) {
-        let mut stored = cell.lock().unwrap_or_else(PoisonError::into_inner);
-        let mut kept: Vec<Arc<AnthropicMemo>> = memo_list(&stored);
-        if kept.first().is_some_and(|first| Arc::ptr_eq(first, memo)) {
-            // The most recently used already: nothing to change.
-            return;
-        }
-        // The one it started from stays when it was of a longer version (moved up: it was
-        // used), else `memo` replaces it; `memo` also replaces one of the same options and
-        // version (the same assembly: the same entries, the same options), itself included.
-        let longer_source = source.filter(|source| source.len > memo.len);
-        let replaced = source.filter(|_| longer_source.is_none());
-        kept.retain(|kept| {
-            let same = kept.options == memo.options && kept.len == memo.len;
-            let started_from = replaced.is_some_and(|source| Arc::ptr_eq(kept, source));
-            !(same || started_from)
-        });
-        if let Some(source) = longer_source
-            && let Some(at) = kept.iter().position(|kept| Arc::ptr_eq(kept, source))
-        {
-            let source = kept.remove(at);
-            kept.insert(0, source);
-        }
-        kept.insert(0, Arc::clone(memo));
-        kept.truncate(ANTHROPIC_MEMOS);
-        *stored = Some(Arc::new(kept));
     }
 }
 
@@ -392,7 +364,7 @@ pub(crate) fn project(
 ) -> Result<(AnthropicMessages, Vector<TargetRepair>), TargetProjectionError> {
     let cell = history.lineage_memo(ANTHROPIC_CELL);
     let replaced: Vec<(usize, bool)> = projection.replaced_slots().collect();
-    let kept = cell.map(AnthropicMemos::read).unwrap_or_default();
+    let kept = cell.map(read_kept).unwrap_or_default();
     let source = AnthropicMemos::source(&kept, options, history.len());
     let memo = match &source {
         // The same version (a warm projection): its assembly as it is.
@@ -423,7 +395,7 @@ pub(crate) fn project(
     };
     let result = finish(&memo);
     if let Some(cell) = cell {
-        AnthropicMemos::store(cell, &memo, source.as_ref());
+        store_kept(cell, &memo, source.as_ref(), ANTHROPIC_MEMOS);
     }
     Ok(result)
 }
