@@ -784,6 +784,44 @@ fn each_entry_is_rendered_once_and_shared_between_versions() {
     assert_eq!(target_renderings() - before, 1_001);
 }
 
+/// A synthetic result is not an entry, so it has no cached rendering: it is rendered when the
+/// part of the assembly holding its call is assembled, and only then. 500 interrupted calls
+/// render their 500 `aborted` results once; a version after an append renders none of them
+/// again.
+#[test]
+fn synthetic_results_are_rendered_only_when_their_call_is_assembled() {
+    let mut items = Vec::new();
+    for n in 0..500 {
+        items.push(user(&format!("turn {n}")));
+        items.push(call(&format!("c{n}"), "shell", "{}"));
+    }
+    items.push(user("after the last one"));
+    let mut history = history_of(&items);
+    let synthesized = |projected: &Projected| {
+        projected
+            .messages()
+            .iter()
+            .flat_map(|message| message["content"].as_array().unwrap())
+            .filter(|block| {
+                block["type"] == "tool_result"
+                    && block["is_error"] == true
+                    && block["content"] == "aborted"
+            })
+            .count()
+    };
+    let before = target_renderings();
+    let first = project_history(&history);
+    // 1,001 entries and 500 synthetic results.
+    assert_eq!(target_renderings() - before, 1_501);
+    assert_eq!(synthesized(&first), 500);
+    history.record_json(assistant("one more").as_str()).unwrap();
+    let before = target_renderings();
+    let second = project_history(&history);
+    assert_eq!(target_renderings() - before, 1, "only the new item");
+    assert_eq!(synthesized(&second), 500);
+    assert_eq!(second.messages().len(), first.messages().len() + 1);
+}
+
 #[test]
 fn the_checker_finds_each_broken_rule() {
     let text =

@@ -241,6 +241,40 @@ fn each_entry_is_converted_once_across_versions() {
     assert_eq!(target_renderings() - before, 0);
 }
 
+/// A synthetic output is not an entry, so it has no cached rendering: it is rendered when the
+/// piece holding its call is assembled, and only then. A history with 500 interrupted calls
+/// renders their 500 `aborted` outputs once; a version after an append renders none of them
+/// again, however many there are.
+#[test]
+fn synthetic_outputs_are_rendered_only_when_their_call_is_assembled() {
+    let mut items = Vec::new();
+    for n in 0..500 {
+        items.push(msg("user", &format!("turn {n}")));
+        items.push(call(&format!("c{n}"), "shell", "{}"));
+    }
+    items.push(msg("user", "after the last one"));
+    let mut history = history(&items);
+    let before = target_renderings();
+    let aborted = |messages: &[Value]| {
+        messages
+            .iter()
+            .filter(|m| m["role"] == "tool" && m["content"] == "aborted")
+            .count()
+    };
+    let (messages, _) = chat(&history, &chat_options());
+    // 1,001 entries and 500 synthetic outputs.
+    assert_eq!(target_renderings() - before, 1_501);
+    assert_eq!(aborted(&messages), 500);
+    history
+        .record_json(msg("assistant", "one more").to_string())
+        .unwrap();
+    let before = target_renderings();
+    let (messages, _) = chat(&history, &chat_options());
+    assert_eq!(target_renderings() - before, 1, "only the new item");
+    assert_eq!(aborted(&messages), 500);
+    assert_eq!(messages.last().unwrap()["content"], "one more");
+}
+
 #[test]
 fn every_call_family_maps_or_is_reported() {
     let history = history(&[

@@ -25,8 +25,9 @@
 //! Every rendering is computed once per entry and shared by every clone of the entry (every
 //! version of a history, every projection), through the entry's body: re-projecting a history
 //! after one append renders one item ([`target_renderings`] counts them with the `testing`
-//! feature). Synthetic outputs of the Responses projection are rendered when their slot is
-//! assembled (they are k small items).
+//! feature). Synthetic outputs of the Responses projection have no entry to cache in: they are
+//! rendered when the slot of their call is assembled, which after an append is only in the
+//! re-assembled tail (they are k small items).
 //!
 //! Chat Completions also keeps its assembly (`chat.rs`, `ChatMemo`): in pieces that nothing
 //! outside pairs or batches with, in a memo of the history's lineage (shared by the versions that
