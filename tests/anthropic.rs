@@ -928,3 +928,28 @@ fn a_reused_call_id_left_unanswered_mid_session_does_not_shift_the_results() {
         assert_eq!(pairing, vec![("synthesized_output".to_owned(), calls[1])]);
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    /// Each call's `tool_result` is the output the pairing rule of docs/providers.md gives it
+    /// (an independent model: `common::pairing`), an `aborted` one, and only that, with
+    /// `is_error: true`, over histories that reuse call ids, leave calls unanswered between
+    /// answered ones and put outputs before their calls.
+    #[test]
+    fn each_call_gets_the_output_the_pairing_rule_gives_it(items in common::pairing::histories(30)) {
+        let items: Vec<String> = items.iter().map(Value::to_string).collect();
+        let parsed: Vec<Value> = items.iter().map(|item| serde_json::from_str(item).unwrap()).collect();
+        let projected = project(&items);
+        let found = violations(projected.messages());
+        prop_assert!(found.is_empty(), "{:?}", found);
+        let expected: Vec<(Value, Value, bool)> = common::pairing::expected_results(&parsed)
+            .into_iter()
+            .map(|(arguments, text)| {
+                let is_error = text == "aborted";
+                (serde_json::from_str(&arguments).unwrap(), Value::String(text), is_error)
+            })
+            .collect();
+        prop_assert_eq!(anthropic_results(projected.messages()), expected);
+    }
+}
