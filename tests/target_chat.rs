@@ -724,6 +724,8 @@ proptest! {
         if let Err(error) = check_chat(&messages) {
             return Err(TestCaseError::fail(format!("{error}\n{messages:?}")));
         }
+        let validation = validate(Target::ChatCompletions, &Value::Array(messages.clone()));
+        prop_assert!(messages.is_empty() || validation.is_valid(), "{:?}", validation.findings);
         prop_assert_eq!(chat_results(&messages), common::pairing::expected_results(&items));
     }
 }

@@ -127,10 +127,12 @@ pub enum TargetRepairKind {
         /// Whether the output came before its call.
         before_call: bool,
     },
-    /// An output whose call had been answered already (a duplicate) was not sent.
+    /// An output that no call takes (its call had been answered already: a duplicate) was not
+    /// sent.
     DroppedDuplicateOutput,
-    /// A call had no output left for the target (its call id was used by an earlier call that
-    /// took the output): an `aborted` output was placed after its batch.
+    /// No output answers a call whose call id has outputs (which answer other calls of that id,
+    /// e.g. after an interrupted turn of a model that names every call alike): an `aborted`
+    /// output was placed after its batch.
     SynthesizedOutput,
     /// A call without a call id was not sent: the target pairs calls and outputs by id.
     DroppedCallWithoutId,
