@@ -879,3 +879,115 @@ fn a_reused_call_id_gets_an_id_of_its_own_and_each_call_its_result() {
         to: second.clone()
     }));
 }
+
+/// A session whose model names every call `call_0`: turn k (from 1) is a user message, a call
+/// with input `{"turn":k}` and, unless k is in `unanswered`, its output `out k`; the session
+/// ends with an assistant message. Also the position of each turn's call.
+fn reused_id_turns(turns: usize, unanswered: &[usize]) -> (Vec<String>, Vec<usize>) {
+    let mut items = Vec::new();
+    let mut calls = Vec::new();
+    for turn in 1..=turns {
+        items.push(user(&format!("turn {turn}")));
+        calls.push(items.len());
+        items.push(call("call_0", "shell", &format!(r#"{{"turn":{turn}}}"#)));
+        if !unanswered.contains(&turn) {
+            items.push(output("call_0", &format!("out {turn}")));
+        }
+    }
+    items.push(assistant("done"));
+    (items, calls)
+}
+
+/// Each `tool_use`'s input and the `tool_result` that answers it (content and `is_error`), in
+/// call order.
+fn anthropic_results(messages: &[Value]) -> Vec<(Value, Value, bool)> {
+    let blocks = || {
+        messages
+            .iter()
+            .flat_map(|m| m["content"].as_array().cloned().unwrap_or_default())
+    };
+    let results: HashMap<String, (Value, bool)> = blocks()
+        .filter(|block| block["type"] == "tool_result")
+        .map(|block| {
+            (
+                block["tool_use_id"].as_str().unwrap().to_owned(),
+                (block["content"].clone(), block["is_error"] == true),
+            )
+        })
+        .collect();
+    blocks()
+        .filter(|block| block["type"] == "tool_use")
+        .map(|block| {
+            let (content, is_error) = results
+                .get(block["id"].as_str().unwrap())
+                .cloned()
+                .unwrap_or((Value::Null, false));
+            (block["input"].clone(), content, is_error)
+        })
+        .collect()
+}
+
+#[test]
+fn a_reused_call_id_left_unanswered_mid_session_does_not_shift_the_results() {
+    for turns in [3, 5] {
+        let (items, calls) = reused_id_turns(turns, &[2]);
+        let history = history_of(&items);
+        let projection = history.project_for(&anthropic()).unwrap();
+        // The Responses projection synthesizes nothing: outputs of `call_0` exist.
+        assert!(projection.projection().report().repairs().is_empty());
+        let projected = project_history(&history);
+        assert_valid(&projected);
+        // Each call gets its own turn's output; the unanswered one an `aborted` error result.
+        let expected: Vec<(Value, Value, bool)> = (1..=turns)
+            .map(|turn| {
+                let input = json!({ "turn": turn });
+                if turn == 2 {
+                    (input, json!("aborted"), true)
+                } else {
+                    (input, json!(format!("out {turn}")), false)
+                }
+            })
+            .collect();
+        assert_eq!(
+            anthropic_results(projected.messages()),
+            expected,
+            "{:#}",
+            Value::Array(projected.messages().to_vec())
+        );
+        // The only pairing repair: the synthetic result of turn 2's call (every later call's
+        // id is mapped, nothing moved or dropped).
+        let pairing: Vec<(String, usize)> = projection
+            .report()
+            .repairs()
+            .iter()
+            .filter(|repair| !matches!(repair.kind, TargetRepairKind::MappedId { .. }))
+            .map(|repair| (repair.kind.name().to_owned(), repair.at.position))
+            .collect();
+        assert_eq!(pairing, vec![("synthesized_output".to_owned(), calls[1])]);
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    /// Each call's `tool_result` is the output the pairing rule of docs/providers.md gives it
+    /// (an independent model: `common::pairing`), an `aborted` one, and only that, with
+    /// `is_error: true`, over histories that reuse call ids, leave calls unanswered between
+    /// answered ones and put outputs before their calls.
+    #[test]
+    fn each_call_gets_the_output_the_pairing_rule_gives_it(items in common::pairing::histories(30)) {
+        let items: Vec<String> = items.iter().map(Value::to_string).collect();
+        let parsed: Vec<Value> = items.iter().map(|item| serde_json::from_str(item).unwrap()).collect();
+        let projected = project(&items);
+        let found = violations(projected.messages());
+        prop_assert!(found.is_empty(), "{:?}", found);
+        let expected: Vec<(Value, Value, bool)> = common::pairing::expected_results(&parsed)
+            .into_iter()
+            .map(|(arguments, text)| {
+                let is_error = text == "aborted";
+                (serde_json::from_str(&arguments).unwrap(), Value::String(text), is_error)
+            })
+            .collect();
+        prop_assert_eq!(anthropic_results(projected.messages()), expected);
+    }
+}

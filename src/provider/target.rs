@@ -40,7 +40,7 @@
 //! versions, `AnthropicMemos`), and re-assembles from the last one a later version can resume at
 //! (an older version: the last one at or before its end).
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{HashMap, VecDeque};
 use std::io::{self, Write};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
@@ -128,10 +128,12 @@ pub enum TargetRepairKind {
         /// Whether the output came before its call.
         before_call: bool,
     },
-    /// An output whose call had been answered already (a duplicate) was not sent.
+    /// An output that no call takes (its call had been answered already: a duplicate) was not
+    /// sent.
     DroppedDuplicateOutput,
-    /// A call had no output left for the target (its call id was used by an earlier call that
-    /// took the output): an `aborted` output was placed after its batch.
+    /// No output answers a call whose call id has outputs (which answer other calls of that id,
+    /// e.g. after an interrupted turn of a model that names every call alike): an `aborted`
+    /// output was placed after its batch.
     SynthesizedOutput,
     /// A call without a call id was not sent: the target pairs calls and outputs by id.
     DroppedCallWithoutId,
@@ -795,36 +797,74 @@ pub(crate) struct Paired {
 /// Orders `units` for a target with positional pairing: every batch of consecutive calls is
 /// followed by one output per call before anything else.
 ///
-/// Each call takes the first output of its call id not taken yet that comes after it, else the
-/// first one before it (an output before its call). Outputs right after the batch stay in their
+/// An output answers a call of its own call id in the nearest batch before it that has calls
+/// of that id: the earliest call of that batch no output answers yet (parallel calls of one id
+/// keep their order). So a call left unanswered (an interrupted turn) is not answered by a
+/// later turn's output of the same id, as in a session whose model names every call `call_0`.
+/// An output with no such call (none of its id before it, or every one in that batch answered)
+/// answers no call before it: a call of its id after it that no output answers takes it (the
+/// first such output: an output before its call), and one that no call takes is dropped
+/// ([`TargetRepairKind::DroppedDuplicateOutput`]). Outputs right after the batch stay in their
 /// order; the others are moved after the batch (reported as [`TargetRepairKind::MovedOutput`]),
-/// and skipped at their old place. A call with no output left gets a synthetic one
-/// ([`TargetRepairKind::SynthesizedOutput`]); an output no call takes is dropped
-/// ([`TargetRepairKind::DroppedDuplicateOutput`]). Units that send nothing are skipped.
-/// O(n log n): each call finds its output in an ordered set of its id's free outputs, however
-/// many calls reuse the id.
+/// and skipped at their old place. A call with no output gets a synthetic one
+/// ([`TargetRepairKind::SynthesizedOutput`]). Units that send nothing are skipped (they do not
+/// split a batch). O(n): one pass pairs each output with a call before it, a second gives the
+/// calls left the outputs before them.
 pub(crate) fn pair_calls<R: Rendered>(units: &[Unit<R>]) -> Paired {
-    // The outputs of each call id not taken yet, in order.
-    let mut outputs: HashMap<&str, BTreeSet<usize>> = HashMap::new();
-    for (i, unit) in units.iter().enumerate() {
-        if let PairRole::Output(id) = unit.rendered.pairing() {
-            outputs.entry(id).or_default().insert(i);
-        }
-    }
-    // Which output each call takes (the first free one after it, else the first free one
-    // before it: O(log n) each, however many calls reuse the id), and which call takes each.
+    // Which output each call takes, and which call takes each.
     let mut output_of: HashMap<usize, usize> = HashMap::new();
     let mut taken: HashMap<usize, usize> = HashMap::new();
+    // For each call id, the calls of the last batch that has calls of that id (the batch's
+    // number and its calls no output answers yet, in order), and the outputs that answer no
+    // call before them, in order.
+    let mut open: HashMap<&str, (usize, VecDeque<usize>)> = HashMap::new();
+    let mut unanswering: HashMap<&str, VecDeque<usize>> = HashMap::new();
+    let (mut batch, mut in_batch) = (0, false);
+    for (i, unit) in units.iter().enumerate() {
+        match unit.rendered.pairing() {
+            PairRole::Call(id) => {
+                if !in_batch {
+                    batch += 1;
+                    in_batch = true;
+                }
+                let calls = open.entry(id).or_insert_with(|| (batch, VecDeque::new()));
+                if calls.0 != batch {
+                    // An earlier batch's calls left unanswered stay so: no later output
+                    // answers them.
+                    *calls = (batch, VecDeque::new());
+                }
+                calls.1.push_back(i);
+            }
+            PairRole::Output(id) => {
+                in_batch = false;
+                match open.get_mut(id).and_then(|(_, calls)| calls.pop_front()) {
+                    Some(call) => {
+                        taken.insert(i, call);
+                        output_of.insert(call, i);
+                    }
+                    None => unanswering.entry(id).or_default().push_back(i),
+                }
+            }
+            PairRole::Other => in_batch = false,
+            PairRole::Nothing => {}
+        }
+    }
+    // A call no output after it answers takes the first output of its id before it that
+    // answers no call before that output.
     for (i, unit) in units.iter().enumerate() {
         let PairRole::Call(id) = unit.rendered.pairing() else {
             continue;
         };
-        let Some(free) = outputs.get_mut(id) else {
+        if output_of.contains_key(&i) {
+            continue;
+        }
+        let Some(outputs) = unanswering.get_mut(id) else {
             continue;
         };
-        let chosen = free.range(i + 1..).next().or_else(|| free.first()).copied();
-        if let Some(o) = chosen {
-            free.remove(&o);
+        if let Some(&o) = outputs.front()
+            && o < i
+        {
+            outputs.pop_front();
             taken.insert(o, i);
             output_of.insert(i, o);
         }

@@ -2,6 +2,8 @@
 //! directories, resume shortcuts. Each test crate uses a subset.
 #![allow(dead_code)]
 
+pub mod pairing;
+
 use std::path::{Path, PathBuf};
 
 use agent_history::{History, ResumeOptions, Resumed, ThreadId, TruncationPolicy};
