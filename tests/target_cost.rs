@@ -420,6 +420,26 @@ fn mapping_an_id_every_call_reuses_tries_one_name_per_mapped_call() {
 }
 
 #[test]
+fn a_session_reusing_one_call_id_every_turn_assembles_in_full() {
+    // The items from the first use of `call_0` to its last are one piece: a limit, stated in
+    // docs/performance.md.
+    let mut history = reusing_call_0(100);
+    assembled(&history);
+    for item in [msg("user", "more"), call("call_0"), output("call_0")] {
+        history.record_json(item.to_string()).unwrap();
+    }
+    let (visited, projection) = assembled(&history);
+    assert!(projection.to_json().contains(r#""call_0_101""#));
+    // The three new slots read, then every slot from the first call's on.
+    assert_eq!(visited, 3 + history.len() as u64 - 1);
+    // A message after the last use: incremental.
+    history
+        .record_json(msg("assistant", "done").to_string())
+        .unwrap();
+    assert_eq!(assembled(&history).0, 1);
+}
+
+#[test]
 fn a_call_whose_id_is_a_name_minted_earlier_re_assembles_from_the_minted_call() {
     let mut history = mapped_session(1_000);
     let (_, first) = assembled(&history);
