@@ -412,13 +412,20 @@ pub(crate) struct ChatMessages {
 /// or was used by an earlier call gets `<id>_<n>` (`call_<n>` for an empty one), the first such
 /// name no call of the request has; its output uses the same id. Keyed by unit (calls and
 /// outputs); reported as [`TargetRepairKind::MappedId`]. Only such calls cost anything.
+///
+/// `units` are one piece of the assembly, starting at position `start` (every unit of a call
+/// id is in one piece, so "used by an earlier call" is decided within it); `names` knows every
+/// call id of the request and the names minted by the pieces before, and records the names
+/// minted here (returned too, for the piece's [`Span`]).
 fn unique_ids(
     units: &[Unit<ChatItem>],
     steps: &[Step],
     call_of: &HashMap<usize, usize>,
     repairs: &mut Vec<TargetRepair>,
-) -> HashMap<usize, Arc<str>> {
+    (names, start): (&mut Names, usize),
+) -> (HashMap<usize, Arc<str>>, Vec<Arc<str>>) {
     let mut mapped = HashMap::new();
+    let mut minted = Vec::new();
     let call_id = |i: usize| match &units[i].rendered.piece {
         Piece::Call { id, .. } => Some(&**id),
         _ => None,
@@ -433,46 +440,216 @@ fn unique_ids(
             needs_mapping.push(i);
         }
     }
-    if needs_mapping.is_empty() {
-        return mapped;
-    }
-    let mut taken: HashSet<String> = seen.iter().map(|id| (*id).to_owned()).collect();
-    // The number each base's next search starts at. `taken` only grows, so every name a search
-    // for the same base tried before is still taken: starting after the last name it gave
-    // finds the same name, without trying `<id>_2`, `<id>_3`, … again for every call (an id
-    // reused by every call of a long session would make that quadratic).
-    let mut next: HashMap<&str, usize> = HashMap::new();
     for call in needs_mapping {
         let id = call_id(call).unwrap_or("");
-        let base = if id.is_empty() { "call" } else { id };
-        let start = next.get(base).copied().unwrap_or(2);
-        let (n, fresh) = (start..)
-            .map(|n| (n, format!("{base}_{n}")))
-            .find(|(_, candidate)| !taken.contains(candidate))
-            .unwrap_or_default();
-        next.insert(base, n + 1);
-        taken.insert(fresh.clone());
+        let fresh = names.mint(if id.is_empty() { "call" } else { id }, start);
         repairs.push(TargetRepair {
             kind: TargetRepairKind::MappedId {
                 from: id.to_owned(),
-                to: fresh.clone(),
+                to: fresh.to_string(),
             },
             at: units[call].at.clone(),
         });
-        mapped.insert(call, Arc::from(fresh.as_str()));
+        mapped.insert(call, Arc::clone(&fresh));
+        minted.push(fresh);
     }
     for (&output, call) in call_of {
         if let Some(id) = mapped.get(call) {
             mapped.insert(output, Arc::clone(id));
         }
     }
-    mapped
+    (mapped, minted)
+}
+
+/// "None" in the positions of an [`IdUse`].
+const NOWHERE: usize = usize::MAX;
+
+/// What an assembly knows of one call id or minted name (the key of [`ChatMemo::ids`]), as
+/// the map keeps it: in 16 bytes for the common cases, an id of calls or outputs of one piece
+/// and a name minted by one piece (the map's nodes hold a slot for each of 32 keys, so the size
+/// of a value counts per call id).
+#[derive(Debug, Clone)]
+enum Kept {
+    /// The id of the calls (`true`) or only outputs (`false`) of the piece at this start.
+    Own(usize, bool),
+    /// A name minted by the piece at this start.
+    Minted(usize),
+    /// Anything else (rare: a minted name that is also an output's id, an id a minted name
+    /// skipped).
+    Other(Arc<IdUse>),
+}
+
+impl Kept {
+    /// The compact form of `used`.
+    fn pack(used: IdUse) -> Kept {
+        match used {
+            IdUse {
+                own,
+                call,
+                minted: NOWHERE,
+                skipped_by: NOWHERE,
+            } => Kept::Own(own, call),
+            IdUse {
+                own: NOWHERE,
+                call: false,
+                minted,
+                skipped_by: NOWHERE,
+            } => Kept::Minted(minted),
+            _ => Kept::Other(Arc::new(used)),
+        }
+    }
+
+    /// What it says.
+    fn unpack(&self) -> IdUse {
+        match *self {
+            Kept::Own(own, call) => IdUse {
+                own,
+                call,
+                ..IdUse::UNUSED
+            },
+            Kept::Minted(minted) => IdUse {
+                minted,
+                ..IdUse::UNUSED
+            },
+            Kept::Other(ref used) => **used,
+        }
+    }
+}
+
+/// What an assembly knows of one call id or minted name. Every unit with a given call id is in
+/// one piece ([`cuts`]), so one position says where.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct IdUse {
+    /// The start of the piece whose calls or outputs have it as their own id ([`NOWHERE`]:
+    /// none).
+    own: usize,
+    /// Whether a call of that piece has it (an output's id alone does not make a name taken).
+    call: bool,
+    /// The start of the piece that sent a call under it as a minted name ([`NOWHERE`]: none).
+    minted: usize,
+    /// The start of the first piece before `own` whose minted name skipped it, because a call
+    /// has it ([`NOWHERE`]: none): that piece's names depend on this piece's calls.
+    skipped_by: usize,
+}
+
+impl IdUse {
+    /// Nothing known.
+    const UNUSED: IdUse = IdUse {
+        own: NOWHERE,
+        call: false,
+        minted: NOWHERE,
+        skipped_by: NOWHERE,
+    };
+
+    /// The start of the first piece that uses it (`NOWHERE`: none).
+    fn first(&self) -> usize {
+        self.own.min(self.minted)
+    }
+
+    /// Whether a call of the request is sent under it.
+    fn taken(&self) -> bool {
+        self.call || self.minted != NOWHERE
+    }
+}
+
+/// The names of an assembly being made: the lineage's record of call ids and minted names
+/// ([`ChatMemo::ids`]), and where each base's search for a fresh name resumes.
+struct Names<'a> {
+    ids: &'a mut imbl::HashMap<Arc<str>, Kept>,
+    /// The number each base's next search starts at. A name only becomes taken (minted, or a
+    /// call's own id, all recorded before any piece is assembled), so every name a search for
+    /// the same base tried before is still taken: starting after the last name it gave finds
+    /// the same name, without trying `<id>_2`, `<id>_3`, … again for every call (an id reused
+    /// by every call of a long session would make that quadratic).
+    next: HashMap<Arc<str>, usize>,
+}
+
+impl Names<'_> {
+    /// Records the own call ids of the piece starting at `start`, the calls' and outputs' ids
+    /// of `units`, and returns them (each once).
+    fn record_own(&mut self, units: &[Unit<ChatItem>], start: usize) -> Vec<Arc<str>> {
+        let mut own: Vec<(&str, bool)> = Vec::new();
+        let mut index: HashMap<&str, usize> = HashMap::new();
+        for unit in units {
+            let (id, call) = match unit.rendered.pairing() {
+                PairRole::Call(id) => (id, true),
+                PairRole::Output(id) => (id, false),
+                PairRole::Other | PairRole::Nothing => continue,
+            };
+            match index.get(id) {
+                Some(&at) => own[at].1 |= call,
+                None => {
+                    index.insert(id, own.len());
+                    own.push((id, call));
+                }
+            }
+        }
+        own.into_iter()
+            .map(|(id, call)| {
+                let key: Arc<str> = Arc::from(id);
+                let mut used = self.ids.get(id).map_or(IdUse::UNUSED, Kept::unpack);
+                used.own = used.own.min(start);
+                used.call |= call;
+                self.ids.insert(Arc::clone(&key), Kept::pack(used));
+                key
+            })
+            .collect()
+    }
+
+    /// The first `<base>_<n>` (n ≥ 2) no call of the request has, after those given to
+    /// `base` before, minted for a call of the piece starting at `start`.
+    fn mint(&mut self, base: &str, start: usize) -> Arc<str> {
+        let mut n = self.next.get(base).copied().unwrap_or(2);
+        loop {
+            count_name_tried();
+            let name = format!("{base}_{n}");
+            match self.ids.get(name.as_str()).map(Kept::unpack) {
+                Some(mut used) if used.taken() => {
+                    if used.call && used.own > start && used.own != NOWHERE {
+                        // A call of a later piece has it: this piece's names depend on it.
+                        used.skipped_by = used.skipped_by.min(start);
+                        self.ids.insert(Arc::from(name.as_str()), Kept::pack(used));
+                    }
+                    n += 1;
+                }
+                used => {
+                    let name: Arc<str> = Arc::from(name);
+                    let mut used = used.unwrap_or(IdUse::UNUSED);
+                    used.minted = start;
+                    self.ids.insert(Arc::clone(&name), Kept::pack(used));
+                    self.next.insert(Arc::from(base), n + 1);
+                    return name;
+                }
+            }
+        }
+    }
+}
+
+#[cfg(feature = "testing")]
+thread_local! {
+    static NAMES_TRIED: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// How many names this thread's Chat Completions assemblies tried while mapping call ids (the
+/// `testing` feature): one per mapped call unless a name is taken, however many calls reuse an
+/// id, which tests check by counting.
+#[cfg(feature = "testing")]
+pub fn chat_names_tried() -> u64 {
+    NAMES_TRIED.with(std::cell::Cell::get)
+}
+
+/// Counts one name tried.
+fn count_name_tried() {
+    #[cfg(feature = "testing")]
+    NAMES_TRIED.with(|count| count.set(count.get() + 1));
 }
 
 /// The steps and repairs of some units assembled on their own.
 struct Assembled {
     steps: Vec<Written>,
     repairs: Vec<TargetRepair>,
+    /// The names minted for its calls.
+    minted: Vec<Arc<str>>,
 }
 
 /// Assembles `units` (all of a projection's, or a piece that nothing outside it pairs or
@@ -481,6 +658,7 @@ fn assemble(
     units: &[Unit<ChatItem>],
     mut repairs: Vec<TargetRepair>,
     developer_role: DeveloperRole,
+    names: (&mut Names, usize),
 ) -> Assembled {
     let paired = pair_calls(units);
     if developer_role == DeveloperRole::System {
@@ -501,7 +679,7 @@ fn assemble(
             }
         }
     }
-    let ids = unique_ids(units, &paired.steps, &paired.call_of, &mut repairs);
+    let (ids, minted) = unique_ids(units, &paired.steps, &paired.call_of, &mut repairs, names);
     let steps = paired
         .steps
         .iter()
@@ -522,6 +700,7 @@ fn assemble(
     Assembled {
         steps,
         repairs: merge_repairs(repairs, paired.repairs),
+        minted,
     }
 }
 
@@ -543,7 +722,8 @@ struct Span {
     /// How many steps and repairs the pieces before it have.
     steps_before: usize,
     repairs_before: usize,
-    /// The call ids of its calls and outputs.
+    /// The call ids of its calls and outputs, and the names minted for its calls: its keys
+    /// of [`ChatMemo::ids`].
     ids: Vec<Arc<str>>,
     /// The edge of the last unit that sends something in this piece or, when it sends
     /// nothing, in the pieces before (`None`: nothing is sent up to its end).
@@ -566,8 +746,19 @@ struct Span {
 /// piece that holds it (for an older version: the piece its end falls in, if any, which this version's
 /// assembly may have paired or batched with later items), moved back over any kept piece that shares a
 /// call id with what is re-assembled or whose last unit is a call when the first re-assembled
-/// one is a call. A projection whose call ids need mapping (empty or used twice) is assembled
-/// whole, and its assembly is only reused for the same version (a warm projection).
+/// one is a call.
+///
+/// Call ids that need mapping (empty, or used by an earlier call) are mapped within their
+/// piece (every unit of an id is in one piece), against [`ChatMemo::ids`]: one persistent map
+/// for the lineage, from each call id and each minted name to the piece that has it, so that a
+/// piece's fresh name skips every call id of the request and every name an earlier piece
+/// minted, exactly as an assembly of the whole projection picks it. Re-assembling from a piece
+/// therefore also moves back over a kept piece that minted a name a re-assembled unit has as
+/// its own id (that call takes the name: the kept call gets another), and over a kept piece
+/// whose minted name skipped a call id that is no longer there (it may take that name now).
+/// A session that reuses one id in every turn keeps every turn in one piece (the id's uses
+/// span them) and is assembled whole after each append; one with a few mapped ids is
+/// incremental after their last use.
 #[derive(Debug)]
 struct ChatMemo {
     options: TargetOptions,
@@ -578,11 +769,10 @@ struct ChatMemo {
     pieces: Vector<Arc<Span>>,
     steps: Vector<Written>,
     repairs: Vector<TargetRepair>,
-    /// The piece start of each call id.
-    ids: imbl::HashMap<Arc<str>, usize>,
-    /// Whether call ids were mapped: then every projection of another version is assembled
-    /// whole.
-    mapped: bool,
+    /// Each call id of the assembly and each name minted for a call: the piece that has it, the
+    /// piece that minted it, and the first piece whose minted name skipped it ([`IdUse`]). One
+    /// persistent map for the lineage, not a copy per piece.
+    ids: imbl::HashMap<Arc<str>, Kept>,
 }
 
 /// The call id of a unit that pairs.
@@ -620,18 +810,13 @@ fn first_difference(before: &[(usize, bool)], now: &[(usize, bool)]) -> Option<u
 }
 
 /// Cuts `units` where nothing on one side pairs or batches with the other: the unit indices
-/// each piece starts at (the first is 0). `None` when a call id must be mapped (empty, or used
-/// by two calls), which only an assembly of the whole projection can do.
-fn cuts(units: &[Unit<ChatItem>]) -> Option<Vec<usize>> {
-    // The last unit of each call id, and whether a call id is used by two calls.
+/// each piece starts at (the first is 0). Every unit of one call id (the empty one included) is
+/// in one piece, so a piece decides on its own which of its calls reuse an id; an id used by
+/// calls far apart keeps everything between them in one piece.
+fn cuts(units: &[Unit<ChatItem>]) -> Vec<usize> {
+    // The last unit of each call id.
     let mut last: HashMap<&str, usize> = HashMap::new();
-    let mut calls: HashSet<&str> = HashSet::new();
     for (i, unit) in units.iter().enumerate() {
-        if let PairRole::Call(id) = unit.rendered.pairing()
-            && (id.is_empty() || !calls.insert(id))
-        {
-            return None;
-        }
         if let Some(id) = pairing_id(unit) {
             last.insert(id, i);
         }
@@ -657,7 +842,7 @@ fn cuts(units: &[Unit<ChatItem>]) -> Option<Vec<usize>> {
             previous = this;
         }
     }
-    Some(cuts)
+    cuts
 }
 
 /// How many assemblies a lineage keeps for Chat Completions ([`ChatMemos`]): enough for two
@@ -689,15 +874,14 @@ impl KeptAssembly for ChatMemo {
 
 impl ChatMemos {
     /// The kept assembly to start a projection of a version of length `len` with `options`
-    /// from: the one of those options whose length is the nearest (a shorter one on a tie); one
-    /// whose call ids were mapped only for the same version (it is then the same assembly).
+    /// from: the one of those options whose length is the nearest (a shorter one on a tie).
     fn source(
         kept: &[Arc<ChatMemo>],
         options: &TargetOptions,
         len: usize,
     ) -> Option<Arc<ChatMemo>> {
         kept.iter()
-            .filter(|memo| memo.options == *options && (!memo.mapped || memo.len == len))
+            .filter(|memo| memo.options == *options)
             .min_by_key(|memo| (memo.len.abs_diff(len), memo.len > len))
             .cloned()
     }
@@ -719,8 +903,8 @@ pub(crate) fn project(
         Some(source) if source.len == history.len() && source.replaced == replaced => {
             Arc::clone(source)
         }
-        Some(source) if !source.mapped => Arc::new(extend(source, history, projection, replaced)?),
-        _ => Arc::new(whole(history, projection, options, replaced)?),
+        Some(source) => Arc::new(extend(source, history, projection, replaced)?),
+        None => Arc::new(whole(history, projection, options, replaced)?),
     };
     let messages = ChatMessages {
         steps: memo.steps.clone(),
@@ -749,7 +933,6 @@ fn whole(
         steps: Vector::new(),
         repairs: Vector::new(),
         ids: imbl::HashMap::new(),
-        mapped: false,
     };
     let units = Units::<ChatItem>::collect(projection)?;
     let bounds = cuts(&units.units);
@@ -791,13 +974,30 @@ fn extend(
             .pieces
             .get(keep)
             .map_or(earlier.len, |piece| piece.start);
+        // A kept piece whose minted name skipped a call id of a piece not kept is re-assembled
+        // (without that call, it may take that name).
+        let skipped = earlier
+            .pieces
+            .skip(keep)
+            .iter()
+            .flat_map(|piece| piece.ids.iter())
+            .filter_map(|id| earlier.ids.get(id))
+            .map(|kept| kept.unpack().skipped_by)
+            .filter(|&piece_start| piece_start < start)
+            .min();
+        if let Some(piece_start) = skipped {
+            keep = partition_point(&earlier.pieces, |piece| piece.start < piece_start);
+            continue;
+        }
         let units = Units::<ChatItem>::collect_from(projection, start)?;
-        // A kept piece sharing a call id with what is re-assembled is re-assembled too.
+        // A kept piece sharing a call id with what is re-assembled is re-assembled too, and so
+        // is one that minted a name a re-assembled unit has as its own id (a call under that
+        // id takes the name, and the kept call another).
         let sharing = units
             .units
             .iter()
             .filter_map(pairing_id)
-            .filter_map(|id| earlier.ids.get(id).copied())
+            .filter_map(|id| earlier.ids.get(id).map(|kept| kept.unpack().first()))
             .filter(|&piece_start| piece_start < start)
             .min();
         if let Some(piece_start) = sharing {
@@ -811,13 +1011,11 @@ fn extend(
             keep -= 1;
             continue;
         }
-        let Some(bounds) = cuts(&units.units) else {
-            return whole(history, projection, &earlier.options, replaced);
-        };
+        let bounds = cuts(&units.units);
         return Ok(reassemble(
             earlier,
             keep,
-            (units, Some(bounds)),
+            (units, bounds),
             history,
             &earlier.options,
             replaced,
@@ -840,12 +1038,11 @@ fn partition_point(pieces: &Vector<Arc<Span>>, before: impl Fn(&Span) -> bool) -
 }
 
 /// `earlier`'s first `keep` pieces followed by `units` (the slots after them) assembled in
-/// the pieces that start at `bounds` ([`cuts`]; `None`: as one piece whose call ids need
-/// mapping).
+/// the pieces that start at `bounds` ([`cuts`]).
 fn reassemble(
     earlier: &ChatMemo,
     keep: usize,
-    (units, bounds): (Units<ChatItem>, Option<Vec<usize>>),
+    (units, mut bounds): (Units<ChatItem>, Vec<usize>),
     history: &History,
     options: &TargetOptions,
     replaced: Vec<(usize, bool)>,
@@ -853,10 +1050,30 @@ fn reassemble(
     let Units { units, repairs } = units;
     let (mut steps, mut kept_repairs, mut ids) = match earlier.pieces.get(keep) {
         Some(first_dropped) => {
+            // What the dropped pieces recorded goes: their own ids, their minted names, the
+            // skips of their minted names (each at or after the first dropped piece's start).
+            let dropped = first_dropped.start;
             let mut ids = earlier.ids.clone();
             for piece in &earlier.pieces.skip(keep) {
                 for id in &piece.ids {
-                    ids.remove(id);
+                    let Some(mut used) = ids.get(id).map(Kept::unpack) else {
+                        continue;
+                    };
+                    if used.own >= dropped {
+                        used.own = NOWHERE;
+                        used.call = false;
+                    }
+                    if used.minted >= dropped {
+                        used.minted = NOWHERE;
+                    }
+                    if used.skipped_by >= dropped {
+                        used.skipped_by = NOWHERE;
+                    }
+                    if used.first() == NOWHERE {
+                        ids.remove(id);
+                    } else {
+                        ids.insert(Arc::clone(id), Kept::pack(used));
+                    }
                 }
             }
             (
@@ -872,37 +1089,40 @@ fn reassemble(
         ),
     };
     let mut pieces = earlier.pieces.take(keep);
-    let mapped = bounds.is_none();
-    let mut bounds = bounds.unwrap_or_else(|| vec![0]);
     bounds.push(units.len());
+    bounds.dedup();
+    let mut names = Names {
+        ids: &mut ids,
+        next: HashMap::new(),
+    };
+    // Every call id of the request is recorded before any piece mints a name.
+    let mut own: Vec<Vec<Arc<str>>> = bounds
+        .windows(2)
+        .map(|range| {
+            let piece_units = &units[range[0]..range[1]];
+            names.record_own(piece_units, piece_units[0].at.position)
+        })
+        .collect();
     let mut last = pieces.last().and_then(|piece| piece.last);
     // The notes' repairs, split along with the units (both are in position order).
     let mut notes = repairs.into_iter().peekable();
-    for range in bounds.windows(2) {
+    for (range, own) in bounds.windows(2).zip(own.iter_mut()) {
         let (from, to) = (range[0], range[1]);
-        if from == to {
-            continue;
-        }
         let piece_units = &units[from..to];
         let end = units.get(to).map(|unit| unit.at.position);
         let mut piece_notes = Vec::new();
         while let Some(note) = notes.next_if(|note| end.is_none_or(|end| note.at.position < end)) {
             piece_notes.push(note);
         }
-        let assembled = assemble(piece_units, piece_notes, options.developer_role);
         let start = piece_units[0].at.position;
-        let piece_ids: Vec<Arc<str>> = {
-            let mut seen = HashSet::new();
-            piece_units
-                .iter()
-                .filter_map(pairing_id)
-                .filter(|id| seen.insert(*id))
-                .map(Arc::from)
-                .collect()
-        };
-        for id in &piece_ids {
-            ids.insert(Arc::clone(id), start);
-        }
+        let assembled = assemble(
+            piece_units,
+            piece_notes,
+            options.developer_role,
+            (&mut names, start),
+        );
+        let mut piece_ids = std::mem::take(own);
+        piece_ids.extend(assembled.minted);
         last = piece_units.iter().rev().find_map(edge).or(last);
         pieces.push_back(Arc::new(Span {
             start,
@@ -922,7 +1142,6 @@ fn reassemble(
         steps,
         repairs: kept_repairs,
         ids,
-        mapped,
     }
 }
 
@@ -1082,8 +1301,14 @@ mod tests {
     }
 
     fn item() -> impl Strategy<Value = Value> {
-        // Enough ids that most histories use none for two calls (which is assembled whole).
-        let id = (0..24u8).prop_map(|n| format!("c{n}"));
+        // Ids of their own, ids used again, empty ids and names the mapping mints (`c0_2`,
+        // `call_2`), so that pieces map ids against each other.
+        let id = prop_oneof![
+            8 => (0..24u8).prop_map(|n| format!("c{n}")),
+            1 => Just(String::new()),
+            2 => (0..4u8, 2..4u8).prop_map(|(n, k)| format!("c{n}_{k}")),
+            1 => (2..4u8).prop_map(|k| format!("call_{k}")),
+        ];
         prop_oneof![
             2 => Just(json!({"type":"message","role":"user","content":[{"type":"input_text","text":"u"}]})),
             2 => Just(json!({"type":"message","role":"assistant","content":[{"type":"output_text","text":"a"}]})),
@@ -1096,8 +1321,9 @@ mod tests {
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(256))]
 
-        /// Assembling the pieces [`cuts`] finds one by one gives what assembling every unit at
-        /// once gives: the same steps written, the same repairs.
+        /// Assembling the pieces [`cuts`] finds one by one (each mapping its call ids against
+        /// the others') gives what assembling every unit at once gives: the same steps
+        /// written, the same repairs.
         #[test]
         fn pieces_assemble_as_the_whole(items in proptest::collection::vec(item(), 0..40)) {
             let mut history = History::new();
@@ -1107,7 +1333,10 @@ mod tests {
             let options = TargetOptions::new(Target::ChatCompletions);
             let projection = history.project(&ProjectionOptions::default()).expect("projects");
             let units = Units::<ChatItem>::collect(&projection).expect("collects");
-            let all = assemble(&units.units, units.repairs, DeveloperRole::System);
+            let mut ids = imbl::HashMap::new();
+            let mut names = Names { ids: &mut ids, next: HashMap::new() };
+            names.record_own(&units.units, 0);
+            let all = assemble(&units.units, units.repairs, DeveloperRole::System, (&mut names, 0));
             let memo = whole(&history, &projection, &options, Vec::new()).expect("assembles");
             prop_assert_eq!(written(all.steps.into_iter().collect()), written(memo.steps));
             prop_assert_eq!(all.repairs, memo.repairs.into_iter().collect::<Vec<_>>());

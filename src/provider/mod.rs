@@ -20,6 +20,8 @@ pub use anthropic::{
     AnthropicTools, CUSTOM_TOOL_INPUT_KEY, DEFAULT_ANTHROPIC_MAX_TOKENS, InputFallback,
     PlaceholderReason, RAW_ARGUMENTS_KEY, anthropic_tool_choice, anthropic_tools,
 };
+#[cfg(feature = "testing")]
+pub use chat::chat_names_tried;
 pub use chat::{LOCAL_SHELL_FUNCTION, TOOL_IMAGE_PLACEHOLDER, UNNAMED_TOOL_FUNCTION};
 pub use chat_request::{
     ChatRequest, ChatRequestError, ChatTools, DroppedTool, chat_tool_choice, chat_tools,

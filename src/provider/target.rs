@@ -428,9 +428,12 @@ impl History {
     /// re-assembled). The lineage keeps up to four assemblies, for option sets and versions,
     /// the least recently used dropped, so alternating options or a reader behind a writer stay
     /// incremental. A fork of an older version, a rollback, a replace or a removal assembles in
-    /// full once, as does an option set or version whose assemblies were all dropped; a history
-    /// whose call ids need mapping assembles in full for each new version (the same version
-    /// projected again reuses its assembly). For Anthropic Messages it is O(changes) after a
+    /// full once, as does an option set or version whose assemblies were all dropped. Call ids
+    /// that need mapping (empty, or used by an earlier call) stay incremental after the last
+    /// use of those ids: the items from the first use of an id to its last are one piece, so a
+    /// session reusing `call_0` every turn assembles in full after each turn, and a new call
+    /// whose own id is a name minted for an earlier call re-assembles from that call. For
+    /// Anthropic Messages it is O(changes) after a
     /// projection of another version with the same options, later or older, from the last place
     /// before the change (for an older version: at or before its end) where nothing before
     /// pairs or batches with anything after (the last message, whose role run the new items may

@@ -5,7 +5,8 @@
 //!   compactions and rollbacks; [`ArbitraryHistory`] for fuzzers; and the [`properties`] a
 //!   projection must have, as functions you can call on a pipeline of your own.
 //! * Counts of item conversions, entry reads, media strips, tool-plan serializations, per-target
-//!   renderings, the slots a per-target assembly visited, stream event bytes parsed and the slots
+//!   renderings, the slots a per-target assembly visited, the names a Chat Completions assembly
+//!   tried for mapped call ids, stream event bytes parsed and the slots
 //!   a prefix check read, for property tests that count work instead of timing it.
 //! * [`CodexRollout`], which writes rollouts in the shape Codex writes them.
 //! * [`SimulatedStorage`], on which the rollout writer and the snapshot writer run and crash at
@@ -21,7 +22,7 @@ pub mod strategies;
 pub use crate::item::{entry_reads, item_conversions};
 pub use crate::projection::{media_checks, media_strips, prefix_slots_read};
 pub use crate::provider::{
-    anthropic_older_versions_resumed, target_renderings, target_slots_assembled,
+    anthropic_older_versions_resumed, chat_names_tried, target_renderings, target_slots_assembled,
 };
 pub use crate::request::tool_plan_serializations;
 pub use crate::stream::stream_bytes_parsed;
