@@ -1586,3 +1586,112 @@ fn completions_and_man_page_come_from_the_command_definition() {
     assert!(man.contains(".TH agent-history 1"), "{man}");
     assert!(man.contains("completions"), "{man}");
 }
+
+/// `project --strict` on a history that ends with calls still waiting for their outputs: a
+/// `function_call` or a `tool_search_call` without output is what an interruption or a crash
+/// leaves (the model's request was recorded, its result never was), which Codex repairs without
+/// complaint, so strict mode repairs it too and succeeds, with the same input and the same
+/// report as lenient mode (docs/codex-compatibility.md, "Strict mode"). A trailing
+/// `custom_tool_call` without output is a violation Codex treats as a bug: strict mode fails
+/// with status 1 and prints no input.
+#[test]
+fn project_strict_repairs_trailing_calls_codex_repairs_and_refuses_a_trailing_custom_call() {
+    let dir = temp_dir();
+    let function_call = |id: &str| {
+        item_line(&format!(
+            r#"{{"type":"function_call","name":"shell","arguments":"{{}}","call_id":"{id}"}}"#
+        ))
+    };
+    let tool_search = item_line(
+        r#"{"type":"tool_search_call","call_id":"ts_1","execution":"client","arguments":{"query":"q"}}"#,
+    );
+    let mut lines = vec![
+        item_line(&user("go")),
+        function_call("call_0"),
+        function_call("call_1"),
+        tool_search,
+    ];
+    let pending = write_rollout(dir.path(), "pending.jsonl", &lines);
+    let pending = pending.to_str().expect("utf-8 path");
+
+    let lenient = run(&["project", "--json", pending]);
+    let strict = run(&["project", "--strict", "--json", pending]);
+    assert_eq!(strict.status.code(), Some(0), "{}", text(&strict.stderr));
+    assert_eq!(strict.stdout, lenient.stdout, "the input of lenient mode");
+    assert_eq!(strict.stderr, lenient.stderr, "the report of lenient mode");
+    let input: serde_json::Value = serde_json::from_slice(&strict.stdout).expect("JSON");
+    let types: Vec<&str> = input
+        .as_array()
+        .expect("an array")
+        .iter()
+        .map(|item| item["type"].as_str().expect("a type"))
+        .collect();
+    assert_eq!(
+        types,
+        [
+            "message",
+            "function_call",
+            "function_call_output",
+            "function_call",
+            "function_call_output",
+            "tool_search_call",
+            "tool_search_output"
+        ]
+    );
+    let report: serde_json::Value =
+        serde_json::from_str(text(&strict.stderr).trim()).expect("one JSON object");
+    let repairs = &report["repairs"];
+    assert_eq!(repairs["count"], 3, "{report}");
+    assert_eq!(
+        repairs["by_kind"],
+        serde_json::json!({"synthesized_output": 3})
+    );
+    let repaired: Vec<(&str, &str)> = repairs["repairs"]
+        .as_array()
+        .expect("a list")
+        .iter()
+        .map(|repair| {
+            (
+                repair["at"]["call_id"].as_str().expect("a call id"),
+                repair["output_kind"].as_str().expect("an output kind"),
+            )
+        })
+        .collect();
+    assert_eq!(
+        repaired,
+        [
+            ("call_0", "function_call_output"),
+            ("call_1", "function_call_output"),
+            ("ts_1", "tool_search_output")
+        ]
+    );
+    let human = run(&["project", "--strict", pending]);
+    assert_eq!(human.status.code(), Some(0));
+    let stderr = text(&human.stderr);
+    assert!(stderr.contains("repairs: 3"), "{stderr}");
+    assert!(
+        stderr.contains(
+            r#"item 3 (tool_search_call, call_id "ts_1"): no output; synthesized `tool_search_output` "aborted""#
+        ),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("violation"), "{stderr}");
+
+    lines.push(item_line(
+        r#"{"type":"custom_tool_call","name":"apply_patch","input":"x","call_id":"call_2"}"#,
+    ));
+    let custom = write_rollout(dir.path(), "custom.jsonl", &lines);
+    let custom = custom.to_str().expect("utf-8 path");
+    assert_eq!(run(&["project", custom]).status.code(), Some(0));
+    let strict = run(&["project", "--strict", custom]);
+    assert_eq!(strict.status.code(), Some(1));
+    assert!(strict.stdout.is_empty());
+    // Only the custom call: the calls before it are no violation.
+    let stderr = text(&strict.stderr);
+    assert!(
+        stderr.contains(
+            r#"1 protocol violation(s) in history: item 4 (custom_tool_call, call_id "call_2") has no output"#
+        ),
+        "{stderr}"
+    );
+}

@@ -284,6 +284,10 @@ fn history_stats_fields() {
     assert_eq!(by_kind["unknown"]["bytes"], unknown.len());
 }
 
+/// Two fallbacks as a resume gives them. Every `FallbackReason`'s JSON is pinned by the unit test
+/// `every_fallback_reason_serializes_as_the_json_page_lists_it` (`src/rollout/resume/mod.rs`):
+/// the enum is `#[non_exhaustive]`, so only code inside the crate can match it without a
+/// catch-all arm, which is what makes a new reason fail to compile there until it is added.
 #[test]
 fn resume_source_through_snapshot_and_fallback() {
     let dir = temp_dir();

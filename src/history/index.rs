@@ -1351,6 +1351,117 @@ mod tests {
         );
     }
 
+    /// Every positions iterator says exactly how many positions it has left (`size_hint` and
+    /// `ExactSizeIterator::len`, which `History::stats` counts with), read from the front, from
+    /// the back and from both ends, and the back gives the same positions reversed (what a
+    /// rollback reads its cut with). Sets of none, one, two (calls without output held inline)
+    /// and more, after a removal in the middle.
+    #[test]
+    fn the_positions_iterators_know_how_many_are_left() {
+        use serde_json::json;
+        let call = |id: &str| {
+            entry(json!({"type": "function_call", "name": "f", "arguments": "{}", "call_id": id}))
+        };
+        let output = |id: &str| {
+            entry(json!({"type": "function_call_output", "call_id": id, "output": "ok"}))
+        };
+        let user = || {
+            entry(json!({"type": "message", "role": "user",
+                "content": [{"type": "input_text", "text": "q"}]}))
+        };
+        let unknown = || entry(json!({"type": "some_future_item", "x": 1}));
+        fn check<'a>(name: &str, positions: impl Fn() -> PositionsOf<'a>, expected: &[usize]) {
+            // From the front (0), from the back (1) and alternately (2), what is left each time.
+            for order in 0..3 {
+                let mut iter = positions();
+                let (mut front, mut back) = (0, expected.len());
+                loop {
+                    let left = back - front;
+                    assert_eq!(
+                        iter.size_hint(),
+                        (left, Some(left)),
+                        "{name}, order {order}"
+                    );
+                    assert_eq!(iter.len(), left, "{name}, order {order}");
+                    let taken = expected.len() - left;
+                    let from_back = order == 1 || (order == 2 && taken % 2 == 1);
+                    let next = if from_back {
+                        iter.next_back()
+                    } else {
+                        iter.next()
+                    };
+                    if left == 0 {
+                        assert_eq!(next, None, "{name}, order {order}");
+                        break;
+                    }
+                    if from_back {
+                        back -= 1;
+                        assert_eq!(next, Some(expected[back]), "{name}, order {order}");
+                    } else {
+                        assert_eq!(next, Some(expected[front]), "{name}, order {order}");
+                        front += 1;
+                    }
+                }
+            }
+            // Whole, after the bounded reads above (an iterator that never ends fails them
+            // rather than filling the memory here).
+            assert_eq!(positions().collect::<Vec<_>>(), expected, "{name}");
+            let mut reversed: Vec<usize> = positions().rev().collect();
+            reversed.reverse();
+            assert_eq!(reversed, expected, "{name} from the back");
+        }
+        let mut entries: Vec<Entry> = Vec::new();
+        let mut index = PairingIndex::default();
+        let push = |entries: &mut Vec<Entry>, index: &mut PairingIndex, entry: Entry| {
+            index.push(&entry);
+            entries.push(entry);
+        };
+        check("none waits", || index.calls_without_output(), &[]);
+        check("no user turn", || index.user_turns(), &[]);
+        push(&mut entries, &mut index, user()); // 0
+        push(&mut entries, &mut index, call("a")); // 1
+        check("one waits", || index.calls_without_output(), &[1]);
+        push(&mut entries, &mut index, call("b")); // 2
+        check("two wait", || index.calls_without_output(), &[1, 2]);
+        push(&mut entries, &mut index, output("x")); // 3: an orphan
+        push(&mut entries, &mut index, unknown()); // 4
+        push(&mut entries, &mut index, user()); // 5
+        push(&mut entries, &mut index, call("c")); // 6
+        push(&mut entries, &mut index, output("y")); // 7: an orphan
+        push(&mut entries, &mut index, unknown()); // 8
+        push(&mut entries, &mut index, call("d")); // 9
+        push(&mut entries, &mut index, output("z")); // 10: an orphan
+        push(&mut entries, &mut index, user()); // 11
+        push(&mut entries, &mut index, image()); // 12: a user turn with an image
+        assert!(matches!(index.calls_without_output, FewKeys::Many(_)));
+        check("four wait", || index.calls_without_output(), &[1, 2, 6, 9]);
+        check("orphans", || index.orphan_outputs(), &[3, 7, 10]);
+        check("unknown", || index.unknown(), &[4, 8]);
+        check("user turns", || index.user_turns(), &[0, 5, 11, 12]);
+        let images = index.images();
+        check("images", || images.iter(), &[12]);
+        // Past a hole in the middle (entry 5, a user turn).
+        let removed = entries.remove(5);
+        index.remove(5, &removed);
+        check(
+            "four wait, past a hole",
+            || index.calls_without_output(),
+            &[1, 2, 5, 8],
+        );
+        check(
+            "orphans, past a hole",
+            || index.orphan_outputs(),
+            &[3, 6, 9],
+        );
+        check(
+            "user turns, past a hole",
+            || index.user_turns(),
+            &[0, 10, 11],
+        );
+        let images = index.images();
+        check("images, past a hole", || images.iter(), &[11]);
+    }
+
     /// One member is held inline and two or more behind a pointer, whichever way the count
     /// moves (a removal that leaves one gives it back inline).
     #[test]

@@ -77,3 +77,71 @@ impl History {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The pairing and media counts are those of the history's items: more than one of each
+    /// (calls without output beyond the two the index holds inline), none, and after a
+    /// removal at the front.
+    #[test]
+    fn the_counts_are_the_unpaired_media_and_unknown_items() {
+        let mut history = History::new();
+        let call = |id: &str| {
+            format!(r#"{{"type":"function_call","name":"f","arguments":"{{}}","call_id":"{id}"}}"#)
+        };
+        let output = |id: &str| {
+            format!(r#"{{"type":"function_call_output","call_id":"{id}","output":"ok"}}"#)
+        };
+        let user =
+            r#"{"type":"message","role":"user","content":[{"type":"input_text","text":"q"}]}"#;
+        let image = r#"{"type":"message","role":"user","content":[{"type":"input_image","image_url":"data:image/png;base64,AAAA"}]}"#;
+        let unknown = r#"{"type":"some_future_item","x":1}"#;
+        let empty = history.stats();
+        assert_eq!(
+            (
+                empty.calls_without_output,
+                empty.outputs_without_call,
+                empty.unknown_items
+            ),
+            (0, 0, 0)
+        );
+        let items = [
+            output("o1"),
+            user.to_owned(),
+            call("a"),
+            call("b"),
+            call("c"),
+            output("o2"),
+            output("o3"),
+            unknown.to_owned(),
+            image.to_owned(),
+            unknown.to_owned(),
+            call("d"),
+            output("d"),
+        ];
+        for item in &items {
+            history.record_json(item.as_str()).expect("a valid item");
+        }
+        let stats = history.stats();
+        assert_eq!(stats.items, 12);
+        assert_eq!(stats.calls_without_output, 3);
+        assert_eq!(stats.outputs_without_call, 3);
+        assert_eq!(stats.unknown_items, 2);
+        assert_eq!(stats.items_with_images, 1);
+        assert_eq!(stats.items_with_audio, 0);
+        assert_eq!(stats.user_turns, 2);
+        // The orphan at the front removed.
+        history.remove_first_item();
+        let stats = history.stats();
+        assert_eq!(
+            (
+                stats.items,
+                stats.calls_without_output,
+                stats.outputs_without_call
+            ),
+            (11, 3, 2)
+        );
+    }
+}

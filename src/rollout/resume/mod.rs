@@ -681,3 +681,124 @@ fn count_compacted(lines: &[RolloutLine]) -> u64 {
         .filter(|line| line.kind == LineKind::Compacted)
         .count() as u64
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// The rows of the `FallbackReason` table of `docs/json-output.md`: each reason named in a
+    /// row's first cell, with the row.
+    fn documented_reasons() -> Vec<(String, String)> {
+        let page = include_str!("../../../docs/json-output.md");
+        let start = page
+            .find("A `FallbackReason` is")
+            .expect("the page has the FallbackReason table");
+        let table = &page[start..];
+        let table = &table[..table.find("```json").expect("an example after the table")];
+        let mut reasons = Vec::new();
+        // The rows under the header and its rule.
+        let rows = table.lines().skip_while(|line| !line.starts_with("|---"));
+        for row in rows.filter(|line| line.starts_with("| `")) {
+            let first_cell = row.split('|').nth(1).expect("a first cell");
+            for name in first_cell.split(',') {
+                let name = name.trim().trim_matches('`');
+                reasons.push((name.to_owned(), row.to_owned()));
+            }
+        }
+        reasons
+    }
+
+    /// Every fallback reason serializes as `{"reason", …its fields…, "message"}` with the name
+    /// and fields `docs/json-output.md` lists for it, and the page lists no other reason. The
+    /// `match` has no catch-all arm: a new reason does not compile until it is given its JSON
+    /// here (and then fails until the page has it).
+    #[test]
+    fn every_fallback_reason_serializes_as_the_json_page_lists_it() {
+        let reasons = [
+            FallbackReason::StrictMode,
+            FallbackReason::NotAFile,
+            FallbackReason::Unreadable(SnapshotError::NotAFile {
+                path: PathBuf::from("/s.snap"),
+            }),
+            FallbackReason::TruncationMismatch {
+                snapshot: TruncationPolicy::Tokens(10_000),
+                requested: TruncationPolicy::Bytes(100),
+            },
+            FallbackReason::LegacyFormat,
+            FallbackReason::NoSessionMeta,
+            FallbackReason::RolloutShorter {
+                rollout_bytes: 10,
+                covered_bytes: 20,
+            },
+            FallbackReason::PrefixChanged,
+            FallbackReason::NotAtLineBoundary,
+            FallbackReason::OldVersion { version: 1 },
+            FallbackReason::NoWorldState { version: 2 },
+            FallbackReason::NoOpenTurn { version: 3 },
+            FallbackReason::LaterLine {
+                line: 7,
+                what: LaterLine::Rollback,
+            },
+        ];
+        let documented = documented_reasons();
+        let mut names = std::collections::BTreeSet::new();
+        for reason in reasons {
+            let (name, fields) = match &reason {
+                FallbackReason::StrictMode => ("strict_mode", json!({})),
+                FallbackReason::NotAFile => ("not_a_file", json!({})),
+                FallbackReason::Unreadable(_) => ("unreadable", json!({})),
+                FallbackReason::TruncationMismatch { .. } => (
+                    "truncation_mismatch",
+                    json!({"snapshot": {"mode": "tokens", "limit": 10_000},
+                        "requested": {"mode": "bytes", "limit": 100}}),
+                ),
+                FallbackReason::LegacyFormat => ("legacy_format", json!({})),
+                FallbackReason::NoSessionMeta => ("no_session_meta", json!({})),
+                FallbackReason::RolloutShorter { .. } => (
+                    "rollout_shorter",
+                    json!({"rollout_bytes": 10, "covered_bytes": 20}),
+                ),
+                FallbackReason::PrefixChanged => ("prefix_changed", json!({})),
+                FallbackReason::NotAtLineBoundary => ("not_at_line_boundary", json!({})),
+                FallbackReason::OldVersion { .. } => ("old_version", json!({"version": 1})),
+                FallbackReason::NoWorldState { .. } => ("no_world_state", json!({"version": 2})),
+                FallbackReason::NoOpenTurn { .. } => ("no_open_turn", json!({"version": 3})),
+                FallbackReason::LaterLine { .. } => {
+                    ("later_line", json!({"line": 7, "what": "rollback"}))
+                }
+            };
+            assert_eq!(reason.name(), name);
+            let mut expected = fields.clone();
+            expected["reason"] = json!(name);
+            expected["message"] = json!(reason.to_string());
+            assert_eq!(
+                serde_json::to_value(&reason).expect("serializes"),
+                expected,
+                "{name}"
+            );
+            assert_eq!(
+                serde_json::to_value(ResumeSource::Fallback(reason)).expect("serializes"),
+                json!({"source": "fallback", "fallback": expected}),
+                "{name} as a resume's source"
+            );
+            let (_, row) = documented
+                .iter()
+                .find(|(documented, _)| documented == name)
+                .unwrap_or_else(|| panic!("docs/json-output.md does not list `{name}`"));
+            for field in fields.as_object().expect("an object").keys() {
+                assert!(
+                    row.contains(&format!("`{field}`")),
+                    "the page's row of `{name}` does not name its field `{field}`"
+                );
+            }
+            assert!(names.insert(name), "{name} twice");
+        }
+        let listed: std::collections::BTreeSet<&str> =
+            documented.iter().map(|(name, _)| name.as_str()).collect();
+        assert_eq!(
+            listed, names,
+            "the page lists exactly the reasons there are"
+        );
+    }
+}
