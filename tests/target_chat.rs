@@ -651,6 +651,89 @@ proptest! {
     }
 }
 
+/// The Chat naming rule for call ids, written from docs/providers.md alone (no code shared with
+/// the library): a call whose id is empty or was used by an earlier call of the request gets
+/// `<id>_<n>` (`call_<n>` for an empty id), the first such name, from 2 on, that no call of the
+/// request has and no earlier call was given; every other call keeps its id.
+fn names_by_the_rule(original: &[String]) -> Vec<String> {
+    let mut taken: std::collections::HashSet<String> = original
+        .iter()
+        .filter(|id| !id.is_empty())
+        .cloned()
+        .collect();
+    let mut seen = std::collections::HashSet::new();
+    original
+        .iter()
+        .map(|id| {
+            if !id.is_empty() && seen.insert(id.clone()) {
+                return id.clone();
+            }
+            let base = if id.is_empty() { "call" } else { id.as_str() };
+            let name = (2..)
+                .map(|n| format!("{base}_{n}"))
+                .find(|name| !taken.contains(name))
+                .expect("a free name");
+            taken.insert(name.clone());
+            name
+        })
+        .collect()
+}
+
+/// Items whose call ids need mapping often: ids used again, empty ids, and ids equal to the
+/// names the rule mints (`c0_2`, `call_2`).
+fn mapped_id_item() -> impl Strategy<Value = Value> {
+    let id = prop_oneof![
+        6 => (0..3u8).prop_map(|n| format!("c{n}")),
+        2 => Just(String::new()),
+        2 => (0..2u8, 2..4u8).prop_map(|(n, k)| format!("c{n}_{k}")),
+        1 => (2..4u8).prop_map(|k| format!("call_{k}")),
+    ];
+    prop_oneof![
+        3 => Just(msg("user", "u")),
+        2 => Just(msg("assistant", "a")),
+        4 => id.clone().prop_map(|id| call(&id, "f", "{}")),
+        3 => id.prop_map(|id| output(&id, "ok")),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(128))]
+
+    /// Every version of a growing history, projected one after the other (so each projection
+    /// extends the assembly its lineage kept) and then older versions again (cut back from a
+    /// newer one), sends the call ids the naming rule gives: an oracle that shares no code
+    /// with the library's mapping (`names_by_the_rule`).
+    #[test]
+    fn mapped_call_ids_follow_the_naming_rule_in_every_version(
+        items in prop::collection::vec(mapped_id_item(), 1..48),
+        older in prop::collection::vec(any::<prop::sample::Index>(), 0..6),
+    ) {
+        let sent_ids = |history: &History| {
+            let projection = history.project_for(&chat_options()).unwrap();
+            let messages: Vec<Value> = serde_json::from_str(&projection.to_json()).unwrap();
+            let sent: Vec<String> = messages
+                .iter()
+                .flat_map(|m| m["tool_calls"].as_array().cloned().unwrap_or_default())
+                .map(|call| call["id"].as_str().unwrap_or("").to_owned())
+                .collect();
+            (sent, names_by_the_rule(&sendable_call_ids(projection.projection())))
+        };
+        let mut history = History::new();
+        let mut versions = Vec::new();
+        for item in &items {
+            history.record_json(item.to_string()).expect("valid");
+            let (sent, expected) = sent_ids(&history);
+            prop_assert_eq!(sent, expected, "after {} items", history.len());
+            versions.push(history.clone());
+        }
+        for index in older {
+            let version = index.get(&versions);
+            let (sent, expected) = sent_ids(version);
+            prop_assert_eq!(sent, expected, "an older version of {} items", version.len());
+        }
+    }
+}
+
 #[test]
 fn a_reasoning_item_between_parallel_calls_does_not_split_their_batch() {
     let history = history(&[

@@ -1318,6 +1318,13 @@ mod tests {
         ]
     }
 
+    /// The lineage's map of call ids holds one [`Kept`] per id of every tool-using session: the
+    /// memory figures of docs/performance.md count on its 16 bytes.
+    #[test]
+    fn a_kept_id_takes_16_bytes() {
+        assert_eq!(std::mem::size_of::<Kept>(), 16);
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(256))]
 
