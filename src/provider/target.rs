@@ -443,9 +443,11 @@ impl History {
     /// lineage keeps up to four assemblies, for option sets and versions, the least recently
     /// used dropped, so alternating options or a reader behind a writer stay incremental; call
     /// ids that need mapping stay incremental, but for a new valid id equal to the form an
-    /// earlier id was mapped to; a new call whose id an earlier call used, as in a session
-    /// reusing `call_0` every turn, has no place to resume at after that earlier call, so such a
-    /// session assembles in full on every projection after a turn). Writing is
+    /// earlier id was mapped to; a call id reused every turn, as `call_0`, stays incremental,
+    /// since a place serves when the first new item of each id used before it is a call; a new
+    /// output whose id was used before the place without a new call of it first, or a new item
+    /// with the id of an output before the place that answers nothing, resumes at an earlier
+    /// place). Writing is
     /// O(output bytes). For [`Target::Responses`] the result writes exactly what
     /// [`History::project`] does.
     ///

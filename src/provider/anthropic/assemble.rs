@@ -13,7 +13,8 @@
 //! older version (a reader behind the writer) resumes at the last such place at or before its
 //! end, and its assembly is kept beside the longer one. Call ids that need mapping are mapped
 //! from that place on against the mapping kept with it, unless a new valid id equals a form
-//! chosen before it.
+//! chosen before it. A call id used on both sides of a place (a model that names every call
+//! `call_0`) does not keep it from serving, as long as the first new item of that id is a call.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -58,24 +59,27 @@ fn mapped_tool_id(id: &str, key: &str, hash_len: usize) -> String {
     mapped
 }
 
-/// What the calls before a place did with their ids: the valid ids they use, the mapped forms
-/// chosen, and whether a mapped form is not its first choice (8 hex digits).
+/// What the calls before a place did with their ids: how many calls use each id (a valid id
+/// among them is sent as it is by its first call), the mapped forms chosen, and whether a mapped
+/// form is not its first choice (8 hex digits).
 #[derive(Debug, Clone, Default)]
 struct Mapping {
-    taken: imbl::HashSet<Arc<str>>,
+    uses: imbl::HashMap<Arc<str>, usize>,
     mapped: imbl::HashSet<Arc<str>>,
     skipped: bool,
 }
 
 /// The id each call of the request is sent as, by unit, in call order, after calls that did
-/// `before` (none of them using an id of `calls`), and the units whose mapped form is not its
-/// first choice.
+/// `before`, and the units whose mapped form is not its first choice.
 ///
 /// A valid id is kept the first time it is used, so it never changes. Any other (an invalid id,
-/// or the n-th call of an id already used, n ≥ 2) gets [`mapped_tool_id`] of the id (keyed by
-/// the id, or by `id#n`) with 8 hex digits, more when that would equal an id taken in this
-/// request, then a counter. The same call gets the same id in every request that holds the same
-/// calls before it; only a crafted collision makes it depend on later ones.
+/// or the n-th call of an id already used, n ≥ 2, counting the calls of `before`) gets
+/// [`mapped_tool_id`] of the id (keyed by the id, or by `id#n`) with 8 hex digits, more when that
+/// would equal an id taken in this request, then a counter. The same call gets the same id in
+/// every request that holds the same calls before it; only a crafted collision makes it depend
+/// on later ones. Mapping a request's calls after a place with `before` the mapping of the calls
+/// before it gives each call the id mapping all of them at once gives, when no valid id after
+/// the place equals a form mapped before it.
 fn map_tool_ids(
     calls: &[(usize, &str)],
     before: &Mapping,
@@ -88,15 +92,16 @@ fn map_tool_ids(
     let mut skipped = HashSet::new();
     let mut mapped_taken: HashSet<String> = HashSet::new();
     let mut uses: HashMap<&str, usize> = HashMap::new();
-    let mut kept: HashSet<&str> = HashSet::new();
     let mut map = HashMap::new();
     for &(unit, id) in calls {
         let n = {
-            let count = uses.entry(id).or_insert(0);
+            let count = uses
+                .entry(id)
+                .or_insert_with(|| before.uses.get(id).copied().unwrap_or(0));
             *count += 1;
             *count
         };
-        if n == 1 && is_valid_tool_id(id) && kept.insert(id) {
+        if n == 1 && is_valid_tool_id(id) {
             map.insert(unit, Arc::from(id));
             continue;
         }
@@ -108,7 +113,7 @@ fn map_tool_ids(
         let free = |candidate: &String| {
             !taken.contains(candidate.as_str())
                 && !mapped_taken.contains(candidate)
-                && !before.taken.contains(candidate.as_str())
+                && !before.uses.contains_key(candidate.as_str())
                 && !before.mapped.contains(candidate.as_str())
         };
         let sent = [8, 16, 32, 64]
@@ -250,6 +255,9 @@ struct Cut {
     system: usize,
     /// The call ids of the calls and outputs before it.
     ids: imbl::HashSet<Arc<str>>,
+    /// The call ids of the outputs before it that answer no call (dropped): a call after it
+    /// left unanswered would take such an output.
+    loose: imbl::HashSet<Arc<str>>,
     /// The edge of the last unit before it that sends something.
     last: Option<Edge>,
     /// What the calls before it did with their ids.
@@ -265,8 +273,8 @@ const KEPT_CUTS: usize = 8;
 /// tail.
 ///
 /// The memo keeps the last few [`Cut`]s: places where nothing before pairs or batches with
-/// anything after (no call id on both sides, no call batch across it, not between a call and
-/// its synthetic output), each with the builder's state there: the messages so far (the last
+/// anything after (no call and output paired across it, no call batch across it, not between a
+/// call and its synthetic output), each with the builder's state there: the messages so far (the last
 /// one still open to merge the next same-role piece) and the results of the last call batch
 /// not sent yet. Another version re-assembles from the last cut it can, which puts the same
 /// steps after the same state, so the messages are the same as from scratch. A cut can be used
@@ -278,13 +286,18 @@ const KEPT_CUTS: usize = 8;
 /// * the Responses projection replaced the same slots before it in both versions (a call
 ///   answered since, or an orphan output whose call came, changes a slot: an earlier cut is
 ///   taken);
-/// * no call or output from the cut on has a call id used before it (an output answering an
-///   earlier call, an id used again) and no call from the cut on joins a batch before it;
+/// * no call from the cut on joins a batch before it; of each call id used before the cut, the
+///   first unit from the cut on is a call, which starts a new batch, so that no output from the
+///   cut on answers a call before it; and no unit from the cut on has the call id of an output
+///   before it that answers no call (a call left unanswered after the cut would take that
+///   output). A session whose model names every call alike (`call_0` every turn) thus resumes
+///   at the last turn, answered or not;
 /// * no valid call id from the cut on equals the mapped form of an id before it, and every id
 ///   mapped before it got its first choice: a mapped form must differ from every valid id of
 ///   the request, a later one included, so only then are the ids sent before the cut those a
-///   whole assembly chooses. The ids after it are mapped against the valid ids and mapped forms
-///   before it, kept with the cut (call ids need mapping when invalid, or used by two calls).
+///   whole assembly chooses. The ids after it are mapped against the mapping kept with the cut:
+///   how many calls before it use each id (the n-th call of an id, n ≥ 2, is mapped, keyed by
+///   n) and the forms mapped before it (call ids need mapping when invalid, or used again).
 ///
 /// When none can (an older version that ends before every cut kept, the last [`KEPT_CUTS`]), the
 /// whole projection is assembled. The leading user message and the trimmed
@@ -505,10 +518,7 @@ fn extend(
         }
         let tail = Tail::new(Units::collect_from(projection, cut.position)?, &cut.mapping);
         let units = &tail.units.units;
-        if units
-            .iter()
-            .filter_map(pairing_id)
-            .any(|id| cut.ids.contains(id))
+        if reaches_back(units, cut)
             || (cut.last == Some(Edge::Call) && units.iter().find_map(edge) == Some(Edge::Call))
             || tail.ids.values().any(|id| cut.mapping.mapped.contains(id))
         {
@@ -531,30 +541,61 @@ fn extend(
     Ok(None)
 }
 
-/// Every index of `units` (after the first) where an assembly can be resumed, with the edge of
-/// the last unit before it that sends something (`last` before them all).
-fn cuts(units: &[Unit<AnthropicItem>], last: Option<Edge>) -> Vec<(usize, Option<Edge>)> {
-    let mut last_of: HashMap<&str, usize> = HashMap::new();
-    for (i, unit) in units.iter().enumerate() {
-        if let Some(id) = pairing_id(unit) {
-            last_of.insert(id, i);
+/// Whether a unit of `units` (the units from `cut` on) could pair with one before `cut`: the
+/// first unit from `cut` on of a call id used before it is not a call (an output would answer a
+/// call of the last batch of that id before the cut, or be kept aside where a call before it
+/// could not take it, so this rejects more than it must), or a unit uses the id of an output
+/// before `cut` that answers nothing (a call left unanswered would take that output).
+///
+/// When this is false, the cut's other conditions hold and `cut` was a place where nothing
+/// before pairs with anything after in the version assembled, nothing before pairs with anything
+/// after in this one either: an output from the cut on only finds calls of its id after the
+/// cut (each such id starts a new batch there), and a call from the cut on finds no output
+/// before it that answers nothing.
+fn reaches_back(units: &[Unit<AnthropicItem>], cut: &Cut) -> bool {
+    let mut seen: HashSet<&str> = HashSet::new();
+    units.iter().any(|unit| {
+        let Some(id) = pairing_id(unit) else {
+            return false;
+        };
+        if cut.loose.contains(id) {
+            return true;
         }
+        cut.ids.contains(id) && seen.insert(id) && edge(unit) != Some(Edge::Call)
+    })
+}
+
+/// Every index of `units` (after the first) where an assembly can be resumed, with the edge of
+/// the last unit before it that sends something (`last` before them all): no call batch and no
+/// pair of `call_of` (output to call, as `pair_calls` paired `units`) spans it, and it is not the
+/// synthetic output of the call before it (both at one position: a place is resumed by
+/// position, so the call would be collected again; the output answers that call or one before it
+/// in its batch, so a pair spans the place anyway, and this only guards that).
+fn cuts(
+    units: &[Unit<AnthropicItem>],
+    call_of: &HashMap<usize, usize>,
+    last: Option<Edge>,
+) -> Vec<(usize, Option<Edge>)> {
+    // For the first unit of each pair, the other one.
+    let mut partner: HashMap<usize, usize> = HashMap::with_capacity(call_of.len());
+    for (&output, &call) in call_of {
+        partner.insert(output.min(call), output.max(call));
     }
-    // The last unit any call id seen so far reaches, and the edge of the last unit sent.
+    // The last unit a pair begun so far reaches, and the edge of the last unit sent.
     let mut reach = 0;
     let mut previous = last;
     let mut found = Vec::new();
     for (i, unit) in units.iter().enumerate() {
         let this = edge(unit);
-        // A synthetic output has its call's id: `reach` keeps it with its call.
         if i > reach
             && this.is_some()
             && !(previous == Some(Edge::Call) && this == Some(Edge::Call))
+            && units[i - 1].at.position != unit.at.position
         {
             found.push((i, previous));
         }
-        if let Some(id) = pairing_id(unit) {
-            reach = reach.max(last_of.get(id).copied().unwrap_or(i));
+        if let Some(&other) = partner.get(&i) {
+            reach = reach.max(other);
         }
         if this.is_some() {
             previous = this;
@@ -597,13 +638,14 @@ fn assemble(
     let mut own = mapped;
 
     // The new cuts kept, each with the call ids and the `system` units before it.
-    let mut found = cuts(&tail_units, from.last);
+    let mut found = cuts(&tail_units, &paired.call_of, from.last);
     let room = KEPT_CUTS.min(found.len());
     found.drain(..found.len() - room);
     let is_system = |unit: &Unit<AnthropicItem>| matches!(&unit.rendered.piece, Sent::System(text) if !text.trim().is_empty());
     let mut new_cuts: Vec<Cut> = Vec::with_capacity(found.len());
     {
         let mut ids_before = from.ids.clone();
+        let mut loose = from.loose.clone();
         let mut mapping = from.mapping.clone();
         let mut system_before = from.system;
         let mut next = found.iter().peekable();
@@ -616,6 +658,7 @@ fn assemble(
                     repairs: 0,
                     system: system_before,
                     ids: ids_before.clone(),
+                    loose: loose.clone(),
                     last,
                     mapping: mapping.clone(),
                 });
@@ -623,13 +666,19 @@ fn assemble(
             if next.peek().is_none() {
                 break;
             }
-            if let Some(id) = pairing_id(unit) {
-                ids_before.insert(Arc::from(id));
+            let key: Option<Arc<str>> = pairing_id(unit).map(Arc::from);
+            if let Some(key) = &key {
+                ids_before.insert(key.clone());
             }
-            if let (PairRole::Call(id), Some(to)) = (unit.rendered.pairing(), ids.get(&j)) {
-                if is_valid_tool_id(id) {
-                    mapping.taken.insert(Arc::from(id));
-                }
+            if let (PairRole::Output(_), Some(key)) = (unit.rendered.pairing(), &key)
+                && !paired.call_of.contains_key(&j)
+            {
+                loose.insert(key.clone());
+            }
+            if let (PairRole::Call(id), Some(to), Some(key)) =
+                (unit.rendered.pairing(), ids.get(&j), &key)
+            {
+                *mapping.uses.entry(key.clone()).or_insert(0) += 1;
                 if **to != *id {
                     mapping.mapped.insert(to.clone());
                     mapping.skipped |= skipped.contains(&j);
@@ -896,7 +945,7 @@ mod tests {
         // outputs of its calls, one before the assistant text and one before call c, none
         // between call c and its synthetic output.
         assert_eq!(units.units.len(), 9);
-        let found: Vec<usize> = cuts(&units.units, None)
+        let found: Vec<usize> = cuts(&units.units, &pair_calls(&units.units).call_of, None)
             .into_iter()
             .map(|(i, _)| i)
             .collect();
@@ -918,7 +967,7 @@ mod tests {
             .expect("projects");
         let units = Units::<AnthropicItem>::collect(&projection).expect("renders");
         assert_eq!(units.units.len(), 5);
-        let found: Vec<usize> = cuts(&units.units, None)
+        let found: Vec<usize> = cuts(&units.units, &pair_calls(&units.units).call_of, None)
             .into_iter()
             .map(|(i, _)| i)
             .collect();
