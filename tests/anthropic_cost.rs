@@ -901,6 +901,37 @@ fn a_kept_place_is_passed_over_when_a_new_item_would_pair_across_it() {
         "the first call's only"
     );
     assert_eq!(visited, 13);
+
+    // One second output of the reused id, then turns whose calls are all answered: no new call
+    // can take that loose output, so every later version resumes near its end, also once the
+    // place before the loose output is no longer among the eight kept.
+    let mut history = session_with(1_000, ids);
+    for item in [
+        msg("user", "a"),
+        call("call_0"),
+        output("call_0"),
+        output("call_0"),
+        msg("assistant", "done"),
+    ] {
+        record(&mut history, item);
+    }
+    assembled(&history);
+    let mut counts = Vec::new();
+    for turn in 0..12 {
+        for item in [
+            msg("user", &format!("turn {turn}")),
+            call("call_0"),
+            output("call_0"),
+            msg("assistant", "ok"),
+        ] {
+            record(&mut history, item);
+        }
+        let (visited, projection) = assembled(&history);
+        same_as_fresh(&projection, &history);
+        counts.push(visited);
+    }
+    // Without the check that such a call has no output after it: 19, 51, then 1,099 and up.
+    assert_eq!(counts, [5; 12]);
 }
 
 /// The property above must also meet histories where a reused call id is left unanswered
