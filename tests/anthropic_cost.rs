@@ -940,26 +940,18 @@ fn a_kept_place_is_passed_over_when_a_new_item_would_pair_across_it() {
 /// four (90 of 256 since the generator records late outputs, 112 before).
 #[test]
 fn the_generator_leaves_reused_ids_unanswered_between_answered_ones_often() {
-    use proptest::strategy::ValueTree;
-    use proptest::test_runner::TestRunner;
-    let mut runner = TestRunner::deterministic();
     let strategy = proptest::collection::vec(op(), 1..80);
     let cases = 256;
-    let shaped = (0..cases)
-        .filter(|_| {
-            let ops = strategy.new_tree(&mut runner).unwrap().current();
-            let items: Vec<Value> = ops
-                .into_iter()
-                .flat_map(|op| match op {
-                    Op::Record(item) => vec![item],
-                    Op::Turn(id, answered) => turn(id, answered),
-                    Op::LateOutput(id) => vec![output(id)],
-                    _ => Vec::new(),
-                })
-                .collect();
-            common::pairing::unanswered_between_answered(&items)
-        })
-        .count();
+    let shaped = common::pairing::cases_unanswered_between_answered(strategy, cases, |ops| {
+        ops.into_iter()
+            .flat_map(|op| match op {
+                Op::Record(item) => vec![item],
+                Op::Turn(id, answered) => turn(id, answered),
+                Op::LateOutput(id) => vec![output(id)],
+                _ => Vec::new(),
+            })
+            .collect()
+    });
     println!("{shaped} of {cases}");
     assert!(shaped * 4 >= cases, "{shaped} of {cases}");
 }

@@ -188,3 +188,21 @@ pub fn unanswered_between_answered(items: &[Value]) -> bool {
         answered_before && unanswered_then_answered
     })
 }
+
+/// Of `cases` values drawn from `strategy` (deterministically), how many record the shape of
+/// [`unanswered_between_answered`], `items` giving the items a value records: for the checks
+/// that a generator meets that shape often.
+pub fn cases_unanswered_between_answered<S: Strategy>(
+    strategy: S,
+    cases: usize,
+    items: impl Fn(S::Value) -> Vec<Value>,
+) -> usize {
+    use proptest::strategy::ValueTree;
+    let mut runner = proptest::test_runner::TestRunner::deterministic();
+    (0..cases)
+        .filter(|_| {
+            let value = strategy.new_tree(&mut runner).expect("a value").current();
+            unanswered_between_answered(&items(value))
+        })
+        .count()
+}
