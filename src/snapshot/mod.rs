@@ -1313,6 +1313,9 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
+        let golden = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/snapshot-v4.snap");
+        let untrusted = open_snapshot(&golden, SnapshotOptions::untrusted()).expect("opens");
+        assert_eq!(untrusted.trust(), SnapshotTrust::Untrusted);
         assert_eq!(SnapshotOptions::untrusted().trust, SnapshotTrust::Untrusted);
         assert!(SnapshotOptions::untrusted().verify_digest);
     }
