@@ -360,11 +360,17 @@ fn open_mapped(
     if !options.verify_digest {
         return decode(path, map, payload, header, options);
     }
-    if payload.len() < PARALLEL_DIGEST_MIN {
+    // The digest, then the archive: below the size where a second thread pays, and when no
+    // thread is to be had. One closure for both, so that the fallback is the path the small
+    // snapshots of the tests take.
+    let one_after_the_other = || {
         if !digest_matches() {
             return Err(mismatch());
         }
-        return decode(path, map, payload, header, options);
+        decode(path, map, payload, header, options)
+    };
+    if payload.len() < PARALLEL_DIGEST_MIN {
+        return one_after_the_other();
     }
     // The digest is computed on a second thread while this one validates the archive and builds
     // the history: neither needs the other (validation keeps memory safe whatever the bytes are;
@@ -375,11 +381,7 @@ fn open_mapped(
             .name("snapshot-digest".into())
             .spawn_scoped(scope, digest_matches);
         let Ok(hashing) = hashing else {
-            // No thread to be had: one after the other.
-            if !digest_matches() {
-                return Err(mismatch());
-            }
-            return decode(path, map, payload, header, options);
+            return one_after_the_other();
         };
         let decoded = decode(path, map, payload, header, options);
         match hashing.join() {
