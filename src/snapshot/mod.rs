@@ -360,11 +360,17 @@ fn open_mapped(
     if !options.verify_digest {
         return decode(path, map, payload, header, options);
     }
-    if payload.len() < PARALLEL_DIGEST_MIN {
+    // The digest, then the archive: below the size where a second thread pays, and when no
+    // thread is to be had. One closure for both, so that the fallback is the path the small
+    // snapshots of the tests take.
+    let one_after_the_other = || {
         if !digest_matches() {
             return Err(mismatch());
         }
-        return decode(path, map, payload, header, options);
+        decode(path, map, payload, header, options)
+    };
+    if payload.len() < PARALLEL_DIGEST_MIN {
+        return one_after_the_other();
     }
     // The digest is computed on a second thread while this one validates the archive and builds
     // the history: neither needs the other (validation keeps memory safe whatever the bytes are;
@@ -375,11 +381,7 @@ fn open_mapped(
             .name("snapshot-digest".into())
             .spawn_scoped(scope, digest_matches);
         let Ok(hashing) = hashing else {
-            // No thread to be had: one after the other.
-            if !digest_matches() {
-                return Err(mismatch());
-            }
-            return decode(path, map, payload, header, options);
+            return one_after_the_other();
         };
         let decoded = decode(path, map, payload, header, options);
         match hashing.join() {
@@ -867,4 +869,549 @@ pub fn is_snapshot(path: impl AsRef<Path>) -> bool {
         .and_then(|mut file| file.read_exact(&mut magic))
         .is_ok()
         && magic == MAGIC
+}
+
+/// The checks `decode` makes at open (`docs/snapshot-format.md`, "Checks at open"), on payloads
+/// built here with one field wrong at a time, opened from buffers as `open_snapshot` opens a map.
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::archive::{
+        EarlierV2, EntryV1, FactV2, OpenTurnV4, SnapshotV1, SnapshotV2, SnapshotV3, SnapshotV4,
+        fact_code,
+    };
+    use super::*;
+
+    /// A user message; its header fields as stored below (kind 0, role 1, the user-turn flag).
+    const TEXT: &str =
+        r#"{"type":"message","role":"user","content":[{"type":"input_text","text":"hi"}]}"#;
+
+    fn entry(role: u8) -> EntryV1 {
+        EntryV1 {
+            kind: 0,
+            role,
+            flags: 1 << 3,
+            tokens: 1,
+            call_id: None,
+            item_id: None,
+            json: TEXT.to_owned(),
+        }
+    }
+
+    fn v2(entries: usize) -> SnapshotV2 {
+        SnapshotV2 {
+            thread_id: None,
+            resume_flags: 0,
+            truncation_mode: 0,
+            truncation_limit: 100,
+            reference_context_item: None,
+            previous_turn_settings: None,
+            base_instructions: None,
+            entries: (0..entries).map(|_| entry(1)).collect(),
+            turns_from: 0,
+            earlier: Vec::new(),
+            facts: Vec::new(),
+        }
+    }
+
+    fn v4(root: SnapshotV2, open_turn: Option<OpenTurnV4>) -> SnapshotV4 {
+        SnapshotV4 {
+            open_turn,
+            v3: SnapshotV3 {
+                world_state: None,
+                v2: root,
+            },
+        }
+    }
+
+    /// The whole file of a payload: a header of `version` that counts `entries`, then it.
+    fn file(version: u32, entries: u64, payload: &[u8]) -> MappedFile {
+        let header = SnapshotHeader {
+            format_version: version,
+            entry_count: entries,
+            payload_len: payload.len() as u64,
+            payload_digest: blake3::hash(payload),
+            rollout: RolloutPosition {
+                lines: 0,
+                bytes: 0,
+                digest: blake3::hash(b""),
+            },
+            history_version: 7,
+        };
+        let mut buffer = rkyv::util::AlignedVec::<16>::new();
+        buffer.extend_from_slice(&header.encode());
+        buffer.extend_from_slice(payload);
+        MappedFile::from_buffer(buffer)
+    }
+
+    fn open_v4(
+        root: SnapshotV4,
+        entries: u64,
+        options: SnapshotOptions,
+    ) -> Result<Snapshot, SnapshotError> {
+        let payload = rkyv::to_bytes::<rkyv::rancor::BoxedError>(&root).expect("archived");
+        open_mapped(Path::new("t.snap"), &file(4, entries, &payload), options)
+    }
+
+    fn open_v1(root: SnapshotV1, entries: u64) -> Result<Snapshot, SnapshotError> {
+        let payload = rkyv::to_bytes::<rkyv::rancor::BoxedError>(&root).expect("archived");
+        open_mapped(
+            Path::new("t.snap"),
+            &file(1, entries, &payload),
+            SnapshotOptions::default(),
+        )
+    }
+
+    fn v1(resume_flags: u8, entries: usize) -> SnapshotV1 {
+        SnapshotV1 {
+            thread_id: None,
+            resume_flags,
+            truncation_mode: 1,
+            truncation_limit: 50,
+            reference_context_item: None,
+            previous_turn_settings: None,
+            entries: (0..entries).map(|_| entry(1)).collect(),
+        }
+    }
+
+    /// The detail of an `InvalidArchive`; panics on anything else.
+    fn invalid(result: Result<Snapshot, SnapshotError>) -> String {
+        match result {
+            Err(SnapshotError::InvalidArchive { detail, .. }) => detail,
+            Err(other) => panic!("not an invalid archive: {other}"),
+            Ok(_) => panic!("opened"),
+        }
+    }
+
+    #[test]
+    fn a_version_1_payload_opens_with_as_many_entries_as_the_header_counts() {
+        let snapshot = open_v1(v1(0b11, 2), 2).expect("opens");
+        assert_eq!(snapshot.history().len(), 2);
+        assert_eq!(
+            snapshot.history().truncation(),
+            TruncationPolicy::Tokens(50)
+        );
+        assert!(snapshot.state().ends_inside_turn && snapshot.state().legacy);
+        assert!(!snapshot.state().legacy_compaction);
+        assert!(snapshot.into_parts().2.is_none(), "version 1 has no facts");
+        for count in [1, 3] {
+            assert_eq!(
+                invalid(open_v1(v1(0, 2), count)),
+                format!("2 entries in the archive, {count} in the header")
+            );
+        }
+        // Bit 2 is not defined in version 1.
+        assert_eq!(invalid(open_v1(v1(0b100, 2), 2)), "invalid resume flags");
+    }
+
+    #[test]
+    fn resume_flags_and_truncation_are_read_bit_by_bit() {
+        for flags in 0..8u8 {
+            let mut root = v2(1);
+            root.resume_flags = flags;
+            let open_turn = (flags & 1 != 0).then_some(OpenTurnV4 {
+                turn_id: None,
+                started_line: 3,
+                start: 0,
+            });
+            let snapshot =
+                open_v4(v4(root, open_turn), 1, SnapshotOptions::default()).expect("opens");
+            let state = snapshot.state();
+            assert_eq!(state.ends_inside_turn, flags & 1 != 0, "{flags}");
+            assert_eq!(state.legacy, flags & 2 != 0, "{flags}");
+            assert_eq!(state.legacy_compaction, flags & 4 != 0, "{flags}");
+            assert!(state.thread_id.is_none() && state.base_instructions.is_none());
+            assert_eq!(snapshot.history().reference_context_item(), None);
+            assert_eq!(snapshot.history().version(), 7);
+        }
+        let mut root = v2(1);
+        root.resume_flags = 8;
+        assert_eq!(
+            invalid(open_v4(v4(root, None), 1, SnapshotOptions::default())),
+            "invalid resume flags"
+        );
+        for (mode, policy) in [
+            (0, Some(TruncationPolicy::Bytes(100))),
+            (1, Some(TruncationPolicy::Tokens(100))),
+            (2, None),
+        ] {
+            let mut root = v2(1);
+            root.truncation_mode = mode;
+            let opened = open_v4(v4(root, None), 1, SnapshotOptions::default());
+            match policy {
+                Some(policy) => assert_eq!(opened.expect("opens").history().truncation(), policy),
+                None => assert_eq!(invalid(opened), "invalid truncation mode"),
+            }
+        }
+    }
+
+    #[test]
+    fn the_open_turn_is_stored_exactly_when_the_prefix_ends_inside_a_turn() {
+        let turn = |start| OpenTurnV4 {
+            turn_id: Some("t1".into()),
+            started_line: 5,
+            start,
+        };
+        let inside = |flags: u8, open_turn| {
+            let mut root = v2(2);
+            root.resume_flags = flags;
+            open_v4(v4(root, open_turn), 2, SnapshotOptions::default())
+        };
+        let snapshot = inside(1, Some(turn(2))).expect("start at the entry count");
+        let open = snapshot.state().open_turn.clone().expect("the open turn");
+        assert_eq!(open.turn_id, Some(TurnId::new("t1")));
+        assert_eq!((open.started_line, open.start), (5, 2));
+        assert_eq!(
+            inside(1, Some(turn(1)))
+                .expect("opens")
+                .state()
+                .open_turn
+                .as_ref()
+                .map(|t| t.start),
+            Some(1)
+        );
+        assert!(inside(0, None).expect("opens").state().open_turn.is_none());
+        assert_eq!(
+            invalid(inside(1, Some(turn(3)))),
+            "open turn: start 3 past the current state's 2 entries"
+        );
+        assert_eq!(
+            invalid(inside(1, None)),
+            "the prefix ends inside a turn, but no open turn is stored"
+        );
+        assert_eq!(
+            invalid(inside(0, Some(turn(0)))),
+            "an open turn stored, but the prefix does not end inside a turn"
+        );
+    }
+
+    #[test]
+    fn the_entry_table_holds_the_current_state_first_then_what_earlier_states_hold() {
+        // Three table entries, two of them the current state's; the earlier states take the
+        // third (table index 2) and the first.
+        let mut root = v2(3);
+        root.entries[2].role = 2;
+        root.earlier = vec![
+            EarlierV2 {
+                entries: vec![2],
+                turns_from: 0,
+            },
+            EarlierV2 {
+                entries: vec![0, 2],
+                turns_from: 2,
+            },
+        ];
+        root.turns_from = 2;
+        let snapshot = open_v4(v4(root, None), 2, SnapshotOptions::default()).expect("opens");
+        let history = snapshot.history();
+        assert_eq!(history.len(), 2);
+        assert!(
+            history
+                .iter()
+                .all(|entry| entry.role() == Some(crate::item::Role::User))
+        );
+        assert_eq!(history.turns_from(), 2);
+        let earlier: Vec<_> = history
+            .earlier_states()
+            .map(|(entries, turns_from)| {
+                let roles: Vec<_> = entries.iter().map(|entry| entry.role()).collect();
+                (roles, turns_from)
+            })
+            .collect();
+        use crate::item::Role::{Assistant, User};
+        assert_eq!(
+            earlier,
+            vec![
+                (vec![Some(Assistant)], 0),
+                (vec![Some(User), Some(Assistant)], 2)
+            ]
+        );
+        // More entries counted than the table holds.
+        assert_eq!(
+            invalid(open_v4(v4(v2(2), None), 3, SnapshotOptions::default())),
+            "entry table of 2 entries, 3 in the header's current state"
+        );
+        let mut root = v2(2);
+        root.earlier = vec![EarlierV2 {
+            entries: vec![2],
+            turns_from: 0,
+        }];
+        assert_eq!(
+            invalid(open_v4(v4(root, None), 2, SnapshotOptions::default())),
+            "earlier state 0: entry 0 is table index 2, past the table's 2 entries"
+        );
+    }
+
+    #[test]
+    fn every_turns_from_is_within_its_state_and_zero_in_the_first() {
+        let open = |turns_from: u64, earlier: Vec<(Vec<u32>, u64)>| {
+            let mut root = v2(2);
+            root.turns_from = turns_from;
+            root.earlier = earlier
+                .into_iter()
+                .map(|(entries, turns_from)| EarlierV2 {
+                    entries,
+                    turns_from,
+                })
+                .collect();
+            open_v4(v4(root, None), 2, SnapshotOptions::default())
+        };
+        assert_eq!(open(0, vec![]).expect("opens").history().turns_from(), 0);
+        assert_eq!(
+            invalid(open(1, vec![])),
+            "current state: turns_from 1 in a state with no earlier state (must be 0)"
+        );
+        let ok = open(2, vec![(vec![0], 0), (vec![0, 1], 2)]).expect("opens");
+        assert_eq!(ok.history().turns_from(), 2);
+        let states: Vec<_> = ok
+            .history()
+            .earlier_states()
+            .map(|(_, from)| from)
+            .collect();
+        assert_eq!(states, vec![0, 2]);
+        assert_eq!(
+            open(1, vec![(vec![0], 0)])
+                .expect("opens")
+                .history()
+                .turns_from(),
+            1
+        );
+        assert_eq!(
+            invalid(open(3, vec![(vec![0], 0)])),
+            "current state: turns_from 3 past the state's 2 entries"
+        );
+        assert_eq!(
+            invalid(open(0, vec![(vec![0], 1), (vec![0], 0)])),
+            "earlier state 0: turns_from 1 in a state with no earlier state (must be 0)"
+        );
+        assert_eq!(
+            invalid(open(0, vec![(vec![0], 0), (vec![0], 2)])),
+            "earlier state 1: turns_from 2 past the state's 1 entries"
+        );
+    }
+
+    fn fact(kind: u8, turn_id: Option<&str>, num_turns: u64, payload: Option<&str>) -> FactV2 {
+        FactV2 {
+            kind,
+            turn_id: turn_id.map(str::to_owned),
+            num_turns,
+            payload: payload.map(str::to_owned),
+        }
+    }
+
+    fn open_facts(facts: Vec<FactV2>, options: SnapshotOptions) -> Result<Snapshot, SnapshotError> {
+        let mut root = v2(1);
+        root.facts = facts;
+        open_v4(v4(root, None), 1, options)
+    }
+
+    #[test]
+    fn each_fact_has_exactly_the_fields_of_its_kind() {
+        use fact_code::*;
+        let facts = vec![
+            fact(TURN_STARTED, Some("a"), 0, None),
+            fact(TURN_ENDED, None, 0, None),
+            fact(USER_MESSAGE, None, 0, None),
+            fact(USER_TURN_ITEM, None, 0, None),
+            fact(INTER_AGENT, None, 0, None),
+            fact(ROLLED_BACK, None, 2, None),
+            fact(TURN_CONTEXT, Some("b"), 0, Some(r#"{"model":"m"}"#)),
+            fact(COMPACTED, None, 0, None),
+            fact(AFTER_ROLLBACK, None, 0, None),
+        ];
+        for options in [SnapshotOptions::default(), SnapshotOptions::untrusted()] {
+            let facts = facts
+                .iter()
+                .map(|f| {
+                    fact(
+                        f.kind,
+                        f.turn_id.as_deref(),
+                        f.num_turns,
+                        f.payload.as_deref(),
+                    )
+                })
+                .collect();
+            let (_, _, read) = open_facts(facts, options).expect("opens").into_parts();
+            assert_eq!(
+                read.expect("facts"),
+                vec![
+                    PrefixFact::TurnStarted(Some("a".into())),
+                    PrefixFact::TurnEnded(None),
+                    PrefixFact::UserMessage,
+                    PrefixFact::UserTurnItem,
+                    PrefixFact::InterAgent,
+                    PrefixFact::RolledBack(2),
+                    PrefixFact::TurnContext {
+                        turn_id: Some("b".into()),
+                        payload: r#"{"model":"m"}"#.into()
+                    },
+                    PrefixFact::Compacted,
+                    PrefixFact::AfterRollback,
+                ]
+            );
+        }
+        let refused = |f: FactV2| {
+            invalid(open_facts(
+                vec![fact(USER_MESSAGE, None, 0, None), f],
+                SnapshotOptions::default(),
+            ))
+        };
+        assert_eq!(
+            refused(fact(USER_MESSAGE, Some("a"), 0, None)),
+            "fact 1: turn_id set in a fact that has none"
+        );
+        assert_eq!(
+            refused(fact(ROLLED_BACK, Some("a"), 1, None)),
+            "fact 1: turn_id set in a fact that has none"
+        );
+        assert_eq!(
+            refused(fact(TURN_STARTED, None, 0, Some("{}"))),
+            "fact 1: payload set in a fact that has none"
+        );
+        assert_eq!(
+            refused(fact(TURN_ENDED, None, 1, None)),
+            "fact 1: num_turns set in a fact that has none"
+        );
+        assert_eq!(
+            refused(fact(TURN_CONTEXT, None, 0, None)),
+            "fact 1: payload missing"
+        );
+        assert_eq!(
+            refused(fact(9, None, 0, None)),
+            "fact 1: kind 9 is not defined"
+        );
+        // A turn_context payload that is not JSON: refused untrusted, kept as the program's own.
+        let not_json = || vec![fact(TURN_CONTEXT, None, 0, Some("{"))];
+        let (_, _, kept) = open_facts(not_json(), SnapshotOptions::default())
+            .expect("own")
+            .into_parts();
+        assert_eq!(
+            kept.expect("facts"),
+            vec![PrefixFact::TurnContext {
+                turn_id: None,
+                payload: "{".into()
+            }]
+        );
+        assert!(
+            invalid(open_facts(not_json(), SnapshotOptions::untrusted()))
+                .starts_with("fact 0: payload is not JSON: ")
+        );
+    }
+
+    #[test]
+    fn only_an_untrusted_open_checks_entries_against_their_json() {
+        // The stored role says assistant; the JSON is a user message.
+        let mut root = v2(2);
+        root.entries[1].role = 2;
+        let own = open_v4(v4(root, None), 2, SnapshotOptions::default()).expect("own");
+        assert_eq!(own.trust(), SnapshotTrust::Own);
+        assert!(own.verified());
+        let mut root = v2(2);
+        root.entries[1].role = 2;
+        match open_v4(v4(root, None), 2, SnapshotOptions::untrusted()) {
+            Err(SnapshotError::InvalidEntry { entry, field, .. }) => {
+                assert_eq!((entry, field), (1, "role"));
+            }
+            other => panic!("{other:?}"),
+        }
+        let golden = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/snapshot-v4.snap");
+        let untrusted = open_snapshot(&golden, SnapshotOptions::untrusted()).expect("opens");
+        assert_eq!(untrusted.trust(), SnapshotTrust::Untrusted);
+        assert_eq!(SnapshotOptions::untrusted().trust, SnapshotTrust::Untrusted);
+        assert!(SnapshotOptions::untrusted().verify_digest);
+    }
+
+    #[test]
+    fn the_digest_is_checked_unless_told_not_to() {
+        let payload =
+            rkyv::to_bytes::<rkyv::rancor::BoxedError>(&v4(v2(1), None)).expect("archived");
+        let good = file(4, 1, &payload);
+        // Damage a byte of the entry's text ("hi" → "ho"): still UTF-8 and a valid archive.
+        let at = payload
+            .windows(2)
+            .position(|w| w == b"hi")
+            .expect("the text");
+        let mut bytes = good.bytes().to_vec();
+        bytes[PAYLOAD_OFFSET as usize + at + 1] = b'o';
+        let mut buffer = rkyv::util::AlignedVec::<16>::new();
+        buffer.extend_from_slice(&bytes);
+        let damaged = MappedFile::from_buffer(buffer);
+        let path = Path::new("t.snap");
+        let unchecked = SnapshotOptions {
+            verify_digest: false,
+            ..SnapshotOptions::default()
+        };
+        let opened = open_mapped(path, &good, SnapshotOptions::default()).expect("opens");
+        assert!(opened.verified());
+        let opened = open_mapped(path, &good, unchecked).expect("opens");
+        assert!(!opened.verified());
+        assert!(matches!(
+            open_mapped(path, &damaged, SnapshotOptions::default()),
+            Err(SnapshotError::PayloadDigestMismatch { .. })
+        ));
+        let opened = open_mapped(path, &damaged, unchecked).expect("opens unchecked");
+        assert!(
+            opened
+                .history()
+                .iter()
+                .next()
+                .expect("entry")
+                .json()
+                .contains("\"ho\"")
+        );
+    }
+
+    #[test]
+    fn the_resume_flags_survive_a_copy_in_each_version() {
+        let dir = tempfile::tempdir().expect("dir");
+        let mut root = v2(1);
+        root.resume_flags = 0b111;
+        let open_turn = Some(OpenTurnV4 {
+            turn_id: None,
+            started_line: 1,
+            start: 1,
+        });
+        let snapshot = open_v4(v4(root, open_turn), 1, SnapshotOptions::default()).expect("opens");
+        let v1 = open_v1(v1(0b10, 1), 1).expect("opens");
+        for (name, snapshot, flags) in [
+            ("v4", snapshot, (true, true, true)),
+            ("v1", v1, (false, true, false)),
+        ] {
+            let path = dir.path().join(name);
+            let header = snapshot.write(&path).expect("written");
+            assert_eq!(header.format_version, snapshot.header().format_version);
+            let copy = open_snapshot(&path, SnapshotOptions::default()).expect("reopens");
+            let state = copy.state();
+            assert_eq!(
+                (
+                    state.ends_inside_turn,
+                    state.legacy,
+                    state.legacy_compaction
+                ),
+                flags,
+                "{name}"
+            );
+            assert_eq!(copy.header(), &header);
+            assert!(is_snapshot(&path));
+        }
+    }
+
+    #[test]
+    fn only_a_regular_file_that_starts_with_the_magic_is_a_snapshot() {
+        let dir = tempfile::tempdir().expect("dir");
+        let write = |name: &str, bytes: &[u8]| {
+            let path = dir.path().join(name);
+            std::fs::write(&path, bytes).expect("written");
+            path
+        };
+        assert!(is_snapshot(write("magic", b"AGHISNAP and more")));
+        assert!(!is_snapshot(write(
+            "rollout",
+            b"{\"type\":\"session_meta\"}\n"
+        )));
+        assert!(!is_snapshot(write("short", b"AGHISNA")));
+        assert!(!is_snapshot(dir.path()));
+        assert!(!is_snapshot(dir.path().join("missing")));
+    }
 }
