@@ -431,3 +431,418 @@ impl History {
         Ok(builder.finish(strip))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::item::ItemKind;
+
+    const MESSAGE: &str =
+        r#"{"type":"message","role":"user","content":[{"type":"input_text","text":"hi"}]}"#;
+    const CALL: &str =
+        r#"{"type":"function_call","id":"fc_1","name":"shell","arguments":"{}","call_id":"c1"}"#;
+    const ORPHAN: &str = r#"{"type":"function_call_output","call_id":"gone","output":"x"}"#;
+    const PAIRED_CALL: &str =
+        r#"{"type":"function_call","name":"shell","arguments":"{}","call_id":"c2"}"#;
+    const PAIRED_OUTPUT: &str = r#"{"type":"function_call_output","call_id":"c2","output":"ok"}"#;
+    const UNKNOWN: &str = r#"{"type":"future_thing","n":1}"#;
+    /// An image whose URL is longer than the placeholder: stripping shortens the item.
+    const LONG_IMAGE: &str = r#"{"type":"message","role":"user","content":[{"type":"input_image","image_url":"data:image/png;base64,AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"}]}"#;
+    /// An image whose URL is shorter than the placeholder: stripping lengthens the item.
+    const SHORT_IMAGE: &str =
+        r#"{"type":"message","role":"user","content":[{"type":"input_image","image_url":"x"}]}"#;
+    const AUDIO: &str = r#"{"type":"message","role":"user","content":[{"type":"input_audio","audio_url":"data:audio/wav;base64,AA"}]}"#;
+    const BOTH: &str = r#"{"type":"message","role":"user","content":[{"type":"input_image","image_url":"y"},{"type":"input_audio","audio_url":"z"}]}"#;
+
+    fn history_of(items: &[&str]) -> History {
+        let mut history = History::new();
+        for item in items {
+            history.record_json(*item).expect("valid item");
+        }
+        history
+    }
+
+    fn options(image: bool, audio: bool) -> ProjectionOptions {
+        ProjectionOptions::for_modalities(Modalities { image, audio })
+    }
+
+    /// What a model taking `images` and `audio` is sent for `json`: the item with the media it
+    /// cannot take replaced by the placeholder text parts (written here, not computed by the
+    /// library's stripping).
+    fn expected_form(json: &str, images: bool, audio: bool) -> String {
+        let mut value: serde_json::Value = serde_json::from_str(json).expect("json");
+        if let Some(parts) = value
+            .get_mut("content")
+            .and_then(serde_json::Value::as_array_mut)
+        {
+            for part in parts {
+                let placeholder = match part["type"].as_str() {
+                    Some("input_image") if !images => IMAGE_PLACEHOLDER,
+                    Some("input_audio") if !audio => AUDIO_PLACEHOLDER,
+                    _ => continue,
+                };
+                *part = serde_json::json!({"type": "input_text", "text": placeholder});
+            }
+        }
+        serde_json::to_string(&value).expect("json")
+    }
+
+    /// Every reader of `projection` gives `expected`: the items one by one, leaf by leaf, as an
+    /// array written or built, its predicted length, the count and the typed items.
+    fn assert_sends(projection: &Projection, expected: &[String]) {
+        let iterated: Vec<&str> = projection.iter().collect();
+        assert_eq!(iterated, expected, "iter");
+        let mut copied = Vec::new();
+        projection
+            .try_for_each_json(|json| {
+                copied.push(json.to_owned());
+                Ok::<(), ()>(())
+            })
+            .expect("no error");
+        assert_eq!(copied, expected, "try_for_each_json");
+        let array = format!("[{}]", expected.join(","));
+        assert_eq!(projection.to_json_array(), array, "to_json_array");
+        let mut written = Vec::new();
+        projection
+            .write_json_array(&mut written)
+            .expect("a Vec takes every write");
+        assert_eq!(
+            String::from_utf8(written).expect("utf-8"),
+            array,
+            "write_json_array"
+        );
+        assert_eq!(projection.json_array_len(), array.len(), "json_array_len");
+        assert_eq!(projection.len(), expected.len(), "len");
+        assert_eq!(projection.is_empty(), expected.is_empty(), "is_empty");
+        // The typed items are the texts sent, parsed (an unknown type as `Other`).
+        let typed = |items: Vec<ResponseItem>| -> Vec<serde_json::Value> {
+            items
+                .iter()
+                .map(|item| serde_json::to_value(item).expect("serializes"))
+                .collect()
+        };
+        let items = projection.to_items().expect("every item parses");
+        let parsed = expected
+            .iter()
+            .map(|json| parse_item(json))
+            .collect::<Result<Vec<_>, _>>()
+            .expect("every item parses");
+        assert_eq!(typed(items), typed(parsed), "to_items");
+    }
+
+    /// The synthetic output of the call `c1` with item id `fc_1`, as the architecture fixes it.
+    fn synthetic_output() -> String {
+        let uuid = uuid::Uuid::new_v5(
+            &uuid::Uuid::parse_str("90d38d3e-6a5b-4d52-bfe2-2f1e634bfac4").expect("uuid"),
+            b"fco:fc_1",
+        );
+        format!(
+            r#"{{"type":"function_call_output","id":"fco_{uuid}","call_id":"c1","output":"aborted"}}"#
+        )
+    }
+
+    #[test]
+    fn a_projection_sends_the_repaired_items_by_every_reader_and_leaves_the_history_alone() {
+        let mut history = history_of(&[
+            MESSAGE,
+            CALL,
+            ORPHAN,
+            PAIRED_CALL,
+            PAIRED_OUTPUT,
+            UNKNOWN,
+            LONG_IMAGE,
+        ]);
+        // A version other than 0 and 1: two compactions that keep every entry.
+        for _ in 0..2 {
+            let entries: Vec<Entry> = history.iter().cloned().collect();
+            history.replace(entries);
+        }
+        let before = history.clone();
+        let projection = history
+            .project(&ProjectionOptions::default())
+            .expect("lenient");
+        let expected: Vec<String> = [
+            MESSAGE.to_owned(),
+            CALL.to_owned(),
+            synthetic_output(),
+            PAIRED_CALL.to_owned(),
+            PAIRED_OUTPUT.to_owned(),
+            LONG_IMAGE.to_owned(),
+        ]
+        .into();
+        assert_sends(&projection, &expected);
+        assert_eq!(history, before, "the history is not changed");
+        assert_eq!(history.version(), 2);
+        assert_eq!(projection.history_version(), 2);
+        let kinds: Vec<&str> = projection
+            .report()
+            .repairs()
+            .iter()
+            .map(|repair| repair.kind.name())
+            .collect();
+        assert_eq!(
+            kinds,
+            [
+                "synthesized_output",
+                "dropped_orphan_output",
+                "held_back_unknown_item"
+            ]
+        );
+        // Sending unknown items sends this one, in its place.
+        let send = ProjectionOptions {
+            unknown_items: UnknownItems::Send,
+            ..ProjectionOptions::default()
+        };
+        let mut with_unknown = expected.clone();
+        with_unknown.insert(5, UNKNOWN.to_owned());
+        assert_sends(&history.project(&send).expect("lenient"), &with_unknown);
+        // An empty history sends nothing: `[]`.
+        assert_sends(
+            &History::new()
+                .project(&ProjectionOptions::default())
+                .expect("empty"),
+            &[],
+        );
+    }
+
+    #[test]
+    fn strict_mode_refuses_an_orphan_and_accepts_a_history_without_violations() {
+        let orphaned = history_of(&[MESSAGE, ORPHAN]);
+        let strict = ProjectionOptions::default().strict();
+        match orphaned.project(&strict) {
+            Err(ProjectionError::Violations(violations)) => assert_eq!(violations.len(), 1),
+            other => panic!("expected the orphan as a violation, got {other:?}"),
+        }
+        assert_eq!(
+            orphaned
+                .project(&ProjectionOptions::default())
+                .expect("lenient repairs")
+                .len(),
+            1
+        );
+        // A function call without output is no violation: repaired in strict mode too.
+        let interrupted = history_of(&[MESSAGE, CALL]);
+        let projection = interrupted.project(&strict).expect("no violation");
+        assert_sends(
+            &projection,
+            &[MESSAGE.to_owned(), CALL.to_owned(), synthetic_output()],
+        );
+    }
+
+    #[test]
+    fn each_model_is_sent_the_media_it_takes_and_the_predicted_length_is_exact() {
+        let items = [MESSAGE, LONG_IMAGE, SHORT_IMAGE, AUDIO, BOTH, MESSAGE];
+        let history = history_of(&items);
+        // Every order of the four modality sets matters for the media memo, which remembers
+        // per set which forms were computed: each set twice, in an order that follows each set
+        // by every other one.
+        let order = [
+            (true, true),
+            (true, false),
+            (false, true),
+            (false, false),
+            (true, false),
+            (false, false),
+            (true, true),
+            (false, true),
+            (true, true),
+            (false, false),
+            (false, true),
+            (true, false),
+        ];
+        for (image, audio) in order {
+            let projection = history.project(&options(image, audio)).expect("lenient");
+            let expected: Vec<String> = items
+                .iter()
+                .map(|json| expected_form(json, image, audio))
+                .collect();
+            assert_sends(&projection, &expected);
+            // Stripping changed every media item the model cannot take, and only those.
+            let stripped = items
+                .iter()
+                .zip(&expected)
+                .filter(|(item, sent)| **item != sent.as_str())
+                .count();
+            let wanted = match (image, audio) {
+                (true, true) => 0,
+                (true, false) => 2,
+                (false, true) => 3,
+                (false, false) => 4,
+            };
+            assert_eq!(stripped, wanted, "modalities {image} {audio}");
+        }
+    }
+
+    #[test]
+    fn each_modality_set_has_its_own_memo_slot() {
+        let slots: Vec<Option<usize>> = [(true, true), (true, false), (false, true)]
+            .iter()
+            .map(|&(images, audio)| StripSet { images, audio }.memo_slot())
+            .collect();
+        assert!(slots.iter().all(Option::is_some));
+        assert!(slots[0] != slots[1] && slots[1] != slots[2] && slots[0] != slots[2]);
+        assert_eq!(
+            StripSet {
+                images: false,
+                audio: false
+            }
+            .memo_slot(),
+            None
+        );
+    }
+
+    #[test]
+    fn copying_stops_at_the_first_error_and_returns_it() {
+        let history = history_of(&[MESSAGE, CALL, PAIRED_CALL, PAIRED_OUTPUT]);
+        let projection = history
+            .project(&ProjectionOptions::default())
+            .expect("lenient");
+        for stop in 0..5 {
+            let mut seen = Vec::new();
+            let result = projection.try_for_each_json(|json| {
+                seen.push(json.to_owned());
+                if seen.len() > stop {
+                    Err(seen.len())
+                } else {
+                    Ok(())
+                }
+            });
+            assert_eq!(result, Err(stop + 1));
+            assert_eq!(seen.len(), stop + 1);
+        }
+        struct Failing;
+        impl Write for Failing {
+            fn write(&mut self, _: &[u8]) -> io::Result<usize> {
+                Err(io::Error::other("full"))
+            }
+            fn flush(&mut self) -> io::Result<()> {
+                Ok(())
+            }
+        }
+        let error = projection
+            .write_json_array(&mut Failing)
+            .expect_err("the writer fails");
+        assert_eq!(error.to_string(), "full");
+    }
+
+    #[test]
+    fn many_leaves_of_items_are_sent_in_order() {
+        // More than one batch of 64 and more than one leaf, with repairs among them.
+        let mut items: Vec<String> = Vec::new();
+        let mut expected: Vec<String> = Vec::new();
+        for i in 0..300 {
+            let item = if i % 50 == 7 {
+                format!(r#"{{"type":"function_call_output","call_id":"gone{i}","output":"x"}}"#)
+            } else {
+                format!(
+                    r#"{{"type":"message","role":"user","content":[{{"type":"input_text","text":"{i}"}}]}}"#
+                )
+            };
+            if i % 50 != 7 {
+                expected.push(item.clone());
+            }
+            items.push(item);
+        }
+        let refs: Vec<&str> = items.iter().map(String::as_str).collect();
+        let projection = history_of(&refs)
+            .project(&ProjectionOptions::default())
+            .expect("lenient");
+        assert_sends(&projection, &expected);
+    }
+
+    /// What `sent_slots` lists, as (position, kind of the entry, text sent, synthetic output,
+    /// form).
+    fn listed<'a>(
+        history: &History,
+        slots: impl Iterator<Item = (usize, &'a Entry, SentSlot<'a>)>,
+    ) -> Vec<(usize, ItemKind, String, Option<String>, usize)> {
+        slots
+            .map(|(position, entry, sent)| match sent {
+                SentSlot::Item { body, json, form } => {
+                    assert!(Arc::ptr_eq(body, entry.body()), "the entry's body");
+                    (position, entry.kind(), json.to_owned(), None, form)
+                }
+                SentSlot::CallWithSyntheticOutput { call, output } => {
+                    let stored = history.get(position).expect("in range");
+                    assert!(Arc::ptr_eq(call, stored.body()), "the call's body");
+                    (
+                        position,
+                        entry.kind(),
+                        call.payload.original_json().to_owned(),
+                        Some(output.to_owned()),
+                        0,
+                    )
+                }
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_sent_slots_are_what_the_projection_sends_with_their_positions_and_forms() {
+        let items = [
+            MESSAGE,
+            CALL,
+            ORPHAN,
+            LONG_IMAGE,
+            AUDIO,
+            BOTH,
+            UNKNOWN,
+            PAIRED_CALL,
+            PAIRED_OUTPUT,
+        ];
+        let history = history_of(&items);
+        for (image, audio) in [(true, true), (true, false), (false, true), (false, false)] {
+            let projection = history.project(&options(image, audio)).expect("lenient");
+            // The form of a stripped text: one per modality set, 0 for the stored text.
+            let stripped_form = match (image, audio) {
+                (false, true) => 1,
+                (true, false) => 2,
+                (false, false) => 3,
+                (true, true) => 0,
+            };
+            let form = |json: &str| {
+                if expected_form(json, image, audio) == json {
+                    0
+                } else {
+                    stripped_form
+                }
+            };
+            let expected: Vec<(usize, ItemKind, String, Option<String>, usize)> = items
+                .iter()
+                .enumerate()
+                .filter(|(position, _)| ![2, 6].contains(position))
+                .map(|(position, json)| {
+                    let entry = history.get(position).expect("in range");
+                    let output = (position == 1).then(synthetic_output);
+                    (
+                        position,
+                        entry.kind(),
+                        expected_form(json, image, audio),
+                        output,
+                        form(json),
+                    )
+                })
+                .collect();
+            assert_eq!(listed(&history, projection.sent_slots()), expected);
+            for start in 0..=items.len() + 1 {
+                let from: Vec<_> = expected
+                    .iter()
+                    .filter(|(position, ..)| *position >= start)
+                    .cloned()
+                    .collect();
+                assert_eq!(
+                    listed(&history, projection.sent_slots_from(start)),
+                    from,
+                    "from {start}"
+                );
+                let synthesized: Vec<usize> = projection.synthesized_outputs_from(start).collect();
+                let wanted: Vec<usize> = [1].into_iter().filter(|&p| p >= start).collect();
+                assert_eq!(synthesized, wanted, "synthesized from {start}");
+            }
+            // The replaced slots: the call with its output, the orphan and the unknown item
+            // sending nothing; media items keep their slots.
+            let replaced: Vec<(usize, bool)> = projection.replaced_slots().collect();
+            assert_eq!(replaced, [(1, false), (2, true), (6, true)]);
+        }
+    }
+}
