@@ -709,6 +709,327 @@ mod tests {
         reasons
     }
 
+    fn line(kind: &str, payload: &str) -> String {
+        format!(r#"{{"timestamp":"2026-11-03T14:00:01.137Z","type":"{kind}","payload":{payload}}}"#)
+    }
+
+    const THREAD: &str = "0f1e7c52-3d8a-4b7e-9c11-6a2b5d4e8f90";
+
+    fn meta() -> String {
+        line(
+            "session_meta",
+            &format!(
+                r#"{{"id":"{THREAD}","timestamp":"2026-11-03T14:00:00.000Z","cwd":"/w","originator":"test","cli_version":"0.0.0","source":"cli"}}"#
+            ),
+        )
+    }
+
+    fn event(payload: &str) -> String {
+        line("event_msg", payload)
+    }
+
+    fn user(text: &str) -> String {
+        format!(
+            r#"{{"type":"message","role":"user","content":[{{"type":"input_text","text":"{text}"}}]}}"#
+        )
+    }
+
+    fn assistant(text: &str) -> String {
+        format!(
+            r#"{{"type":"message","role":"assistant","content":[{{"type":"output_text","text":"{text}"}}]}}"#
+        )
+    }
+
+    fn turn_context(turn: &str, model: &str) -> String {
+        format!(
+            r#"{{"turn_id":"{turn}","cwd":"/w","approval_policy":"never","sandbox_policy":{{"type":"read-only"}},"model":"{model}"}}"#
+        )
+    }
+
+    fn text(lines: &[String]) -> String {
+        lines.iter().map(|line| format!("{line}\n")).collect()
+    }
+
+    /// A user turn with its lifecycle events, its `turn_context` (model `m<turn>`) and a user
+    /// item; the turn is completed when `complete`.
+    fn turn(turn: &str, complete: bool) -> Vec<String> {
+        let mut lines = vec![
+            event(&format!(r#"{{"type":"task_started","turn_id":"{turn}"}}"#)),
+            line("turn_context", &turn_context(turn, &format!("m{turn}"))),
+            event(&format!(
+                r#"{{"type":"user_message","message":"question {turn}"}}"#
+            )),
+            line("response_item", &user(&format!("question {turn}"))),
+        ];
+        if complete {
+            lines.push(line("response_item", &assistant(&format!("answer {turn}"))));
+            lines.push(event(&format!(
+                r#"{{"type":"task_complete","turn_id":"{turn}"}}"#
+            )));
+        }
+        lines
+    }
+
+    /// The builder methods each set their one field and keep the others.
+    #[test]
+    fn each_option_builder_sets_its_field_and_keeps_the_others() {
+        let read = ReadOptions {
+            mode: ReadMode::Strict,
+            ..ReadOptions::default()
+        };
+        let options = ResumeOptions::new(TruncationPolicy::Bytes(100))
+            .with_snapshot("/s.snap")
+            .snapshot_ready()
+            .strict();
+        assert_eq!(options.truncation, TruncationPolicy::Bytes(100));
+        assert_eq!(options.read, read);
+        assert_eq!(options.snapshot, Some(PathBuf::from("/s.snap")));
+        assert!(options.snapshot_ready);
+        // Each builder keeps what the others set, in any order.
+        let other_order = ResumeOptions::new(TruncationPolicy::Bytes(100))
+            .strict()
+            .snapshot_ready()
+            .with_snapshot("/s.snap");
+        assert_eq!(other_order, options);
+        let lenient = options.clone().read_with(ReadOptions::default());
+        assert_eq!(lenient.read, ReadOptions::default());
+        assert_eq!(lenient.truncation, TruncationPolicy::Bytes(100));
+        assert_eq!(lenient.snapshot, Some(PathBuf::from("/s.snap")));
+        assert!(lenient.snapshot_ready);
+        assert_eq!(lenient.strict(), options);
+        assert_ne!(
+            ResumeOptions::new(TruncationPolicy::Bytes(100)).read_with(read),
+            ResumeOptions::new(TruncationPolicy::Bytes(100))
+        );
+        assert_eq!(ResumeOptions::default().snapshot, None);
+        assert!(!ResumeOptions::default().snapshot_ready);
+    }
+
+    /// What a resume from every line reports, read through each accessor: a turn, two
+    /// `compacted` lines with replacement histories, then a second turn the rollout ends inside
+    /// (a call without output).
+    #[test]
+    fn a_full_resume_reports_what_the_lines_say() {
+        let mut lines = vec![meta()];
+        lines.extend(turn("t1", true)); // lines 2–7
+        let summary = assistant("summary");
+        lines.push(line(
+            "compacted",
+            &format!(
+                r#"{{"message":"first","replacement_history":[{}]}}"#,
+                user("question t1")
+            ),
+        )); // line 8
+        lines.push(line(
+            "compacted",
+            &format!(
+                r#"{{"message":"second","replacement_history":[{},{summary}]}}"#,
+                user("question t1")
+            ),
+        )); // line 9
+        lines.extend(turn("t2", false)); // lines 10–13
+        lines.push(line(
+            "response_item",
+            r#"{"type":"function_call","name":"shell","arguments":"{}","call_id":"c1"}"#,
+        )); // line 14
+        let bytes = text(&lines);
+        let options = ResumeOptions::default();
+        let resumed = resume_reader(bytes.as_bytes(), "label.jsonl", &options).expect("resumes");
+        assert_eq!(resumed.path(), Path::new("label.jsonl"));
+        assert_eq!(resumed.report().lines, 14);
+        assert_eq!(resumed.thread_id().to_string(), THREAD);
+        // The base (line 9)'s replacement history, then the second turn's items.
+        let kinds: Vec<String> = resumed
+            .history()
+            .iter()
+            .map(|entry| entry.json().to_owned())
+            .collect();
+        assert_eq!(kinds.len(), 4, "{kinds:?}");
+        assert!(kinds[1].contains("summary"), "{kinds:?}");
+        assert!(kinds[2].contains("question t2"), "{kinds:?}");
+        assert_eq!(
+            (0..5).map(|p| resumed.entry_line(p)).collect::<Vec<_>>(),
+            [Some(9), Some(9), Some(13), Some(14), None]
+        );
+        let settings = resumed.previous_turn_settings().expect("settings").get();
+        assert_eq!(settings, turn_context("t2", "mt2"));
+        let expected: serde_json::Value =
+            serde_json::from_str(&turn_context("t2", "mt2")).expect("json");
+        assert_eq!(resumed.history().reference_context_item(), Some(&expected));
+        assert!(resumed.ends_inside_turn());
+        let open = resumed.incomplete_turn().expect("an open turn");
+        assert_eq!(open.started_line, 10);
+        assert_eq!((open.start, open.items), (2, 2));
+        assert_eq!(open.calls_without_output.len(), 1);
+        assert_eq!(
+            resumed.compactions(),
+            Some(&Compactions {
+                base: Some(9),
+                lines: 2,
+                legacy_rebuilt: false
+            })
+        );
+        assert!(matches!(resumed.source(), ResumeSource::Rollout));
+        assert!(!resumed.used_snapshot());
+        assert!(resumed.fallback_reason().is_none());
+        assert_eq!(resumed.covered(), None);
+        let history = resumed.into_history();
+        assert_eq!(history.len(), 4);
+
+        // The same lines with the last turn completed: no open turn.
+        lines.push(event(r#"{"type":"task_complete","turn_id":"t2"}"#));
+        let resumed =
+            resume_reader(text(&lines).as_bytes(), "label.jsonl", &options).expect("resumes");
+        assert!(!resumed.ends_inside_turn());
+        assert!(resumed.incomplete_turn().is_none());
+        assert_eq!(
+            resumed.compactions().map(|c| c.lines),
+            Some(2),
+            "counts the compacted lines only"
+        );
+    }
+
+    /// A stream given with a snapshot falls back (`not_a_file`) to the full resume.
+    #[test]
+    fn a_stream_with_a_snapshot_falls_back_and_says_why() {
+        let mut lines = vec![meta()];
+        lines.extend(turn("t1", true));
+        let bytes = text(&lines);
+        let plain = resume_reader(bytes.as_bytes(), "s", &ResumeOptions::default()).expect("ok");
+        let options = ResumeOptions::default().with_snapshot("/nowhere.snap");
+        let resumed = resume_reader(bytes.as_bytes(), "s", &options).expect("resumes");
+        assert!(matches!(
+            resumed.fallback_reason(),
+            Some(FallbackReason::NotAFile)
+        ));
+        assert!(matches!(
+            resumed.source(),
+            ResumeSource::Fallback(FallbackReason::NotAFile)
+        ));
+        assert!(!resumed.used_snapshot());
+        assert_eq!(resumed.history(), plain.history());
+    }
+
+    /// Through a snapshot: the entries it supplied have no line number, the later lines' entries
+    /// have theirs; the source names the covered prefix, and the compacted lines (not read) are
+    /// not reported. The history is the full resume's.
+    #[test]
+    fn through_a_snapshot_only_the_later_entries_have_line_numbers() {
+        let dir = tempfile::tempdir().expect("dir");
+        let rollout = dir.path().join("r.jsonl");
+        let snapshot = dir.path().join("r.snap");
+        let mut lines = vec![meta()];
+        lines.extend(turn("t1", true));
+        std::fs::write(&rollout, text(&lines)).expect("written");
+        let ready =
+            resume_file(&rollout, &ResumeOptions::default().snapshot_ready()).expect("resumes");
+        ready.write_snapshot(&snapshot).expect("written");
+        lines.extend(turn("t2", true));
+        std::fs::write(&rollout, text(&lines)).expect("written");
+        let options = ResumeOptions::default().with_snapshot(&snapshot);
+        let through = resume_file(&rollout, &options).expect("resumes");
+        assert!(through.used_snapshot(), "{:?}", through.source());
+        assert!(through.fallback_reason().is_none());
+        assert!(matches!(
+            through.source(),
+            ResumeSource::Snapshot { covered } if *covered == ready.covered().expect("covered")
+        ));
+        assert_eq!(through.compactions(), None);
+        assert_eq!(
+            (0..5).map(|p| through.entry_line(p)).collect::<Vec<_>>(),
+            [None, None, Some(11), Some(12), None]
+        );
+        let full = resume_file(&rollout, &ResumeOptions::default()).expect("resumes");
+        assert_eq!(through.history(), full.history());
+        assert_eq!(
+            (0..5).map(|p| full.entry_line(p)).collect::<Vec<_>>(),
+            [Some(5), Some(6), Some(11), Some(12), None]
+        );
+    }
+
+    /// A legacy compaction (no replacement history) rebuilt in an earlier turn leaves no
+    /// reference context item, though a later turn has a `turn_context`: the next turn
+    /// re-injects full context. Without it the newest `turn_context` is the reference.
+    #[test]
+    fn a_rebuilt_legacy_compaction_leaves_no_reference_context_item() {
+        let mut lines = vec![meta()];
+        lines.extend(turn("t1", false));
+        lines.push(line("compacted", r#"{"message":"summary"}"#));
+        lines.push(event(r#"{"type":"task_complete","turn_id":"t1"}"#));
+        lines.extend(turn("t2", true));
+        let resumed = resume_reader(text(&lines).as_bytes(), "l", &ResumeOptions::default())
+            .expect("resumes");
+        assert_eq!(
+            resumed.compactions(),
+            Some(&Compactions {
+                base: None,
+                lines: 1,
+                legacy_rebuilt: true
+            })
+        );
+        assert_eq!(resumed.history().reference_context_item(), None);
+        assert_eq!(
+            resumed.previous_turn_settings().map(RawValue::get),
+            Some(turn_context("t2", "mt2").as_str())
+        );
+    }
+
+    /// A resume ready for a snapshot reads only the newline-terminated lines and records the
+    /// prefix they make up: its lines, its length and its BLAKE3 digest.
+    #[test]
+    fn a_snapshot_ready_resume_covers_the_complete_lines_only() {
+        let mut lines = vec![meta()];
+        lines.extend(turn("t1", true));
+        let complete = text(&lines);
+        let torn = line("response_item", &user("still being written"));
+        let bytes = format!("{complete}{torn}");
+        let ready = ResumeOptions::default().snapshot_ready();
+        let resumed = resume_reader(bytes.as_bytes(), "l", &ready).expect("resumes");
+        assert_eq!(
+            resumed.covered(),
+            Some(RolloutPosition {
+                lines: 7,
+                bytes: complete.len() as u64,
+                digest: blake3::hash(complete.as_bytes()),
+            })
+        );
+        assert_eq!(resumed.report().lines, 7);
+        assert_eq!(resumed.history().len(), 2);
+        // Without it the last line is read too.
+        let plain = resume_reader(bytes.as_bytes(), "l", &ResumeOptions::default()).expect("ok");
+        assert_eq!(plain.history().len(), 3);
+        assert_eq!(plain.covered(), None);
+    }
+
+    /// An `event_msg` line's payload text is not kept once its facts are read; other lines keep
+    /// theirs.
+    #[test]
+    fn only_event_lines_forget_their_text() {
+        let lines = [
+            event(r#"{"type":"user_message","message":"a long output"}"#),
+            line("turn_context", &turn_context("t1", "m")),
+            line("response_item", &user("hi")),
+        ];
+        let rollout = Rollout::read(
+            text(&[vec![meta()], lines.to_vec()].concat()).as_bytes(),
+            "l",
+            ReadOptions::default(),
+        )
+        .expect("reads");
+        let mut read = rollout.lines.clone();
+        for line in &mut read {
+            let before = line.payload_json().to_owned();
+            forget_unread_text(line);
+            if line.kind == LineKind::EventMsg {
+                assert_eq!(line.payload_json(), "null");
+                assert!(matches!(line.facts(), Facts::Event(_)));
+            } else {
+                assert_eq!(line.payload_json(), before);
+            }
+        }
+        assert!(read.iter().any(|line| line.kind == LineKind::EventMsg));
+    }
+
     /// Every fallback reason serializes as `{"reason", …its fields…, "message"}` with the name
     /// and fields `docs/json-output.md` lists for it, and the page lists no other reason. The
     /// `match` has no catch-all arm: a new reason does not compile until it is given its JSON
@@ -743,6 +1064,7 @@ mod tests {
         ];
         let documented = documented_reasons();
         let mut names = std::collections::BTreeSet::new();
+        let mut messages = std::collections::BTreeSet::new();
         for reason in reasons {
             let (name, fields) = match &reason {
                 FallbackReason::StrictMode => ("strict_mode", json!({})),
@@ -769,6 +1091,17 @@ mod tests {
                 }
             };
             assert_eq!(reason.name(), name);
+            // The message is the reason in words, with its figures.
+            let message = reason.to_string();
+            let words = match &reason {
+                FallbackReason::RolloutShorter { .. } => "has 10 bytes; the snapshot covers 20",
+                FallbackReason::LaterLine { .. } => "line 7 after the snapshot",
+                FallbackReason::OldVersion { .. } => "format version 1",
+                FallbackReason::Unreadable(_) => "the snapshot cannot be used: ",
+                _ => " ",
+            };
+            assert!(message.contains(words), "{name}: {message}");
+            assert!(messages.insert(message), "{name}'s message twice");
             let mut expected = fields.clone();
             expected["reason"] = json!(name);
             expected["message"] = json!(reason.to_string());
