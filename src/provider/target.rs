@@ -445,9 +445,9 @@ impl History {
     /// ids that need mapping stay incremental, but for a new valid id equal to the form an
     /// earlier id was mapped to; a call id reused every turn, as `call_0`, stays incremental,
     /// since a place serves when the first new item of each id used before it is a call; a new
-    /// output whose id was used before the place without a new call of it first, or a new item
-    /// with the id of an output before the place that answers nothing, resumes at an earlier
-    /// place). Writing is
+    /// output whose id was used before the place without a new call of it first, or a new call
+    /// no later output answers with the id of an output before the place that answers nothing,
+    /// resumes at an earlier place). Writing is
     /// O(output bytes). For [`Target::Responses`] the result writes exactly what
     /// [`History::project`] does.
     ///

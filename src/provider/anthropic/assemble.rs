@@ -290,10 +290,10 @@ const KEPT_CUTS: usize = 8;
 ///   taken);
 /// * no call from the cut on joins a batch before it; of each call id used before the cut, the
 ///   first unit from the cut on is a call, which starts a new batch, so that no output from the
-///   cut on answers a call before it; and no unit from the cut on has the call id of an output
-///   before it that answers no call (a call left unanswered after the cut would take that
-///   output). A session whose model names every call alike (`call_0` every turn) thus resumes
-///   at the last turn, answered or not;
+///   cut on answers a call before it; and no call from the cut on that no output after it
+///   answers has the call id of an output before the cut that answers no call (it would take
+///   that output). A session whose model names every call alike (`call_0` every turn) thus
+///   resumes at the last turn, answered or not;
 /// * no valid call id from the cut on equals the mapped form of an id before it, and every id
 ///   mapped before it got its first choice: a mapped form must differ from every valid id of
 ///   the request, a later one included, so only then are the ids sent before the cut those a
