@@ -35,7 +35,7 @@ use super::Target;
 use super::target::{
     CHAT_CELL, DeveloperRole, KeptAssembly, PairRole, Rendered, Step, TARGET_ABORTED_OUTPUT,
     TargetOptions, TargetProjectionError, TargetRepair, TargetRepairKind, Unit, Units,
-    merge_repairs, pair_calls, read_kept, store_kept,
+    merge_repairs, nearest_kept, pair_calls, read_kept, store_kept,
 };
 
 /// The name a `local_shell_call` is sent under as a function call.
@@ -857,33 +857,19 @@ pub(crate) const CHAT_MEMOS: usize = 4;
 /// of a shorter or the same version, and is kept beside it when it was of a longer one, so that
 /// a writer appending and a reader projecting an older version each find their own. The least
 /// recently used is dropped when a new one does not fit.
-/// The cell holds them as a `Vec<Arc<ChatMemo>>`, read and stored by the rule both targets
-/// share (`target::read_kept`, `target::store_kept`).
-#[derive(Debug)]
-struct ChatMemos;
+/// The cell holds them as such a vector, read, searched and stored by the rule both targets
+/// share (`target::read_kept`, `target::nearest_kept`, `target::store_kept`).
+type ChatMemos = Vec<Arc<ChatMemo>>;
 
 impl KeptAssembly for ChatMemo {
+    type Options = TargetOptions;
+
     fn version_len(&self) -> usize {
         self.len
     }
 
-    fn same_options(&self, other: &Self) -> bool {
-        self.options == other.options
-    }
-}
-
-impl ChatMemos {
-    /// The kept assembly to start a projection of a version of length `len` with `options`
-    /// from: the one of those options whose length is the nearest (a shorter one on a tie).
-    fn source(
-        kept: &[Arc<ChatMemo>],
-        options: &TargetOptions,
-        len: usize,
-    ) -> Option<Arc<ChatMemo>> {
-        kept.iter()
-            .filter(|memo| memo.options == *options)
-            .min_by_key(|memo| (memo.len.abs_diff(len), memo.len > len))
-            .cloned()
+    fn options(&self) -> &TargetOptions {
+        &self.options
     }
 }
 
@@ -895,9 +881,9 @@ pub(crate) fn project(
     options: &TargetOptions,
 ) -> Result<(ChatMessages, Vector<TargetRepair>), TargetProjectionError> {
     let cell = history.lineage_memo(CHAT_CELL);
-    let kept = cell.map(read_kept).unwrap_or_default();
+    let kept: ChatMemos = cell.map(read_kept).unwrap_or_default();
     let replaced: Vec<(usize, bool)> = projection.replaced_slots().collect();
-    let source = ChatMemos::source(&kept, options, history.len());
+    let source = nearest_kept(&kept, options, history.len());
     let memo = match &source {
         // The same version (a warm projection): its assembly as it is.
         Some(source) if source.len == history.len() && source.replaced == replaced => {

@@ -540,10 +540,28 @@ struct Forms<R>([OnceLock<Arc<R>>; FORMS]);
 /// (`chat::ChatMemos`) and Anthropic Messages (`anthropic::assemble::AnthropicMemos`): of which
 /// version, and for which options.
 pub(crate) trait KeptAssembly: Send + Sync + 'static {
+    /// The options an assembly is made for.
+    type Options: PartialEq;
     /// The length of the history version assembled.
     fn version_len(&self) -> usize;
-    /// Whether `other` was assembled with the same options.
-    fn same_options(&self, other: &Self) -> bool;
+    /// The options it was assembled with.
+    fn options(&self) -> &Self::Options;
+}
+
+/// The kept assembly to start a projection of a version of length `len` with `options` from:
+/// the one of those options whose length is the nearest (a shorter one on a tie).
+pub(crate) fn nearest_kept<T: KeptAssembly>(
+    kept: &[Arc<T>],
+    options: &T::Options,
+    len: usize,
+) -> Option<Arc<T>> {
+    kept.iter()
+        .filter(|memo| memo.options() == options)
+        .min_by_key(|memo| {
+            let version = memo.version_len();
+            (version.abs_diff(len), version > len)
+        })
+        .cloned()
 }
 
 /// The assemblies kept in `cell`, the most recently used first (none when the cell is empty or
@@ -577,7 +595,7 @@ pub(crate) fn store_kept<T: KeptAssembly>(
     let longer_source = source.filter(|source| source.version_len() > memo.version_len());
     let replaced = source.filter(|_| longer_source.is_none());
     kept.retain(|kept| {
-        let same = kept.same_options(memo) && kept.version_len() == memo.version_len();
+        let same = kept.options() == memo.options() && kept.version_len() == memo.version_len();
         let started_from = replaced.is_some_and(|source| Arc::ptr_eq(kept, source));
         !(same || started_from)
     });

@@ -30,7 +30,7 @@ use crate::projection::{Location, Projection, ProjectionOptions};
 use super::super::target::{
     ANTHROPIC_CELL, KeptAssembly, PairRole, Paired, Rendered, Step, TargetProjectionError,
     TargetRepair, TargetRepairKind, Unit, Units, count_older_version_resumed, merge_repairs,
-    pair_calls, read_kept, store_kept,
+    nearest_kept, pair_calls, read_kept, store_kept,
 };
 use super::render::{AnthropicItem, Sent};
 use super::{ANTHROPIC_LEADING_USER_TEXT, AnthropicMessages, Block, Message, Role};
@@ -339,33 +339,19 @@ const ANTHROPIC_MEMOS: usize = 4;
 /// that was of a shorter or the same version, and is kept beside it when it was of a longer one,
 /// so that a writer appending and a reader projecting an older version each find their own. The
 /// least recently used is dropped when a new one does not fit.
-/// The cell holds them as a `Vec<Arc<AnthropicMemo>>`, read and stored by the rule both targets
-/// share (`target::read_kept`, `target::store_kept`).
-#[derive(Debug)]
-struct AnthropicMemos;
+/// The cell holds them as such a vector, read, searched and stored by the rule both targets
+/// share (`target::read_kept`, `target::nearest_kept`, `target::store_kept`).
+type AnthropicMemos = Vec<Arc<AnthropicMemo>>;
 
 impl KeptAssembly for AnthropicMemo {
+    type Options = ProjectionOptions;
+
     fn version_len(&self) -> usize {
         self.len
     }
 
-    fn same_options(&self, other: &Self) -> bool {
-        self.options == other.options
-    }
-}
-
-impl AnthropicMemos {
-    /// The kept assembly to start a projection of a version of length `len` with `options`
-    /// from: the one of those options whose length is the nearest (a shorter one on a tie).
-    fn source(
-        kept: &[Arc<AnthropicMemo>],
-        options: &ProjectionOptions,
-        len: usize,
-    ) -> Option<Arc<AnthropicMemo>> {
-        kept.iter()
-            .filter(|memo| memo.options == *options)
-            .min_by_key(|memo| (memo.len.abs_diff(len), memo.len > len))
-            .cloned()
+    fn options(&self) -> &ProjectionOptions {
+        &self.options
     }
 }
 
@@ -379,8 +365,8 @@ pub(crate) fn project(
 ) -> Result<(AnthropicMessages, Vector<TargetRepair>), TargetProjectionError> {
     let cell = history.lineage_memo(ANTHROPIC_CELL);
     let replaced: Vec<(usize, bool)> = projection.replaced_slots().collect();
-    let kept = cell.map(read_kept).unwrap_or_default();
-    let source = AnthropicMemos::source(&kept, options, history.len());
+    let kept: AnthropicMemos = cell.map(read_kept).unwrap_or_default();
+    let source = nearest_kept(&kept, options, history.len());
     let memo = match &source {
         // The same version (a warm projection): its assembly as it is.
         Some(source) if source.len == history.len() && source.replaced == replaced => {
