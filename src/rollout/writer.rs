@@ -1023,9 +1023,10 @@ mod tests {
 
     #[test]
     fn dropping_a_buffered_writer_writes_its_buffer() {
-        let path =
-            std::env::temp_dir().join(format!("agent-history-drop-{}.jsonl", std::process::id()));
-        let _ = std::fs::remove_file(&path);
+        // A directory of its own, removed even when the test fails (a mutation run fails it
+        // on purpose, and a file named by the process id was left behind each time).
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let path = dir.path().join("dropped.jsonl");
         {
             let mut writer = RolloutWriter::create(
                 &path,
@@ -1038,7 +1039,6 @@ mod tests {
         }
         let text = std::fs::read_to_string(&path).expect("written on drop");
         assert_eq!(text.lines().count(), 2);
-        std::fs::remove_file(&path).ok();
     }
 
     #[test]
