@@ -164,8 +164,10 @@ fn is_same_file(path: &Path, metadata: &std::fs::Metadata, other: &Path) -> bool
 /// Writes a snapshot of `history`, covering `position` of its rollout, to `path`, replacing what
 /// `target` allows there atomically. `history`, `state` and `facts` must be what resuming exactly
 /// that prefix gives: the rollout layer makes sure of it (`Resumed::write_snapshot`), which is why
-/// this is not public. With `facts` (the scan facts of the prefix) the file is format version 2,
-/// holding the history's earlier states too; without (a copy of a version 1 snapshot), version 1.
+/// this is not public. Without `facts` (the scan facts of the prefix: a copy of a version 1
+/// snapshot) the file is format version 1, whatever `version` says; with them, version 2 or 3
+/// when `version` is that (a copy of such a snapshot keeps its version), else the current
+/// version ([`SNAPSHOT_FORMAT_VERSION`]), each holding the history's earlier states too.
 ///
 /// Replacement is a temporary file in the same directory, `sync_data`, `rename`, and a sync of
 /// the directory. A file that is mapped elsewhere is never modified.
