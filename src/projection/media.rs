@@ -173,4 +173,133 @@ mod tests {
             r#"{"type":"image_generation_call","id":"ig_123","status":"completed","revised_prompt":"A small blue square","result":""}"#
         );
     }
+
+    // The rule as `docs/codex-compatibility.md` ("Media") states it: for a model without image
+    // input, `input_image` parts of messages and of array tool outputs become a text part with
+    // the image placeholder, and an `image_generation_call`'s `result` becomes `""`; without audio
+    // input, `input_audio` parts become the audio placeholder. Everything else is left as it is.
+
+    fn placeholder(text: &str) -> String {
+        format!(r#"{{"type":"input_text","text":"{text}"}}"#)
+    }
+
+    const IMAGE: &str = r#"{"type":"input_image","image_url":"data:image/png;base64,AAAA"}"#;
+    const AUDIO: &str = r#"{"type":"input_audio","input_audio":{"data":"AAAA","format":"wav"}}"#;
+    const TEXT: &str = r#"{"type":"input_text","text":"look"}"#;
+
+    /// Every part of the media's type is replaced, in place, and counted; the other media and
+    /// text parts stay.
+    #[test]
+    fn every_part_of_the_media_becomes_its_placeholder_in_messages_and_array_outputs() {
+        let image_text = placeholder(IMAGE_PLACEHOLDER);
+        let audio_text = placeholder(AUDIO_PLACEHOLDER);
+        for (start, end) in [
+            (r#"{"type":"message","role":"user","content":["#, "]}"),
+            (
+                r#"{"type":"function_call_output","call_id":"c","output":["#,
+                "]}",
+            ),
+            (
+                r#"{"type":"custom_tool_call_output","call_id":"c","output":["#,
+                r#"],"extra":true}"#,
+            ),
+        ] {
+            let item = |parts: &[&str]| format!("{start}{}{end}", parts.join(","));
+            let json = item(&[IMAGE, TEXT, AUDIO, IMAGE]);
+            let stripped = strip(&json, Media::Image)
+                .expect("an object")
+                .expect("changed");
+            assert_eq!(
+                stripped,
+                Stripped {
+                    json: item(&[&image_text, TEXT, AUDIO, &image_text]),
+                    parts: 2,
+                    cleared_result: false,
+                }
+            );
+            let stripped = strip(&json, Media::Audio)
+                .expect("an object")
+                .expect("changed");
+            assert_eq!(
+                stripped,
+                Stripped {
+                    json: item(&[IMAGE, TEXT, &audio_text, IMAGE]),
+                    parts: 1,
+                    cleared_result: false,
+                }
+            );
+            // Nothing of the media: nothing changed.
+            for media in [Media::Image, Media::Audio] {
+                assert_eq!(strip(&item(&[TEXT]), media).expect("an object"), None);
+                assert_eq!(strip(&item(&[]), media).expect("an object"), None);
+            }
+        }
+    }
+
+    /// Only messages and the two array tool outputs have parts replaced: a media part elsewhere
+    /// (another item type, a field other than the content or output) is left alone.
+    #[test]
+    fn media_parts_outside_a_message_or_tool_output_are_left_alone() {
+        for json in [
+            format!(r#"{{"type":"function_call","call_id":"c","content":[{IMAGE}]}}"#),
+            format!(r#"{{"type":"message","role":"user","output":[{IMAGE}],"content":[]}}"#),
+            format!(
+                r#"{{"type":"function_call_output","call_id":"c","content":[{IMAGE}],"output":"x"}}"#
+            ),
+            format!(r#"{{"type":"reasoning","content":[{IMAGE}]}}"#),
+            format!(r#"{{"content":[{IMAGE}]}}"#),
+        ] {
+            assert_eq!(
+                strip(&json, Media::Image).expect("an object"),
+                None,
+                "{json}"
+            );
+        }
+    }
+
+    /// Only for a model without image input, and only a non-empty `result` string, is cleared.
+    #[test]
+    fn an_image_generation_result_is_cleared_only_without_image_input() {
+        let call = |result: &str| {
+            format!(
+                r#"{{"type":"image_generation_call","id":"ig_1","status":"completed"{result}}}"#
+            )
+        };
+        assert_eq!(
+            strip(&call(r#","result":"Zm9v""#), Media::Audio).expect("an object"),
+            None
+        );
+        for unchanged in ["", r#","result":"""#, r#","result":null"#, r#","result":7"#] {
+            assert_eq!(
+                strip(&call(unchanged), Media::Image).expect("an object"),
+                None,
+                "{unchanged}"
+            );
+        }
+        assert_eq!(
+            strip(&call(r#","result":"Zm9v""#), Media::Image).expect("an object"),
+            Some(Stripped {
+                json: call(r#","result":"""#),
+                parts: 0,
+                cleared_result: true,
+            })
+        );
+    }
+
+    /// The `testing` counters count exactly: one strip a call (whatever it finds), one check a
+    /// `count_check`.
+    #[cfg(feature = "testing")]
+    #[test]
+    fn the_counters_count_each_strip_and_each_check_once() {
+        let (strips, checks) = (media_strips(), media_checks());
+        let json = format!(r#"{{"type":"message","role":"user","content":[{IMAGE}]}}"#);
+        strip(&json, Media::Image).expect("an object");
+        strip(&json, Media::Audio).expect("an object");
+        assert_eq!(media_strips(), strips + 2);
+        assert_eq!(media_checks(), checks);
+        count_check();
+        count_check();
+        assert_eq!(media_checks(), checks + 2);
+        assert_eq!(media_strips(), strips + 2);
+    }
 }

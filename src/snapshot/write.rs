@@ -164,8 +164,10 @@ fn is_same_file(path: &Path, metadata: &std::fs::Metadata, other: &Path) -> bool
 /// Writes a snapshot of `history`, covering `position` of its rollout, to `path`, replacing what
 /// `target` allows there atomically. `history`, `state` and `facts` must be what resuming exactly
 /// that prefix gives: the rollout layer makes sure of it (`Resumed::write_snapshot`), which is why
-/// this is not public. With `facts` (the scan facts of the prefix) the file is format version 2,
-/// holding the history's earlier states too; without (a copy of a version 1 snapshot), version 1.
+/// this is not public. Without `facts` (the scan facts of the prefix: a copy of a version 1
+/// snapshot) the file is format version 1, whatever `version` says; with them, version 2 or 3
+/// when `version` is that (a copy of such a snapshot keeps its version), else the current
+/// version ([`SNAPSHOT_FORMAT_VERSION`]), each holding the history's earlier states too.
 ///
 /// Replacement is a temporary file in the same directory, `sync_data`, `rename`, and a sync of
 /// the directory. A file that is mapped elsewhere is never modified.
@@ -808,5 +810,594 @@ mod tests {
                 "after a failure at {step}"
             );
         }
+    }
+
+    // What is written is what the reader reads, field by field (`docs/snapshot-format.md`), and
+    // what may be replaced ("What may be replaced"). Written from the format page, not the code.
+
+    use bytestring::ByteString;
+    use serde_json::value::RawValue;
+
+    use super::super::{OpenTurn, SnapshotOptions, open_snapshot};
+    use crate::item::{ThreadId, TurnId};
+    use crate::world::WorldSnapshot;
+
+    fn user(text: &str) -> String {
+        format!(
+            r#"{{"type":"message","role":"user","content":[{{"type":"input_text","text":"{text}"}}]}}"#
+        )
+    }
+
+    fn assistant(id: &str, text: &str) -> String {
+        format!(
+            r#"{{"type":"message","id":"{id}","role":"assistant","content":[{{"type":"output_text","text":"{text}"}}]}}"#
+        )
+    }
+
+    fn call(call_id: &str) -> String {
+        format!(
+            r#"{{"type":"function_call","name":"shell","arguments":"{{}}","call_id":"{call_id}"}}"#
+        )
+    }
+
+    fn output(call_id: &str) -> String {
+        format!(r#"{{"type":"function_call_output","call_id":"{call_id}","output":"done"}}"#)
+    }
+
+    fn image() -> String {
+        user("look").replace(
+            r#"{"type":"input_text","text":"look"}"#,
+            r#"{"type":"input_image","image_url":"data:image/png;base64,AAAA"}"#,
+        )
+    }
+
+    fn entry(json: &str) -> Entry {
+        Entry::from_json(json).expect("an item")
+    }
+
+    /// A history with two earlier states (two compactions), entries of several kinds, roles,
+    /// flags and ids, a reference context item and a world-state baseline: `[u1, c1, o1]`, then
+    /// `[u1, s1, u2]` (u1 shared), then the current `[s1, s2, u3, m1, i1]` (s1 shared).
+    fn history() -> History {
+        let mut history = History::with_truncation(TruncationPolicy::Tokens(77));
+        for json in [user("u1"), call("c1"), output("c1")] {
+            history.record_json(json).expect("recorded");
+        }
+        let u1 = history.get(0).expect("u1").clone();
+        history.replace([u1, entry(&user("s1"))]);
+        history.record_json(user("u2")).expect("recorded");
+        let s1 = history.get(1).expect("s1").clone();
+        history.replace([s1, entry(&user("s2"))]);
+        for json in [user("u3"), assistant("msg_1", "m1"), image()] {
+            history.record_json(json).expect("recorded");
+        }
+        history.set_reference_context_item(Some(serde_json::json!({"type": "message"})));
+        history.set_world_state_baseline(Some(
+            WorldSnapshot::from_value(serde_json::json!({"cwd": "/w", "env": {"a": 1}}))
+                .expect("a baseline"),
+        ));
+        history
+    }
+
+    fn raw(json: &str) -> Option<Box<RawValue>> {
+        Some(RawValue::from_string(json.to_owned()).expect("JSON"))
+    }
+
+    fn state() -> PrefixState {
+        PrefixState {
+            thread_id: Some(ThreadId::random()),
+            previous_turn_settings: raw(r#"{"model":"m","cwd":"/w"}"#),
+            base_instructions: raw(r#"{"text":"be brief"}"#),
+            ends_inside_turn: true,
+            legacy: false,
+            legacy_compaction: true,
+            open_turn: Some(OpenTurn {
+                turn_id: Some(TurnId::new("t3")),
+                started_line: 9,
+                start: 2,
+            }),
+        }
+    }
+
+    /// One fact of every kind, with and without the fields a kind may have.
+    fn facts() -> Vec<PrefixFact> {
+        let text = ByteString::from_static;
+        vec![
+            PrefixFact::TurnStarted(Some(text("t1"))),
+            PrefixFact::TurnContext {
+                turn_id: Some(text("t1")),
+                payload: text(r#"{"model":"m"}"#),
+            },
+            PrefixFact::UserTurnItem,
+            PrefixFact::UserMessage,
+            PrefixFact::TurnEnded(Some(text("t1"))),
+            PrefixFact::InterAgent,
+            PrefixFact::Compacted,
+            PrefixFact::RolledBack(2),
+            PrefixFact::AfterRollback,
+            PrefixFact::TurnStarted(None),
+            PrefixFact::TurnContext {
+                turn_id: None,
+                payload: text(r#"{"model":"n"}"#),
+            },
+            PrefixFact::TurnEnded(None),
+            PrefixFact::TurnStarted(Some(text("t3"))),
+        ]
+    }
+
+    fn position() -> RolloutPosition {
+        RolloutPosition {
+            lines: 12,
+            bytes: 3_456,
+            digest: blake3::hash(b"the covered prefix"),
+        }
+    }
+
+    const ONLY_SNAPSHOTS: SnapshotTarget<'static> = SnapshotTarget {
+        replace: Replace::SnapshotsOnly,
+        source: None,
+    };
+
+    fn write(
+        path: &Path,
+        history: &History,
+        state: &PrefixState,
+        facts: Option<&[PrefixFact]>,
+        version: u32,
+    ) -> Result<SnapshotHeader, SnapshotError> {
+        write_snapshot_on(
+            &mut FileSystem,
+            path,
+            ONLY_SNAPSHOTS,
+            history,
+            position(),
+            state,
+            facts,
+            version,
+        )
+    }
+
+    /// The earlier states of a history as entries and `turns_from`, oldest first.
+    fn earlier(history: &History) -> Vec<(Vec<Entry>, usize)> {
+        history
+            .earlier_states()
+            .map(|(entries, turns_from)| (entries.iter().cloned().collect(), turns_from))
+            .collect()
+    }
+
+    fn text(raw: Option<&RawValue>) -> Option<&str> {
+        raw.map(RawValue::get)
+    }
+
+    /// Each version written is read back as written, opened untrusted (every entry's header
+    /// fields checked against its text): the header the writer returns is the file's; the
+    /// history (entries byte for byte with their header fields, version, truncation policy,
+    /// reference context item), its earlier states and `turns_from`, the prefix state and the
+    /// scan facts are those given — what the version stores of them, and nothing it does not
+    /// (`docs/snapshot-format.md`, the payload of each version).
+    #[test]
+    fn every_version_reads_back_what_was_written() {
+        let dir = tempfile::tempdir().expect("dir");
+        let history = history();
+        let (state, facts) = (state(), facts());
+        assert_eq!(history.earlier_states().count(), 2);
+        assert!(history.turns_from() > 0);
+        for (version, stored_facts) in [
+            (1, None),
+            (2, Some(&facts)),
+            (3, Some(&facts)),
+            (4, Some(&facts)),
+        ] {
+            let path = dir.path().join(format!("v{version}.snap"));
+            let header = write(
+                &path,
+                &history,
+                &state,
+                stored_facts.map(Vec::as_slice),
+                version,
+            )
+            .expect("written");
+            assert_eq!(header.format_version, version);
+            assert_eq!(header.entry_count, history.len() as u64);
+            assert_eq!(header.rollout, position());
+            assert_eq!(header.history_version, history.version());
+            let bytes = std::fs::read(&path).expect("read");
+            assert_eq!(bytes.len() as u64, PAYLOAD_OFFSET + header.payload_len);
+            assert_eq!(
+                header.payload_digest,
+                blake3::hash(&bytes[PAYLOAD_OFFSET as usize..])
+            );
+            let opened = open_snapshot(&path, SnapshotOptions::untrusted())
+                .unwrap_or_else(|error| panic!("version {version}: {error}"));
+            assert_eq!(opened.header(), &header, "version {version}");
+            let label = format!("version {version}");
+            let (read, read_state, read_facts) = opened.into_parts();
+            // The baseline is stored from version 3 on.
+            let mut expected = history.clone();
+            if version < 3 {
+                expected.set_world_state_baseline(None);
+            }
+            assert_eq!(read, expected, "{label}");
+            assert!(read.iter().zip(history.iter()).all(|(a, b)| {
+                a.json() == b.json() && a.call_id() == b.call_id() && a.item_id() == b.item_id()
+            }));
+            assert_eq!(
+                read.world_state_baseline().is_some(),
+                version >= 3,
+                "{label}"
+            );
+            // Earlier states from version 2 on; version 1 holds the current state only.
+            if version == 1 {
+                assert!(earlier(&read).is_empty(), "{label}");
+                assert_eq!(read.turns_from(), 0, "{label}");
+                assert_eq!(read_facts, None, "{label}");
+            } else {
+                assert_eq!(earlier(&read), earlier(&history), "{label}");
+                assert_eq!(read.turns_from(), history.turns_from(), "{label}");
+                assert_eq!(read_facts.as_ref(), Some(&facts), "{label}");
+            }
+            assert_eq!(read_state.thread_id, state.thread_id, "{label}");
+            assert_eq!(
+                text(read_state.previous_turn_settings.as_deref()),
+                text(state.previous_turn_settings.as_deref()),
+                "{label}"
+            );
+            assert_eq!(
+                text(read_state.base_instructions.as_deref()),
+                if version >= 2 {
+                    text(state.base_instructions.as_deref())
+                } else {
+                    None
+                },
+                "{label}"
+            );
+            assert_eq!(
+                (
+                    read_state.ends_inside_turn,
+                    read_state.legacy,
+                    read_state.legacy_compaction
+                ),
+                (true, false, version >= 2),
+                "{label}"
+            );
+            assert_eq!(
+                read_state.open_turn,
+                if version >= 4 {
+                    state.open_turn.clone()
+                } else {
+                    None
+                },
+                "{label}"
+            );
+        }
+    }
+
+    /// The version written: without scan facts, 1 (whatever is asked: a copy of a version 1
+    /// snapshot); with them, 2 or 3 when asked (a copy of such a snapshot keeps its version),
+    /// else the current one.
+    #[test]
+    fn the_version_written_is_the_one_the_facts_allow() {
+        let dir = tempfile::tempdir().expect("dir");
+        let (history, facts) = (History::new(), facts());
+        let state = PrefixState::default();
+        for (asked, with_facts, written) in [
+            (1, false, 1),
+            (4, false, 1),
+            (0, true, 4),
+            (1, true, 4),
+            (2, true, 2),
+            (3, true, 3),
+            (4, true, 4),
+            (5, true, 4),
+        ] {
+            let path = dir.path().join(format!("{asked}-{with_facts}.snap"));
+            let facts = with_facts.then_some(facts.as_slice());
+            let header = write(&path, &history, &state, facts, asked).expect("written");
+            assert_eq!(header.format_version, written, "asked {asked}");
+            assert_eq!(SNAPSHOT_FORMAT_VERSION, 4);
+            let opened = open_snapshot(&path, SnapshotOptions::default())
+                .unwrap_or_else(|error| panic!("asked {asked}: {error}"));
+            assert_eq!(opened.header().format_version, written);
+            assert_eq!(opened.into_parts().2.is_some(), with_facts);
+        }
+    }
+
+    /// The entry table: the current state's entries first, in order, then each entry only an
+    /// earlier state holds, once; an entry an earlier state shares with the current state (or
+    /// with an earlier one) is stored once, and the earlier states point at it.
+    #[test]
+    fn the_entry_table_stores_a_shared_entry_once() {
+        let history = history();
+        let (table, earlier) = entry_table(&history).expect("a table");
+        let texts: Vec<&str> = table.iter().map(|entry| entry.json.0).collect();
+        let (s1, s2, u3, m1, i1) = (
+            user("s1"),
+            user("s2"),
+            user("u3"),
+            assistant("msg_1", "m1"),
+            image(),
+        );
+        let (u1, c1, o1, u2) = (user("u1"), call("c1"), output("c1"), user("u2"));
+        assert_eq!(
+            texts,
+            [&s1, &s2, &u3, &m1, &i1, &u1, &c1, &o1, &u2].map(String::as_str)
+        );
+        let indices: Vec<(&[u32], u64)> = earlier
+            .iter()
+            .map(|state| (state.entries.as_slice(), state.turns_from))
+            .collect();
+        assert_eq!(indices, [(&[5, 6, 7][..], 0), (&[5, 0, 8][..], 2)]);
+        // Each table slot stores its entry's header fields.
+        for (stored, entry) in table.iter().zip(history.iter()) {
+            assert_eq!(stored.kind, kind_code(entry.kind()));
+            assert_eq!(stored.role, role_code(entry.role()));
+            assert_eq!(stored.flags, entry.flags().bits());
+            assert_eq!(stored.tokens, entry.tokens());
+        }
+    }
+
+    fn refused(path: &Path, target: SnapshotTarget<'_>) -> ExistingFile {
+        match FileSystem.check_target(path, target) {
+            Err(SnapshotError::WouldReplace { found, path: named }) => {
+                assert_eq!(named, path);
+                found
+            }
+            other => panic!("{}: {other:?}", path.display()),
+        }
+    }
+
+    /// What may be replaced: a snapshot (any version, damaged or not), an empty file or nothing;
+    /// anything else is refused, saying what is there; with `Replace::Anything`, anything but a
+    /// directory. Nothing is written when refused.
+    #[test]
+    fn only_a_snapshot_or_an_empty_file_is_replaced_unless_told() {
+        let dir = tempfile::tempdir().expect("dir");
+        let file = |name: &str, bytes: &[u8]| {
+            let path = dir.path().join(name);
+            std::fs::write(&path, bytes).expect("written");
+            path
+        };
+        let anything = SnapshotTarget {
+            replace: Replace::Anything,
+            source: None,
+        };
+        let snapshot = dir.path().join("good.snap");
+        write(&snapshot, &History::new(), &PrefixState::default(), None, 1).expect("written");
+        for path in [
+            dir.path().join("missing.snap"),
+            file("empty", b""),
+            snapshot,
+            file("damaged.snap", b"AGHISNAP, then not a snapshot"),
+        ] {
+            for target in [ONLY_SNAPSHOTS, anything] {
+                FileSystem
+                    .check_target(&path, target)
+                    .unwrap_or_else(|error| panic!("{}: {error}", path.display()));
+            }
+        }
+        let rollout = br#"{"timestamp":"t","type":"session_meta","payload":{}}
+"#;
+        for (path, found) in [
+            (
+                file("rollout", rollout),
+                ExistingFile::JsonLines {
+                    bytes: rollout.len() as u64,
+                },
+            ),
+            (
+                file("indented", b" \n\t\r{\"a\":1}\n"),
+                ExistingFile::JsonLines { bytes: 12 },
+            ),
+            (file("notes", b"notes {"), ExistingFile::Other { bytes: 7 }),
+            (file("blank", b" \n "), ExistingFile::Other { bytes: 3 }),
+            (file("binary", b"\x00{"), ExistingFile::Other { bytes: 2 }),
+            (
+                file("late", &[b" ".repeat(64), b"{".to_vec()].concat()),
+                ExistingFile::Other { bytes: 65 },
+            ),
+            (PathBuf::from("/dev/null"), ExistingFile::Special),
+        ] {
+            assert_eq!(refused(&path, ONLY_SNAPSHOTS), found, "{}", path.display());
+            FileSystem
+                .check_target(&path, anything)
+                .unwrap_or_else(|error| panic!("{}: {error}", path.display()));
+        }
+        let rollout = dir.path().join("rollout");
+        let before = std::fs::read(&rollout).expect("read");
+        assert!(matches!(
+            write(&rollout, &History::new(), &PrefixState::default(), None, 1),
+            Err(SnapshotError::WouldReplace { .. })
+        ));
+        assert_eq!(std::fs::read(&rollout).expect("read"), before);
+        assert!(
+            directory_listing(dir.path())
+                .iter()
+                .all(|name| !name.to_string_lossy().contains(".tmp-")),
+            "no temporary file left"
+        );
+
+        let dangling = dir.path().join("dangling");
+        std::os::unix::fs::symlink(dir.path().join("nothing"), &dangling).expect("symlink");
+        assert_eq!(
+            refused(&dangling, ONLY_SNAPSHOTS),
+            ExistingFile::DanglingLink
+        );
+        FileSystem
+            .check_target(&dangling, anything)
+            .expect("a dangling link is replaced when told");
+        for target in [ONLY_SNAPSHOTS, anything] {
+            assert_eq!(refused(dir.path(), target), ExistingFile::Directory);
+        }
+    }
+
+    /// The rollout a snapshot is made from is refused under its own name and through a hard or
+    /// symbolic link; another file beside it is not the rollout.
+    #[test]
+    fn the_source_rollout_is_refused_through_any_link() {
+        let dir = tempfile::tempdir().expect("dir");
+        let rollout = dir.path().join("rollout.jsonl");
+        std::fs::write(&rollout, b"{}\n").expect("written");
+        let hard = dir.path().join("hard");
+        std::fs::hard_link(&rollout, &hard).expect("hard link");
+        let soft = dir.path().join("soft");
+        std::os::unix::fs::symlink(&rollout, &soft).expect("symlink");
+        let snapshot = dir.path().join("beside.snap");
+        std::fs::write(&snapshot, b"AGHISNAP").expect("written");
+        let from_rollout = SnapshotTarget {
+            replace: Replace::SnapshotsOnly,
+            source: Some(&rollout),
+        };
+        for path in [&rollout, &hard, &soft] {
+            assert_eq!(
+                refused(path, from_rollout),
+                ExistingFile::SourceRollout,
+                "{}",
+                path.display()
+            );
+            FileSystem
+                .check_target(
+                    path,
+                    SnapshotTarget {
+                        replace: Replace::Anything,
+                        ..from_rollout
+                    },
+                )
+                .expect("replaced when told");
+        }
+        FileSystem
+            .check_target(&snapshot, from_rollout)
+            .expect("a snapshot beside the rollout (same device, another inode)");
+        // Made from the snapshot, the rollout is a file of JSON lines, not the source.
+        let from_snapshot = SnapshotTarget {
+            source: Some(&snapshot),
+            ..from_rollout
+        };
+        assert_eq!(
+            refused(&rollout, from_snapshot),
+            ExistingFile::JsonLines { bytes: 3 }
+        );
+    }
+
+    /// What is at the path is inspected: a path that cannot be looked at (under a regular file)
+    /// is an error of that step, not taken for a free path.
+    #[test]
+    fn a_target_that_cannot_be_inspected_is_an_error_of_that_step() {
+        let dir = tempfile::tempdir().expect("dir");
+        let file = dir.path().join("file");
+        std::fs::write(&file, b"x").expect("written");
+        let path = file.join("under.snap");
+        match FileSystem.check_target(&path, ONLY_SNAPSHOTS) {
+            Err(SnapshotError::Io {
+                step, path: named, ..
+            }) => {
+                assert_eq!(step, SnapshotStep::InspectTarget);
+                assert_eq!(named, path);
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    /// The refusal says what is there.
+    #[test]
+    fn what_is_found_is_said_in_words() {
+        for (found, words) in [
+            (
+                ExistingFile::SourceRollout,
+                "the rollout the snapshot is made from",
+            ),
+            (ExistingFile::Directory, "a directory"),
+            (ExistingFile::Special, "not a regular file"),
+            (ExistingFile::DanglingLink, "a symbolic link to nothing"),
+            (
+                ExistingFile::JsonLines { bytes: 12 },
+                "a file of JSON lines (12 bytes), such as a rollout",
+            ),
+            (
+                ExistingFile::Other { bytes: 7 },
+                "a file of 7 bytes, not a snapshot",
+            ),
+        ] {
+            assert_eq!(found.to_string(), words);
+        }
+    }
+
+    /// A temporary file that cannot be created is an error naming the target and the step, in
+    /// the operating system's words or the kind of failure, never the temporary file's name.
+    #[test]
+    fn a_temporary_file_that_cannot_be_created_names_the_target_and_why() {
+        let dir = tempfile::tempdir().expect("dir");
+        let missing = dir.path().join("missing").join("x.snap");
+        let long = dir.path().join("x".repeat(250));
+        for path in [&missing, &long] {
+            match write(path, &History::new(), &PrefixState::default(), None, 1) {
+                Err(error @ SnapshotError::Io { .. }) => {
+                    let SnapshotError::Io {
+                        step,
+                        path: named,
+                        source,
+                    } = &error
+                    else {
+                        unreachable!()
+                    };
+                    assert_eq!(*step, SnapshotStep::CreateTemporary);
+                    assert_eq!(named, path);
+                    let message = format!("{error} {source}");
+                    assert!(!message.contains(".tmp-"), "{message}");
+                    assert!(!message.contains("not a directory"), "{message}");
+                    if path == &missing {
+                        assert_eq!(source.kind(), std::io::ErrorKind::NotFound);
+                    }
+                }
+                other => panic!("{}: {other:?}", path.display()),
+            }
+        }
+        assert_eq!(
+            directory_listing(dir.path()),
+            Vec::<std::ffi::OsString>::new()
+        );
+        // A parent that is a file (the target check refuses it first; the temporary file's own
+        // error says so too).
+        let file = dir.path().join("file");
+        std::fs::write(&file, b"x").expect("written");
+        let error = temporary_file(&file.join("x.snap")).expect_err("not a directory");
+        assert_eq!(error.kind(), std::io::ErrorKind::NotADirectory);
+        assert_eq!(
+            error.to_string(),
+            "the snapshot's parent is not a directory"
+        );
+    }
+
+    /// The temporary file goes in the target's directory (`.` for a bare name), and the sync
+    /// after the rename opens that directory: a failure to is reported.
+    #[test]
+    fn the_directory_of_a_target_is_its_parent_or_the_current_one() {
+        assert_eq!(parent_directory(Path::new("x.snap")), Path::new("."));
+        assert_eq!(parent_directory(Path::new("a/b/x.snap")), Path::new("a/b"));
+        assert_eq!(parent_directory(Path::new("/x.snap")), Path::new("/"));
+        let dir = tempfile::tempdir().expect("dir");
+        let missing = dir.path().join("missing").join("x.snap");
+        assert!(sync_parent_directory(&missing).is_err());
+        assert!(FileSystem.sync_directory(&missing).is_err());
+        sync_parent_directory(&dir.path().join("x.snap")).expect("synced");
+    }
+
+    /// A snapshot's file has the mode any new file gets (0666 less the umask), not the
+    /// temporary file's usual 0600.
+    #[test]
+    fn a_snapshot_gets_the_mode_of_a_new_file() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let dir = tempfile::tempdir().expect("dir");
+        let path = dir.path().join("x.snap");
+        write(&path, &History::new(), &PrefixState::default(), None, 1).expect("written");
+        let plain = dir.path().join("plain");
+        File::create(&plain).expect("created");
+        let mode = |path: &Path| {
+            std::fs::metadata(path)
+                .expect("metadata")
+                .permissions()
+                .mode()
+                & 0o777
+        };
+        assert_eq!(mode(&path), mode(&plain));
     }
 }
