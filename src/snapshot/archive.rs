@@ -388,8 +388,10 @@ mod tests {
             role: n % 5,
             flags: n % 16,
             tokens: u64::from(n) * 1000 + 7,
-            call_id: (n % 2 == 0).then(|| format!("call_{n}")),
-            item_id: (n % 3 == 0).then(|| format!("item-{n}-with-a-longer-id")),
+            call_id: n.is_multiple_of(2).then(|| format!("call_{n}")),
+            item_id: n
+                .is_multiple_of(3)
+                .then(|| format!("item-{n}-with-a-longer-id")),
             json: format!(
                 "{{\"type\":\"message\",\"n\":{n},\"text\":\"{}\"}}",
                 "x".repeat(n.into())
