@@ -295,3 +295,232 @@ pub(crate) mod borrowed {
         pub(crate) v3: SnapshotV3Ref<'a>,
     }
 }
+
+/// The numberings of `docs/snapshot-format.md` ("Payload of version 1": item kinds, roles, entry
+/// flag bits) in both directions, and that the borrowed roots archive byte for byte as the owned
+/// ones.
+#[cfg(test)]
+mod tests {
+    use rkyv::rancor::BoxedError;
+
+    use super::borrowed::{
+        EntryRef, SnapshotV1Ref, SnapshotV2Ref, SnapshotV3Ref, SnapshotV4Ref, StrRef,
+    };
+    use super::*;
+
+    /// The kinds by their wire names, in the format's order (code = index).
+    const KINDS: [&str; 16] = [
+        "message",
+        "agent_message",
+        "reasoning",
+        "local_shell_call",
+        "function_call",
+        "function_call_output",
+        "custom_tool_call",
+        "custom_tool_call_output",
+        "tool_search_call",
+        "tool_search_output",
+        "web_search_call",
+        "image_generation_call",
+        "compaction",
+        "context_compaction",
+        "additional_tools",
+        "unknown",
+    ];
+
+    #[test]
+    fn every_item_kind_has_the_formats_number_both_ways() {
+        for (code, name) in (0u8..).zip(KINDS) {
+            let kind = kind_from_code(code).unwrap_or_else(|| panic!("code {code} undefined"));
+            assert_eq!(kind.as_str(), name, "code {code}");
+            assert_eq!(kind_code(kind), code, "{name}");
+        }
+        for code in 16..=u8::MAX {
+            assert_eq!(kind_from_code(code), None, "code {code}");
+        }
+    }
+
+    #[test]
+    fn every_role_has_the_formats_number_both_ways() {
+        let roles = [
+            None,
+            Some(Role::User),
+            Some(Role::Assistant),
+            Some(Role::Developer),
+            Some(Role::System),
+        ];
+        let names = [
+            None,
+            Some("user"),
+            Some("assistant"),
+            Some("developer"),
+            Some("system"),
+        ];
+        for ((code, role), name) in (0u8..).zip(roles).zip(names) {
+            assert_eq!(role.map(Role::as_str), name);
+            assert_eq!(role_from_code(code), Some(role), "code {code}");
+            assert_eq!(role_code(role), code, "{name:?}");
+        }
+        for code in 5..=u8::MAX {
+            assert_eq!(role_from_code(code), None, "code {code}");
+        }
+    }
+
+    /// Bit 0 image, 1 audio, 2 server execution, 3 user turn; any other bit set is refused.
+    #[test]
+    fn entry_flags_are_the_four_low_bits_and_no_other() {
+        for bits in 0..16u8 {
+            let flags = flags_from_bits(bits).unwrap_or_else(|| panic!("bits {bits:#b} refused"));
+            assert_eq!(flags.has_image(), bits & 1 != 0, "{bits:#b}");
+            assert_eq!(flags.has_audio(), bits & 2 != 0, "{bits:#b}");
+            assert_eq!(flags.is_server_executed(), bits & 4 != 0, "{bits:#b}");
+            assert_eq!(flags.is_user_turn_boundary(), bits & 8 != 0, "{bits:#b}");
+            assert_eq!(flags.bits(), bits);
+        }
+        for bits in 16..=u8::MAX {
+            assert!(flags_from_bits(bits).is_none(), "bits {bits:#b}");
+        }
+    }
+
+    fn owned_entry(n: u8) -> EntryV1 {
+        EntryV1 {
+            kind: n % 16,
+            role: n % 5,
+            flags: n % 16,
+            tokens: u64::from(n) * 1000 + 7,
+            call_id: n.is_multiple_of(2).then(|| format!("call_{n}")),
+            item_id: n
+                .is_multiple_of(3)
+                .then(|| format!("item-{n}-with-a-longer-id")),
+            json: format!(
+                "{{\"type\":\"message\",\"n\":{n},\"text\":\"{}\"}}",
+                "x".repeat(n.into())
+            ),
+        }
+    }
+
+    fn borrowed_entry(entry: &EntryV1) -> EntryRef<'_> {
+        EntryRef {
+            kind: entry.kind,
+            role: entry.role,
+            flags: entry.flags,
+            tokens: entry.tokens,
+            call_id: entry.call_id.as_deref().map(StrRef),
+            item_id: entry.item_id.as_deref().map(StrRef),
+            json: StrRef(&entry.json),
+        }
+    }
+
+    fn facts() -> Vec<FactV2> {
+        vec![FactV2 {
+            kind: fact_code::TURN_CONTEXT,
+            turn_id: Some("turn-1".into()),
+            num_turns: 0,
+            payload: Some("{\"model\":\"m\"}".into()),
+        }]
+    }
+
+    fn earlier() -> Vec<EarlierV2> {
+        vec![EarlierV2 {
+            entries: vec![2, 0],
+            turns_from: 0,
+        }]
+    }
+
+    /// Writing borrows each entry's strings instead of copying them into an [`EntryV1`]; the
+    /// bytes must be those of the owned root (the reader reads them as it), strings included
+    /// (short ones, stored inline, and longer ones, stored out of line).
+    #[test]
+    fn borrowed_roots_archive_byte_for_byte_as_the_owned_ones() {
+        let entries: Vec<EntryV1> = (0..40).map(owned_entry).collect();
+        let owned_v1 = SnapshotV1 {
+            thread_id: Some("thread".into()),
+            resume_flags: 3,
+            truncation_mode: 1,
+            truncation_limit: 10_000,
+            reference_context_item: Some("{}".into()),
+            previous_turn_settings: None,
+            entries: (0..40).map(owned_entry).collect(),
+        };
+        let borrowed_v1 = SnapshotV1Ref {
+            thread_id: Some("thread".into()),
+            resume_flags: 3,
+            truncation_mode: 1,
+            truncation_limit: 10_000,
+            reference_context_item: Some("{}".into()),
+            previous_turn_settings: None,
+            entries: entries.iter().map(borrowed_entry).collect(),
+        };
+        let owned = rkyv::to_bytes::<BoxedError>(&owned_v1).expect("archived");
+        let borrowed = rkyv::to_bytes::<BoxedError>(&borrowed_v1).expect("archived");
+        assert_eq!(owned.as_slice(), borrowed.as_slice(), "version 1");
+        let read = rkyv::access::<ArchivedSnapshotV1, BoxedError>(&borrowed).expect("valid");
+        assert_eq!(read.entries.len(), 40);
+        for (stored, entry) in read.entries.iter().zip(&entries) {
+            assert_eq!(stored.json.as_str(), entry.json);
+            assert_eq!(
+                stored.call_id.as_ref().map(|id| id.as_str()),
+                entry.call_id.as_deref()
+            );
+            assert_eq!(
+                stored.item_id.as_ref().map(|id| id.as_str()),
+                entry.item_id.as_deref()
+            );
+            assert_eq!(stored.tokens.to_native(), entry.tokens);
+        }
+
+        let owned_v4 = SnapshotV4 {
+            open_turn: Some(OpenTurnV4 {
+                turn_id: Some("turn-2".into()),
+                started_line: 9,
+                start: 3,
+            }),
+            v3: SnapshotV3 {
+                world_state: Some("{\"cwd\":\"/\"}".into()),
+                v2: SnapshotV2 {
+                    thread_id: None,
+                    resume_flags: 5,
+                    truncation_mode: 0,
+                    truncation_limit: 64,
+                    reference_context_item: None,
+                    previous_turn_settings: Some("{\"model\":\"m\"}".into()),
+                    base_instructions: Some("{\"text\":\"be brief\"}".into()),
+                    entries: (0..40).map(owned_entry).collect(),
+                    turns_from: 1,
+                    earlier: earlier(),
+                    facts: facts(),
+                },
+            },
+        };
+        let borrowed_v4 = SnapshotV4Ref {
+            open_turn: Some(OpenTurnV4 {
+                turn_id: Some("turn-2".into()),
+                started_line: 9,
+                start: 3,
+            }),
+            v3: SnapshotV3Ref {
+                world_state: Some("{\"cwd\":\"/\"}".into()),
+                v2: SnapshotV2Ref {
+                    thread_id: None,
+                    resume_flags: 5,
+                    truncation_mode: 0,
+                    truncation_limit: 64,
+                    reference_context_item: None,
+                    previous_turn_settings: Some("{\"model\":\"m\"}".into()),
+                    base_instructions: Some("{\"text\":\"be brief\"}".into()),
+                    entries: entries.iter().map(borrowed_entry).collect(),
+                    turns_from: 1,
+                    earlier: earlier(),
+                    facts: facts(),
+                },
+            },
+        };
+        let owned = rkyv::to_bytes::<BoxedError>(&owned_v4).expect("archived");
+        let borrowed = rkyv::to_bytes::<BoxedError>(&borrowed_v4).expect("archived");
+        assert_eq!(owned.as_slice(), borrowed.as_slice(), "version 4");
+        let read = rkyv::access::<ArchivedSnapshotV4, BoxedError>(&borrowed).expect("valid");
+        let texts: Vec<&str> = read.v3.v2.entries.iter().map(|e| e.json.as_str()).collect();
+        let expected: Vec<&str> = entries.iter().map(|e| e.json.as_str()).collect();
+        assert_eq!(texts, expected);
+    }
+}
