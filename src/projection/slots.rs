@@ -280,6 +280,7 @@ fn rendered(slot: &Entry) -> (usize, u64) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::item::ItemKind;
 
     /// A history of `n` user messages whose texts start with `tag`.
     fn messages(n: usize, tag: &str) -> History {
@@ -451,5 +452,209 @@ mod tests {
         assert!(omitted(&lines.slots, 10) && omitted(&later.slots, 10));
         assert!(!omitted(&lines.slots, 20) && omitted(&later.slots, 20));
         assert_eq!(later.len(), 98);
+    }
+
+    /// The slots of `history` with the first, middle and last slot of every leaf (and of the
+    /// history) replaced by `other`'s entries there, and those positions, sorted.
+    fn replaced_at_leaf_edges(history: &History, other: &History) -> (Slots, Vec<usize>) {
+        let mut positions = vec![0, history.len() - 1];
+        let mut start = 0;
+        for leaf in history.entries().leaves() {
+            positions.extend([start, start + leaf.len() - 1, start + leaf.len() / 2]);
+            start += leaf.len();
+        }
+        positions.sort_unstable();
+        positions.dedup();
+        (overlaid(history, other, &positions), positions)
+    }
+
+    #[test]
+    fn from_gives_every_slot_from_any_start_with_its_position() {
+        let history = messages(300, "kept");
+        let other = messages(300, "replaced");
+        let (slots, positions) = replaced_at_leaf_edges(&history, &other);
+        let plain = Slots {
+            entries: history.entries().clone(),
+            overlay: None,
+        };
+        for start in 0..=history.len() + 2 {
+            // What `get` reads at each position from `start` on (`get` is checked against the
+            // two histories below), and the replacements among them.
+            let expected: Vec<(usize, &str)> = (start..history.len())
+                .map(|p| (p, slots.get(p).expect("in range").json()))
+                .collect();
+            let listed: Vec<(usize, &str)> =
+                slots.from(start).map(|(p, e)| (p, e.json())).collect();
+            assert_eq!(listed, expected, "from {start}");
+            let unreplaced: Vec<(usize, &str)> =
+                plain.from(start).map(|(p, e)| (p, e.json())).collect();
+            let stored: Vec<(usize, &str)> = (start..history.len())
+                .map(|p| (p, history.get(p).expect("in range").json()))
+                .collect();
+            assert_eq!(unreplaced, stored, "from {start} without an overlay");
+        }
+        for p in 0..history.len() {
+            let source = if positions.contains(&p) {
+                &other
+            } else {
+                &history
+            };
+            assert_eq!(
+                slots.get(p).map(Entry::json),
+                source.get(p).map(Entry::json),
+                "slot {p}"
+            );
+        }
+        assert_eq!(
+            slots.overlay().iter().map(|&(p, _)| p).collect::<Vec<_>>(),
+            positions
+        );
+        assert!(plain.overlay().is_empty());
+        assert!(plain.get(history.len()).is_none());
+    }
+
+    /// A call without output, an image, a message: the three kinds of slot a pass replaces.
+    fn mixed() -> History {
+        let mut history = History::new();
+        for json in [
+            r#"{"type":"function_call","id":"fc_1","name":"shell","arguments":"{}","call_id":"c1"}"#,
+            r#"{"type":"message","role":"user","content":[{"type":"input_image","image_url":"data:image/png;base64,AAAA"}]}"#,
+            r#"{"type":"message","role":"user","content":[{"type":"input_text","text":"hi"}]}"#,
+            r#"{"type":"function_call_output","call_id":"gone","output":"x"}"#,
+        ] {
+            history.record_json(json).expect("valid");
+        }
+        history
+    }
+
+    #[test]
+    fn the_builder_counts_the_items_and_bytes_each_replaced_slot_renders() {
+        let history = mixed();
+        let entry = |p: usize| history.get(p).expect("in range").clone();
+        let text = |p: usize| entry(p).json().len() as u64;
+        assert!(matches!(entry(1).payload(), Payload::WithMedia(_)));
+        let mut builder = SlotBuilder::new(&history);
+        assert!(std::ptr::eq(builder.history(), &history));
+        assert_eq!((builder.len, builder.bytes), (4, history.json_bytes()));
+        // A call with its synthetic output: one more item, the output's bytes more.
+        let output = r#"{"synthetic":"output"}"#;
+        builder.replace(
+            0,
+            &entry(0),
+            Arc::new(Payload::CallWithSyntheticOutput {
+                call: Arc::clone(entry(0).body()),
+                output: output.into(),
+            }),
+            RepairKind::SynthesizedOutput {
+                output_kind: ItemKind::FunctionCallOutput,
+                output_id: None,
+            },
+        );
+        assert_eq!(builder.len, 5);
+        assert_eq!(builder.bytes, history.json_bytes() + output.len() as u64);
+        // The slot is seen as replaced by a later pass; the others as stored.
+        assert!(matches!(
+            builder.slot(0).map(Entry::payload),
+            Some(Payload::CallWithSyntheticOutput { .. })
+        ));
+        assert_eq!(builder.slot(2).map(Entry::json), Some(entry(2).json()));
+        assert!(builder.slot(4).is_none());
+        // An item with media left out: one item less, its stored text's bytes less.
+        builder.omit(1, &entry(1), RepairKind::HeldBackUnknownItem);
+        assert_eq!(builder.len, 4);
+        assert_eq!(
+            builder.bytes,
+            history.json_bytes() + output.len() as u64 - text(1)
+        );
+        // A repair reported without a replacement changes no slot and no count.
+        builder.report(2, &entry(2), RepairKind::StrippedImages { parts: 1 });
+        assert_eq!(builder.len, 4);
+        assert_eq!(builder.slot(2).map(Entry::json), Some(entry(2).json()));
+        builder.omit(3, &entry(3), RepairKind::DroppedOrphanOutput);
+        assert_eq!(builder.len, 3);
+        let bytes = history.json_bytes() + output.len() as u64 - text(1) - text(3);
+        assert_eq!(builder.bytes, bytes);
+        let projection = builder.finish(StripSet {
+            images: false,
+            audio: false,
+        });
+        let sent: Vec<&str> = projection.iter().collect();
+        assert_eq!(sent, [entry(0).json(), output, entry(2).json()]);
+        assert_eq!(projection.len(), 3);
+        // Three items: their bytes, two commas and the brackets.
+        assert_eq!(projection.json_array_len() as u64, bytes + 2 + 2);
+        assert_eq!(
+            projection.to_json_array().len(),
+            projection.json_array_len()
+        );
+        let at: Vec<(usize, &str)> = projection
+            .report()
+            .repairs()
+            .iter()
+            .map(|repair| (repair.at.position, repair.kind.name()))
+            .collect();
+        assert_eq!(
+            at,
+            [
+                (0, "synthesized_output"),
+                (1, "held_back_unknown_item"),
+                (2, "stripped_images"),
+                (3, "dropped_orphan_output")
+            ]
+        );
+        assert_eq!(
+            projection.report().repairs()[0]
+                .at
+                .call_id
+                .as_ref()
+                .map(|id| id.as_str()),
+            Some("c1")
+        );
+    }
+
+    #[test]
+    fn the_overlay_is_sorted_and_the_vector_is_the_history_s_own() {
+        let history = messages(200, "kept");
+        let entry = |p: usize| history.get(p).expect("in range").clone();
+        // Nothing replaced: no overlay, the history's vector as it is.
+        let untouched = SlotBuilder::new(&history).finish(StripSet {
+            images: false,
+            audio: false,
+        });
+        assert!(untouched.slots.overlay.is_none());
+        assert!(untouched.slots.entries.ptr_eq(history.entries()));
+        // Replaced out of order, one slot twice: sorted, each position once, the last
+        // replacement kept, and still the history's vector.
+        let mut builder = SlotBuilder::new(&history);
+        for p in [150, 3, 64, 3, 199] {
+            builder.omit(p, &entry(p), RepairKind::DroppedOrphanOutput);
+        }
+        builder.replace(
+            64,
+            &entry(64),
+            Arc::new(Payload::CallWithSyntheticOutput {
+                call: Arc::clone(entry(64).body()),
+                output: "{}".into(),
+            }),
+            RepairKind::SynthesizedOutput {
+                output_kind: ItemKind::FunctionCallOutput,
+                output_id: None,
+            },
+        );
+        let projection = builder.finish(StripSet {
+            images: false,
+            audio: false,
+        });
+        assert!(projection.slots.entries.ptr_eq(history.entries()));
+        let overlay: Vec<(usize, bool)> = projection
+            .slots
+            .overlay()
+            .iter()
+            .map(|(p, e)| (*p, matches!(e.payload(), Payload::Omitted { .. })))
+            .collect();
+        assert_eq!(overlay, [(3, true), (64, false), (150, true), (199, true)]);
+        // 200 slots, three sending nothing, one sending two items.
+        assert_eq!(projection.len(), 198);
+        assert_eq!(projection.iter().count(), 198);
     }
 }
