@@ -145,4 +145,70 @@ mod tests {
         );
         assert_eq!(Modalities::ALL.to_string(), "text,image,audio");
     }
+
+    /// Each set of modalities prints as the list that parses back to it; `text` may be left
+    /// out, and empty names are skipped.
+    #[test]
+    fn every_modality_set_prints_as_the_list_that_parses_back() {
+        for (modalities, list) in [
+            (Modalities::TEXT, "text"),
+            (Modalities::TEXT_IMAGE, "text,image"),
+            (
+                Modalities {
+                    image: false,
+                    audio: true,
+                },
+                "text,audio",
+            ),
+            (Modalities::ALL, "text,image,audio"),
+        ] {
+            assert_eq!(modalities.to_string(), list);
+            assert_eq!(list.parse(), Ok(modalities), "{list}");
+        }
+        assert_eq!("image".parse(), Ok(Modalities::TEXT_IMAGE));
+        assert_eq!(
+            "audio,,".parse(),
+            Ok(Modalities {
+                image: false,
+                audio: true
+            })
+        );
+        assert_eq!("".parse(), Ok(Modalities::TEXT));
+        assert_eq!(
+            "Image, video".parse::<Modalities>(),
+            Err(ParseModalitiesError("video".into()))
+        );
+        assert_eq!(Modalities::default(), Modalities::TEXT_IMAGE);
+    }
+
+    /// `for_modalities` sets the modalities and keeps the defaults (lenient, unknown items held
+    /// back); `strict` changes the repair mode only.
+    #[test]
+    fn the_option_builders_set_their_field_only() {
+        let options = ProjectionOptions::for_modalities(Modalities::TEXT);
+        assert_eq!(
+            options,
+            ProjectionOptions {
+                modalities: Modalities::TEXT,
+                repair: RepairMode::Lenient,
+                unknown_items: UnknownItems::HoldBack,
+            }
+        );
+        let sending = ProjectionOptions {
+            unknown_items: UnknownItems::Send,
+            ..ProjectionOptions::for_modalities(Modalities::ALL)
+        };
+        assert_eq!(
+            sending.strict(),
+            ProjectionOptions {
+                modalities: Modalities::ALL,
+                repair: RepairMode::Strict,
+                unknown_items: UnknownItems::Send,
+            }
+        );
+        assert_eq!(
+            ProjectionOptions::default().strict().repair,
+            RepairMode::Strict
+        );
+    }
 }

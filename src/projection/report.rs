@@ -330,3 +330,158 @@ impl fmt::Display for Violation {
         write!(f, "{} {what}", self.at)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::RepairKind;
+    use crate::History;
+    use crate::projection::{Modalities, ProjectionError, ProjectionOptions};
+
+    /// A history with a repair of every kind under text-only modalities, out of pass order in
+    /// the history: media first, then a call without output, an orphan output, an unknown item,
+    /// a generated image, and a call with an id.
+    const ITEMS: [&str; 7] = [
+        r#"{"type":"message","role":"user","content":[{"type":"input_text","text":"hi"}]}"#,
+        r#"{"type":"message","role":"user","content":[{"type":"input_image","image_url":"data:image/png;base64,AAAA"},{"type":"input_audio","audio_url":"data:audio/wav;base64,AAAA"},{"type":"input_image","image_url":"x"}]}"#,
+        r#"{"type":"function_call","name":"shell","arguments":"{}","call_id":"c1"}"#,
+        r#"{"type":"function_call_output","call_id":"ghost","output":"late"}"#,
+        r#"{"type":"future_item","x":1}"#,
+        r#"{"type":"image_generation_call","id":"ig_1","status":"completed","revised_prompt":"a square","result":"Zm9v"}"#,
+        r#"{"type":"function_call","id":"fc_7","name":"shell","arguments":"{}","call_id":"c2"}"#,
+    ];
+
+    fn history(items: &[&str]) -> History {
+        let mut history = History::new();
+        history
+            .record_all_json(items.iter().copied())
+            .expect("records");
+        history
+    }
+
+    fn text_only() -> ProjectionOptions {
+        ProjectionOptions::for_modalities(Modalities::TEXT)
+    }
+
+    /// Every repair of a projection, in position order (the media of one item images first),
+    /// with the JSON, the counts by kind and the words `docs/json-output.md` and the doc
+    /// comments give; a projection without repairs says so.
+    #[test]
+    fn a_report_lists_every_repair_in_position_order_in_json_and_in_words() {
+        let all = history(&ITEMS);
+        let projection = all.project(&text_only()).expect("lenient");
+        let report = projection.report();
+        assert!(!report.is_empty());
+        assert_eq!(report.len(), 7);
+        let synthesized_id = match &report.repairs()[6].kind {
+            RepairKind::SynthesizedOutput {
+                output_id: Some(id),
+                ..
+            } => id.to_string(),
+            other => panic!("the call with an id gets an output with an id, not {other:?}"),
+        };
+        let at = |position: usize, item_kind: &str, call_id: Option<&str>| json!({"position": position, "item_kind": item_kind, "call_id": call_id});
+        assert_eq!(
+            serde_json::to_value(report).expect("serializes"),
+            json!({
+                "count": 7,
+                "by_kind": {"cleared_image_generation_result": 1, "dropped_orphan_output": 1,
+                    "held_back_unknown_item": 1, "stripped_audio": 1, "stripped_images": 1,
+                    "synthesized_output": 2},
+                "repairs": [
+                    {"kind": "stripped_images", "parts": 2, "at": at(1, "message", None)},
+                    {"kind": "stripped_audio", "parts": 1, "at": at(1, "message", None)},
+                    {"kind": "synthesized_output", "output_kind": "function_call_output",
+                        "output_id": null, "at": at(2, "function_call", Some("c1"))},
+                    {"kind": "dropped_orphan_output",
+                        "at": at(3, "function_call_output", Some("ghost"))},
+                    {"kind": "held_back_unknown_item", "at": at(4, "unknown", None)},
+                    {"kind": "cleared_image_generation_result",
+                        "at": at(5, "image_generation_call", None)},
+                    {"kind": "synthesized_output", "output_kind": "function_call_output",
+                        "output_id": synthesized_id, "at": at(6, "function_call", Some("c2"))},
+                ],
+            })
+        );
+        let counts: Vec<(&str, u64)> = report.counts().into_iter().collect();
+        assert_eq!(
+            counts,
+            [
+                ("cleared_image_generation_result", 1),
+                ("dropped_orphan_output", 1),
+                ("held_back_unknown_item", 1),
+                ("stripped_audio", 1),
+                ("stripped_images", 1),
+                ("synthesized_output", 2),
+            ]
+        );
+        let words = report.to_string();
+        assert_eq!(
+            words.split('\n').collect::<Vec<_>>(),
+            [
+                "item 1 (message): 2 image part(s) replaced by a placeholder",
+                "item 1 (message): 1 audio part(s) replaced by a placeholder",
+                "item 2 (function_call, call_id \"c1\"): no output; synthesized \
+                 `function_call_output` \"aborted\" without id",
+                "item 3 (function_call_output, call_id \"ghost\"): output without a call; dropped",
+                "item 4 (unknown): unknown item type; not sent",
+                "item 5 (image_generation_call): generated image cleared from `result`",
+                &format!(
+                    "item 6 (function_call, call_id \"c2\"): no output; synthesized \
+                     `function_call_output` \"aborted\" with id {synthesized_id}"
+                ),
+            ]
+        );
+
+        let clean = history(&ITEMS[..1]);
+        let clean = clean.project(&text_only()).expect("lenient");
+        assert!(clean.report().is_empty());
+        assert_eq!(clean.report().len(), 0);
+        assert!(clean.report().counts().is_empty());
+        assert_eq!(clean.report().to_string(), "no repairs");
+        assert_eq!(
+            serde_json::to_value(clean.report()).expect("serializes"),
+            json!({"count": 0, "by_kind": {}, "repairs": []})
+        );
+    }
+
+    /// Two reports are equal when they list the same repairs, whichever projection made them;
+    /// the debug form shows the repairs.
+    #[test]
+    fn reports_compare_and_debug_print_by_their_repairs() {
+        let history = history(&ITEMS);
+        let first = history.project(&text_only()).expect("lenient");
+        let again = history.project(&text_only()).expect("lenient");
+        assert_eq!(first.report(), again.report());
+        let with_media = history
+            .project(&ProjectionOptions::for_modalities(Modalities::ALL))
+            .expect("lenient");
+        assert_ne!(first.report(), with_media.report());
+        assert_eq!(with_media.report().len(), 4, "{}", with_media.report());
+        let debug = format!("{:?}", first.report());
+        assert!(debug.starts_with("RepairReport { repairs: ["), "{debug}");
+        assert!(debug.contains("DroppedOrphanOutput"), "{debug}");
+    }
+
+    /// A strict projection's violations, in words: the item, then what is wrong with it.
+    #[test]
+    fn a_violation_names_its_item_and_what_is_wrong() {
+        let history = history(&[
+            r#"{"type":"custom_tool_call","name":"apply","input":"x","call_id":"k1"}"#,
+            ITEMS[3],
+        ]);
+        let violations = match history.project(&ProjectionOptions::default().strict()) {
+            Err(ProjectionError::Violations(violations)) => violations,
+            other => panic!("expected violations, got {other:?}"),
+        };
+        let words: Vec<String> = violations.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            words,
+            [
+                "item 0 (custom_tool_call, call_id \"k1\") has no output",
+                "item 1 (function_call_output, call_id \"ghost\") has no matching call",
+            ]
+        );
+    }
+}

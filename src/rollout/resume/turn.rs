@@ -88,3 +88,129 @@ impl Tracked {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::item::{CallId, Family, ItemKind};
+
+    fn call(id: &str) -> String {
+        format!(r#"{{"type":"function_call","name":"shell","arguments":"{{}}","call_id":"{id}"}}"#)
+    }
+
+    fn output(id: &str) -> String {
+        format!(r#"{{"type":"function_call_output","call_id":"{id}","output":"done"}}"#)
+    }
+
+    fn user(text: &str) -> String {
+        format!(
+            r#"{{"type":"message","role":"user","content":[{{"type":"input_text","text":"{text}"}}]}}"#
+        )
+    }
+
+    /// A history of `items`, recorded in order.
+    fn history(items: &[String]) -> History {
+        let mut history = History::new();
+        history
+            .record_all_json(items.iter().map(String::as_str))
+            .expect("records");
+        history
+    }
+
+    /// The turn a snapshot stores is the turn it was read from (format version 4 keeps the open
+    /// turn so that a resume through the snapshot continues from the same state); a turn whose
+    /// start is still inside a pending legacy compaction is not stored.
+    #[test]
+    fn a_stored_open_turn_reads_back_as_itself() {
+        for turn_id in [Some(TurnId::new("t7")), None] {
+            let stored = OpenTurn {
+                turn_id: turn_id.clone(),
+                started_line: 12,
+                start: 3,
+            };
+            let tracked = Tracked::from_stored(&stored);
+            assert_eq!(tracked.turn_id, turn_id);
+            assert_eq!(tracked.started_line, 12);
+            assert_eq!(tracked.start, Start::At(3));
+            assert_eq!(tracked.stored(), Some(stored));
+        }
+        let pending = Tracked {
+            turn_id: Some(TurnId::new("t1")),
+            started_line: 4,
+            start: Start::InPending(2),
+        };
+        assert_eq!(pending.stored(), None);
+    }
+
+    /// The report of an open turn: its items are the history's positions from its start to the
+    /// end, and its calls without output are those it recorded (at or after its start), in
+    /// history order; an earlier turn's call without output is not the open turn's.
+    #[test]
+    fn the_report_lists_the_turns_items_and_its_calls_without_output() {
+        let history = history(&[
+            user("first"),  // 0: an earlier turn
+            call("early"),  // 1: its call, never answered
+            user("second"), // 2: the open turn starts here
+            call("c1"),     // 3: answered at 4
+            output("c1"),   // 4
+            call("c2"),     // 5: no output
+            call("c3"),     // 6: no output
+        ]);
+        let tracked = Tracked {
+            turn_id: Some(TurnId::new("t2")),
+            started_line: 9,
+            start: Start::At(2),
+        };
+        let report = tracked.report(&history);
+        assert_eq!(report.turn_id, Some(TurnId::new("t2")));
+        assert_eq!(report.started_line, 9);
+        assert_eq!((report.start, report.items), (2, 5));
+        let open: Vec<(usize, Option<&str>, ItemKind, Family)> = report
+            .calls_without_output
+            .iter()
+            .map(|call| {
+                (
+                    call.position,
+                    call.call_id.as_ref().map(CallId::as_str),
+                    call.kind,
+                    call.family,
+                )
+            })
+            .collect();
+        assert_eq!(
+            open,
+            [
+                (5, Some("c2"), ItemKind::FunctionCall, Family::Function),
+                (6, Some("c3"), ItemKind::FunctionCall, Family::Function),
+            ]
+        );
+
+        // A turn that starts at its own call: that call is the turn's.
+        let at_call = Tracked {
+            start: Start::At(5),
+            ..tracked.clone()
+        };
+        let report = at_call.report(&history);
+        assert_eq!((report.start, report.items), (5, 2));
+        assert_eq!(
+            report
+                .calls_without_output
+                .iter()
+                .map(|call| call.position)
+                .collect::<Vec<_>>(),
+            [5, 6]
+        );
+
+        // A turn that recorded nothing yet starts at the history's length; a start past it (a
+        // rollback inside the turn) is kept at most at the history's length.
+        for start in [7, 9] {
+            let empty = Tracked {
+                start: Start::At(start),
+                ..tracked.clone()
+            };
+            let report = empty.report(&history);
+            assert_eq!((report.start, report.items), (7, 0), "start {start}");
+            assert!(report.calls_without_output.is_empty());
+        }
+    }
+}
