@@ -503,7 +503,9 @@ fn reusing_visits(n: usize) -> (Vec<u64>, Vec<u64>) {
 fn a_session_reusing_one_call_id_every_turn_stays_incremental_at_any_size() {
     let (small, small_names) = reusing_visits(1_000);
     let (large, large_names) = reusing_visits(100_000);
-    println!("reusing call_0: {small:?} slots, {small_names:?} names at 1,000; {large:?}, {large_names:?} at 100,000");
+    println!(
+        "reusing call_0: {small:?} slots, {small_names:?} names at 1,000; {large:?}, {large_names:?} at 100,000"
+    );
     assert_eq!(small, large, "the work does not grow with the history");
     assert_eq!(small_names, large_names, "nor the names tried");
     // The user message (1); the call (1, sent with a synthetic output); its output (read, found

@@ -629,8 +629,12 @@ impl Names<'_> {
         }
         own.into_iter()
             .map(|(id, call)| {
-                let key: Arc<str> = Arc::from(id);
-                let mut used = self.ids.get(id).map_or(IdUse::UNUSED, Kept::unpack);
+                // The map's key when the id is known (a call id reused every turn is then one
+                // string, not one per piece).
+                let (key, mut used) = match self.ids.get_key_value(id) {
+                    Some((key, kept)) => (Arc::clone(key), kept.unpack()),
+                    None => (Arc::from(id), IdUse::UNUSED),
+                };
                 used.own = used.own.min(start);
                 if call {
                     used.call = used.call.min(start);
@@ -747,7 +751,8 @@ fn assemble(
         .iter()
         .enumerate()
         .filter(|(i, unit)| {
-            matches!(unit.rendered.pairing(), PairRole::Output(_)) && !paired.call_of.contains_key(i)
+            matches!(unit.rendered.pairing(), PairRole::Output(_))
+                && !paired.call_of.contains_key(i)
         })
         .map(|(i, _)| i)
         .collect();
@@ -786,7 +791,8 @@ enum Edge {
 }
 
 /// One piece of an assembled projection: slots from `start` on that nothing before or after
-/// pairs or batches with (no call id on both sides of its bounds, no call batch across them).
+/// pairs or batches with (no output and the call it answers on both sides of its bounds, no
+/// call batch across them).
 #[derive(Debug)]
 struct Span {
     /// The position of its first slot.
@@ -796,7 +802,7 @@ struct Span {
     repairs_before: usize,
     /// The call ids of its calls and outputs, and the names minted for its calls: its keys
     /// of [`ChatMemo::ids`].
-    ids: Vec<Arc<str>>,
+    ids: Box<[Arc<str>]>,
     /// The edge of the last unit that sends something in this piece or, when it sends
     /// nothing, in the pieces before (`None`: nothing is sent up to its end).
     last: Option<Edge>,
@@ -816,21 +822,27 @@ struct Span {
 /// in one of them and not the other (a call answered since, an orphan whose call came): the
 /// pieces before the first such position are kept, the rest re-assembled from the start of the
 /// piece that holds it (for an older version: the piece its end falls in, if any, which this version's
-/// assembly may have paired or batched with later items), moved back over any kept piece that shares a
-/// call id with what is re-assembled or whose last unit is a call when the first re-assembled
-/// one is a call.
+/// assembly may have paired or batched with later items), moved back over kept pieces that a
+/// re-assembled unit could pair with (below) or whose last unit is a call when the first
+/// re-assembled one is a call.
 ///
-/// Call ids that need mapping (empty, or used by an earlier call) are mapped within their
-/// piece (every unit of an id is in one piece), against [`ChatMemo::ids`]: one persistent map
-/// for the lineage, from each call id and each minted name to the piece that has it, so that a
-/// piece's fresh name skips every call id of the request and every name an earlier piece
-/// minted, exactly as an assembly of the whole projection picks it. Re-assembling from a piece
+/// The pieces before the first change are kept only when nothing re-assembled can pair back
+/// across them ([`reaches_back`]: of each call id used before, the first re-assembled unit is a
+/// call, and no re-assembled call that no later output answers has the id of a loose output
+/// before); else the assembly moves back one piece, then two, four, … (at most about twice as
+/// far as needed). So a call id's units can be in many pieces: a session whose model names
+/// every call `call_0` has a piece per turn and stays incremental, interrupted turns included.
+///
+/// Call ids that need mapping (empty, or used by an earlier call) are mapped piece by piece,
+/// against [`ChatMemo::ids`]: one persistent map for the lineage, from each call id to the
+/// first piece with a unit, a call and a loose output of it, and from each minted name to the
+/// piece that minted it, so that a piece's calls see the calls of the pieces before and its
+/// fresh name skips every call id of the request and every name an earlier piece minted,
+/// exactly as an assembly of the whole projection picks it; where each base's search resumes
+/// is kept too ([`ChatMemo::next`]). Re-assembling from a piece
 /// therefore also moves back over a kept piece that minted a name a re-assembled unit has as
 /// its own id (that call takes the name: the kept call gets another), and over a kept piece
 /// whose minted name skipped a call id that is no longer there (it may take that name now).
-/// A session that reuses one id in every turn keeps every turn in one piece (the id's uses
-/// span them) and is assembled whole after each append; one with a few mapped ids is
-/// incremental after their last use.
 #[derive(Debug)]
 struct ChatMemo {
     options: TargetOptions,
@@ -1259,7 +1271,7 @@ fn reassemble(
             start,
             steps_before: steps.len(),
             repairs_before: kept_repairs.len(),
-            ids: piece_ids,
+            ids: piece_ids.into_boxed_slice(),
             last,
         }));
         steps.extend(assembled.steps);
