@@ -716,6 +716,9 @@ enum Op {
     /// Record a turn of a model that names its calls alike every turn: a user message, a call
     /// with this id and, when `true`, its output ([`turn`]).
     Turn(&'static str, bool),
+    /// Record an output of this id alone: it answers an interrupted turn's call, or nothing
+    /// (a loose output, which a later call left unanswered takes).
+    LateOutput(&'static str),
     /// Keep the current version, to fork from later.
     Save,
     /// Continue from the `n`-th saved version (modulo their number).
@@ -793,6 +796,7 @@ fn op() -> impl Strategy<Value = Op> {
         12 => item().prop_map(Op::Record),
         5 => (prop_oneof![3 => Just("call_0"), 1 => Just("c0")], prop::bool::weighted(0.7))
             .prop_map(|(id, answered)| Op::Turn(id, answered)),
+        2 => prop_oneof![Just("call_0"), Just("c0")].prop_map(Op::LateOutput),
         2 => Just(Op::Save),
         2 => (0..4usize).prop_map(Op::Fork),
         1 => (1..3usize).prop_map(Op::Rollback),
@@ -809,6 +813,7 @@ fn call_ids(ops: &[Op]) -> Vec<String> {
         .flat_map(|op| match op {
             Op::Record(item) => vec![item.clone()],
             Op::Turn(id, answered) => turn(id, *answered),
+            Op::LateOutput(id) => vec![output(id)],
             _ => Vec::new(),
         })
         .filter(|item| item["type"].as_str().is_some_and(|t| t.ends_with("call")))
@@ -855,6 +860,9 @@ proptest! {
                         history.record_json(item.to_string()).expect("valid");
                     }
                 }
+                Op::LateOutput(id) => {
+                    history.record_json(output(id).to_string()).expect("valid");
+                }
                 Op::Save => saved.push(history.clone()),
                 Op::Fork(n) => history = saved[n % saved.len()].clone(),
                 Op::Rollback(n) => history.drop_last_n_user_turns(n).expect("rolls back"),
@@ -887,6 +895,7 @@ fn the_generator_leaves_reused_ids_unanswered_between_answered_ones_often() {
             .flat_map(|op| match op {
                 Op::Record(item) => vec![item],
                 Op::Turn(id, answered) => turn(id, answered),
+                Op::LateOutput(id) => vec![output(id)],
                 _ => Vec::new(),
             })
             .collect()
