@@ -788,7 +788,9 @@ fn tool_heavy(n: usize, reuse: bool) -> History {
 /// 16 calls; state kept per call (say a persistent set of the ids seen, copied at each call)
 /// shows only here. Pinned at 200 bytes per entry for Chat Completions (124 at 40,000 entries
 /// when written, 60 with one reused id; 137 and 83 since the lineage's one map of call ids also
-/// records the names minted for mapped ids, with 16-byte values) and 250 for Anthropic Messages
+/// records the names minted for mapped ids, with 16-byte values; 111 and 142 since a reused id's
+/// turns are pieces of their own, each piece's ids shared with the map's keys) and 250 for
+/// Anthropic Messages
 /// (157 and 172), at 4,000 and 40,000 entries: an assembly that kept a copied set's path per
 /// call measured 826 bytes per entry for Chat.
 #[test]

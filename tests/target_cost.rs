@@ -421,24 +421,152 @@ fn mapping_an_id_every_call_reuses_tries_one_name_per_mapped_call() {
     assert_eq!((small, large), (99, 999));
 }
 
-#[test]
-fn a_session_reusing_one_call_id_every_turn_assembles_in_full() {
-    // The items from the first use of `call_0` to its last are one piece: a limit, stated in
-    // docs/performance.md.
-    let mut history = reusing_call_0(100);
+/// A session of about `n` items whose every call is `call_0`: turns of a user message, the
+/// call, its output and an answer, every fifth turn interrupted (a user message and the call,
+/// never answered); and how many calls it has.
+fn reusing_call_0_interrupted(n: usize) -> (History, usize) {
+    let mut history = History::new();
+    let mut calls = 0;
+    let mut turn = 0;
+    while history.len() < n {
+        let mut items = vec![msg("user", &format!("turn {turn}")), call("call_0")];
+        if turn % 5 != 4 {
+            items.extend([output("call_0"), msg("assistant", "done")]);
+        }
+        for item in items {
+            history.record_json(item.to_string()).unwrap();
+        }
+        calls += 1;
+        turn += 1;
+    }
+    (history, calls)
+}
+
+/// The slots the Chat assembly visits and the names it tries on [`reusing_call_0_interrupted`]
+/// (about `n` items) for each projection after an appended item: an answered turn, an
+/// interrupted one, a user message and a late output of the interrupted turn's `call_0` (it
+/// answers that call: its batch is the nearest of `call_0` before it), then an answered turn.
+/// Each projection equals one from scratch at 1,000 items, and at both sizes each new call is
+/// sent as the n-th `call_0` is (`call_0_<n>`).
+fn reusing_visits(n: usize) -> (Vec<u64>, Vec<u64>) {
+    let (mut history, mut calls) = reusing_call_0_interrupted(n);
     assembled(&history);
-    for item in [msg("user", "more"), call("call_0"), output("call_0")] {
+    let (mut visits, mut names) = (Vec::new(), Vec::new());
+    let appended = [
+        msg("user", "a"),
+        call("call_0"),
+        output("call_0"),
+        msg("assistant", "done"),
+        msg("user", "b"),
+        call("call_0"),
+        msg("user", "c"),
+        output("call_0"),
+        call("call_0"),
+        output("call_0"),
+        msg("assistant", "done"),
+    ];
+    for item in appended {
+        let is_call = item["type"] == "function_call";
+        history.record_json(item.to_string()).unwrap();
+        let (slots, tried) = (target_slots_assembled(), chat_names_tried());
+        let projection = history.project_for(&chat()).expect("projects");
+        visits.push(target_slots_assembled() - slots);
+        names.push(chat_names_tried() - tried);
+        if n < 10_000 {
+            let want = fresh(&history);
+            assert_eq!(projection.to_json(), want.to_json());
+            assert_eq!(
+                serde_json::to_value(projection.report()).unwrap(),
+                serde_json::to_value(want.report()).unwrap()
+            );
+        }
+        if is_call {
+            calls += 1;
+            assert!(
+                projection
+                    .to_json()
+                    .contains(&format!(r#""call_0_{calls}""#)),
+                "the {calls}-th call mapped as a whole assembly maps it"
+            );
+        }
+    }
+    (visits, names)
+}
+
+/// A session whose model reuses one call id every turn, some turns interrupted, stays
+/// incremental: each turn is a piece of its own (no output of it pairs with a call of another
+/// turn), the first new unit of `call_0` is a call that starts a new batch, and the search for
+/// the name of the n-th `call_0` resumes where the last one stopped (kept with the assembly).
+/// The slots visited and the names tried per appended item are the same at 1,000 and 100,000
+/// items; before, every slot from the first `call_0` on was assembled again on each append.
+#[test]
+fn a_session_reusing_one_call_id_every_turn_stays_incremental_at_any_size() {
+    let (small, small_names) = reusing_visits(1_000);
+    let (large, large_names) = reusing_visits(100_000);
+    println!(
+        "reusing call_0: {small:?} slots, {small_names:?} names at 1,000; {large:?}, {large_names:?} at 100,000"
+    );
+    assert_eq!(small, large, "the work does not grow with the history");
+    assert_eq!(small_names, large_names, "nor the names tried");
+    // The user message (1); the call (1, sent with a synthetic output); its output (read, found
+    // to pair back, then read again with the call's piece: 1 + 2); the answer (1); a user
+    // message, a call (1 each); a user message (1); the late output (read, then with the user
+    // message, then with the call's piece too, moving back one piece, then two: 1 + 2 + 4); a
+    // call (1) and its output (1 + 2); the answer (1). Before, every slot from the first
+    // `call_0` on, each time.
+    assert_eq!(small, [1, 1, 3, 1, 1, 1, 1, 7, 1, 3, 1]);
+    // One name per assembly of a piece with a call, the n-th `call_0`'s: the search resumes
+    // where the last stopped (before, it started again at `call_0_2`, and the whole session
+    // was assembled with it).
+    assert_eq!(small_names, [0, 1, 1, 0, 0, 1, 0, 1, 1, 1, 0]);
+}
+
+/// An output of `call_0` that answers nothing (a second output of an answered call), then turns
+/// whose calls are all answered, each projected once recorded: no new call can take that loose
+/// output, so every later version is incremental; a new call left unanswered takes it, so that
+/// projection re-assembles from before the loose output (moving back 1, 2, 4, … pieces: at most
+/// about twice as far as needed), a part of the session that grows with the turns since the
+/// loose output, not with the session.
+#[test]
+fn a_loose_output_of_a_reused_id_keeps_later_turns_incremental_until_a_call_could_take_it() {
+    let (mut history, _) = reusing_call_0_interrupted(1_000);
+    for item in [
+        msg("user", "a"),
+        call("call_0"),
+        output("call_0"),
+        output("call_0"),
+        msg("assistant", "done"),
+    ] {
+        history.record_json(item.to_string()).unwrap();
+    }
+    assembled(&history);
+    let mut counts = Vec::new();
+    for turn in 0..12 {
+        for item in [
+            msg("user", &format!("turn {turn}")),
+            call("call_0"),
+            output("call_0"),
+            msg("assistant", "ok"),
+        ] {
+            history.record_json(item.to_string()).unwrap();
+        }
+        counts.push(assembled(&history).0);
+    }
+    // The four new slots (without the check that a call taking the loose output has no output
+    // after it, each turn would move back to before the loose output).
+    assert_eq!(counts, [4; 12]);
+    // A user message, then a call that nothing answers: it takes the loose output, 12 turns
+    // (48 slots) back.
+    for item in [msg("user", "last"), call("call_0")] {
         history.record_json(item.to_string()).unwrap();
     }
     let (visited, projection) = assembled(&history);
-    assert!(projection.to_json().contains(r#""call_0_101""#));
-    // The three new slots read, then every slot from the first call's on.
-    assert_eq!(visited, 3 + history.len() as u64 - 1);
-    // A message after the last use: incremental.
-    history
-        .record_json(msg("assistant", "done").to_string())
-        .unwrap();
-    assert_eq!(assembled(&history).0, 1);
+    assert!(
+        !projection.to_json().ends_with(r#""content":"aborted"}]"#),
+        "the new call takes the loose output"
+    );
+    println!("a call taking a loose output 12 turns back: {visited} slots");
+    assert!((50..200).contains(&visited), "{visited}");
 }
 
 #[test]
@@ -453,10 +581,10 @@ fn a_call_whose_id_is_a_name_minted_earlier_re_assembles_from_the_minted_call() 
     let (visited, projection) = assembled(&history);
     let json = projection.to_json();
     assert!(json.contains(r#""dup_3""#) && json.contains(r#""dup_2""#));
-    // Re-assembled from the piece of the minted call (the second item) on, after reading the
-    // two new slots: the history's length (less the orphan output the Responses projection
-    // drops, which sends nothing).
-    assert_eq!(visited, history.len() as u64);
+    // Re-assembled from the piece of the minted call on, after reading the two new slots: the
+    // history's length (less the orphan output the Responses projection drops, which sends
+    // nothing), less the first `dup` call and its output, a piece of their own that is kept.
+    assert_eq!(visited, history.len() as u64 - 2);
     // Then incremental again.
     history
         .record_json(msg("user", "next").to_string())
@@ -474,9 +602,9 @@ fn a_call_whose_id_is_a_name_minted_earlier_re_assembles_from_the_minted_call() 
     assert!(assembled(&newer).1.to_json().contains(r#""dup_3""#));
     let (visited, projection) = assembled(&older);
     assert!(projection.to_json().contains(r#""dup_2""#));
-    // Re-assembled from the minted call's piece: every slot from the second on but the
+    // Re-assembled from the minted call's piece: every slot from the fourth on but the
     // dropped orphan output.
-    assert_eq!(visited, older.len() as u64 - 2);
+    assert_eq!(visited, older.len() as u64 - 4);
 }
 
 #[test]
@@ -588,6 +716,9 @@ enum Op {
     /// Record a turn of a model that names its calls alike every turn: a user message, a call
     /// with this id and, when `true`, its output ([`turn`]).
     Turn(&'static str, bool),
+    /// Record an output of this id alone: it answers an interrupted turn's call, or nothing
+    /// (a loose output, which a later call left unanswered takes).
+    LateOutput(&'static str),
     /// Keep the current version, to fork from later.
     Save,
     /// Continue from the `n`-th saved version (modulo their number).
@@ -665,6 +796,7 @@ fn op() -> impl Strategy<Value = Op> {
         12 => item().prop_map(Op::Record),
         5 => (prop_oneof![3 => Just("call_0"), 1 => Just("c0")], prop::bool::weighted(0.7))
             .prop_map(|(id, answered)| Op::Turn(id, answered)),
+        2 => prop_oneof![Just("call_0"), Just("c0")].prop_map(Op::LateOutput),
         2 => Just(Op::Save),
         2 => (0..4usize).prop_map(Op::Fork),
         1 => (1..3usize).prop_map(Op::Rollback),
@@ -681,6 +813,7 @@ fn call_ids(ops: &[Op]) -> Vec<String> {
         .flat_map(|op| match op {
             Op::Record(item) => vec![item.clone()],
             Op::Turn(id, answered) => turn(id, *answered),
+            Op::LateOutput(id) => vec![output(id)],
             _ => Vec::new(),
         })
         .filter(|item| item["type"].as_str().is_some_and(|t| t.ends_with("call")))
@@ -727,6 +860,9 @@ proptest! {
                         history.record_json(item.to_string()).expect("valid");
                     }
                 }
+                Op::LateOutput(id) => {
+                    history.record_json(output(id).to_string()).expect("valid");
+                }
                 Op::Save => saved.push(history.clone()),
                 Op::Fork(n) => history = saved[n % saved.len()].clone(),
                 Op::Rollback(n) => history.drop_last_n_user_turns(n).expect("rolls back"),
@@ -759,6 +895,7 @@ fn the_generator_leaves_reused_ids_unanswered_between_answered_ones_often() {
             .flat_map(|op| match op {
                 Op::Record(item) => vec![item],
                 Op::Turn(id, answered) => turn(id, answered),
+                Op::LateOutput(id) => vec![output(id)],
                 _ => Vec::new(),
             })
             .collect()

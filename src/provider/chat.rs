@@ -413,10 +413,11 @@ pub(crate) struct ChatMessages {
 /// name no call of the request has; its output uses the same id. Keyed by unit (calls and
 /// outputs); reported as [`TargetRepairKind::MappedId`]. Only such calls cost anything.
 ///
-/// `units` are one piece of the assembly, starting at position `start` (every unit of a call
-/// id is in one piece, so "used by an earlier call" is decided within it); `names` knows every
-/// call id of the request and the names minted by the pieces before, and records the names
-/// minted here (returned too, for the piece's [`Span`]).
+/// `units` are one piece of the assembly, starting at position `start`; a call id can have
+/// calls in several pieces (a model that names every call `call_0`), so "used by an earlier
+/// call" is decided within the piece and against `names`, which knows the first piece with a
+/// call of each id of the request, the names minted by the pieces before, and where each base's
+/// search resumes; it records the names minted here (returned too, for the piece's [`Span`]).
 fn unique_ids(
     units: &[Unit<ChatItem>],
     steps: &[Step],
@@ -435,7 +436,7 @@ fn unique_ids(
     for step in steps {
         let Step::Unit(i) = *step else { continue };
         if let Some(id) = call_id(i)
-            && (id.is_empty() || !seen.insert(id))
+            && (id.is_empty() || !seen.insert(id) || names.called_before(id, start))
         {
             needs_mapping.push(i);
         }
@@ -465,17 +466,19 @@ fn unique_ids(
 const NOWHERE: usize = usize::MAX;
 
 /// What an assembly knows of one call id or minted name (the key of [`ChatMemo::ids`]), as
-/// the map keeps it: in 16 bytes for the common cases, an id of calls or outputs of one piece
-/// and a name minted by one piece (the map's nodes hold a slot for each of 32 keys, so the size
-/// of a value counts per call id).
+/// the map keeps it: in 16 bytes for the common cases, an id whose calls and outputs start in
+/// one piece (the same id may have units in later pieces too) and a name minted by one piece
+/// as the first name its search tried (the map's nodes hold a slot for each of 32 keys, so the
+/// size of a value counts per call id).
 #[derive(Debug, Clone)]
 enum Kept {
-    /// The id of the calls (`true`) or only outputs (`false`) of the piece at this start.
+    /// The id of units from the piece at this start on, whose first call is in that piece
+    /// (`true`), or of outputs only, none of which is loose (`false`).
     Own(usize, bool),
-    /// A name minted by the piece at this start.
+    /// A name minted by the piece at this start, the first its search tried.
     Minted(usize),
     /// Anything else (rare: a minted name that is also an output's id, an id a minted name
-    /// skipped).
+    /// skipped, an id whose first call comes after its first output, a loose output).
     Other(Arc<IdUse>),
 }
 
@@ -486,13 +489,17 @@ impl Kept {
             IdUse {
                 own,
                 call,
+                loose: NOWHERE,
                 minted: NOWHERE,
+                passed: 0,
                 skipped_by: NOWHERE,
-            } => Kept::Own(own, call),
+            } if call == own || call == NOWHERE => Kept::Own(own, call == own),
             IdUse {
                 own: NOWHERE,
-                call: false,
+                call: NOWHERE,
+                loose: NOWHERE,
                 minted,
+                passed: 0,
                 skipped_by: NOWHERE,
             } => Kept::Minted(minted),
             _ => Kept::Other(Arc::new(used)),
@@ -504,7 +511,7 @@ impl Kept {
         match *self {
             Kept::Own(own, call) => IdUse {
                 own,
-                call,
+                call: if call { own } else { NOWHERE },
                 ..IdUse::UNUSED
             },
             Kept::Minted(minted) => IdUse {
@@ -516,19 +523,28 @@ impl Kept {
     }
 }
 
-/// What an assembly knows of one call id or minted name. Every unit with a given call id is in
-/// one piece ([`cuts`]), so one position says where.
+/// What an assembly knows of one call id or minted name. The units of one call id can be in
+/// several pieces ([`cuts`]); each position is the start of the FIRST piece that has what it
+/// names, so that dropping the pieces from some start on drops exactly the positions at or
+/// after it (an earlier piece that has it keeps its earlier position).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct IdUse {
-    /// The start of the piece whose calls or outputs have it as their own id ([`NOWHERE`]:
-    /// none).
+    /// The first piece with a call or an output of this id ([`NOWHERE`]: none).
     own: usize,
-    /// Whether a call of that piece has it (an output's id alone does not make a name taken).
-    call: bool,
-    /// The start of the piece that sent a call under it as a minted name ([`NOWHERE`]: none).
+    /// The first piece with a call of this id (an output's id alone does not make a name
+    /// taken, nor a later call of it mapped).
+    call: usize,
+    /// The first piece with an output of this id that answers no call (dropped): a later call
+    /// of this id left unanswered would take it.
+    loose: usize,
+    /// The piece that sent a call under it as a minted name ([`NOWHERE`]: none).
     minted: usize,
-    /// The start of the first piece before `own` whose minted name skipped it, because a call
-    /// has it ([`NOWHERE`]: none): that piece's names depend on this piece's calls.
+    /// When minted: how many names its search tried before it (the search for its base
+    /// started `passed` numbers lower), so that cutting the piece off restores where that
+    /// base's search resumes.
+    passed: usize,
+    /// The start of the first piece before `call` whose minted name skipped it, because a
+    /// call has it ([`NOWHERE`]: none): that piece's names depend on a later piece's calls.
     skipped_by: usize,
 }
 
@@ -536,8 +552,10 @@ impl IdUse {
     /// Nothing known.
     const UNUSED: IdUse = IdUse {
         own: NOWHERE,
-        call: false,
+        call: NOWHERE,
+        loose: NOWHERE,
         minted: NOWHERE,
+        passed: 0,
         skipped_by: NOWHERE,
     };
 
@@ -548,20 +566,45 @@ impl IdUse {
 
     /// Whether a call of the request is sent under it.
     fn taken(&self) -> bool {
-        self.call || self.minted != NOWHERE
+        self.call != NOWHERE || self.minted != NOWHERE
     }
+
+    /// What is left of it once the pieces from `dropped` on are cut off.
+    fn before(mut self, dropped: usize) -> IdUse {
+        let cut = |position: &mut usize| {
+            if *position >= dropped {
+                *position = NOWHERE;
+            }
+        };
+        cut(&mut self.own);
+        cut(&mut self.call);
+        cut(&mut self.loose);
+        cut(&mut self.minted);
+        cut(&mut self.skipped_by);
+        if self.minted == NOWHERE {
+            self.passed = 0;
+        }
+        self
+    }
+}
+
+/// The base and number of a minted name (`<base>_<n>`).
+fn minted_parts(name: &str) -> Option<(&str, usize)> {
+    let (base, n) = name.rsplit_once('_')?;
+    Some((base, n.parse().ok()?))
 }
 
 /// The names of an assembly being made: the lineage's record of call ids and minted names
 /// ([`ChatMemo::ids`]), and where each base's search for a fresh name resumes.
 struct Names<'a> {
     ids: &'a mut imbl::HashMap<Arc<str>, Kept>,
-    /// The number each base's next search starts at. A name only becomes taken (minted, or a
-    /// call's own id, all recorded before any piece is assembled), so every name a search for
-    /// the same base tried before is still taken: starting after the last name it gave finds
-    /// the same name, without trying `<id>_2`, `<id>_3`, … again for every call (an id reused
-    /// by every call of a long session would make that quadratic).
-    next: HashMap<Arc<str>, usize>,
+    /// The number each base's next search starts at ([`ChatMemo::next`]). A name only becomes
+    /// taken (minted, or a call's own id, all recorded before any piece is assembled), so every
+    /// name a search for the same base tried before is still taken: starting after the last
+    /// name it gave finds the same name, without trying `<id>_2`, `<id>_3`, … again for every
+    /// call (an id reused by every call of a long session would make that quadratic). Kept
+    /// with the assembly, so that an append resumes the search too.
+    next: &'a mut imbl::HashMap<Arc<str>, usize>,
 }
 
 impl Names<'_> {
@@ -586,27 +629,48 @@ impl Names<'_> {
         }
         own.into_iter()
             .map(|(id, call)| {
-                let key: Arc<str> = Arc::from(id);
-                let mut used = self.ids.get(id).map_or(IdUse::UNUSED, Kept::unpack);
+                // The map's key when the id is known (a call id reused every turn is then one
+                // string, not one per piece).
+                let (key, mut used) = match self.ids.get_key_value(id) {
+                    Some((key, kept)) => (Arc::clone(key), kept.unpack()),
+                    None => (Arc::from(id), IdUse::UNUSED),
+                };
                 used.own = used.own.min(start);
-                used.call |= call;
+                if call {
+                    used.call = used.call.min(start);
+                }
                 self.ids.insert(Arc::clone(&key), Kept::pack(used));
                 key
             })
             .collect()
     }
 
+    /// Whether a call of a piece before the one at `start` has `id`.
+    fn called_before(&self, id: &str, start: usize) -> bool {
+        self.ids
+            .get(id)
+            .is_some_and(|kept| kept.unpack().call < start)
+    }
+
+    /// Records that the piece at `start` has an output of `id` that answers no call.
+    fn record_loose(&mut self, id: &str, start: usize) {
+        let mut used = self.ids.get(id).map_or(IdUse::UNUSED, Kept::unpack);
+        used.loose = used.loose.min(start);
+        self.ids.insert(Arc::from(id), Kept::pack(used));
+    }
+
     /// The first `<base>_<n>` (n ≥ 2) no call of the request has, after those given to
     /// `base` before, minted for a call of the piece starting at `start`.
     fn mint(&mut self, base: &str, start: usize) -> Arc<str> {
-        let mut n = self.next.get(base).copied().unwrap_or(2);
+        let from = self.next.get(base).copied().unwrap_or(2);
+        let mut n = from;
         loop {
             count_name_tried();
             let name = format!("{base}_{n}");
             match self.ids.get(name.as_str()).map(Kept::unpack) {
                 Some(mut used) if used.taken() => {
-                    if used.call && used.own > start && used.own != NOWHERE {
-                        // A call of a later piece has it: this piece's names depend on it.
+                    if used.call != NOWHERE && used.call > start {
+                        // Only calls of later pieces have it: this piece's names depend on them.
                         used.skipped_by = used.skipped_by.min(start);
                         self.ids.insert(Arc::from(name.as_str()), Kept::pack(used));
                     }
@@ -616,6 +680,7 @@ impl Names<'_> {
                     let name: Arc<str> = Arc::from(name);
                     let mut used = used.unwrap_or(IdUse::UNUSED);
                     used.minted = start;
+                    used.passed = n - from;
                     self.ids.insert(Arc::clone(&name), Kept::pack(used));
                     self.next.insert(Arc::from(base), n + 1);
                     return name;
@@ -650,6 +715,8 @@ struct Assembled {
     repairs: Vec<TargetRepair>,
     /// The names minted for its calls.
     minted: Vec<Arc<str>>,
+    /// The outputs that answer no call (dropped), by index in the units.
+    loose: Vec<usize>,
 }
 
 /// Assembles `units` (all of a projection's, or a piece that nothing outside it pairs or
@@ -680,6 +747,15 @@ fn assemble(
         }
     }
     let (ids, minted) = unique_ids(units, &paired.steps, &paired.call_of, &mut repairs, names);
+    let loose = units
+        .iter()
+        .enumerate()
+        .filter(|(i, unit)| {
+            matches!(unit.rendered.pairing(), PairRole::Output(_))
+                && !paired.call_of.contains_key(i)
+        })
+        .map(|(i, _)| i)
+        .collect();
     let steps = paired
         .steps
         .iter()
@@ -701,6 +777,7 @@ fn assemble(
         steps,
         repairs: merge_repairs(repairs, paired.repairs),
         minted,
+        loose,
     }
 }
 
@@ -714,7 +791,8 @@ enum Edge {
 }
 
 /// One piece of an assembled projection: slots from `start` on that nothing before or after
-/// pairs or batches with (no call id on both sides of its bounds, no call batch across them).
+/// pairs or batches with (no output and the call it answers on both sides of its bounds, no
+/// call batch across them).
 #[derive(Debug)]
 struct Span {
     /// The position of its first slot.
@@ -724,7 +802,7 @@ struct Span {
     repairs_before: usize,
     /// The call ids of its calls and outputs, and the names minted for its calls: its keys
     /// of [`ChatMemo::ids`].
-    ids: Vec<Arc<str>>,
+    ids: Box<[Arc<str>]>,
     /// The edge of the last unit that sends something in this piece or, when it sends
     /// nothing, in the pieces before (`None`: nothing is sent up to its end).
     last: Option<Edge>,
@@ -744,21 +822,27 @@ struct Span {
 /// in one of them and not the other (a call answered since, an orphan whose call came): the
 /// pieces before the first such position are kept, the rest re-assembled from the start of the
 /// piece that holds it (for an older version: the piece its end falls in, if any, which this version's
-/// assembly may have paired or batched with later items), moved back over any kept piece that shares a
-/// call id with what is re-assembled or whose last unit is a call when the first re-assembled
-/// one is a call.
+/// assembly may have paired or batched with later items), moved back over kept pieces that a
+/// re-assembled unit could pair with (below) or whose last unit is a call when the first
+/// re-assembled one is a call.
 ///
-/// Call ids that need mapping (empty, or used by an earlier call) are mapped within their
-/// piece (every unit of an id is in one piece), against [`ChatMemo::ids`]: one persistent map
-/// for the lineage, from each call id and each minted name to the piece that has it, so that a
-/// piece's fresh name skips every call id of the request and every name an earlier piece
-/// minted, exactly as an assembly of the whole projection picks it. Re-assembling from a piece
+/// The pieces before the first change are kept only when nothing re-assembled can pair back
+/// across them ([`reaches_back`]: of each call id used before, the first re-assembled unit is a
+/// call, and no re-assembled call that no later output answers has the id of a loose output
+/// before); else the assembly moves back one piece, then two, four, … (at most about twice as
+/// far as needed). So a call id's units can be in many pieces: a session whose model names
+/// every call `call_0` has a piece per turn and stays incremental, interrupted turns included.
+///
+/// Call ids that need mapping (empty, or used by an earlier call) are mapped piece by piece,
+/// against [`ChatMemo::ids`]: one persistent map for the lineage, from each call id to the
+/// first piece with a unit, a call and a loose output of it, and from each minted name to the
+/// piece that minted it, so that a piece's calls see the calls of the pieces before and its
+/// fresh name skips every call id of the request and every name an earlier piece minted,
+/// exactly as an assembly of the whole projection picks it; where each base's search resumes
+/// is kept too ([`ChatMemo::next`]). Re-assembling from a piece
 /// therefore also moves back over a kept piece that minted a name a re-assembled unit has as
 /// its own id (that call takes the name: the kept call gets another), and over a kept piece
 /// whose minted name skipped a call id that is no longer there (it may take that name now).
-/// A session that reuses one id in every turn keeps every turn in one piece (the id's uses
-/// span them) and is assembled whole after each append; one with a few mapped ids is
-/// incremental after their last use.
 #[derive(Debug)]
 struct ChatMemo {
     options: TargetOptions,
@@ -773,6 +857,10 @@ struct ChatMemo {
     /// piece that minted it, and the first piece whose minted name skipped it ([`IdUse`]). One
     /// persistent map for the lineage, not a copy per piece.
     ids: imbl::HashMap<Arc<str>, Kept>,
+    /// Where the search for a fresh `<base>_<n>` resumes, by base, after the last piece
+    /// ([`Names`]): one entry per base of a mapped call id. Cutting pieces off restores it from
+    /// the names they minted ([`IdUse::passed`]).
+    next: imbl::HashMap<Arc<str>, usize>,
 }
 
 /// The call id of a unit that pairs.
@@ -810,19 +898,21 @@ fn first_difference(before: &[(usize, bool)], now: &[(usize, bool)]) -> Option<u
 }
 
 /// Cuts `units` where nothing on one side pairs or batches with the other: the unit indices
-/// each piece starts at (the first is 0). Every unit of one call id (the empty one included) is
-/// in one piece, so a piece decides on its own which of its calls reuse an id; an id used by
-/// calls far apart keeps everything between them in one piece.
-fn cuts(units: &[Unit<ChatItem>]) -> Vec<usize> {
-    // The last unit of each call id.
-    let mut last: HashMap<&str, usize> = HashMap::new();
-    for (i, unit) in units.iter().enumerate() {
-        if let Some(id) = pairing_id(unit) {
-            last.insert(id, i);
-        }
+/// each piece starts at (the first is 0). No pair of `call_of` (output to call, as
+/// [`pair_calls`] paired `units`) and no call batch spans a cut, and a cut is not between two
+/// units at one position (a piece is re-assembled from its position). The units of one call id
+/// can be in several pieces (a model that names every call `call_0` has a piece per turn):
+/// pairing each piece on its own pairs as the whole does, since no output finds a call across
+/// a cut (it would be paired across it) and every call takes only an output of its own piece;
+/// naming sees the pieces before through [`Names`].
+fn cuts(units: &[Unit<ChatItem>], call_of: &HashMap<usize, usize>) -> Vec<usize> {
+    // For the first unit of each pair, the other one.
+    let mut partner: HashMap<usize, usize> = HashMap::with_capacity(call_of.len());
+    for (&output, &call) in call_of {
+        partner.insert(output.min(call), output.max(call));
     }
     let mut cuts = vec![0];
-    // The last unit any call id seen so far reaches, and the edge of the last unit sent.
+    // The last unit a pair begun so far reaches, and the edge of the last unit sent.
     let mut reach = 0;
     let mut previous: Option<Edge> = None;
     for (i, unit) in units.iter().enumerate() {
@@ -835,8 +925,8 @@ fn cuts(units: &[Unit<ChatItem>]) -> Vec<usize> {
         {
             cuts.push(i);
         }
-        if let Some(id) = pairing_id(unit) {
-            reach = reach.max(last.get(id).copied().unwrap_or(i));
+        if let Some(&other) = partner.get(&i) {
+            reach = reach.max(other);
         }
         if this.is_some() {
             previous = this;
@@ -919,9 +1009,10 @@ fn whole(
         steps: Vector::new(),
         repairs: Vector::new(),
         ids: imbl::HashMap::new(),
+        next: imbl::HashMap::new(),
     };
     let units = Units::<ChatItem>::collect(projection)?;
-    let bounds = cuts(&units.units);
+    let bounds = cuts(&units.units, &pair_calls(&units.units).call_of);
     Ok(reassemble(
         &empty,
         0,
@@ -952,6 +1043,10 @@ fn extend(
         let holding = partition_point(&earlier.pieces, |piece| piece.start <= changed);
         holding.saturating_sub(1)
     };
+    // How many pieces to move back when the new units could pair across the start: one, then
+    // twice as many each time, so that finding how far back costs what re-assembling from
+    // there costs.
+    let mut step = 1;
     loop {
         if keep == 0 {
             return whole(history, projection, &earlier.options, replaced);
@@ -960,15 +1055,17 @@ fn extend(
             .pieces
             .get(keep)
             .map_or(earlier.len, |piece| piece.start);
-        // A kept piece whose minted name skipped a call id of a piece not kept is re-assembled
-        // (without that call, it may take that name).
+        // A kept piece whose minted name skipped a call id whose first call is in a piece not
+        // kept is re-assembled (without that call, it may take that name).
         let skipped = earlier
             .pieces
             .skip(keep)
             .iter()
             .flat_map(|piece| piece.ids.iter())
             .filter_map(|id| earlier.ids.get(id))
-            .map(|kept| kept.unpack().skipped_by)
+            .map(Kept::unpack)
+            .filter(|used| used.call >= start)
+            .map(|used| used.skipped_by)
             .filter(|&piece_start| piece_start < start)
             .min();
         if let Some(piece_start) = skipped {
@@ -976,18 +1073,24 @@ fn extend(
             continue;
         }
         let units = Units::<ChatItem>::collect_from(projection, start)?;
-        // A kept piece sharing a call id with what is re-assembled is re-assembled too, and so
-        // is one that minted a name a re-assembled unit has as its own id (a call under that
-        // id takes the name, and the kept call another).
-        let sharing = units
+        // A kept piece that minted a name a re-assembled unit has as its own id is re-assembled
+        // too (a call under that id takes the name, and the kept call another).
+        let minted = units
             .units
             .iter()
             .filter_map(pairing_id)
-            .filter_map(|id| earlier.ids.get(id).map(|kept| kept.unpack().first()))
+            .filter_map(|id| earlier.ids.get(id).map(|kept| kept.unpack().minted))
             .filter(|&piece_start| piece_start < start)
             .min();
-        if let Some(piece_start) = sharing {
+        if let Some(piece_start) = minted {
             keep = partition_point(&earlier.pieces, |piece| piece.start < piece_start);
+            continue;
+        }
+        // So are kept pieces a new unit could pair with.
+        let paired = pair_calls(&units.units);
+        if reaches_back(&units.units, &paired.call_of, &earlier.ids, start) {
+            keep = keep.saturating_sub(step);
+            step *= 2;
             continue;
         }
         // So is the last kept piece when its last call would batch with the first new call.
@@ -997,7 +1100,7 @@ fn extend(
             keep -= 1;
             continue;
         }
-        let bounds = cuts(&units.units);
+        let bounds = cuts(&units.units, &paired.call_of);
         return Ok(reassemble(
             earlier,
             keep,
@@ -1007,6 +1110,46 @@ fn extend(
             replaced,
         ));
     }
+}
+
+/// Whether a unit of `units` (the units from the piece at `start` on) could pair with one of
+/// the pieces before `start`, as `ids` (the lineage's record, [`IdUse`]) knows them: the first
+/// unit from `start` on of a call id used before it is not a call (an output would answer a
+/// call of the last batch of that id before `start`, or be kept aside where a call before it
+/// could not take it, so this rejects more than it must), or a call from `start` on that no
+/// output after it answers (`call_of`: [`pair_calls`] of `units`) has the id of a loose output
+/// before `start` (an output that answers no call: such a call takes the first one).
+///
+/// When this is false (and no call batch spans `start`), nothing before `start` pairs with
+/// anything after it: an output after it only finds calls of its id after it (each such id
+/// starts a new batch there), and a call after it finds no output before it that answers
+/// nothing. So a session whose model names every call `call_0` keeps every turn before the
+/// last, answered or not.
+fn reaches_back(
+    units: &[Unit<ChatItem>],
+    call_of: &HashMap<usize, usize>,
+    ids: &imbl::HashMap<Arc<str>, Kept>,
+    start: usize,
+) -> bool {
+    let answered_after: HashSet<usize> = call_of
+        .iter()
+        .filter(|&(output, call)| output > call)
+        .map(|(_, &call)| call)
+        .collect();
+    let mut seen: HashSet<&str> = HashSet::new();
+    units.iter().enumerate().any(|(i, unit)| {
+        let Some(id) = pairing_id(unit) else {
+            return false;
+        };
+        let Some(used) = ids.get(id).map(Kept::unpack) else {
+            return false;
+        };
+        let call = edge(unit) == Some(Edge::Call);
+        if used.loose < start && call && !answered_after.contains(&i) {
+            return true;
+        }
+        used.own < start && seen.insert(id) && !call
+    })
 }
 
 /// The index of the first piece for which `before` is false (they are sorted by start).
@@ -1034,33 +1177,42 @@ fn reassemble(
     replaced: Vec<(usize, bool)>,
 ) -> ChatMemo {
     let Units { units, repairs } = units;
+    let mut next = earlier.next.clone();
     let (mut steps, mut kept_repairs, mut ids) = match earlier.pieces.get(keep) {
         Some(first_dropped) => {
-            // What the dropped pieces recorded goes: their own ids, their minted names, the
+            // What the dropped pieces recorded goes: their ids' uses, their minted names, the
             // skips of their minted names (each at or after the first dropped piece's start).
             let dropped = first_dropped.start;
             let mut ids = earlier.ids.clone();
-            for piece in &earlier.pieces.skip(keep) {
+            // Where each base's search started for the first name a dropped piece minted:
+            // where it resumes now.
+            let mut restart: HashMap<&str, usize> = HashMap::new();
+            let dropped_pieces = earlier.pieces.skip(keep);
+            for piece in &dropped_pieces {
                 for id in &piece.ids {
-                    let Some(mut used) = ids.get(id).map(Kept::unpack) else {
+                    let Some(used) = ids.get(id).map(Kept::unpack) else {
                         continue;
                     };
-                    if used.own >= dropped {
-                        used.own = NOWHERE;
-                        used.call = false;
+                    if used.minted >= dropped
+                        && used.minted != NOWHERE
+                        && let Some((base, n)) = minted_parts(id)
+                    {
+                        let from = n - used.passed;
+                        restart
+                            .entry(base)
+                            .and_modify(|at| *at = (*at).min(from))
+                            .or_insert(from);
                     }
-                    if used.minted >= dropped {
-                        used.minted = NOWHERE;
-                    }
-                    if used.skipped_by >= dropped {
-                        used.skipped_by = NOWHERE;
-                    }
+                    let used = used.before(dropped);
                     if used.first() == NOWHERE {
                         ids.remove(id);
                     } else {
                         ids.insert(Arc::clone(id), Kept::pack(used));
                     }
                 }
+            }
+            for (base, from) in restart {
+                next.insert(Arc::from(base), from);
             }
             (
                 earlier.steps.take(first_dropped.steps_before),
@@ -1079,7 +1231,7 @@ fn reassemble(
     bounds.dedup();
     let mut names = Names {
         ids: &mut ids,
-        next: HashMap::new(),
+        next: &mut next,
     };
     // Every call id of the request is recorded before any piece mints a name.
     let mut own: Vec<Vec<Arc<str>>> = bounds
@@ -1107,6 +1259,11 @@ fn reassemble(
             options.developer_role,
             (&mut names, start),
         );
+        for &output in &assembled.loose {
+            if let Some(id) = pairing_id(&piece_units[output]) {
+                names.record_loose(id, start);
+            }
+        }
         let mut piece_ids = std::mem::take(own);
         piece_ids.extend(assembled.minted);
         last = piece_units.iter().rev().find_map(edge).or(last);
@@ -1114,7 +1271,7 @@ fn reassemble(
             start,
             steps_before: steps.len(),
             repairs_before: kept_repairs.len(),
-            ids: piece_ids,
+            ids: piece_ids.into_boxed_slice(),
             last,
         }));
         steps.extend(assembled.steps);
@@ -1128,6 +1285,7 @@ fn reassemble(
         steps,
         repairs: kept_repairs,
         ids,
+        next,
     }
 }
 
@@ -1327,7 +1485,8 @@ mod tests {
             let projection = history.project(&ProjectionOptions::default()).expect("projects");
             let units = Units::<ChatItem>::collect(&projection).expect("collects");
             let mut ids = imbl::HashMap::new();
-            let mut names = Names { ids: &mut ids, next: HashMap::new() };
+            let mut next = imbl::HashMap::new();
+            let mut names = Names { ids: &mut ids, next: &mut next };
             names.record_own(&units.units, 0);
             let all = assemble(&units.units, units.repairs, DeveloperRole::System, (&mut names, 0));
             let memo = whole(&history, &projection, &options, Vec::new()).expect("assembles");

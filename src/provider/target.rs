@@ -429,10 +429,10 @@ impl History {
     /// the least recently used dropped, so alternating options or a reader behind a writer stay
     /// incremental. A fork of an older version, a rollback, a replace or a removal assembles in
     /// full once, as does an option set or version whose assemblies were all dropped. Call ids
-    /// that need mapping (empty, or used by an earlier call) stay incremental after the last
-    /// use of those ids: the items from the first use of an id to its last are one piece, so a
-    /// session reusing `call_0` every turn assembles in full after each turn, and a new call
-    /// whose own id is a name minted for an earlier call re-assembles from that call. For
+    /// that need mapping (empty, or used by an earlier call) stay incremental, a session reusing
+    /// `call_0` every turn included (the pieces before a change are kept when no new output or
+    /// unanswered call can pair back across them); a new call whose own id is a name minted
+    /// for an earlier call re-assembles from that call. For
     /// Anthropic Messages it is O(changes) after a
     /// projection of another version with the same options, later or older, from the last place
     /// before the change (for an older version: at or before its end) where nothing before
