@@ -511,7 +511,7 @@ fn a_session_reusing_one_call_id_every_turn_stays_incremental_at_any_size() {
     // The user message (1); the call (1, sent with a synthetic output); its output (read, found
     // to pair back, then read again with the call's piece: 1 + 2); the answer (1); a user
     // message, a call (1 each); a user message (1); the late output (read, then with the user
-    // message, then with the call's piece too, moving back one piece, then two: 1 + 2 + 4); a
+    // message, then with the call's piece too, moving back one slot, then two: 1 + 2 + 4); a
     // call (1) and its output (1 + 2); the answer (1). Before, every slot from the first
     // `call_0` on, each time.
     assert_eq!(small, [1, 1, 3, 1, 1, 1, 1, 7, 1, 3, 1]);
@@ -524,9 +524,10 @@ fn a_session_reusing_one_call_id_every_turn_stays_incremental_at_any_size() {
 /// An output of `call_0` that answers nothing (a second output of an answered call), then turns
 /// whose calls are all answered, each projected once recorded: no new call can take that loose
 /// output, so every later version is incremental; a new call left unanswered takes it, so that
-/// projection re-assembles from before the loose output (moving back 1, 2, 4, … pieces: at most
+/// projection re-assembles from before the loose output (moving back 1, 2, 4, … slots: at most
 /// about twice as far as needed), a part of the session that grows with the turns since the
-/// loose output, not with the session.
+/// loose output. A writer that projects while each turn's call is unanswered pays that on every
+/// turn (docs/performance.md says so).
 #[test]
 fn a_loose_output_of_a_reused_id_keeps_later_turns_incremental_until_a_call_could_take_it() {
     let (mut history, _) = reusing_call_0_interrupted(1_000);
@@ -567,6 +568,53 @@ fn a_loose_output_of_a_reused_id_keeps_later_turns_incremental_until_a_call_coul
     );
     println!("a call taking a loose output 12 turns back: {visited} slots");
     assert!((50..200).contains(&visited), "{visited}");
+}
+
+/// The slots a late output of an interrupted `call_0` visits when a long piece (a call answered
+/// `pairs` user/assistant pairs later) comes just before the interrupted call.
+fn moving_back_past(pairs: usize) -> u64 {
+    let mut history = History::new();
+    let mut record = |item: Value| history.record_json(item.to_string()).unwrap();
+    for item in [msg("user", "u0"), call("call_0"), output("call_0")] {
+        record(item);
+    }
+    record(msg("user", "u"));
+    record(call("bg"));
+    for _ in 0..pairs {
+        record(msg("user", "x"));
+        record(msg("assistant", "y"));
+    }
+    record(output("bg"));
+    record(call("call_0"));
+    assembled(&history);
+    history
+        .record_json(msg("user", "next").to_string())
+        .unwrap();
+    assembled(&history);
+    history.record_json(output("call_0").to_string()).unwrap();
+    let (visited, projection) = assembled(&history);
+    assert!(
+        projection
+            .to_json()
+            .contains(r#""tool_call_id":"call_0_2""#)
+    );
+    visited
+}
+
+/// When new units could pair back across the kept pieces, the assembly moves back by slots
+/// (1, 2, 4, …), to the first piece that starts there or after: a long piece just before the
+/// one needed is not taken with it. Moving back by pieces (1, then 2 more) took the long piece:
+/// 208 slots with 100 pairs in it, 2,008 with 1,000.
+#[test]
+fn moving_back_to_pair_a_late_output_does_not_take_a_long_piece_before_the_call() {
+    let (short, long) = (moving_back_past(100), moving_back_past(1_000));
+    println!("a late output after a long piece: {short} slots (100 pairs), {long} (1,000)");
+    assert_eq!(
+        short, long,
+        "the work does not grow with the piece before the call"
+    );
+    // The output (read alone, then with the user message, then with the call's piece).
+    assert_eq!(short, 6);
 }
 
 #[test]
@@ -878,6 +926,74 @@ proptest! {
                     equals_from_scratch(&saved[n % saved.len()], &option_set(options))?;
                 }
             }
+        }
+    }
+}
+
+/// The call ids of [`incremental_projections_item_by_item_equal_assemblies_from_scratch`]:
+/// `call_0` twice as often, an empty id, and the names minted for `call_0` and for empty ids.
+const ITEM_IDS: [&str; 6] = ["call_0", "call_0", "", "call_0_2", "call_0_3", "call_2"];
+
+/// One step of that property: record an item, keep the version, project a kept one, or go
+/// back to one.
+#[derive(Debug, Clone)]
+enum ItemOp {
+    User,
+    Assistant,
+    Call(usize),
+    Output(usize),
+    Save,
+    ProjectSaved(usize),
+    Fork(usize),
+}
+
+fn item_op() -> impl Strategy<Value = ItemOp> {
+    prop_oneof![
+        2 => Just(ItemOp::User),
+        1 => Just(ItemOp::Assistant),
+        5 => (0..ITEM_IDS.len()).prop_map(ItemOp::Call),
+        4 => (0..ITEM_IDS.len()).prop_map(ItemOp::Output),
+        1 => Just(ItemOp::Save),
+        2 => (0..8usize).prop_map(ItemOp::ProjectSaved),
+        1 => (0..8usize).prop_map(ItemOp::Fork),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    /// A writer that projects after every item of a session whose model reuses `call_0` (with
+    /// outputs that answer nothing, calls answered late or never, later calls named as the
+    /// mapping names earlier ones), and readers projecting kept older versions in between:
+    /// every projection equals one from scratch.
+    #[test]
+    fn incremental_projections_item_by_item_equal_assemblies_from_scratch(
+        ops in proptest::collection::vec(item_op(), 1..70)
+    ) {
+        let mut history = History::new();
+        let mut saved = vec![history.clone()];
+        for op in ops {
+            let item = match op {
+                ItemOp::User => msg("user", "u"),
+                ItemOp::Assistant => msg("assistant", "a"),
+                ItemOp::Call(i) => call(ITEM_IDS[i]),
+                ItemOp::Output(i) => output(ITEM_IDS[i]),
+                ItemOp::Save => {
+                    saved.push(history.clone());
+                    continue;
+                }
+                ItemOp::ProjectSaved(n) => {
+                    equals_from_scratch(&saved[n % saved.len()], &chat())?;
+                    continue;
+                }
+                ItemOp::Fork(n) => {
+                    history = saved[n % saved.len()].clone();
+                    equals_from_scratch(&history, &chat())?;
+                    continue;
+                }
+            };
+            history.record_json(item.to_string()).expect("valid");
+            equals_from_scratch(&history, &chat())?;
         }
     }
 }

@@ -829,8 +829,9 @@ struct Span {
 /// The pieces before the first change are kept only when nothing re-assembled can pair back
 /// across them ([`reaches_back`]: of each call id used before, the first re-assembled unit is a
 /// call, and no re-assembled call that no later output answers has the id of a loose output
-/// before); else the assembly moves back one piece, then two, four, … (at most about twice as
-/// far as needed). So a call id's units can be in many pieces: a session whose model names
+/// before); else the assembly moves back one slot, then two, four, …, each time to the first
+/// piece that starts there or after (at most about twice as many slots as needed, however long
+/// the pieces before). So a call id's units can be in many pieces: a session whose model names
 /// every call `call_0` has a piece per turn and stays incremental, interrupted turns included.
 ///
 /// Call ids that need mapping (empty, or used by an earlier call) are mapped piece by piece,
@@ -1043,10 +1044,11 @@ fn extend(
         let holding = partition_point(&earlier.pieces, |piece| piece.start <= changed);
         holding.saturating_sub(1)
     };
-    // How many pieces to move back when the new units could pair across the start: one, then
-    // twice as many each time, so that finding how far back costs what re-assembling from
-    // there costs.
-    let mut step = 1;
+    // How many slots to move back when the new units could pair across the start: one, then
+    // twice as many each time, to the first piece that starts there or after, so that finding
+    // how far back costs about what re-assembling from there costs. Counted in slots, not
+    // pieces: a large piece just before the place needed is not taken for nothing.
+    let mut back = 1;
     loop {
         if keep == 0 {
             return whole(history, projection, &earlier.options, replaced);
@@ -1089,8 +1091,9 @@ fn extend(
         // So are kept pieces a new unit could pair with.
         let paired = pair_calls(&units.units);
         if reaches_back(&units.units, &paired.call_of, &earlier.ids, start) {
-            keep = keep.saturating_sub(step);
-            step *= 2;
+            let target = start.saturating_sub(back);
+            keep = partition_point(&earlier.pieces, |piece| piece.start < target).min(keep - 1);
+            back *= 2;
             continue;
         }
         // So is the last kept piece when its last call would batch with the first new call.
