@@ -336,7 +336,7 @@ mod tests {
     use serde_json::json;
 
     use super::RepairKind;
-    use crate::History;
+    use crate::history::History;
     use crate::projection::{Modalities, ProjectionError, ProjectionOptions};
 
     /// A history with a repair of every kind under text-only modalities, out of pass order in
