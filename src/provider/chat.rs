@@ -35,7 +35,7 @@ use super::Target;
 use super::target::{
     CHAT_CELL, DeveloperRole, KeptAssembly, PairRole, Rendered, Step, TARGET_ABORTED_OUTPUT,
     TargetOptions, TargetProjectionError, TargetRepair, TargetRepairKind, Unit, Units,
-    merge_repairs, nearest_kept, pair_calls, read_kept, store_kept,
+    merge_repairs, nearest_kept, pair_calls, reaches_back, read_kept, store_kept,
 };
 
 /// The name a `local_shell_call` is sent under as a function call.
@@ -1090,7 +1090,15 @@ fn extend(
         }
         // So are kept pieces a new unit could pair with.
         let paired = pair_calls(&units.units);
-        if reaches_back(&units.units, &paired.call_of, &earlier.ids, start) {
+        // (As `ids` knows the pieces before `start`: the first piece with a unit, a loose
+        // output of each id.)
+        let before = |id: &str| earlier.ids.get(id).map(Kept::unpack);
+        if reaches_back(
+            &units.units,
+            &paired.call_of,
+            |id| before(id).is_some_and(|used| used.own < start),
+            |id| before(id).is_some_and(|used| used.loose < start),
+        ) {
             let target = start.saturating_sub(back);
             keep = partition_point(&earlier.pieces, |piece| piece.start < target).min(keep - 1);
             back *= 2;
@@ -1113,46 +1121,6 @@ fn extend(
             replaced,
         ));
     }
-}
-
-/// Whether a unit of `units` (the units from the piece at `start` on) could pair with one of
-/// the pieces before `start`, as `ids` (the lineage's record, [`IdUse`]) knows them: the first
-/// unit from `start` on of a call id used before it is not a call (an output would answer a
-/// call of the last batch of that id before `start`, or be kept aside where a call before it
-/// could not take it, so this rejects more than it must), or a call from `start` on that no
-/// output after it answers (`call_of`: [`pair_calls`] of `units`) has the id of a loose output
-/// before `start` (an output that answers no call: such a call takes the first one).
-///
-/// When this is false (and no call batch spans `start`), nothing before `start` pairs with
-/// anything after it: an output after it only finds calls of its id after it (each such id
-/// starts a new batch there), and a call after it finds no output before it that answers
-/// nothing. So a session whose model names every call `call_0` keeps every turn before the
-/// last, answered or not.
-fn reaches_back(
-    units: &[Unit<ChatItem>],
-    call_of: &HashMap<usize, usize>,
-    ids: &imbl::HashMap<Arc<str>, Kept>,
-    start: usize,
-) -> bool {
-    let answered_after: HashSet<usize> = call_of
-        .iter()
-        .filter(|&(output, call)| output > call)
-        .map(|(_, &call)| call)
-        .collect();
-    let mut seen: HashSet<&str> = HashSet::new();
-    units.iter().enumerate().any(|(i, unit)| {
-        let Some(id) = pairing_id(unit) else {
-            return false;
-        };
-        let Some(used) = ids.get(id).map(Kept::unpack) else {
-            return false;
-        };
-        let call = edge(unit) == Some(Edge::Call);
-        if used.loose < start && call && !answered_after.contains(&i) {
-            return true;
-        }
-        used.own < start && seen.insert(id) && !call
-    })
 }
 
 /// The index of the first piece for which `before` is false (they are sorted by start).

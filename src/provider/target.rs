@@ -40,7 +40,7 @@
 //! versions, `AnthropicMemos`), and re-assembles from the last one a later version can resume at
 //! (an older version: the last one at or before its end).
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::io::{self, Write};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
@@ -976,6 +976,48 @@ pub(crate) fn pair_calls<R: Rendered>(units: &[Unit<R>]) -> Paired {
     paired.repairs.sort_by_key(|repair| repair.at.position);
     paired.call_of = taken;
     paired
+}
+
+/// Whether a unit of `units` (a target's units from some place on; `call_of`, output to call,
+/// as [`pair_calls`] paired them) could pair with a unit before that place, as the target's kept
+/// assembly knows what is before it: `used_before(id)`, a call or an output of `id` is before;
+/// `loose_before(id)`, an output of `id` before answers no call. True when the first unit from
+/// the place on of an id used before is not a call (an output would answer a call of the last
+/// batch of that id before the place, or be kept aside where a call before it could not take
+/// it, so this rejects more than it must), or when a call from the place on that no output
+/// after it answers has the id of a loose output before (it takes the first such output). A call
+/// that an output after it answers takes nothing before the place, so one loose output of an id
+/// a session reuses every turn does not keep every later version from starting there.
+///
+/// When this is false, and nothing before the place paired or batched with anything after it
+/// in the version assembled, nothing before pairs with anything after in this one either: an
+/// output from the place on only finds calls of its id after it (each such id starts a new
+/// batch there), and a call from the place on finds no output before it that answers nothing.
+/// Chat Completions and Anthropic Messages both keep the assembly before a place by this rule.
+pub(crate) fn reaches_back<R: Rendered>(
+    units: &[Unit<R>],
+    call_of: &HashMap<usize, usize>,
+    used_before: impl Fn(&str) -> bool,
+    loose_before: impl Fn(&str) -> bool,
+) -> bool {
+    let answered_after: HashSet<usize> = call_of
+        .iter()
+        .filter(|&(output, call)| output > call)
+        .map(|(_, &call)| call)
+        .collect();
+    // The ids used before whose first unit from the place on has been seen.
+    let mut seen: HashSet<&str> = HashSet::new();
+    units.iter().enumerate().any(|(i, unit)| {
+        let (id, call) = match unit.rendered.pairing() {
+            PairRole::Call(id) => (id, true),
+            PairRole::Output(id) => (id, false),
+            PairRole::Other | PairRole::Nothing => return false,
+        };
+        if call && !answered_after.contains(&i) && loose_before(id) {
+            return true;
+        }
+        used_before(id) && seen.insert(id) && !call
+    })
 }
 
 /// Merges the notes' repairs and the pairing's, in position order (stable).

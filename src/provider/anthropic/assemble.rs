@@ -30,7 +30,7 @@ use crate::projection::{Location, Projection, ProjectionOptions};
 use super::super::target::{
     ANTHROPIC_CELL, KeptAssembly, PairRole, Paired, Rendered, Step, TargetProjectionError,
     TargetRepair, TargetRepairKind, Unit, Units, count_older_version_resumed, merge_repairs,
-    nearest_kept, pair_calls, read_kept, store_kept,
+    nearest_kept, pair_calls, reaches_back, read_kept, store_kept,
 };
 use super::render::{AnthropicItem, Sent};
 use super::{ANTHROPIC_LEADING_USER_TEXT, AnthropicMessages, Block, Message, Role};
@@ -506,8 +506,12 @@ fn extend(
         }
         let tail = Tail::new(Units::collect_from(projection, cut.position)?, &cut.mapping);
         let units = &tail.units.units;
-        if reaches_back(units, &tail.paired.call_of, cut)
-            || (cut.last == Some(Edge::Call) && units.iter().find_map(edge) == Some(Edge::Call))
+        if reaches_back(
+            units,
+            &tail.paired.call_of,
+            |id| cut.ids.contains(id),
+            |id| cut.loose.contains(id),
+        ) || (cut.last == Some(Edge::Call) && units.iter().find_map(edge) == Some(Edge::Call))
             || tail.ids.values().any(|id| cut.mapping.mapped.contains(id))
         {
             continue;
@@ -527,39 +531,6 @@ fn extend(
         )));
     }
     Ok(None)
-}
-
-/// Whether a unit of `units` (the units from `cut` on) could pair with one before `cut`: the
-/// first unit from `cut` on of a call id used before it is not a call (an output would answer a
-/// call of the last batch of that id before the cut, or be kept aside where a call before it
-/// could not take it, so this rejects more than it must), or a call from `cut` on that no output
-/// after it answers (`call_of`: `pair_calls` of `units`) has the id of an output before `cut`
-/// that answers nothing (such a call takes the first such output). A call that an output after
-/// it answers takes nothing before the cut, so one loose output of an id a session reuses every
-/// turn does not keep every later version from resuming.
-///
-/// When this is false, the cut's other conditions hold and `cut` was a place where nothing
-/// before pairs with anything after in the version assembled, nothing before pairs with anything
-/// after in this one either: an output from the cut on only finds calls of its id after the
-/// cut (each such id starts a new batch there), and a call from the cut on finds no output
-/// before it that answers nothing.
-fn reaches_back(units: &[Unit<AnthropicItem>], call_of: &HashMap<usize, usize>, cut: &Cut) -> bool {
-    let answered_after: HashSet<usize> = call_of
-        .iter()
-        .filter(|&(output, call)| output > call)
-        .map(|(_, &call)| call)
-        .collect();
-    let mut seen: HashSet<&str> = HashSet::new();
-    units.iter().enumerate().any(|(i, unit)| {
-        let Some(id) = pairing_id(unit) else {
-            return false;
-        };
-        if cut.loose.contains(id) && edge(unit) == Some(Edge::Call) && !answered_after.contains(&i)
-        {
-            return true;
-        }
-        cut.ids.contains(id) && seen.insert(id) && edge(unit) != Some(Edge::Call)
-    })
 }
 
 /// Every index of `units` (after the first) where an assembly can be resumed, with the edge of
