@@ -852,6 +852,22 @@ fn a_session_reusing_one_call_id_every_turn_stays_incremental_at_any_size() {
     assert_eq!(small, [5, 5, 3, 5, 7, 3]);
 }
 
+/// `history` and a turn whose `call_0` gets a second output, which answers nothing (a loose
+/// output), projected once.
+fn with_a_loose_output(mut history: History) -> History {
+    for item in [
+        msg("user", "a"),
+        call("call_0"),
+        output("call_0"),
+        output("call_0"),
+        msg("assistant", "done"),
+    ] {
+        record(&mut history, item);
+    }
+    assembled(&history);
+    history
+}
+
 /// A kept place is passed over when a new item would pair with one before it, and the
 /// assembly resumes at an earlier one, on a session whose every turn names its calls `call_0`:
 /// a late output of an interrupted turn's call answers that call (the first new item of
@@ -879,17 +895,7 @@ fn a_kept_place_is_passed_over_when_a_new_item_would_pair_across_it() {
     );
     assert_eq!(visited, 2);
 
-    let mut history = session_with(1_000, ids);
-    for item in [
-        msg("user", "a"),
-        call("call_0"),
-        output("call_0"),
-        output("call_0"),
-        msg("assistant", "done"),
-    ] {
-        record(&mut history, item);
-    }
-    assembled(&history);
+    let mut history = with_a_loose_output(session_with(1_000, ids));
     for item in [msg("user", "b"), call("call_0")] {
         record(&mut history, item);
     }
@@ -905,17 +911,7 @@ fn a_kept_place_is_passed_over_when_a_new_item_would_pair_across_it() {
     // One second output of the reused id, then turns whose calls are all answered: no new call
     // can take that loose output, so every later version resumes near its end, also once the
     // place before the loose output is no longer among the eight kept.
-    let mut history = session_with(1_000, ids);
-    for item in [
-        msg("user", "a"),
-        call("call_0"),
-        output("call_0"),
-        output("call_0"),
-        msg("assistant", "done"),
-    ] {
-        record(&mut history, item);
-    }
-    assembled(&history);
+    let mut history = with_a_loose_output(session_with(1_000, ids));
     let mut counts = Vec::new();
     for turn in 0..12 {
         for item in [

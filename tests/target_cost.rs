@@ -570,6 +570,53 @@ fn a_loose_output_of_a_reused_id_keeps_later_turns_incremental_until_a_call_coul
     assert!((50..200).contains(&visited), "{visited}");
 }
 
+/// The slots a writer's projections visit for the call and for the output of one turn, when it
+/// projects after each item of a `call_0` turn recorded `turns` turns after a loose output (a
+/// second output of an answered `call_0`); each projection equals one from scratch.
+fn open_call_after_loose_output(turns: usize) -> [u64; 2] {
+    let (mut history, _) = reusing_call_0_interrupted(1_000);
+    let record = |history: &mut History, item: Value| {
+        history.record_json(item.to_string()).unwrap();
+        assembled(history).0
+    };
+    for item in [
+        msg("user", "a"),
+        call("call_0"),
+        output("call_0"),
+        output("call_0"),
+    ] {
+        record(&mut history, item);
+    }
+    for _ in 0..turns {
+        for item in [msg("user", "u"), call("call_0"), output("call_0")] {
+            record(&mut history, item);
+        }
+    }
+    record(&mut history, msg("user", "last"));
+    [
+        record(&mut history, call("call_0")),
+        record(&mut history, output("call_0")),
+    ]
+}
+
+/// A limit, stated in docs/performance.md: a writer that projects while a turn's call is
+/// unanswered, in a session with a loose output of the reused id, re-assembles from that output
+/// twice a turn (the call takes it, then its own output gives it back), so the cost grows with
+/// the turns since the loose output. Projecting once the output is in costs 4 slots a turn
+/// ([`a_loose_output_of_a_reused_id_keeps_later_turns_incremental_until_a_call_could_take_it`]).
+#[test]
+fn a_writer_projecting_while_a_call_is_open_re_assembles_from_a_loose_output_every_turn() {
+    let near = open_call_after_loose_output(25);
+    let far = open_call_after_loose_output(100);
+    println!(
+        "call and output of a turn: {near:?} slots 25 turns after the loose output, {far:?} 100 after"
+    );
+    // Each at least the three slots a turn has recorded since the loose output.
+    for ([call, output], turns) in [(near, 25), (far, 100)] {
+        assert!(call >= 3 * turns && output >= 3 * turns, "{near:?} {far:?}");
+    }
+}
+
 /// The slots a late output of an interrupted `call_0` visits when a long piece (a call answered
 /// `pairs` user/assistant pairs later) comes just before the interrupted call.
 fn moving_back_past(pairs: usize) -> u64 {
