@@ -1230,6 +1230,45 @@ mod tests {
         }
     }
 
+    /// A FIFO and a socket are not regular files: refused as such at once (what is found is not
+    /// opened, so a FIFO without a writer does not block the check), the write refused with them
+    /// left in place; `Replace::Anything` replaces them.
+    #[test]
+    fn a_fifo_or_a_socket_is_refused_without_being_opened() {
+        let dir = tempfile::tempdir().expect("dir");
+        let fifo = dir.path().join("fifo");
+        let made = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .expect("mkfifo runs");
+        assert!(made.success());
+        let socket = dir.path().join("socket");
+        let _listener = std::os::unix::net::UnixListener::bind(&socket).expect("bound");
+        let anything = SnapshotTarget {
+            replace: Replace::Anything,
+            source: None,
+        };
+        for path in [&fifo, &socket] {
+            assert_eq!(refused(path, ONLY_SNAPSHOTS), ExistingFile::Special);
+            match write(path, &History::new(), &PrefixState::default(), None, 1) {
+                Err(SnapshotError::WouldReplace { found, path: named }) => {
+                    assert_eq!(
+                        (found, named.as_path()),
+                        (ExistingFile::Special, path.as_path())
+                    );
+                }
+                other => panic!("{}: {other:?}", path.display()),
+            }
+            let kind = std::fs::symlink_metadata(path)
+                .expect("still there")
+                .file_type();
+            assert!(!kind.is_file() && !kind.is_symlink(), "{}", path.display());
+            FileSystem
+                .check_target(path, anything)
+                .unwrap_or_else(|error| panic!("{}: {error}", path.display()));
+        }
+    }
+
     /// The rollout a snapshot is made from is refused under its own name and through a hard or
     /// symbolic link; another file beside it is not the rollout.
     #[test]
