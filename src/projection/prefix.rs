@@ -530,4 +530,248 @@ mod tests {
         assert_eq!(common_bytes(&a, &a), 300);
         assert_eq!(common_bytes(&a[..10], &a), 10);
     }
+
+    /// The byte count of `framed_prefix` (forwards and backwards), `leading_bytes` and
+    /// `same_item`, from the promise of `common_prefix`: the items and bytes two projections share
+    /// are those their JSON arrays share when compared one by one, counted over the shorter side
+    /// of the first difference.
+    mod mut_pfx_b {
+        use super::*;
+        use crate::history::History;
+        use crate::projection::{Modalities, ProjectionOptions};
+
+        /// The `i`th item of the test histories: user messages of different lengths (a wrong sum
+        /// of lengths shows), a call that has no output (sent with a synthetic output) and an
+        /// output of no call (not sent).
+        fn item(i: usize) -> String {
+            match i % 6 {
+                3 => format!(
+                    r#"{{"type":"function_call","name":"shell","arguments":"{{}}","call_id":"c{i}"}}"#
+                ),
+                4 => {
+                    format!(r#"{{"type":"function_call_output","call_id":"gone{i}","output":"x"}}"#)
+                }
+                _ => message(&format!("m{i}{}", "x".repeat(i % 5))),
+            }
+        }
+
+        fn message(text: &str) -> String {
+            format!(
+                r#"{{"type":"message","role":"user","content":[{{"type":"input_text","text":"{text}"}}]}}"#
+            )
+        }
+
+        fn history_of(items: &[String]) -> History {
+            let mut history = History::new();
+            for item in items {
+                history.record_json(item.as_str()).expect("valid item");
+            }
+            history
+        }
+
+        fn project(history: &History, options: ProjectionOptions) -> Projection {
+            history.project(&options).expect("lenient")
+        }
+
+        /// How many leading bytes two byte strings share: the oracle.
+        fn shared_bytes(a: &[u8], b: &[u8]) -> u64 {
+            a.iter().zip(b).take_while(|(x, y)| x == y).count() as u64
+        }
+
+        /// How many leading items two projections send with the same text: the oracle.
+        fn shared_items(a: &Projection, b: &Projection) -> usize {
+            a.iter().zip(b.iter()).take_while(|(x, y)| x == y).count()
+        }
+
+        /// `a.common_prefix(b)`, checked against the oracles both ways round.
+        fn assert_shares(a: &Projection, b: &Projection) -> CommonPrefix {
+            let (array_a, array_b) = (a.to_json_array(), b.to_json_array());
+            let expected = (
+                shared_items(a, b),
+                shared_bytes(array_a.as_bytes(), array_b.as_bytes()),
+            );
+            let prefix = a.common_prefix(b);
+            assert_eq!(
+                (prefix.items, prefix.bytes),
+                expected,
+                "{array_a}\n{array_b}"
+            );
+            let back = b.common_prefix(a);
+            assert_eq!((back.items, back.bytes), expected, "{array_b}\n{array_a}");
+            assert_eq!(prefix.is_identical(), array_a == array_b);
+            prefix
+        }
+
+        #[test]
+        fn the_bytes_shared_are_those_the_arrays_share_whichever_side_is_counted() {
+            let options = ProjectionOptions::default();
+            for n in [1, 2, 3, 4, 5, 7, 12, 40] {
+                let items: Vec<String> = (0..n).map(item).collect();
+                let history = history_of(&items);
+                let a = project(&history, options);
+                // Recorded again: equal texts in other allocations, no pointer shared.
+                let same = assert_shares(&a, &project(&history_of(&items), options));
+                assert!(same.is_identical());
+                assert_eq!(same.bytes, a.json_array_len() as u64);
+                for p in 0..n {
+                    // An edit at `p`, in a clone (leaves shared by pointer) and recorded anew.
+                    let mut edited = items.clone();
+                    edited[p] = message(&format!("m{p}edited"));
+                    let mut clone = history.clone();
+                    let mut entries = history.entries().clone();
+                    entries.set(p, Entry::from_json(edited[p].as_str()).expect("valid"));
+                    clone.replace(entries);
+                    for other in [clone, history_of(&edited)] {
+                        // (An edit of the output of no call, which is not sent, sends one
+                        // item more.)
+                        assert!(!assert_shares(&a, &project(&other, options)).is_identical());
+                    }
+                    // The first `p` items, then the rest: the first is all reusable.
+                    let shorter = project(&history_of(&items[..p]), options);
+                    assert_shares(&shorter, &a);
+                    let mut longer = history.clone();
+                    longer.record_json(message("more")).expect("valid");
+                    assert!(assert_shares(&a, &project(&longer, options)).is_extension());
+                }
+            }
+        }
+
+        /// Writes the byte stream `framed_prefix` compares with `text` rewritten: `[`, the
+        /// rewritten items with commas, `]`, then `after`.
+        fn stream(projection: &Projection, rewrite: fn(&str) -> &str, after: &[u8]) -> Vec<u8> {
+            let items: Vec<&str> = projection.iter().map(rewrite).collect();
+            let mut bytes = format!("[{}]", items.join(",")).into_bytes();
+            bytes.extend_from_slice(after);
+            bytes
+        }
+
+        fn trim(text: &str) -> &str {
+            text.trim_matches([' ', '\n'])
+        }
+
+        #[test]
+        fn rewritten_items_count_their_rewritten_bytes_and_what_follows_the_array() {
+            let options = ProjectionOptions::default();
+            // White space around every stored text: the stored lengths are not the lengths sent.
+            let padded = |i: usize| format!("  {}\n", item(i));
+            for n in [1, 2, 3, 6, 13] {
+                let items: Vec<String> = (0..n).map(padded).collect();
+                let a = project(&history_of(&items), options);
+                let mut cases = vec![(
+                    project(&history_of(&items), options),
+                    b"tail one".as_slice(),
+                    b"tail two".as_slice(),
+                )];
+                for p in 0..n {
+                    let mut edited = items.clone();
+                    edited[p] = format!("  {}\n", message(&format!("m{p}edited")));
+                    let b = project(&history_of(&edited), options);
+                    cases.push((b, b"same tail", b"same tail"));
+                }
+                for (b, after_a, after_b) in cases {
+                    let expected =
+                        shared_bytes(&stream(&a, trim, after_a), &stream(&b, trim, after_b));
+                    let prefix = a.framed_prefix(
+                        &b,
+                        ItemText::Rewritten(trim),
+                        &mut || after_a.to_vec(),
+                        &mut || after_b.to_vec(),
+                    );
+                    assert_eq!(prefix.items, shared_items(&a, &b), "n = {n}");
+                    assert_eq!(prefix.bytes, expected, "n = {n}");
+                }
+            }
+        }
+
+        /// The slots `common_prefix` reads one by one while `f` runs.
+        fn slots_read(f: impl FnOnce()) -> u64 {
+            let before = prefix_slots_read();
+            f();
+            prefix_slots_read() - before
+        }
+
+        #[test]
+        fn the_shared_bytes_are_counted_over_the_shorter_side_of_the_first_difference() {
+            // No pointer shared: the walk reads the first `p + 1` slots of each side, then the
+            // bytes are counted over the `p` shared items or over the `n - p - 1` after the
+            // difference, whichever is fewer (messages only: one item per slot).
+            let n = 100;
+            let options = ProjectionOptions::default();
+            let items: Vec<String> = (0..n).map(|i| message(&format!("m{i}"))).collect();
+            let a = project(&history_of(&items), options);
+            for p in [0, 1, 10, 30, 49, 50, 51, 70, 90, 98, 99, n] {
+                let mut edited = items.clone();
+                if p < n {
+                    edited[p] = message("edited");
+                }
+                let b = project(&history_of(&edited), options);
+                let read = slots_read(|| {
+                    assert_eq!(a.common_prefix(&b).items, p);
+                });
+                let walk = 2 * (p + 1).min(n);
+                let counted = p.min(n - p) + 1;
+                assert!(
+                    read as usize <= walk + counted,
+                    "{read} slots read, p = {p}"
+                );
+                assert_shares(&a, &b);
+            }
+        }
+
+        const IMAGE: &str = r#"{"type":"message","role":"user","content":[{"type":"input_text","text":"look"},{"type":"input_image","image_url":"data:image/png;base64,AAAA"}]}"#;
+        const AUDIO: &str = r#"{"type":"message","role":"user","content":[{"type":"input_text","text":"hear"},{"type":"input_audio","audio_url":"data:audio/wav;base64,AA"}]}"#;
+
+        #[test]
+        fn an_entry_whose_media_one_side_strips_is_not_shared_though_its_body_is() {
+            let all = ProjectionOptions::for_modalities(Modalities::ALL);
+            for (media, strips) in [
+                (IMAGE, Modalities::TEXT),
+                (AUDIO, Modalities::TEXT),
+                (AUDIO, Modalities::TEXT_IMAGE),
+            ] {
+                let items = [
+                    message("first"),
+                    message("second"),
+                    media.to_owned(),
+                    message("last"),
+                ];
+                let history = history_of(&items);
+                let kept = project(&history, all);
+                let stripped = project(&history, ProjectionOptions::for_modalities(strips));
+                let prefix = assert_shares(&kept, &stripped);
+                assert_eq!(prefix.items, 2);
+                let difference = prefix.first_difference.expect("differs");
+                assert_eq!(difference.left.expect("left").position, 2);
+                // The same stripping on both sides: the same entry sends the same bytes.
+                let again = project(&history, ProjectionOptions::for_modalities(strips));
+                assert!(assert_shares(&stripped, &again).is_identical());
+                assert!(assert_shares(&kept, &project(&history, all)).is_identical());
+            }
+        }
+
+        #[test]
+        fn a_synthetic_output_is_shared_only_with_the_same_output() {
+            let options = ProjectionOptions::default();
+            let call = item(3);
+            let base = [message("first"), call.clone(), message("after")];
+            let unanswered = project(&history_of(&base), options);
+            // The same call unanswered elsewhere: the same synthetic output, other allocations.
+            assert!(
+                assert_shares(&unanswered, &project(&history_of(&base), options)).is_identical()
+            );
+            assert!(assert_shares(&unanswered, &unanswered.clone()).is_identical());
+            // Answered: the call is shared, its real output is not the synthetic one.
+            let answered = [
+                message("first"),
+                call,
+                r#"{"type":"function_call_output","call_id":"c3","output":"done"}"#.to_owned(),
+                message("after"),
+            ];
+            let prefix = assert_shares(&unanswered, &project(&history_of(&answered), options));
+            assert_eq!(prefix.items, 2);
+            let difference = prefix.first_difference.expect("differs");
+            assert!(difference.left.expect("left").synthetic_output);
+            assert!(!difference.right.expect("right").synthetic_output);
+        }
+    }
 }
