@@ -519,6 +519,289 @@ pub(crate) fn common_bytes(a: &[u8], b: &[u8]) -> usize {
 mod tests {
     use super::*;
 
+    /// Tests of the promises `Projection::common_prefix` makes (its rustdoc, the module's docs and
+    /// docs/prompt-prefix.md), written for the mutation run of the file's first 299 lines.
+    mod mut_pfx_a {
+        use super::*;
+        use crate::history::History;
+        use crate::item::ItemKind;
+        use crate::projection::{Modalities, ProjectionOptions};
+
+        /// A user message whose text is `text`.
+        fn user(text: &str) -> String {
+            format!(
+                r#"{{"type":"message","role":"user","content":[{{"type":"input_text","text":"{text}"}}]}}"#
+            )
+        }
+
+        fn call(call_id: &str) -> String {
+            format!(
+                r#"{{"type":"function_call","name":"shell","arguments":"{{}}","call_id":"{call_id}"}}"#
+            )
+        }
+
+        fn output(call_id: &str) -> String {
+            format!(r#"{{"type":"function_call_output","call_id":"{call_id}","output":"ok"}}"#)
+        }
+
+        fn history_of(items: &[String]) -> History {
+            let mut history = History::new();
+            for item in items {
+                history.record_json(item.as_str()).expect("valid item");
+            }
+            history
+        }
+
+        /// `n` user messages, each text its own.
+        fn messages(n: usize) -> Vec<String> {
+            (0..n).map(|i| user(&format!("message {i}"))).collect()
+        }
+
+        fn project(history: &History) -> Projection {
+            history
+                .project(&ProjectionOptions::default())
+                .expect("lenient")
+        }
+
+        /// The oracle: the leading items two projections send with the same text, and the leading
+        /// bytes their JSON arrays share, counted one by one.
+        fn naive(a: &Projection, b: &Projection) -> (usize, u64) {
+            let items = a.iter().zip(b.iter()).take_while(|(x, y)| x == y).count();
+            let (a, b) = (a.to_json_array(), b.to_json_array());
+            let bytes = a.bytes().zip(b.bytes()).take_while(|(x, y)| x == y).count();
+            (items, bytes as u64)
+        }
+
+        /// The prefix of `a` and `b`, checked against the oracle both ways round.
+        fn checked(a: &Projection, b: &Projection) -> CommonPrefix {
+            let prefix = a.common_prefix(b);
+            assert_eq!((prefix.items, prefix.bytes), naive(a, b), "items, bytes");
+            let back = b.common_prefix(a);
+            assert_eq!((back.items, back.bytes), (prefix.items, prefix.bytes));
+            prefix
+        }
+
+        /// What a differing item is: (position, kind, synthetic output, bytes).
+        fn side(item: Option<DifferingItem>) -> Option<(usize, ItemKind, bool, usize)> {
+            item.map(|item| (item.position, item.kind, item.synthetic_output, item.bytes))
+        }
+
+        /// The length of the `index`th item `projection` sends.
+        fn sent_len(projection: &Projection, index: usize) -> usize {
+            projection.iter().nth(index).expect("sent").len()
+        }
+
+        #[test]
+        fn a_clone_of_the_history_is_identical_and_passed_without_reading_a_slot() {
+            let history = history_of(&messages(150));
+            let (a, b) = (project(&history), project(&history.clone()));
+            let read = prefix_slots_read();
+            let prefix = a.common_prefix(&b);
+            // Every slot shared by pointer, leaf by leaf: none read one by one.
+            assert_eq!(prefix_slots_read(), read);
+            assert_eq!(
+                prefix,
+                CommonPrefix {
+                    items: 150,
+                    bytes: a.json_array_len() as u64,
+                    first_difference: None,
+                }
+            );
+            assert!(prefix.is_identical());
+            assert!(!prefix.is_extension());
+            assert_eq!(checked(&a, &b), prefix);
+        }
+
+        #[test]
+        fn independent_equal_histories_are_identical_and_read_slot_by_slot() {
+            let items = messages(150);
+            let (a, b) = (project(&history_of(&items)), project(&history_of(&items)));
+            let read = prefix_slots_read();
+            let prefix = a.common_prefix(&b);
+            // No pointer shared: each side's 150 slots read once, and the shared bytes counted
+            // back from the byte total without reading them again.
+            assert_eq!(prefix_slots_read(), read + 300);
+            assert_eq!(prefix.items, 150);
+            assert_eq!(prefix.bytes, a.json_array_len() as u64);
+            assert!(prefix.is_identical());
+            assert!(!prefix.is_extension());
+            checked(&a, &b);
+        }
+
+        #[test]
+        fn a_projection_with_repairs_is_identical_to_itself_and_its_clone() {
+            // A slot left out (the orphan output) and a slot that sends two items (the call and
+            // its synthetic output): runs of one replaced slot, the same slot in both.
+            let mut items = messages(70);
+            items.insert(3, output("gone"));
+            items.insert(10, call("open"));
+            items.insert(66, call("late"));
+            let history = history_of(&items);
+            let projection = project(&history);
+            assert_eq!(projection.len(), 74); // 73 slots, one left out, two outputs added
+            for other in [&projection, &projection.clone()] {
+                let prefix = projection.common_prefix(other);
+                assert_eq!(prefix.items, 74);
+                assert_eq!(prefix.bytes, projection.json_array_len() as u64);
+                assert!(prefix.is_identical());
+            }
+            // Projected again, the overlay is another allocation: still identical.
+            let again = project(&history);
+            assert!(checked(&projection, &again).is_identical());
+        }
+
+        #[test]
+        fn an_append_shares_every_item_before_it_with_its_position() {
+            let before = history_of(&messages(100));
+            let mut history = before.clone();
+            history.record_json(user("one more")).expect("valid");
+            let (a, b) = (project(&before), project(&history));
+            let prefix = checked(&a, &b);
+            assert_eq!(prefix.items, 100);
+            // Every byte of the shorter array but its closing bracket.
+            assert_eq!(prefix.bytes, a.json_array_len() as u64 - 1);
+            assert!(prefix.is_extension());
+            assert!(!prefix.is_identical());
+            let difference = prefix.first_difference.expect("differs");
+            assert_eq!(difference.item, 100);
+            assert_eq!(side(difference.left), None);
+            assert_eq!(
+                side(difference.right),
+                Some((100, ItemKind::Message, false, user("one more").len()))
+            );
+            // The other way round: the first sends more, which is no extension.
+            let back = b.common_prefix(&a);
+            assert!(!back.is_extension());
+            assert!(!back.is_identical());
+            let difference = back.first_difference.expect("differs");
+            assert_eq!(
+                side(difference.left),
+                Some((100, ItemKind::Message, false, user("one more").len()))
+            );
+            assert_eq!(side(difference.right), None);
+        }
+
+        #[test]
+        fn an_edit_shares_the_items_before_it_and_the_bytes_up_to_its_first_differing_byte() {
+            let old = history_of(&messages(150));
+            for p in [0, 1, 63, 64, 70, 149] {
+                let mut entries = old.entries().clone();
+                entries.set(
+                    p,
+                    Entry::from_json(user(&format!("edited {p}"))).expect("valid"),
+                );
+                let mut new = old.clone();
+                new.replace(entries);
+                let (a, b) = (project(&old), project(&new));
+                let prefix = checked(&a, &b);
+                assert_eq!(prefix.items, p, "edit at {p}");
+                // `[`, the p items and their commas, the comma before the edited item (unless it
+                // is the first), and the start its text shares with the old one: up to `"text":"`.
+                let shared_text = user("").len() - 4;
+                let items_bytes: usize = a.iter().take(p).map(str::len).sum();
+                let commas = p.min(1) + p.saturating_sub(1);
+                assert_eq!(
+                    prefix.bytes,
+                    (1 + items_bytes + commas + shared_text) as u64,
+                    "edit at {p}"
+                );
+                assert!(!prefix.is_identical());
+                assert!(!prefix.is_extension());
+                let difference = prefix.first_difference.expect("differs");
+                assert_eq!(difference.item, p);
+                assert_eq!(
+                    side(difference.left),
+                    Some((
+                        p,
+                        ItemKind::Message,
+                        false,
+                        user(&format!("message {p}")).len()
+                    ))
+                );
+                assert_eq!(
+                    side(difference.right),
+                    Some((
+                        p,
+                        ItemKind::Message,
+                        false,
+                        user(&format!("edited {p}")).len()
+                    ))
+                );
+            }
+        }
+
+        #[test]
+        fn a_synthetic_output_breaks_the_run_even_where_the_leaf_after_it_is_shared() {
+            // The call at position 63 closes the first leaf of 64 entries and has no output: the
+            // projection sends a synthetic one after it. The same history with the output
+            // appended sends the call and then the next leaf, shared by pointer.
+            let mut items = messages(130);
+            items[63] = call("late");
+            let unanswered = history_of(&items);
+            let mut answered = unanswered.clone();
+            answered.record_json(output("late")).expect("valid");
+            let (a, b) = (project(&unanswered), project(&answered));
+            let synthetic = sent_len(&a, 64);
+            for (prefix, synthetic_side, real_side) in
+                [(a.common_prefix(&b), 0, 1), (b.common_prefix(&a), 1, 0)]
+            {
+                assert_eq!((prefix.items, prefix.bytes), naive(&a, &b));
+                // The items up to the call are shared; the synthetic output and the message
+                // after the call differ.
+                assert_eq!(prefix.items, 64);
+                assert!(!prefix.is_extension());
+                let difference = prefix.first_difference.expect("differs");
+                assert_eq!(difference.item, 64);
+                let sides = [side(difference.left), side(difference.right)];
+                assert_eq!(
+                    sides[synthetic_side],
+                    // A synthetic output has its call's position and the output kind.
+                    Some((63, ItemKind::FunctionCallOutput, true, synthetic))
+                );
+                assert_eq!(
+                    sides[real_side],
+                    Some((64, ItemKind::Message, false, user("message 64").len()))
+                );
+            }
+        }
+
+        #[test]
+        fn media_stripped_on_one_side_only_differs_at_the_media_item() {
+            let mut items = messages(100);
+            items.push(
+                r#"{"type":"message","role":"user","content":[{"type":"input_text","text":"look"},{"type":"input_image","image_url":"data:image/png;base64,AAAA"}]}"#
+                    .to_owned(),
+            );
+            items.push(user("seen"));
+            let history = history_of(&items);
+            let with_images = project(&history);
+            let text_only = |history: &History| {
+                history
+                    .project(&ProjectionOptions::for_modalities(Modalities::TEXT))
+                    .expect("lenient")
+            };
+            let stripped = text_only(&history);
+            // The two share the history's vector, every leaf by pointer, but send the image
+            // item in two forms.
+            let prefix = checked(&with_images, &stripped);
+            assert_eq!(prefix.items, 100);
+            let difference = prefix.first_difference.expect("differs");
+            assert_eq!(
+                side(difference.left),
+                Some((100, ItemKind::Message, false, items[100].len()))
+            );
+            assert_eq!(
+                side(difference.right),
+                Some((100, ItemKind::Message, false, sent_len(&stripped, 100)))
+            );
+            assert_ne!(sent_len(&stripped, 100), items[100].len());
+            // The same stripping on both sides: shared.
+            let again = text_only(&history.clone());
+            assert!(checked(&stripped, &again).is_identical());
+            assert!(checked(&with_images, &project(&history)).is_identical());
+        }
+    }
+
     #[test]
     fn common_bytes_finds_the_first_difference_in_and_across_blocks() {
         let a = vec![7u8; 300];
