@@ -802,6 +802,180 @@ mod tests {
         }
     }
 
+    /// The bytes counted after the shared items (`Stream`, `Piece`, `common_stream_prefix`),
+    /// checked against what `common_prefix` promises: `bytes` is how many leading bytes the two
+    /// byte streams share, `[`, the items (as written) with their commas, `]` and what follows,
+    /// compared here byte by byte.
+    mod mut_pfx_c {
+        use super::*;
+        use crate::history::History;
+        use crate::projection::ProjectionOptions;
+
+        fn user(text: &str) -> String {
+            format!(
+                r#"{{"type":"message","role":"user","content":[{{"type":"input_text","text":"{text}"}}]}}"#
+            )
+        }
+
+        /// A projection of a new history of `items` (no pointer shared with any other).
+        fn projection_of(items: &[String]) -> Projection {
+            let mut history = History::new();
+            for item in items {
+                history.record_json(item.as_str()).expect("valid item");
+            }
+            history
+                .project(&ProjectionOptions::default())
+                .expect("lenient")
+        }
+
+        /// How many leading bytes two byte strings share: the oracle.
+        fn shared(a: &[u8], b: &[u8]) -> u64 {
+            a.iter().zip(b).take_while(|(x, y)| x == y).count() as u64
+        }
+
+        /// The bytes `framed_prefix` compares for one side, written out: `[`, each item's text
+        /// as `rewrite` writes it, commas between them, `]`, then `after`.
+        fn stream(projection: &Projection, rewrite: fn(&str) -> &str, after: &[u8]) -> Vec<u8> {
+            let texts: Vec<&str> = projection.iter().map(rewrite).collect();
+            let mut bytes = format!("[{}]", texts.join(",")).into_bytes();
+            bytes.extend_from_slice(after);
+            bytes
+        }
+
+        /// `a.common_prefix(b)`, checked against comparing the two arrays byte by byte, both
+        /// ways round.
+        fn checked(a: &Projection, b: &Projection) -> CommonPrefix {
+            let prefix = a.common_prefix(b);
+            let (array_a, array_b) = (a.to_json_array(), b.to_json_array());
+            assert_eq!(prefix.bytes, shared(array_a.as_bytes(), array_b.as_bytes()));
+            let back = b.common_prefix(a);
+            assert_eq!((back.items, back.bytes), (prefix.items, prefix.bytes));
+            prefix
+        }
+
+        #[test]
+        fn equal_projections_share_every_byte_of_their_arrays() {
+            for n in [0, 1, 2, 5] {
+                let items: Vec<String> = (0..n).map(|i| user(&format!("item {i}"))).collect();
+                let (a, b) = (projection_of(&items), projection_of(&items));
+                let prefix = checked(&a, &b);
+                assert!(prefix.is_identical(), "{n} items");
+                assert_eq!(prefix.items, n);
+                assert_eq!(prefix.bytes, a.json_array_len() as u64, "{n} items");
+            }
+        }
+
+        #[test]
+        fn an_extension_shares_all_of_the_shorter_array_but_its_bracket() {
+            for n in [0, 1, 2, 5] {
+                let items: Vec<String> = (0..=n).map(|i| user(&format!("item {i}"))).collect();
+                let (a, b) = (projection_of(&items[..n]), projection_of(&items));
+                let prefix = checked(&a, &b);
+                assert!(prefix.is_extension(), "{n} items");
+                assert_eq!(prefix.items, n);
+                assert_eq!(prefix.bytes, a.json_array_len() as u64 - 1, "{n} items");
+            }
+        }
+
+        #[test]
+        fn a_differing_item_adds_its_comma_and_the_common_start_of_both_texts() {
+            // The difference at every index, with up to two more items after it on the left:
+            // the shared items' bytes are counted forwards, or backwards from the left's total
+            // when they are more than the rest (over the differing item the comparison read).
+            for at in 0..6 {
+                for more in 0..3 {
+                    let head: Vec<String> = (0..at).map(|i| user(&format!("item {i}"))).collect();
+                    let mut left = head.clone();
+                    left.push(user("hello there"));
+                    left.extend((0..more).map(|i| user(&format!("later {i}"))));
+                    let mut right = head;
+                    right.push(user("hello world"));
+                    let (a, b) = (projection_of(&left), projection_of(&right));
+                    let prefix = checked(&a, &b);
+                    assert_eq!(prefix.items, at);
+                    let difference = prefix.first_difference.expect("differs");
+                    assert_eq!(difference.item, at);
+                    // `[`, the shared items and their commas, then the comma before the
+                    // differing item (none before the first) and the texts' common start.
+                    let before: u64 = a.iter().take(at).map(|text| text.len() as u64 + 1).sum();
+                    let common = shared(
+                        user("hello there").as_bytes(),
+                        user("hello world").as_bytes(),
+                    );
+                    assert_eq!(prefix.bytes, 1 + before + common, "at {at}, {more} more");
+                }
+            }
+        }
+
+        fn unchanged(text: &str) -> &str {
+            text
+        }
+
+        fn trimmed(text: &str) -> &str {
+            text.trim()
+        }
+
+        #[test]
+        fn what_follows_the_array_is_compared_and_asked_for_only_when_reached() {
+            let items = [format!("  {} ", user("padded")), user("plain")];
+            let (a, b) = (projection_of(&items), projection_of(&items));
+            for (rewrite, text) in [
+                (unchanged as fn(&str) -> &str, ItemText::AsStored),
+                (trimmed, ItemText::Rewritten(trimmed)),
+            ] {
+                for (after_a, after_b) in [
+                    (&b"tail one"[..], &b"tail two"[..]),
+                    (b"same", b"same"),
+                    (b"", b"more"),
+                ] {
+                    let (mut asked_a, mut asked_b) = (0, 0);
+                    let prefix = a.framed_prefix(
+                        &b,
+                        text,
+                        &mut || {
+                            asked_a += 1;
+                            after_a.to_vec()
+                        },
+                        &mut || {
+                            asked_b += 1;
+                            after_b.to_vec()
+                        },
+                    );
+                    let expected =
+                        shared(&stream(&a, rewrite, after_a), &stream(&b, rewrite, after_b));
+                    assert_eq!(prefix.bytes, expected);
+                    assert!(prefix.is_identical());
+                    // Each asked once at most; both when the comparison goes past both `]`.
+                    assert!(asked_a <= 1 && asked_b <= 1);
+                    if !after_a.is_empty() {
+                        assert_eq!((asked_a, asked_b), (1, 1));
+                    }
+                }
+            }
+            // Where the items differ, the comparison ends before the arrays do.
+            let longer = projection_of(&[items[0].clone(), items[1].clone(), user("more")]);
+            let (mut asked_a, mut asked_b) = (0, 0);
+            let prefix = a.framed_prefix(
+                &longer,
+                ItemText::Rewritten(trimmed),
+                &mut || {
+                    asked_a += 1;
+                    b"x".to_vec()
+                },
+                &mut || {
+                    asked_b += 1;
+                    b"x".to_vec()
+                },
+            );
+            assert!(prefix.is_extension());
+            assert_eq!(
+                prefix.bytes,
+                shared(&stream(&a, trimmed, b"x"), &stream(&longer, trimmed, b"x"))
+            );
+            assert_eq!((asked_a, asked_b), (0, 0));
+        }
+    }
+
     #[test]
     fn common_bytes_finds_the_first_difference_in_and_across_blocks() {
         let a = vec![7u8; 300];
