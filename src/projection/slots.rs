@@ -355,6 +355,77 @@ mod tests {
         }
     }
 
+    /// What `runs` must give for `slots`, as (address, length) of each run, from the runs' doc:
+    /// each leaf split around the replacements it holds, the stored parts as runs of the leaf
+    /// itself, each replacement a run of one in the overlay, no empty run.
+    fn expected_runs(slots: &Slots) -> Vec<(*const Entry, usize)> {
+        let mut expected = Vec::new();
+        let mut start = 0;
+        for leaf in slots.entries.leaves() {
+            let end = start + leaf.len();
+            let mut cursor = start;
+            for (position, entry) in slots.overlay() {
+                if !(start..end).contains(position) {
+                    continue;
+                }
+                if *position > cursor {
+                    expected.push((leaf[cursor - start..].as_ptr(), position - cursor));
+                }
+                expected.push((std::ptr::from_ref(entry), 1));
+                cursor = position + 1;
+            }
+            if cursor < end {
+                expected.push((leaf[cursor - start..].as_ptr(), end - cursor));
+            }
+            start = end;
+        }
+        expected
+    }
+
+    #[test]
+    fn runs_split_each_leaf_around_its_replacements_and_nothing_else() {
+        let history = messages(300, "kept");
+        let other = messages(300, "replaced");
+        let mut leaves = Vec::new();
+        let mut start = 0;
+        for leaf in history.entries().leaves() {
+            leaves.push((start, leaf.len()));
+            start += leaf.len();
+        }
+        assert!(leaves.len() > 3, "several leaves");
+        let (first, first_len) = leaves[0];
+        let (second, second_len) = leaves[1];
+        let (third, _) = leaves[2];
+        let mut cases: Vec<Vec<usize>> = vec![
+            // One replacement at each edge and inside a leaf, alone.
+            vec![0],
+            vec![history.len() - 1],
+            vec![second],
+            vec![second + second_len - 1],
+            vec![second + 5],
+            // Neighbours, within a leaf and across the edge of two.
+            vec![3, 4, 5],
+            vec![second - 1, second],
+            vec![second + 1, second + 3, third + 2],
+            // A whole leaf replaced, and all but one slot of one.
+            (first..first + first_len).collect(),
+            (second + 1..second + second_len).collect(),
+        ];
+        cases.push(leaves.iter().map(|&(start, _)| start).collect());
+        for positions in cases {
+            let slots = overlaid(&history, &other, &positions);
+            let expected = expected_runs(&slots);
+            // One more than expected: a run too many (an empty one among them) shows, and an
+            // iterator that never ends cannot hang the test.
+            let runs: Vec<(*const Entry, usize)> = slots
+                .runs()
+                .take(expected.len() + 1)
+                .map(|run| (run.as_ptr(), run.len()))
+                .collect();
+            assert_eq!(runs, expected, "replaced at {positions:?}");
+        }
+    }
+
     #[test]
     fn runs_without_an_overlay_are_the_leaves() {
         let history = messages(300, "kept");
