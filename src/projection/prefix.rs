@@ -519,6 +519,61 @@ pub(crate) fn common_bytes(a: &[u8], b: &[u8]) -> usize {
 mod tests {
     use super::*;
 
+    /// A user message whose text is `text`.
+    fn user(text: &str) -> String {
+        format!(
+            r#"{{"type":"message","role":"user","content":[{{"type":"input_text","text":"{text}"}}]}}"#
+        )
+    }
+
+    /// A new history of `items`, recorded in order (no pointer shared with any other).
+    fn history_of(items: &[String]) -> crate::history::History {
+        let mut history = crate::history::History::new();
+        for item in items {
+            history.record_json(item.as_str()).expect("valid item");
+        }
+        history
+    }
+
+    /// How many leading bytes two byte strings share: the oracle.
+    fn shared_bytes(a: &[u8], b: &[u8]) -> u64 {
+        a.iter().zip(b).take_while(|(x, y)| x == y).count() as u64
+    }
+
+    /// The oracle of `common_prefix`: the leading items two projections send with the same
+    /// text, and the leading bytes their JSON arrays share, counted one by one.
+    fn naive(a: &Projection, b: &Projection) -> (usize, u64) {
+        let items = a.iter().zip(b.iter()).take_while(|(x, y)| x == y).count();
+        let (a, b) = (a.to_json_array(), b.to_json_array());
+        (items, shared_bytes(a.as_bytes(), b.as_bytes()))
+    }
+
+    /// `a.common_prefix(b)`, checked against the oracle both ways round, and identical exactly
+    /// when the two arrays are.
+    fn checked(a: &Projection, b: &Projection) -> CommonPrefix {
+        let expected = naive(a, b);
+        let (array_a, array_b) = (a.to_json_array(), b.to_json_array());
+        let prefix = a.common_prefix(b);
+        assert_eq!(
+            (prefix.items, prefix.bytes),
+            expected,
+            "{array_a}\n{array_b}"
+        );
+        let back = b.common_prefix(a);
+        assert_eq!((back.items, back.bytes), expected, "{array_b}\n{array_a}");
+        assert_eq!(prefix.is_identical(), array_a == array_b);
+        prefix
+    }
+
+    /// The byte stream `framed_prefix` compares for one side, written out: `[`, each item's
+    /// text as `rewrite` writes it, commas between them, `]`, then `after`.
+    fn stream(projection: &Projection, rewrite: fn(&str) -> &str, after: &[u8]) -> Vec<u8> {
+        let texts: Vec<&str> = projection.iter().map(rewrite).collect();
+        let mut bytes = format!("[{}]", texts.join(",")).into_bytes();
+        bytes.extend_from_slice(after);
+        bytes
+    }
+
     /// Tests of the promises `Projection::common_prefix` makes (its rustdoc, the module's docs and
     /// docs/prompt-prefix.md), written for the mutation run of the file's first 299 lines.
     mod mut_pfx_a {
@@ -526,13 +581,6 @@ mod tests {
         use crate::history::History;
         use crate::item::ItemKind;
         use crate::projection::{Modalities, ProjectionOptions};
-
-        /// A user message whose text is `text`.
-        fn user(text: &str) -> String {
-            format!(
-                r#"{{"type":"message","role":"user","content":[{{"type":"input_text","text":"{text}"}}]}}"#
-            )
-        }
 
         fn call(call_id: &str) -> String {
             format!(
@@ -544,14 +592,6 @@ mod tests {
             format!(r#"{{"type":"function_call_output","call_id":"{call_id}","output":"ok"}}"#)
         }
 
-        fn history_of(items: &[String]) -> History {
-            let mut history = History::new();
-            for item in items {
-                history.record_json(item.as_str()).expect("valid item");
-            }
-            history
-        }
-
         /// `n` user messages, each text its own.
         fn messages(n: usize) -> Vec<String> {
             (0..n).map(|i| user(&format!("message {i}"))).collect()
@@ -561,24 +601,6 @@ mod tests {
             history
                 .project(&ProjectionOptions::default())
                 .expect("lenient")
-        }
-
-        /// The oracle: the leading items two projections send with the same text, and the leading
-        /// bytes their JSON arrays share, counted one by one.
-        fn naive(a: &Projection, b: &Projection) -> (usize, u64) {
-            let items = a.iter().zip(b.iter()).take_while(|(x, y)| x == y).count();
-            let (a, b) = (a.to_json_array(), b.to_json_array());
-            let bytes = a.bytes().zip(b.bytes()).take_while(|(x, y)| x == y).count();
-            (items, bytes as u64)
-        }
-
-        /// The prefix of `a` and `b`, checked against the oracle both ways round.
-        fn checked(a: &Projection, b: &Projection) -> CommonPrefix {
-            let prefix = a.common_prefix(b);
-            assert_eq!((prefix.items, prefix.bytes), naive(a, b), "items, bytes");
-            let back = b.common_prefix(a);
-            assert_eq!((back.items, back.bytes), (prefix.items, prefix.bytes));
-            prefix
         }
 
         /// What a differing item is: (position, kind, synthetic output, bytes).
@@ -808,49 +830,13 @@ mod tests {
     /// compared here byte by byte.
     mod mut_pfx_c {
         use super::*;
-        use crate::history::History;
         use crate::projection::ProjectionOptions;
-
-        fn user(text: &str) -> String {
-            format!(
-                r#"{{"type":"message","role":"user","content":[{{"type":"input_text","text":"{text}"}}]}}"#
-            )
-        }
 
         /// A projection of a new history of `items` (no pointer shared with any other).
         fn projection_of(items: &[String]) -> Projection {
-            let mut history = History::new();
-            for item in items {
-                history.record_json(item.as_str()).expect("valid item");
-            }
-            history
+            history_of(items)
                 .project(&ProjectionOptions::default())
                 .expect("lenient")
-        }
-
-        /// How many leading bytes two byte strings share: the oracle.
-        fn shared(a: &[u8], b: &[u8]) -> u64 {
-            a.iter().zip(b).take_while(|(x, y)| x == y).count() as u64
-        }
-
-        /// The bytes `framed_prefix` compares for one side, written out: `[`, each item's text
-        /// as `rewrite` writes it, commas between them, `]`, then `after`.
-        fn stream(projection: &Projection, rewrite: fn(&str) -> &str, after: &[u8]) -> Vec<u8> {
-            let texts: Vec<&str> = projection.iter().map(rewrite).collect();
-            let mut bytes = format!("[{}]", texts.join(",")).into_bytes();
-            bytes.extend_from_slice(after);
-            bytes
-        }
-
-        /// `a.common_prefix(b)`, checked against comparing the two arrays byte by byte, both
-        /// ways round.
-        fn checked(a: &Projection, b: &Projection) -> CommonPrefix {
-            let prefix = a.common_prefix(b);
-            let (array_a, array_b) = (a.to_json_array(), b.to_json_array());
-            assert_eq!(prefix.bytes, shared(array_a.as_bytes(), array_b.as_bytes()));
-            let back = b.common_prefix(a);
-            assert_eq!((back.items, back.bytes), (prefix.items, prefix.bytes));
-            prefix
         }
 
         #[test]
@@ -898,7 +884,7 @@ mod tests {
                     // `[`, the shared items and their commas, then the comma before the
                     // differing item (none before the first) and the texts' common start.
                     let before: u64 = a.iter().take(at).map(|text| text.len() as u64 + 1).sum();
-                    let common = shared(
+                    let common = shared_bytes(
                         user("hello there").as_bytes(),
                         user("hello world").as_bytes(),
                     );
@@ -942,7 +928,7 @@ mod tests {
                         },
                     );
                     let expected =
-                        shared(&stream(&a, rewrite, after_a), &stream(&b, rewrite, after_b));
+                        shared_bytes(&stream(&a, rewrite, after_a), &stream(&b, rewrite, after_b));
                     assert_eq!(prefix.bytes, expected);
                     assert!(prefix.is_identical());
                     // Each asked once at most; both when the comparison goes past both `]`.
@@ -970,7 +956,7 @@ mod tests {
             assert!(prefix.is_extension());
             assert_eq!(
                 prefix.bytes,
-                shared(&stream(&a, trimmed, b"x"), &stream(&longer, trimmed, b"x"))
+                shared_bytes(&stream(&a, trimmed, b"x"), &stream(&longer, trimmed, b"x"))
             );
             assert_eq!((asked_a, asked_b), (0, 0));
         }
@@ -1008,55 +994,12 @@ mod tests {
                 4 => {
                     format!(r#"{{"type":"function_call_output","call_id":"gone{i}","output":"x"}}"#)
                 }
-                _ => message(&format!("m{i}{}", "x".repeat(i % 5))),
+                _ => user(&format!("m{i}{}", "x".repeat(i % 5))),
             }
-        }
-
-        fn message(text: &str) -> String {
-            format!(
-                r#"{{"type":"message","role":"user","content":[{{"type":"input_text","text":"{text}"}}]}}"#
-            )
-        }
-
-        fn history_of(items: &[String]) -> History {
-            let mut history = History::new();
-            for item in items {
-                history.record_json(item.as_str()).expect("valid item");
-            }
-            history
         }
 
         fn project(history: &History, options: ProjectionOptions) -> Projection {
             history.project(&options).expect("lenient")
-        }
-
-        /// How many leading bytes two byte strings share: the oracle.
-        fn shared_bytes(a: &[u8], b: &[u8]) -> u64 {
-            a.iter().zip(b).take_while(|(x, y)| x == y).count() as u64
-        }
-
-        /// How many leading items two projections send with the same text: the oracle.
-        fn shared_items(a: &Projection, b: &Projection) -> usize {
-            a.iter().zip(b.iter()).take_while(|(x, y)| x == y).count()
-        }
-
-        /// `a.common_prefix(b)`, checked against the oracles both ways round.
-        fn assert_shares(a: &Projection, b: &Projection) -> CommonPrefix {
-            let (array_a, array_b) = (a.to_json_array(), b.to_json_array());
-            let expected = (
-                shared_items(a, b),
-                shared_bytes(array_a.as_bytes(), array_b.as_bytes()),
-            );
-            let prefix = a.common_prefix(b);
-            assert_eq!(
-                (prefix.items, prefix.bytes),
-                expected,
-                "{array_a}\n{array_b}"
-            );
-            let back = b.common_prefix(a);
-            assert_eq!((back.items, back.bytes), expected, "{array_b}\n{array_a}");
-            assert_eq!(prefix.is_identical(), array_a == array_b);
-            prefix
         }
 
         #[test]
@@ -1067,13 +1010,13 @@ mod tests {
                 let history = history_of(&items);
                 let a = project(&history, options);
                 // Recorded again: equal texts in other allocations, no pointer shared.
-                let same = assert_shares(&a, &project(&history_of(&items), options));
+                let same = checked(&a, &project(&history_of(&items), options));
                 assert!(same.is_identical());
                 assert_eq!(same.bytes, a.json_array_len() as u64);
                 for p in 0..n {
                     // An edit at `p`, in a clone (leaves shared by pointer) and recorded anew.
                     let mut edited = items.clone();
-                    edited[p] = message(&format!("m{p}edited"));
+                    edited[p] = user(&format!("m{p}edited"));
                     let mut clone = history.clone();
                     let mut entries = history.entries().clone();
                     entries.set(p, Entry::from_json(edited[p].as_str()).expect("valid"));
@@ -1081,25 +1024,16 @@ mod tests {
                     for other in [clone, history_of(&edited)] {
                         // (An edit of the output of no call, which is not sent, sends one
                         // item more.)
-                        assert!(!assert_shares(&a, &project(&other, options)).is_identical());
+                        assert!(!checked(&a, &project(&other, options)).is_identical());
                     }
                     // The first `p` items, then the rest: the first is all reusable.
                     let shorter = project(&history_of(&items[..p]), options);
-                    assert_shares(&shorter, &a);
+                    checked(&shorter, &a);
                     let mut longer = history.clone();
-                    longer.record_json(message("more")).expect("valid");
-                    assert!(assert_shares(&a, &project(&longer, options)).is_extension());
+                    longer.record_json(user("more")).expect("valid");
+                    assert!(checked(&a, &project(&longer, options)).is_extension());
                 }
             }
-        }
-
-        /// Writes the byte stream `framed_prefix` compares with `text` rewritten: `[`, the
-        /// rewritten items with commas, `]`, then `after`.
-        fn stream(projection: &Projection, rewrite: fn(&str) -> &str, after: &[u8]) -> Vec<u8> {
-            let items: Vec<&str> = projection.iter().map(rewrite).collect();
-            let mut bytes = format!("[{}]", items.join(",")).into_bytes();
-            bytes.extend_from_slice(after);
-            bytes
         }
 
         fn trim(text: &str) -> &str {
@@ -1121,7 +1055,7 @@ mod tests {
                 )];
                 for p in 0..n {
                     let mut edited = items.clone();
-                    edited[p] = format!("  {}\n", message(&format!("m{p}edited")));
+                    edited[p] = format!("  {}\n", user(&format!("m{p}edited")));
                     let b = project(&history_of(&edited), options);
                     cases.push((b, b"same tail", b"same tail"));
                 }
@@ -1134,7 +1068,7 @@ mod tests {
                         &mut || after_a.to_vec(),
                         &mut || after_b.to_vec(),
                     );
-                    assert_eq!(prefix.items, shared_items(&a, &b), "n = {n}");
+                    assert_eq!(prefix.items, naive(&a, &b).0, "n = {n}");
                     assert_eq!(prefix.bytes, expected, "n = {n}");
                 }
             }
@@ -1154,12 +1088,12 @@ mod tests {
             // difference, whichever is fewer (messages only: one item per slot).
             let n = 100;
             let options = ProjectionOptions::default();
-            let items: Vec<String> = (0..n).map(|i| message(&format!("m{i}"))).collect();
+            let items: Vec<String> = (0..n).map(|i| user(&format!("m{i}"))).collect();
             let a = project(&history_of(&items), options);
             for p in [0, 1, 10, 30, 49, 50, 51, 70, 90, 98, 99, n] {
                 let mut edited = items.clone();
                 if p < n {
-                    edited[p] = message("edited");
+                    edited[p] = user("edited");
                 }
                 let b = project(&history_of(&edited), options);
                 let read = slots_read(|| {
@@ -1171,7 +1105,7 @@ mod tests {
                     read as usize <= walk + counted,
                     "{read} slots read, p = {p}"
                 );
-                assert_shares(&a, &b);
+                checked(&a, &b);
             }
         }
 
@@ -1187,22 +1121,22 @@ mod tests {
                 (AUDIO, Modalities::TEXT_IMAGE),
             ] {
                 let items = [
-                    message("first"),
-                    message("second"),
+                    user("first"),
+                    user("second"),
                     media.to_owned(),
-                    message("last"),
+                    user("last"),
                 ];
                 let history = history_of(&items);
                 let kept = project(&history, all);
                 let stripped = project(&history, ProjectionOptions::for_modalities(strips));
-                let prefix = assert_shares(&kept, &stripped);
+                let prefix = checked(&kept, &stripped);
                 assert_eq!(prefix.items, 2);
                 let difference = prefix.first_difference.expect("differs");
                 assert_eq!(difference.left.expect("left").position, 2);
                 // The same stripping on both sides: the same entry sends the same bytes.
                 let again = project(&history, ProjectionOptions::for_modalities(strips));
-                assert!(assert_shares(&stripped, &again).is_identical());
-                assert!(assert_shares(&kept, &project(&history, all)).is_identical());
+                assert!(checked(&stripped, &again).is_identical());
+                assert!(checked(&kept, &project(&history, all)).is_identical());
             }
         }
 
@@ -1210,21 +1144,19 @@ mod tests {
         fn a_synthetic_output_is_shared_only_with_the_same_output() {
             let options = ProjectionOptions::default();
             let call = item(3);
-            let base = [message("first"), call.clone(), message("after")];
+            let base = [user("first"), call.clone(), user("after")];
             let unanswered = project(&history_of(&base), options);
             // The same call unanswered elsewhere: the same synthetic output, other allocations.
-            assert!(
-                assert_shares(&unanswered, &project(&history_of(&base), options)).is_identical()
-            );
-            assert!(assert_shares(&unanswered, &unanswered.clone()).is_identical());
+            assert!(checked(&unanswered, &project(&history_of(&base), options)).is_identical());
+            assert!(checked(&unanswered, &unanswered.clone()).is_identical());
             // Answered: the call is shared, its real output is not the synthetic one.
             let answered = [
-                message("first"),
+                user("first"),
                 call,
                 r#"{"type":"function_call_output","call_id":"c3","output":"done"}"#.to_owned(),
-                message("after"),
+                user("after"),
             ];
-            let prefix = assert_shares(&unanswered, &project(&history_of(&answered), options));
+            let prefix = checked(&unanswered, &project(&history_of(&answered), options));
             assert_eq!(prefix.items, 2);
             let difference = prefix.first_difference.expect("differs");
             assert!(difference.left.expect("left").synthetic_output);
