@@ -32,3 +32,43 @@ fn list(violations: &[Violation]) -> String {
         .collect::<Vec<_>>()
         .join("; ")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::history::History;
+    use crate::projection::ProjectionOptions;
+
+    /// A strict projection's error counts the violations and lists each in words, in history
+    /// order, separated by `; `.
+    #[test]
+    fn a_strict_projection_error_lists_every_violation_in_words() {
+        let mut history = History::new();
+        for item in [
+            r#"{"type":"function_call_output","call_id":"gone","output":"x"}"#,
+            r#"{"type":"message","role":"user","content":[{"type":"input_text","text":"hi"}]}"#,
+            r#"{"type":"function_call_output","call_id":"lost","output":"y"}"#,
+        ] {
+            history.record_json(item).expect("valid item");
+        }
+        let error = history
+            .project(&ProjectionOptions::default().strict())
+            .expect_err("strict");
+        let ProjectionError::Violations(violations) = &error else {
+            panic!("{error:?}");
+        };
+        let said: Vec<String> = violations.iter().map(ToString::to_string).collect();
+        assert_eq!(said.len(), 2, "{said:?}");
+        assert!(
+            said[0].contains("gone") && said[1].contains("lost"),
+            "{said:?}"
+        );
+        assert_eq!(
+            error.to_string(),
+            format!(
+                "2 protocol violation(s) in history: {}; {}",
+                said[0], said[1]
+            )
+        );
+    }
+}

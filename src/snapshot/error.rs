@@ -180,3 +180,43 @@ pub enum SnapshotError {
         detail: String,
     },
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::snapshot::{SnapshotOptions, open_snapshot};
+
+    /// An I/O error says, in words, which step failed (`docs/snapshot-format.md`, "Errors").
+    #[test]
+    fn an_io_error_names_its_step_in_words() {
+        let dir = tempfile::tempdir().expect("dir");
+        let missing = dir.path().join("missing.snapshot");
+        let error = open_snapshot(&missing, SnapshotOptions::default()).expect_err("missing");
+        assert!(
+            matches!(
+                error,
+                SnapshotError::Io {
+                    step: SnapshotStep::Open,
+                    ..
+                }
+            ),
+            "{error:?}"
+        );
+        assert_eq!(
+            error.to_string(),
+            format!("snapshot {}: cannot open", missing.display())
+        );
+        let words = [
+            (SnapshotStep::Map, "map"),
+            (SnapshotStep::InspectTarget, "inspect the target"),
+            (SnapshotStep::CreateTemporary, "create the temporary file"),
+            (SnapshotStep::WriteTemporary, "write the temporary file"),
+            (SnapshotStep::SyncTemporary, "sync the temporary file"),
+            (SnapshotStep::Rename, "rename over the target"),
+            (SnapshotStep::SyncDirectory, "sync the directory"),
+        ];
+        for (step, said) in words {
+            assert_eq!(step.to_string(), said);
+        }
+    }
+}
