@@ -188,3 +188,47 @@ impl RolloutSink for FileSink {
         self.file.sync_data()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An empty existing file has no torn line to end: it opens for appending and stays empty.
+    #[test]
+    fn an_empty_file_opens_for_appending_and_gets_no_newline() {
+        let dir = tempfile::tempdir().expect("dir");
+        let path = dir.path().join("empty.jsonl");
+        File::create(&path).expect("created");
+        let sink = FileSink::open_append(&path).expect("an empty file opens");
+        drop(sink);
+        assert_eq!(std::fs::read(&path).expect("read"), b"");
+    }
+
+    /// The writer's lock (see [`FileSink`]): a second sink on a file a live sink holds is refused
+    /// as locked, whether it opens the file or creates it (that one fails as existing first),
+    /// and the file is free again once the first is dropped.
+    #[cfg(unix)]
+    #[test]
+    fn a_second_sink_on_a_locked_file_is_refused_until_the_first_is_dropped() {
+        let dir = tempfile::tempdir().expect("dir");
+        let path = dir.path().join("session.jsonl");
+        let first = FileSink::create_new(&path).expect("created");
+        for refused in [FileSink::open_append(&path), FileSink::open_locked(&path)] {
+            let error = refused.expect_err("locked by the first sink");
+            assert_eq!(
+                (error.step, error.path.as_path()),
+                (WriteStep::Locked, path.as_path())
+            );
+            assert_eq!(error.source.kind(), io::ErrorKind::WouldBlock);
+        }
+        let again = FileSink::create_new(&path).expect_err("exists");
+        assert_eq!(again.step, WriteStep::Create);
+        assert_eq!(again.source.kind(), io::ErrorKind::AlreadyExists);
+        assert!(
+            path.exists(),
+            "a refused create does not remove the file it did not make"
+        );
+        drop(first);
+        FileSink::open_append(&path).expect("free once the first sink is dropped");
+    }
+}
