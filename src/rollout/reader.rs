@@ -1037,6 +1037,31 @@ mod tests {
         }
     }
 
+    /// What a binary input looks like is said in words, the words `docs/reliability.md` quotes.
+    #[test]
+    fn a_binary_input_says_in_words_what_it_looks_like() {
+        for (bytes, said) in [
+            (
+                &b"\x1f\x8b\x08\x00rest\n"[..],
+                "it is gzip-compressed (decompress it first)",
+            ),
+            (
+                &b"\x28\xb5\x2f\xfd\x00rest\n"[..],
+                "it is zstd-compressed (decompress it first)",
+            ),
+            (
+                &b"{\"a\":\0}\n"[..],
+                "it holds NUL bytes, so it is binary, not JSON lines",
+            ),
+        ] {
+            let error = Rollout::read(bytes, READER_LABEL, ReadMode::Lenient).expect_err("binary");
+            assert_eq!(
+                error.to_string(),
+                format!("{READER_LABEL} is not a Codex rollout: {said}")
+            );
+        }
+    }
+
     /// An input that starts as a compressed or binary file says so, in both modes, however it
     /// ends; what later reads bring does not change what the start looked like.
     #[test]
