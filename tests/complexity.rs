@@ -18,6 +18,9 @@
 //! the test harness's own thread can still allocate while reporting, which the bounds leave room
 //! for (they are a few hundred bytes where an O(n) implementation would need megabytes).
 //!
+//! A binary of its own, not a module of `tests/it/`: its global allocator counts every
+//! allocation of the process, which the tests of other modules would make while one runs.
+//!
 //! The histories are built once per size (clones of a few entries recorded with
 //! `History::record_entry`, so building 100,000 entries stays cheap in a debug build) and cloned
 //! into each test.

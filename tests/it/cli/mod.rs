@@ -1,0 +1,9 @@
+//! The `agent-history` command, run as a process on files the tests write or bundle (the binary
+//! is built when the `cli` feature is on, which is the default).
+
+mod anthropic_target;
+mod append;
+mod chat_target;
+mod commands;
+mod lint;
+mod read_only;
