@@ -81,8 +81,8 @@ pub use provider::{
 // Messages) recorded as complete items only.
 pub use stream::{
     AnthropicAccumulator, ChatAccumulator, DeltaKind, DroppedItem, NotUtf8Event, RecordFailure,
-    ResponsesAccumulator, SseDecoder, SseEvent, StreamEnd, StreamError, StreamSummary,
-    StreamTarget, Update,
+    ResponsesAccumulator, SseDecoder, SseEvent, StreamAccumulator, StreamEnd, StreamError,
+    StreamSummary, StreamTarget, Update,
 };
 
 // The snapshot layer: memory-mapped archives of a history.

@@ -1,12 +1,16 @@
 //! What the three accumulators share: the open items and their partial text, the completed
 //! items held for output order, recording into a [`StreamTarget`], the end and its summary.
 
+use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
+
+use serde::Deserialize;
 
 use crate::history::Recorded;
 use crate::item::Entry;
 use crate::stream::error::StreamError;
 use crate::stream::report::{DeltaKind, DroppedItem, StreamEnd, StreamSummary, Update};
+use crate::stream::work::count_parsed;
 use crate::stream::{RecordFailure, StreamTarget};
 
 /// An output item that was opened and is not complete yet.
@@ -36,9 +40,33 @@ impl OpenItem {
     }
 }
 
-/// The shared state of an accumulator.
+/// Parses the event `data` (event number `event`) into the fields a format reads, counting its
+/// bytes.
+pub(crate) fn parse_event<'d, E: Deserialize<'d>>(
+    event: u64,
+    data: &'d str,
+) -> Result<E, StreamError> {
+    count_parsed(data.len());
+    serde_json::from_str(data).map_err(|source| StreamError::Malformed { event, source })
+}
+
+/// An event's type: its JSON `type`, else its SSE `event:` name.
+pub(crate) fn event_type<'d>(
+    kind: Option<Cow<'d, str>>,
+    name: Option<&str>,
+    event: u64,
+) -> Result<Cow<'d, str>, StreamError> {
+    match (kind, name) {
+        (Some(kind), _) => Ok(kind),
+        (None, Some(name)) => Ok(Cow::Owned(name.to_owned())),
+        (None, None) => Err(StreamError::MissingType { event }),
+    }
+}
+
+/// The shared state of an accumulator. `pub` only because [`Format`](super::accumulator::Format)
+/// names it; the module is private, so no path outside the crate reaches it.
 #[derive(Debug, Default)]
-pub(crate) struct Core {
+pub struct Core {
     /// Events read so far; the current event's number once it is counted.
     pub(crate) events: u64,
     pub(crate) unknown_events: u64,
@@ -62,10 +90,12 @@ pub(crate) struct Core {
 }
 
 /// Why handling an event failed: bad input (which ends the stream) or the target's own failure
-/// (a session's write, after which the stream goes on).
+/// (a session's write, after which the stream goes on). `pub` as [`Core`] is.
 #[derive(Debug)]
-pub(crate) enum Fault<E> {
+pub enum Fault<E> {
+    /// Bad input.
     Input(StreamError),
+    /// The target's failure.
     Target(E),
 }
 
@@ -292,15 +322,43 @@ impl Core {
         }
     }
 
-    /// Turns a fault into the caller's error; bad input first ends the stream (held items
-    /// recorded, open ones dropped) at the current event.
-    /// An SSE event that is not UTF-8: it is counted as the next event and ends the stream as
-    /// bad input; returns the error to give the caller.
-    pub(crate) fn not_utf8<T: StreamTarget>(&mut self, target: &mut T) -> T::Error {
-        let event = self.count();
-        self.settle(Fault::Input(StreamError::NotUtf8 { event }), target)
+    /// Ends the stream at a terminal event, and shows the end ([`Update::Ended`]).
+    pub(crate) fn end_shown<T: StreamTarget>(
+        &mut self,
+        end: StreamEnd,
+        target: &mut T,
+        on_update: &mut dyn FnMut(Update<'_>),
+    ) -> Result<(), Fault<T::Error>> {
+        self.end(end.clone(), target)?;
+        on_update(Update::Ended(end));
+        Ok(())
     }
 
+    /// The error of the current event, of type `kind`, which lacks `field`.
+    pub(crate) fn missing(&self, kind: &str, field: &'static str) -> StreamError {
+        StreamError::MissingField {
+            event: self.events,
+            event_type: kind.to_owned(),
+            field,
+        }
+    }
+
+    /// The error of an event of type `kind` that adds to an item after the end of the stream.
+    pub(crate) fn after_end(&self, kind: &str) -> StreamError {
+        StreamError::AfterEnd {
+            event: self.events,
+            event_type: kind.to_owned(),
+        }
+    }
+
+    /// An event of a type the format does not know: ignored, counted and shown as such.
+    pub(crate) fn unknown(&mut self, on_update: &mut dyn FnMut(Update<'_>)) {
+        self.unknown_events += 1;
+        on_update(Update::Unknown);
+    }
+
+    /// Turns a fault into the caller's error; bad input first ends the stream (held items
+    /// recorded, open ones dropped) at the current event.
     pub(crate) fn settle<T: StreamTarget>(
         &mut self,
         fault: Fault<T::Error>,

@@ -3,9 +3,10 @@
 //! A model answers as a stream of events that can stop anywhere. The history states only what
 //! was complete, so deltas never enter it: an accumulator collects each output item and records
 //! it when the stream says it is done; what was still open when the stream ended (a cancel, a
-//! failure, the input's end) is dropped and reported. [`ResponsesAccumulator`] reads OpenAI
-//! Responses events; [`ChatAccumulator`] Chat Completions chunks; [`AnthropicAccumulator`]
-//! Anthropic Messages events. Each records into a [`StreamTarget`]: a
+//! failure, the input's end) is dropped and reported. One [`StreamAccumulator`] does the feeding,
+//! the end and the summary for three formats: [`ResponsesAccumulator`] reads OpenAI Responses
+//! events; [`ChatAccumulator`] Chat Completions chunks; [`AnthropicAccumulator`] Anthropic
+//! Messages events. Each records into a [`StreamTarget`]: a
 //! [`History`](crate::history::History), or a session (whose rollout gets one line per item).
 //! `docs/streaming.md` is the contract.
 //!
@@ -42,6 +43,7 @@
 //! # Ok::<(), agent_history::StreamError>(())
 //! ```
 
+mod accumulator;
 mod anthropic;
 mod chat;
 mod core;
@@ -51,6 +53,7 @@ mod responses;
 mod sse;
 mod work;
 
+pub use accumulator::StreamAccumulator;
 pub use anthropic::AnthropicAccumulator;
 pub use chat::ChatAccumulator;
 pub use error::StreamError;

@@ -60,7 +60,7 @@ pub enum Update<'a> {
         recorded: usize,
     },
     /// The response ended (completed, incomplete, failed, an `error` event, or `[DONE]`); the
-    /// summary is [`ResponsesAccumulator::finish`](crate::stream::ResponsesAccumulator::finish)'s.
+    /// summary is [`StreamAccumulator::finish`](crate::stream::StreamAccumulator::finish)'s.
     Ended(StreamEnd),
     /// An event this accumulator knows and has nothing to do with (`response.created`, a content
     /// part added or done, a terminal event after the end, …).
@@ -89,7 +89,7 @@ pub enum StreamEnd {
         /// The error's message, if given.
         message: Option<String>,
     },
-    /// The caller cancelled it ([`ResponsesAccumulator::abort`](crate::stream::ResponsesAccumulator::abort)).
+    /// The caller cancelled it ([`StreamAccumulator::abort`](crate::stream::StreamAccumulator::abort)).
     Aborted,
     /// The input ended (or `[DONE]` came) before a terminal event.
     EndOfInput,

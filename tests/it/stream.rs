@@ -248,6 +248,18 @@ fn call_events(index: u64) -> [String; 3] {
     ]
 }
 
+/// Pushes one event as its JSON text and returns the updates it gave (their debug text).
+fn push_responses(
+    acc: &mut ResponsesAccumulator,
+    event: &str,
+    history: &mut History,
+) -> Vec<String> {
+    let mut updates = Vec::new();
+    acc.push_json(event, history, |update| updates.push(format!("{update:?}")))
+        .expect("valid");
+    updates
+}
+
 #[test]
 fn a_done_before_an_earlier_items_done_is_held_until_that_one_is_recorded() {
     let [a0, d0, x0] = call_events(0);
@@ -255,25 +267,21 @@ fn a_done_before_an_earlier_items_done_is_held_until_that_one_is_recorded() {
     let mut history = History::new();
     let mut acc = ResponsesAccumulator::new();
     for event in [&a0, &a1, &d1, &d0] {
-        acc.push_json(event, &mut history).expect("valid");
+        push_responses(&mut acc, event, &mut history);
     }
-    let update = acc.push_json(&x1, &mut history).expect("valid");
-    assert_eq!(
-        update,
-        Update::Done {
-            output_index: 1,
-            recorded: 0
-        }
-    );
+    let updates = push_responses(&mut acc, &x1, &mut history);
+    let done = Update::Done {
+        output_index: 1,
+        recorded: 0,
+    };
+    assert_eq!(updates, [format!("{done:?}")]);
     assert!(history.is_empty(), "held until item 0 is done");
-    let update = acc.push_json(&x0, &mut history).expect("valid");
-    assert_eq!(
-        update,
-        Update::Done {
-            output_index: 0,
-            recorded: 2
-        }
-    );
+    let updates = push_responses(&mut acc, &x0, &mut history);
+    let done = Update::Done {
+        output_index: 0,
+        recorded: 2,
+    };
+    assert_eq!(updates, [format!("{done:?}")]);
     let ids: Vec<Value> = history_items(&history)
         .into_iter()
         .map(|item| item["call_id"].clone())
@@ -284,7 +292,7 @@ fn a_done_before_an_earlier_items_done_is_held_until_that_one_is_recorded() {
     let mut history = History::new();
     let mut acc = ResponsesAccumulator::new();
     for event in [&a0, &a1, &d0, &x1] {
-        acc.push_json(event, &mut history).expect("valid");
+        push_responses(&mut acc, event, &mut history);
     }
     assert!(history.is_empty());
     let summary = acc.abort(&mut history).expect("abort");
@@ -374,7 +382,7 @@ fn bad_input_is_a_typed_error_naming_the_event_and_keeps_what_was_recorded() {
         let mut acc = ResponsesAccumulator::new();
         let mut error = None;
         for event in &events {
-            if let Err(e) = acc.push_json(event, &mut history) {
+            if let Err(e) = acc.push_json(event, &mut history, |_| {}) {
                 error = Some(e);
                 break;
             }
@@ -435,7 +443,7 @@ fn unknown_events_are_counted_and_terminal_events_say_why_the_response_ended() {
             &d0,
             end_event,
         ] {
-            acc.push_json(event, &mut history).expect("valid");
+            push_responses(&mut acc, event, &mut history);
         }
         let summary = acc.finish(&mut history).expect("summary");
         assert_eq!(summary.end, end);
@@ -447,16 +455,29 @@ fn unknown_events_are_counted_and_terminal_events_say_why_the_response_ended() {
 }
 
 #[test]
-fn parsed_values_and_sse_give_the_same_history() {
+fn parsed_values_pushed_as_json_and_sse_give_the_same_history() {
     let text = fixture("reasoning.sse");
     let (from_sse, _, _) = feed_responses(text.as_bytes(), 4096);
     let mut history = History::new();
     let mut acc = ResponsesAccumulator::new();
-    for event in oracle_events(&text) {
-        acc.push_value(&event.data, &mut history).expect("valid");
+    let events = oracle_events(&text);
+    for event in &events {
+        let updates = push_responses(&mut acc, &event.data.to_string(), &mut history);
+        assert_eq!(
+            updates.len(),
+            1,
+            "one update per Responses event: {updates:?}"
+        );
     }
     assert_eq!(history_items(&history), history_items(&from_sse));
     assert_eq!(history.len(), 2);
+    // The text recorded for an item is the value serialized, keys in their order.
+    let done = events
+        .iter()
+        .filter(|event| event.data["type"] == "response.output_item.done");
+    for (entry, event) in history.iter().zip(done) {
+        assert_eq!(entry.json(), event.data["item"].to_string());
+    }
 }
 
 /// The chat transcript's items, in the order they are recorded.
@@ -511,7 +532,7 @@ fn chat_finish_at_length_keeps_the_message_marked_incomplete_and_drops_the_calls
         ),
         chunk(json!({}), json!("length")),
     ] {
-        acc.push_json_with(&event, &mut history, &mut |update| {
+        acc.push_json(&event, &mut history, |update| {
             updates.push(format!("{update:?}"))
         })
         .expect("valid");
@@ -549,15 +570,15 @@ fn chat_tool_call_index_without_a_successor_is_refused_not_wrapped_onto_the_mess
     };
     let mut history = History::new();
     let mut acc = ChatAccumulator::new();
-    acc.push_json_with(&chunk(json!({"content":"Hi"})), &mut history, &mut |_| {})
+    acc.push_json(&chunk(json!({"content":"Hi"})), &mut history, |_| {})
         .expect("valid");
     let error = acc
-        .push_json_with(
+        .push_json(
             &chunk(
                 json!({"tool_calls":[{"index":u64::MAX,"id":"c1","type":"function","function":{"name":"f","arguments":"{}"}}]}),
             ),
             &mut history,
-            &mut |_| {},
+            |_| {},
         )
         .expect_err("an index of u64::MAX has no output index after it");
     assert!(
@@ -627,8 +648,7 @@ fn anthropic_error_event_drops_the_open_block() {
         r#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hi"}}"#,
         r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#,
     ] {
-        acc.push_json_with(event, &mut history, &mut |_| {})
-            .expect("valid");
+        acc.push_json(event, &mut history, |_| {}).expect("valid");
     }
     let summary = acc.finish(&mut history).expect("finish");
     assert!(history.is_empty());
@@ -641,10 +661,10 @@ fn anthropic_error_event_drops_the_open_block() {
     );
     assert_eq!(summary.dropped[0].delta_bytes, 2);
     let error = acc
-        .push_json_with(
+        .push_json(
             r#"{"type":"content_block_stop","index":0}"#,
             &mut history,
-            &mut |_| {},
+            |_| {},
         )
         .expect_err("after the end");
     assert!(matches!(error, StreamError::AfterEnd { event: 4, .. }));
@@ -781,7 +801,7 @@ proptest! {
             }
         } else {
             for (_, event) in arrived {
-                acc.push_json(event, &mut history).expect("valid");
+                acc.push_json(event, &mut history, |_| {}).expect("valid");
             }
         }
         let summary = acc.abort(&mut history).expect("abort");
@@ -895,8 +915,7 @@ fn chat_legacy_function_call_and_reasoning_are_reported_not_recorded() {
         json!({"object":"chat.completion.chunk","choices":[{"index":1,"delta":{"content":"other"},"finish_reason":null}]}).to_string(),
         chunk(json!({}), json!("function_call")),
     ] {
-        acc.push_json_with(&event, &mut history, &mut |_| {})
-            .expect("valid");
+        acc.push_json(&event, &mut history, |_| {}).expect("valid");
     }
     let summary = acc.finish(&mut history).expect("finish");
     assert!(history.is_empty());

@@ -103,12 +103,14 @@ fn a_session_refuses_an_item_that_is_not_one_and_the_accumulator_names_its_event
         .push_json(
             r#"{"type":"response.output_item.added","output_index":0,"item":{"type":"message"}}"#,
             &mut session,
+            |_| {},
         )
         .expect("added");
     let error = accumulator
         .push_json(
             r#"{"type":"response.output_item.done","output_index":0,"item":{"type":"message","role":"assistant","content":7}}"#,
             &mut session,
+            |_| {},
         )
         .expect_err("not an item");
     assert!(
