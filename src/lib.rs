@@ -80,7 +80,7 @@ pub use provider::{
 // The stream layer: a streamed model response (OpenAI Responses, Chat Completions, Anthropic
 // Messages) recorded as complete items only.
 pub use stream::{
-    AnthropicAccumulator, ChatAccumulator, DeltaKind, DroppedItem, NotUtf8Event, RecordFailure,
+    AnthropicAccumulator, ChatAccumulator, DeltaKind, NotUtf8Event, PartialItem, RecordFailure,
     ResponsesAccumulator, SseDecoder, SseEvent, StreamAccumulator, StreamEnd, StreamError,
     StreamSummary, StreamTarget, Update,
 };

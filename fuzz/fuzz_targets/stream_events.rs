@@ -7,11 +7,13 @@
 //! fed in one piece or in chunks of any size, the same items are recorded (same texts, same
 //! order), the same error (if any) ends the stream, and the summaries are equal. (After an error
 //! the chunked run stops feeding, so whether the input ended inside an event — bytes after the
-//! error — is compared only for streams without an error.)
+//! error — is compared only for streams without an error.) And the summary taken before `finish`
+//! agrees with it: before the end it says `NotEnded` and its open items are the ones `finish`
+//! drops; after an end it is `finish`'s.
 #![no_main]
 
 use agent_history::{
-    AnthropicAccumulator, ChatAccumulator, History, ResponsesAccumulator, StreamSummary,
+    AnthropicAccumulator, ChatAccumulator, History, ResponsesAccumulator, StreamEnd, StreamSummary,
 };
 use libfuzzer_sys::fuzz_target;
 
@@ -29,8 +31,25 @@ macro_rules! run {
                 break;
             }
         }
+        let ended = accumulator.is_ended();
+        let before = accumulator.summary();
+        assert!(before.dropped.is_empty() || ended, "dropped before the end");
+        assert_eq!(before.end == StreamEnd::NotEnded, !ended);
         let summary = match accumulator.finish(&mut history) {
             Ok(mut summary) => {
+                if ended {
+                    let torn_event = summary.torn_event;
+                    assert_eq!(
+                        StreamSummary {
+                            torn_event,
+                            ..before
+                        },
+                        summary
+                    );
+                } else {
+                    assert_eq!(summary.dropped, before.open, "finish drops what was open");
+                    assert!(summary.open.is_empty());
+                }
                 if error.is_some() {
                     summary.torn_event = false;
                 }

@@ -153,6 +153,7 @@ fn text(summary: &StreamSummary, rollout: &str) -> Vec<String> {
         StreamEnd::Aborted => "the stream was cancelled".to_owned(),
         StreamEnd::EndOfInput => "the stream ended before the response completed".to_owned(),
         StreamEnd::InvalidInput { event } => format!("bad input at event {event}"),
+        StreamEnd::NotEnded => "the stream has not ended".to_owned(),
         _ => format!("{:?}", summary.end),
     };
     let mut lines = vec![format!(

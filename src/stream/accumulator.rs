@@ -163,7 +163,9 @@ impl<F: Format> StreamAccumulator<F> {
         result
     }
 
-    /// What the stream left so far (final once it has ended).
+    /// What the stream left so far: once it has ended, how it ended, what was recorded and
+    /// dropped; before, [`StreamEnd::NotEnded`] and the items still open
+    /// ([`StreamSummary::open`]).
     pub fn summary(&self) -> StreamSummary {
         self.core.summary()
     }

@@ -9,7 +9,7 @@ use serde::Deserialize;
 use crate::history::Recorded;
 use crate::item::Entry;
 use crate::stream::error::StreamError;
-use crate::stream::report::{DeltaKind, DroppedItem, StreamEnd, StreamSummary, Update};
+use crate::stream::report::{DeltaKind, PartialItem, StreamEnd, StreamSummary, Update};
 use crate::stream::work::count_parsed;
 use crate::stream::{RecordFailure, StreamTarget};
 
@@ -37,6 +37,17 @@ impl OpenItem {
     pub(crate) fn count_unkept(&mut self, bytes: usize) {
         self.deltas += 1;
         self.delta_bytes += bytes as u64;
+    }
+
+    /// The item as a summary reports it.
+    fn partial(&self, output_index: u64) -> PartialItem {
+        PartialItem {
+            output_index,
+            item_type: self.item_type.clone(),
+            item_id: self.item_id.clone(),
+            deltas: self.deltas,
+            delta_bytes: self.delta_bytes,
+        }
     }
 }
 
@@ -80,7 +91,7 @@ pub struct Core {
     next: u64,
     pub(crate) recorded: usize,
     pub(crate) end: Option<StreamEnd>,
-    dropped: Vec<DroppedItem>,
+    dropped: Vec<PartialItem>,
     pub(crate) not_representable: Vec<(u64, String)>,
     pub(crate) torn_event: bool,
     /// The last [`DeltaKind::Other`] delta, for its [`Update`].
@@ -303,19 +314,8 @@ impl Core {
                 first_error.get_or_insert(error);
             }
         }
-        let mut dropped: Vec<DroppedItem> = self
-            .open
-            .drain()
-            .map(|(output_index, item)| DroppedItem {
-                output_index,
-                item_type: item.item_type,
-                item_id: item.item_id,
-                deltas: item.deltas,
-                delta_bytes: item.delta_bytes,
-            })
-            .collect();
-        dropped.sort_unstable_by_key(|item| item.output_index);
-        self.dropped = dropped;
+        self.dropped = self.partial_items();
+        self.open.clear();
         match first_error {
             Some(error) => Err(error),
             None => Ok(()),
@@ -357,6 +357,17 @@ impl Core {
         on_update(Update::Unknown);
     }
 
+    /// The open items, in output order.
+    fn partial_items(&self) -> Vec<PartialItem> {
+        let mut items: Vec<PartialItem> = self
+            .open
+            .iter()
+            .map(|(index, item)| item.partial(*index))
+            .collect();
+        items.sort_unstable_by_key(|item| item.output_index);
+        items
+    }
+
     /// Turns a fault into the caller's error; bad input first ends the stream (held items
     /// recorded, open ones dropped) at the current event.
     pub(crate) fn settle<T: StreamTarget>(
@@ -375,13 +386,14 @@ impl Core {
         }
     }
 
-    /// The summary (meaningful once ended).
+    /// The summary: final once ended; before, [`StreamEnd::NotEnded`] with the open items.
     pub(crate) fn summary(&self) -> StreamSummary {
         StreamSummary {
-            end: self.end.clone().unwrap_or(StreamEnd::EndOfInput),
+            end: self.end.clone().unwrap_or(StreamEnd::NotEnded),
             events: self.events,
             unknown_events: self.unknown_events,
             recorded: self.recorded,
+            open: self.partial_items(),
             dropped: self.dropped.clone(),
             not_representable: self.not_representable.clone(),
             torn_event: self.torn_event,

@@ -57,7 +57,7 @@ pub use accumulator::StreamAccumulator;
 pub use anthropic::AnthropicAccumulator;
 pub use chat::ChatAccumulator;
 pub use error::StreamError;
-pub use report::{DeltaKind, DroppedItem, StreamEnd, StreamSummary, Update};
+pub use report::{DeltaKind, PartialItem, StreamEnd, StreamSummary, Update};
 pub use responses::ResponsesAccumulator;
 pub use sse::{NotUtf8Event, SseDecoder, SseEvent};
 #[cfg(feature = "testing")]

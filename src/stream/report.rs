@@ -98,11 +98,16 @@ pub enum StreamEnd {
         /// The event's number.
         event: u64,
     },
+    /// Not yet: the summary was taken while the stream goes on
+    /// ([`StreamAccumulator::summary`](crate::stream::StreamAccumulator::summary)); what is still
+    /// open is in [`StreamSummary::open`]. Never the end of an [`Update::Ended`].
+    NotEnded,
 }
 
-/// An output item that was open when the stream ended, and was therefore not recorded.
+/// An output item that is not complete: still open (before the end), or open when the stream
+/// ended and therefore dropped, not recorded.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct DroppedItem {
+pub struct PartialItem {
     /// Its output index.
     pub output_index: u64,
     /// Its `type`, if known.
@@ -115,10 +120,11 @@ pub struct DroppedItem {
     pub delta_bytes: u64,
 }
 
-/// What a stream left: how it ended, what was recorded, what was dropped.
+/// What a stream left: how it ended, what was recorded, what was dropped. Taken before the end,
+/// what it did so far: [`StreamEnd::NotEnded`], with the items still open.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct StreamSummary {
-    /// How it ended.
+    /// How it ended ([`StreamEnd::NotEnded`] before the end).
     #[serde(flatten)]
     pub end: StreamEnd,
     /// Events read (numbered from 1; SSE comments and blank events are not events).
@@ -127,8 +133,11 @@ pub struct StreamSummary {
     pub unknown_events: u64,
     /// Items recorded (stored or filtered by the history's record filter).
     pub recorded: usize,
+    /// Items open before the end, in output order (empty once the stream has ended: they are
+    /// then dropped).
+    pub open: Vec<PartialItem>,
     /// Items open at the end, not recorded, in output order.
-    pub dropped: Vec<DroppedItem>,
+    pub dropped: Vec<PartialItem>,
     /// Content the target format cannot hold and that was left out although complete (for
     /// example Anthropic `thinking` blocks): `(output index, what)`.
     pub not_representable: Vec<(u64, String)>,

@@ -932,6 +932,79 @@ fn chat_legacy_function_call_and_reasoning_are_reported_not_recorded() {
 }
 
 #[test]
+fn a_summary_before_the_end_says_not_ended_and_lists_the_open_items_as_open() {
+    /// Feeds the first `events` events of `fixture`, takes the summary, then finishes.
+    macro_rules! check {
+        ($accumulator:expr, $fixture:expr, $events:expr, $open:expr) => {{
+            let text = fixture($fixture);
+            let cut = oracle_events(&text)[$events - 1].end;
+            let mut accumulator = $accumulator;
+            let mut history = History::new();
+            accumulator
+                .feed(&text.as_bytes()[..cut], &mut history, |_| {})
+                .expect("valid");
+            let before = accumulator.summary();
+            assert!(!accumulator.is_ended(), "{}", $fixture);
+            assert_eq!(before.end, StreamEnd::NotEnded, "{}", $fixture);
+            assert_eq!(before.events, $events);
+            assert!(before.dropped.is_empty(), "open, not dropped: {before:?}");
+            let open: Vec<(u64, Option<&str>, Option<&str>, u64)> = before
+                .open
+                .iter()
+                .map(|item| {
+                    let item_type = item.item_type.as_deref();
+                    (
+                        item.output_index,
+                        item_type,
+                        item.item_id.as_deref(),
+                        item.delta_bytes,
+                    )
+                })
+                .collect();
+            let expected: Vec<(u64, Option<&str>, Option<&str>, u64)> = $open;
+            assert_eq!(open, expected, "{}", $fixture);
+            let json = serde_json::to_value(&before).expect("JSON");
+            assert_eq!(json["end"], "not_ended");
+            assert_eq!(json["open"][0]["output_index"], expected[0].0);
+            assert_eq!(json["dropped"], json!([]));
+
+            // Then `finish`, as without the summary: the open items are dropped.
+            let after = accumulator.finish(&mut history).expect("finish");
+            assert_eq!(after.end, StreamEnd::EndOfInput, "{}", $fixture);
+            assert_eq!(after.dropped, before.open, "{}", $fixture);
+            assert!(after.open.is_empty());
+            assert_eq!(after.recorded, before.recorded);
+            assert_eq!(accumulator.summary(), after);
+            assert!(history.is_empty(), "nothing was complete");
+        }};
+    }
+    // Responses: inside the message, after its first two deltas ("Hello", ", world").
+    check!(
+        ResponsesAccumulator::new(),
+        "text_message.sse",
+        6,
+        vec![(0, Some("message"), Some("msg_1"), 12)]
+    );
+    // Chat Completions: the message's text and the first tool call's `{"dir":`.
+    check!(
+        ChatAccumulator::new(),
+        "chat_tool_calls.sse",
+        4,
+        vec![
+            (0, Some("message"), None, 12),
+            (1, Some("function_call"), Some("call_1"), 7)
+        ]
+    );
+    // Anthropic: inside the text block ("Checking"), the thinking block stopped before it.
+    check!(
+        AnthropicAccumulator::new(),
+        "anthropic_tool_use.sse",
+        8,
+        vec![(1, Some("message"), None, 8)]
+    );
+}
+
+#[test]
 fn an_event_that_is_not_utf8_ends_each_stream_as_bad_input_naming_it() {
     // One valid comment-free event, then an event whose data is not UTF-8.
     let bytes: &[u8] = b"data: {\"type\":\"response.created\"}\n\ndata: \xff\xfe\n\n";
