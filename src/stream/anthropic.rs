@@ -170,7 +170,7 @@ impl AnthropicEvents {
             other => other,
         }
         .to_owned();
-        core.open(index, Some(item_type), block.id.clone())?;
+        core.open_shown(index, Some(item_type), block.id, on_update)?;
         self.blocks.insert(
             index,
             OpenBlock {
@@ -180,13 +180,6 @@ impl AnthropicEvents {
                 text: block.text.unwrap_or_default(),
             },
         );
-        if let Some(item) = core.open.get(&index) {
-            on_update(Update::Added {
-                output_index: index,
-                item_type: item.item_type.as_deref(),
-                item_id: item.item_id.as_deref(),
-            });
-        }
         Ok(())
     }
 
@@ -202,11 +195,7 @@ impl AnthropicEvents {
         let index = event.index.ok_or_else(|| core.missing(kind, "index"))?;
         let delta = event.delta.ok_or_else(|| core.missing(kind, "delta"))?;
         if !core.open.contains_key(&index) {
-            return Err(StreamError::UnknownItem {
-                event: core.events,
-                event_type: kind.to_owned(),
-                target: format!("content block {index}"),
-            });
+            return Err(core.unknown_item(kind, format!("content block {index}")));
         }
         let delta_type = delta.kind.as_deref().unwrap_or("");
         let (text, delta_kind) = match delta_type {

@@ -202,12 +202,7 @@ impl ChatChunks {
                 field: "tool_calls[].index",
             })?;
         if !core.open.contains_key(&index) {
-            core.open(index, Some("function_call".into()), call.id.clone())?;
-            on_update(Update::Added {
-                output_index: index,
-                item_type: Some("function_call"),
-                item_id: call.id.as_deref(),
-            });
+            core.open_shown(index, Some("function_call".into()), call.id, on_update)?;
         } else if let Some(id) = call.id
             && let Some(item) = core.open.get_mut(&index)
             && item.item_id.is_none()
@@ -362,13 +357,10 @@ fn message_json(item: &OpenItem, cut: bool) -> String {
 
 /// Opens the assistant message at its first text.
 fn open_message(core: &mut Core, on_update: &mut dyn FnMut(Update<'_>)) {
-    if !core.open.contains_key(&MESSAGE) && core.open(MESSAGE, Some("message".into()), None).is_ok()
-    {
-        on_update(Update::Added {
-            output_index: MESSAGE,
-            item_type: Some("message"),
-            item_id: None,
-        });
+    if !core.open.contains_key(&MESSAGE) {
+        // It cannot fail: the message is closed only at the `finish_reason`, which ends the
+        // stream, and no text is shown after the end.
+        let _ = core.open_shown(MESSAGE, Some("message".into()), None, on_update);
     }
 }
 

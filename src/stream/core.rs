@@ -151,6 +151,34 @@ impl Core {
         Ok(())
     }
 
+    /// Opens the item at `index`, and shows it ([`Update::Added`]).
+    pub(crate) fn open_shown(
+        &mut self,
+        index: u64,
+        item_type: Option<String>,
+        item_id: Option<String>,
+        on_update: &mut dyn FnMut(Update<'_>),
+    ) -> Result<(), StreamError> {
+        self.open(index, item_type, item_id)?;
+        if let Some(item) = self.open.get(&index) {
+            on_update(Update::Added {
+                output_index: index,
+                item_type: item.item_type.as_deref(),
+                item_id: item.item_id.as_deref(),
+            });
+        }
+        Ok(())
+    }
+
+    /// The error of a delta event of type `kind` for an item not open (`target` names it).
+    pub(crate) fn unknown_item(&self, kind: &str, target: String) -> StreamError {
+        StreamError::UnknownItem {
+            event: self.events,
+            event_type: kind.to_owned(),
+            target,
+        }
+    }
+
     /// Appends a delta to the open item at `index` (the caller checked that it is open);
     /// returns its [`Update`].
     pub(crate) fn append<'a>(

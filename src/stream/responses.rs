@@ -183,16 +183,9 @@ impl ResponsesEvents {
             .ok_or_else(|| core.missing(kind, "output_index"))?;
         let item = event.item.ok_or_else(|| core.missing(kind, "item"))?;
         let head: ItemHead = parse_event(core.events, item.get())?;
-        core.open(index, head.kind, head.id.clone())?;
+        core.open_shown(index, head.kind, head.id.clone(), on_update)?;
         if let Some(id) = head.id {
             self.by_id.insert(id, index);
-        }
-        if let Some(item) = core.open.get(&index) {
-            on_update(Update::Added {
-                output_index: index,
-                item_type: item.item_type.as_deref(),
-                item_id: item.item_id.as_deref(),
-            });
         }
         Ok(())
     }
@@ -232,24 +225,14 @@ impl ResponsesEvents {
     ) -> Result<(), StreamError> {
         let index = match (event.output_index, &event.item_id) {
             (Some(index), _) => index,
-            (None, Some(id)) => {
-                *self
-                    .by_id
-                    .get(id.as_ref())
-                    .ok_or_else(|| StreamError::UnknownItem {
-                        event: core.events,
-                        event_type: kind.to_owned(),
-                        target: format!("item id {id}"),
-                    })?
-            }
+            (None, Some(id)) => *self
+                .by_id
+                .get(id.as_ref())
+                .ok_or_else(|| core.unknown_item(kind, format!("item id {id}")))?,
             (None, None) => return Err(core.missing(kind, "output_index")),
         };
         if !core.open.contains_key(&index) {
-            return Err(StreamError::UnknownItem {
-                event: core.events,
-                event_type: kind.to_owned(),
-                target: format!("output index {index}"),
-            });
+            return Err(core.unknown_item(kind, format!("output index {index}")));
         }
         let raw = event.delta.ok_or_else(|| core.missing(kind, "delta"))?;
         let delta: Cow<'_, str> = match serde_json::from_str::<Cow<'_, str>>(raw.get()) {
