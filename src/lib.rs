@@ -95,7 +95,7 @@ pub use snapshot::{
 // The rollout layer: reading, resuming and writing Codex rollout files.
 pub use rollout::{
     BaseInstructions, BinaryContent, Compactions, DEFAULT_MAX_LINE_BYTES, DEFAULT_MAX_REPORTED,
-    Durability, FallbackReason, FileSink, IncompleteTurn, LaterLine, LeftOut, LineKind, LineRepair,
+    Durability, FallbackReason, FileSink, IncompleteTurn, LeftOut, LineKind, LineRepair,
     LoadReport, OpenCall, READER_LABEL, ReadMode, ReadOptions, RepairedLine, ResumeOptions,
     ResumeSource, Resumed, Rollout, RolloutError, RolloutLine, RolloutSink, RolloutWriteError,
     RolloutWriter, SessionMeta, SkipCounts, SkipReason, SkippedLine, WorldStateIssue,

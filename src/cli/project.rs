@@ -103,7 +103,6 @@ pub fn run(args: ProjectArgs) -> anyhow::Result<ExitCode> {
             opened.header().rollout.lines
         );
         let thread_id = opened.state().thread_id;
-        // Version 2 keeps the session's base instructions; version 1 did not.
         let text = opened
             .state()
             .base_instructions
@@ -112,8 +111,7 @@ pub fn run(args: ProjectArgs) -> anyhow::Result<ExitCode> {
             .and_then(|value| value.get("text")?.as_str().map(str::to_owned));
         let recorded = match text {
             Some(text) => Recorded::Text(text),
-            None if opened.header().format_version >= 2 => Recorded::None,
-            None => Recorded::NotInSnapshot,
+            None => Recorded::None,
         };
         (opened.into_history(), thread_id, recorded)
     } else {
@@ -177,14 +175,6 @@ pub fn run(args: ProjectArgs) -> anyhow::Result<ExitCode> {
             }
             (None, Recorded::None) => {
                 status_text!(json, "instructions: none (session_meta records none)");
-                String::new()
-            }
-            (None, Recorded::NotInSnapshot) => {
-                status_text!(
-                    json,
-                    "instructions: none (a version 1 snapshot does not keep the session's \
-                     base instructions; pass --instructions or project the rollout)"
-                );
                 String::new()
             }
         };
@@ -412,8 +402,6 @@ enum Recorded {
     Text(String),
     /// The rollout's `session_meta` records none.
     None,
-    /// The input is a version 1 snapshot, which does not keep them.
-    NotInSnapshot,
 }
 
 /// Says which tool specs a request for `api` left out (on stderr unless `json`) and lists them

@@ -4,8 +4,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use agent_history::{
-    FallbackReason, ResumeOptions, ResumeSource, SNAPSHOT_FORMAT_VERSION, SnapshotHeader,
-    SnapshotOptions, is_snapshot, open_snapshot, resume_file,
+    FallbackReason, ResumeOptions, ResumeSource, SnapshotHeader, SnapshotOptions, is_snapshot,
+    open_snapshot, resume_file,
 };
 use anyhow::Context as _;
 use serde::Serialize;
@@ -171,10 +171,7 @@ fn write_text(out: &mut impl std::io::Write, verified: &Verified) -> anyhow::Res
         .unwrap_or_else(|| "(none: the snapshot covers no session_meta)".to_owned());
     let mut lines = vec![
         format!("{}: ok", verified.path),
-        format!(
-            "  format          version {} (this build writes {SNAPSHOT_FORMAT_VERSION})",
-            header.format_version
-        ),
+        format!("  format          version {}", header.format_version),
         format!(
             "  items           {}, each checked against its JSON",
             header.entry_count

@@ -30,8 +30,7 @@ pub use report::{
     WorldStateIssue, WorldStateProblem, WorldStateReport,
 };
 pub use resume::{
-    Compactions, FallbackReason, LaterLine, ResumeOptions, ResumeSource, Resumed, resume_file,
-    resume_reader,
+    Compactions, FallbackReason, ResumeOptions, ResumeSource, Resumed, resume_file, resume_reader,
 };
 pub use sink::{FileSink, RolloutSink};
 pub use writer::{Durability, RolloutWriter};

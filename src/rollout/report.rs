@@ -499,9 +499,8 @@ pub struct LoadReport {
     /// ([`LineRepair::UnknownBaseInstructions`], reported) record none.
     ///
     /// Through a snapshot ([`ResumeSource::Snapshot`](crate::ResumeSource::Snapshot)), those of
-    /// the covered prefix come from the snapshot (format version 2), or the lines after it are
-    /// read for them when the prefix records none; a version 1 snapshot did not keep them, and
-    /// then this is `None`.
+    /// the covered prefix come from the snapshot, or the lines after it are read for them when
+    /// the prefix records none.
     pub base_instructions: Option<BaseInstructions>,
     /// The file is in the legacy, pre-envelope format.
     pub legacy: bool,

@@ -4,22 +4,27 @@ use rkyv::{Archive, Deserialize, Serialize};
 
 use crate::item::{EntryFlags, ItemKind, Role};
 
-/// The root of a version-1 payload.
+/// The root of the payload (`docs/snapshot-format.md`, "Payload"): the open turn, then the
+/// world-state baseline and the history with its resume state, nested in that order. The nesting
+/// is part of the format: rkyv lays out each struct as a whole (`repr(C)`, aligned to its widest
+/// field), so flattening the three would move bytes.
 #[derive(Archive, Serialize, Deserialize, Debug)]
-pub(crate) struct SnapshotV1 {
-    pub(crate) thread_id: Option<String>,
-    pub(crate) resume_flags: u8,
-    pub(crate) truncation_mode: u8,
-    pub(crate) truncation_limit: u64,
-    pub(crate) reference_context_item: Option<String>,
-    pub(crate) previous_turn_settings: Option<String>,
-    pub(crate) entries: Vec<EntryV1>,
+pub(crate) struct Payload {
+    /// The turn the covered prefix ends inside (`None` when it does not).
+    pub(crate) open_turn: Option<StoredOpenTurn>,
+    pub(crate) world: PayloadWorld,
 }
 
-/// The root of a version-2 payload: version 1's fields, the states before compactions that a
-/// rollback can return to, and the reverse scan's facts of the covered prefix.
+/// The history's world-state baseline as JSON text (`None` when it has none), and the rest.
 #[derive(Archive, Serialize, Deserialize, Debug)]
-pub(crate) struct SnapshotV2 {
+pub(crate) struct PayloadWorld {
+    pub(crate) world_state: Option<String>,
+    pub(crate) core: PayloadCore,
+}
+
+/// The history, its earlier states, the resume state and the scan facts of the covered prefix.
+#[derive(Archive, Serialize, Deserialize, Debug)]
+pub(crate) struct PayloadCore {
     pub(crate) thread_id: Option<String>,
     pub(crate) resume_flags: u8,
     pub(crate) truncation_mode: u8,
@@ -30,34 +35,18 @@ pub(crate) struct SnapshotV2 {
     pub(crate) base_instructions: Option<String>,
     /// The entry table: the current state's entries first, in order (as many as the header's
     /// entry count), then the entries only earlier states hold.
-    pub(crate) entries: Vec<EntryV1>,
+    pub(crate) entries: Vec<StoredEntry>,
     /// The current state's `turns_from`.
     pub(crate) turns_from: u64,
     /// The earlier states, oldest first.
-    pub(crate) earlier: Vec<EarlierV2>,
+    pub(crate) earlier: Vec<EarlierState>,
     /// The scan facts of the covered prefix, in line order.
-    pub(crate) facts: Vec<FactV2>,
+    pub(crate) facts: Vec<StoredFact>,
 }
 
-/// The root of a version-3 payload: the history's world-state baseline as JSON text (`None` when
-/// it has none), and a version-2 root.
+/// The open turn of a payload.
 #[derive(Archive, Serialize, Deserialize, Debug)]
-pub(crate) struct SnapshotV3 {
-    pub(crate) world_state: Option<String>,
-    pub(crate) v2: SnapshotV2,
-}
-
-/// The root of a version-4 payload: the turn the covered prefix ends inside (`None` when it
-/// does not), and a version-3 root.
-#[derive(Archive, Serialize, Deserialize, Debug)]
-pub(crate) struct SnapshotV4 {
-    pub(crate) open_turn: Option<OpenTurnV4>,
-    pub(crate) v3: SnapshotV3,
-}
-
-/// The open turn of a version-4 payload.
-#[derive(Archive, Serialize, Deserialize, Debug)]
-pub(crate) struct OpenTurnV4 {
+pub(crate) struct StoredOpenTurn {
     /// The turn id of its `task_started` event, if it had one.
     pub(crate) turn_id: Option<String>,
     /// The 1-based line number of that event.
@@ -69,14 +58,14 @@ pub(crate) struct OpenTurnV4 {
 /// A state of the history before a compaction: indices into the entry table, and the first
 /// position whose user turns are its own.
 #[derive(Archive, Serialize, Deserialize, Debug)]
-pub(crate) struct EarlierV2 {
+pub(crate) struct EarlierState {
     pub(crate) entries: Vec<u32>,
     pub(crate) turns_from: u64,
 }
 
 /// One scan fact of the covered prefix (`kind` numbered by [`fact_code`]).
 #[derive(Archive, Serialize, Deserialize, Debug)]
-pub(crate) struct FactV2 {
+pub(crate) struct StoredFact {
     pub(crate) kind: u8,
     /// Turn events and `turn_context`: the turn id, if the line had one. `None` for the others.
     pub(crate) turn_id: Option<String>,
@@ -99,9 +88,9 @@ pub(crate) mod fact_code {
     pub(crate) const AFTER_ROLLBACK: u8 = 8;
 }
 
-/// One entry of a version-1 or version-2 payload.
+/// One entry of the entry table.
 #[derive(Archive, Serialize, Deserialize, Debug)]
-pub(crate) struct EntryV1 {
+pub(crate) struct StoredEntry {
     pub(crate) kind: u8,
     pub(crate) role: u8,
     pub(crate) flags: u8,
@@ -185,9 +174,9 @@ pub(crate) fn flags_from_bits(bits: u8) -> Option<EntryFlags> {
     EntryFlags::from_bits(bits)
 }
 
-/// Borrowed forms of the payload roots, for writing: they archive exactly as the owned types
+/// Borrowed forms of the payload structs, for writing: they archive exactly as the owned types
 /// above (`#[rkyv(as = …)]`) but borrow each entry's text and ids from the history, so that
-/// writing a snapshot does not first copy every item into an owned `EntryV1`.
+/// writing a snapshot does not first copy every item into an owned `StoredEntry`.
 pub(crate) mod borrowed {
     use rkyv::rancor::{Fallible, Source};
     use rkyv::ser::{Allocator, Writer};
@@ -195,8 +184,8 @@ pub(crate) mod borrowed {
     use rkyv::{Archive, Place, Serialize, SerializeUnsized};
 
     use super::{
-        ArchivedEntryV1, ArchivedSnapshotV1, ArchivedSnapshotV2, ArchivedSnapshotV3,
-        ArchivedSnapshotV4, EarlierV2, FactV2, OpenTurnV4,
+        ArchivedPayload, ArchivedPayloadCore, ArchivedPayloadWorld, ArchivedStoredEntry,
+        EarlierState, StoredFact, StoredOpenTurn,
     };
 
     // `omit_bounds` on the fields that borrow: the derive's `Field: Archive` bounds would
@@ -229,9 +218,9 @@ pub(crate) mod borrowed {
         }
     }
 
-    /// [`EntryV1`](super::EntryV1), borrowing its strings.
+    /// [`StoredEntry`](super::StoredEntry), borrowing its strings.
     #[derive(Archive, Serialize)]
-    #[rkyv(as = ArchivedEntryV1, serialize_bounds(__S: Writer + Allocator, <__S as Fallible>::Error: Source))]
+    #[rkyv(as = ArchivedStoredEntry, serialize_bounds(__S: Writer + Allocator, <__S as Fallible>::Error: Source))]
     pub(crate) struct EntryRef<'a> {
         pub(crate) kind: u8,
         pub(crate) role: u8,
@@ -245,24 +234,10 @@ pub(crate) mod borrowed {
         pub(crate) json: StrRef<'a>,
     }
 
-    /// [`SnapshotV1`](super::SnapshotV1) with borrowed entries.
+    /// [`PayloadCore`](super::PayloadCore) with borrowed entries.
     #[derive(Archive, Serialize)]
-    #[rkyv(as = ArchivedSnapshotV1, serialize_bounds(__S: Writer + Allocator, <__S as Fallible>::Error: Source))]
-    pub(crate) struct SnapshotV1Ref<'a> {
-        pub(crate) thread_id: Option<String>,
-        pub(crate) resume_flags: u8,
-        pub(crate) truncation_mode: u8,
-        pub(crate) truncation_limit: u64,
-        pub(crate) reference_context_item: Option<String>,
-        pub(crate) previous_turn_settings: Option<String>,
-        #[rkyv(omit_bounds)]
-        pub(crate) entries: Vec<EntryRef<'a>>,
-    }
-
-    /// [`SnapshotV2`](super::SnapshotV2) with borrowed entries.
-    #[derive(Archive, Serialize)]
-    #[rkyv(as = ArchivedSnapshotV2, serialize_bounds(__S: Writer + Allocator, <__S as Fallible>::Error: Source))]
-    pub(crate) struct SnapshotV2Ref<'a> {
+    #[rkyv(as = ArchivedPayloadCore, serialize_bounds(__S: Writer + Allocator, <__S as Fallible>::Error: Source))]
+    pub(crate) struct PayloadCoreRef<'a> {
         pub(crate) thread_id: Option<String>,
         pub(crate) resume_flags: u8,
         pub(crate) truncation_mode: u8,
@@ -273,39 +248,36 @@ pub(crate) mod borrowed {
         #[rkyv(omit_bounds)]
         pub(crate) entries: Vec<EntryRef<'a>>,
         pub(crate) turns_from: u64,
-        pub(crate) earlier: Vec<EarlierV2>,
-        pub(crate) facts: Vec<FactV2>,
+        pub(crate) earlier: Vec<EarlierState>,
+        pub(crate) facts: Vec<StoredFact>,
     }
 
-    /// [`SnapshotV3`](super::SnapshotV3) with borrowed entries.
+    /// [`PayloadWorld`](super::PayloadWorld) with borrowed entries.
     #[derive(Archive, Serialize)]
-    #[rkyv(as = ArchivedSnapshotV3, serialize_bounds(__S: Writer + Allocator, <__S as Fallible>::Error: Source))]
-    pub(crate) struct SnapshotV3Ref<'a> {
+    #[rkyv(as = ArchivedPayloadWorld, serialize_bounds(__S: Writer + Allocator, <__S as Fallible>::Error: Source))]
+    pub(crate) struct PayloadWorldRef<'a> {
         pub(crate) world_state: Option<String>,
         #[rkyv(omit_bounds)]
-        pub(crate) v2: SnapshotV2Ref<'a>,
+        pub(crate) core: PayloadCoreRef<'a>,
     }
 
-    /// [`SnapshotV4`](super::SnapshotV4) with borrowed entries.
+    /// [`Payload`](super::Payload) with borrowed entries.
     #[derive(Archive, Serialize)]
-    #[rkyv(as = ArchivedSnapshotV4, serialize_bounds(__S: Writer + Allocator, <__S as Fallible>::Error: Source))]
-    pub(crate) struct SnapshotV4Ref<'a> {
-        pub(crate) open_turn: Option<OpenTurnV4>,
+    #[rkyv(as = ArchivedPayload, serialize_bounds(__S: Writer + Allocator, <__S as Fallible>::Error: Source))]
+    pub(crate) struct PayloadRef<'a> {
+        pub(crate) open_turn: Option<StoredOpenTurn>,
         #[rkyv(omit_bounds)]
-        pub(crate) v3: SnapshotV3Ref<'a>,
+        pub(crate) world: PayloadWorldRef<'a>,
     }
 }
 
-/// The numberings of `docs/snapshot-format.md` ("Payload of version 1": item kinds, roles, entry
-/// flag bits) in both directions, and that the borrowed roots archive byte for byte as the owned
-/// ones.
+/// The numberings of `docs/snapshot-format.md` ("Payload": item kinds, roles, entry flag bits) in
+/// both directions, and that the borrowed payload archives byte for byte as the owned one.
 #[cfg(test)]
 mod tests {
     use rkyv::rancor::BoxedError;
 
-    use super::borrowed::{
-        EntryRef, SnapshotV1Ref, SnapshotV2Ref, SnapshotV3Ref, SnapshotV4Ref, StrRef,
-    };
+    use super::borrowed::{EntryRef, PayloadCoreRef, PayloadRef, PayloadWorldRef, StrRef};
     use super::*;
 
     /// The kinds by their wire names, in the format's order (code = index).
@@ -382,8 +354,8 @@ mod tests {
         }
     }
 
-    fn owned_entry(n: u8) -> EntryV1 {
-        EntryV1 {
+    fn owned_entry(n: u8) -> StoredEntry {
+        StoredEntry {
             kind: n % 16,
             role: n % 5,
             flags: n % 16,
@@ -399,7 +371,7 @@ mod tests {
         }
     }
 
-    fn borrowed_entry(entry: &EntryV1) -> EntryRef<'_> {
+    fn borrowed_entry(entry: &StoredEntry) -> EntryRef<'_> {
         EntryRef {
             kind: entry.kind,
             role: entry.role,
@@ -411,8 +383,8 @@ mod tests {
         }
     }
 
-    fn facts() -> Vec<FactV2> {
-        vec![FactV2 {
+    fn facts() -> Vec<StoredFact> {
+        vec![StoredFact {
             kind: fact_code::TURN_CONTEXT,
             turn_id: Some("turn-1".into()),
             num_turns: 0,
@@ -420,43 +392,72 @@ mod tests {
         }]
     }
 
-    fn earlier() -> Vec<EarlierV2> {
-        vec![EarlierV2 {
+    fn earlier() -> Vec<EarlierState> {
+        vec![EarlierState {
             entries: vec![2, 0],
             turns_from: 0,
         }]
     }
 
-    /// Writing borrows each entry's strings instead of copying them into an [`EntryV1`]; the
-    /// bytes must be those of the owned root (the reader reads them as it), strings included
+    fn open_turn() -> Option<StoredOpenTurn> {
+        Some(StoredOpenTurn {
+            turn_id: Some("turn-2".into()),
+            started_line: 9,
+            start: 3,
+        })
+    }
+
+    /// Writing borrows each entry's strings instead of copying them into a [`StoredEntry`]; the
+    /// bytes must be those of the owned payload (the reader reads them as it), strings included
     /// (short ones, stored inline, and longer ones, stored out of line).
     #[test]
-    fn borrowed_roots_archive_byte_for_byte_as_the_owned_ones() {
-        let entries: Vec<EntryV1> = (0..40).map(owned_entry).collect();
-        let owned_v1 = SnapshotV1 {
-            thread_id: Some("thread".into()),
-            resume_flags: 3,
-            truncation_mode: 1,
-            truncation_limit: 10_000,
-            reference_context_item: Some("{}".into()),
-            previous_turn_settings: None,
-            entries: (0..40).map(owned_entry).collect(),
+    fn the_borrowed_payload_archives_byte_for_byte_as_the_owned_one() {
+        let entries: Vec<StoredEntry> = (0..40).map(owned_entry).collect();
+        let owned = Payload {
+            open_turn: open_turn(),
+            world: PayloadWorld {
+                world_state: Some("{\"cwd\":\"/\"}".into()),
+                core: PayloadCore {
+                    thread_id: Some("thread".into()),
+                    resume_flags: 5,
+                    truncation_mode: 1,
+                    truncation_limit: 10_000,
+                    reference_context_item: Some("{}".into()),
+                    previous_turn_settings: Some("{\"model\":\"m\"}".into()),
+                    base_instructions: Some("{\"text\":\"be brief\"}".into()),
+                    entries: (0..40).map(owned_entry).collect(),
+                    turns_from: 1,
+                    earlier: earlier(),
+                    facts: facts(),
+                },
+            },
         };
-        let borrowed_v1 = SnapshotV1Ref {
-            thread_id: Some("thread".into()),
-            resume_flags: 3,
-            truncation_mode: 1,
-            truncation_limit: 10_000,
-            reference_context_item: Some("{}".into()),
-            previous_turn_settings: None,
-            entries: entries.iter().map(borrowed_entry).collect(),
+        let borrowed = PayloadRef {
+            open_turn: open_turn(),
+            world: PayloadWorldRef {
+                world_state: Some("{\"cwd\":\"/\"}".into()),
+                core: PayloadCoreRef {
+                    thread_id: Some("thread".into()),
+                    resume_flags: 5,
+                    truncation_mode: 1,
+                    truncation_limit: 10_000,
+                    reference_context_item: Some("{}".into()),
+                    previous_turn_settings: Some("{\"model\":\"m\"}".into()),
+                    base_instructions: Some("{\"text\":\"be brief\"}".into()),
+                    entries: entries.iter().map(borrowed_entry).collect(),
+                    turns_from: 1,
+                    earlier: earlier(),
+                    facts: facts(),
+                },
+            },
         };
-        let owned = rkyv::to_bytes::<BoxedError>(&owned_v1).expect("archived");
-        let borrowed = rkyv::to_bytes::<BoxedError>(&borrowed_v1).expect("archived");
-        assert_eq!(owned.as_slice(), borrowed.as_slice(), "version 1");
-        let read = rkyv::access::<ArchivedSnapshotV1, BoxedError>(&borrowed).expect("valid");
-        assert_eq!(read.entries.len(), 40);
-        for (stored, entry) in read.entries.iter().zip(&entries) {
+        let owned = rkyv::to_bytes::<BoxedError>(&owned).expect("archived");
+        let borrowed = rkyv::to_bytes::<BoxedError>(&borrowed).expect("archived");
+        assert_eq!(owned.as_slice(), borrowed.as_slice());
+        let read = rkyv::access::<ArchivedPayload, BoxedError>(&borrowed).expect("valid");
+        let stored = &read.world.core.entries;
+        assert_eq!(stored.len(), 40);
+        for (stored, entry) in stored.iter().zip(&entries) {
             assert_eq!(stored.json.as_str(), entry.json);
             assert_eq!(
                 stored.call_id.as_ref().map(|id| id.as_str()),
@@ -468,59 +469,5 @@ mod tests {
             );
             assert_eq!(stored.tokens.to_native(), entry.tokens);
         }
-
-        let owned_v4 = SnapshotV4 {
-            open_turn: Some(OpenTurnV4 {
-                turn_id: Some("turn-2".into()),
-                started_line: 9,
-                start: 3,
-            }),
-            v3: SnapshotV3 {
-                world_state: Some("{\"cwd\":\"/\"}".into()),
-                v2: SnapshotV2 {
-                    thread_id: None,
-                    resume_flags: 5,
-                    truncation_mode: 0,
-                    truncation_limit: 64,
-                    reference_context_item: None,
-                    previous_turn_settings: Some("{\"model\":\"m\"}".into()),
-                    base_instructions: Some("{\"text\":\"be brief\"}".into()),
-                    entries: (0..40).map(owned_entry).collect(),
-                    turns_from: 1,
-                    earlier: earlier(),
-                    facts: facts(),
-                },
-            },
-        };
-        let borrowed_v4 = SnapshotV4Ref {
-            open_turn: Some(OpenTurnV4 {
-                turn_id: Some("turn-2".into()),
-                started_line: 9,
-                start: 3,
-            }),
-            v3: SnapshotV3Ref {
-                world_state: Some("{\"cwd\":\"/\"}".into()),
-                v2: SnapshotV2Ref {
-                    thread_id: None,
-                    resume_flags: 5,
-                    truncation_mode: 0,
-                    truncation_limit: 64,
-                    reference_context_item: None,
-                    previous_turn_settings: Some("{\"model\":\"m\"}".into()),
-                    base_instructions: Some("{\"text\":\"be brief\"}".into()),
-                    entries: entries.iter().map(borrowed_entry).collect(),
-                    turns_from: 1,
-                    earlier: earlier(),
-                    facts: facts(),
-                },
-            },
-        };
-        let owned = rkyv::to_bytes::<BoxedError>(&owned_v4).expect("archived");
-        let borrowed = rkyv::to_bytes::<BoxedError>(&borrowed_v4).expect("archived");
-        assert_eq!(owned.as_slice(), borrowed.as_slice(), "version 4");
-        let read = rkyv::access::<ArchivedSnapshotV4, BoxedError>(&borrowed).expect("valid");
-        let texts: Vec<&str> = read.v3.v2.entries.iter().map(|e| e.json.as_str()).collect();
-        let expected: Vec<&str> = entries.iter().map(|e| e.json.as_str()).collect();
-        assert_eq!(texts, expected);
     }
 }

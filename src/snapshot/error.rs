@@ -79,14 +79,29 @@ pub enum SnapshotError {
         /// Its first bytes.
         found: [u8; 8],
     },
-    /// The format version is not one this build reads.
-    #[error("snapshot {} has format version {found}; this build reads versions 1 to {supported}", path.display())]
+    /// The file has an older format version, written by an earlier build. A snapshot is a
+    /// cache: a resume through it reads the rollout instead, and a new snapshot written from the
+    /// rollout has the supported version.
+    #[error(
+        "snapshot {} has format version {found}, older than version {supported}, the only one this build reads (write a new snapshot from its rollout)",
+        path.display()
+    )]
+    OlderVersion {
+        /// The file.
+        path: PathBuf,
+        /// The version in the file.
+        found: u32,
+        /// The version this build reads and writes.
+        supported: u32,
+    },
+    /// The format version is none this project wrote (a newer one, or no version at all).
+    #[error("snapshot {} has format version {found}; this build reads version {supported} only", path.display())]
     UnsupportedVersion {
         /// The file.
         path: PathBuf,
         /// The version in the file.
         found: u32,
-        /// The newest version this build reads (it reads every version from 1 to this one).
+        /// The version this build reads and writes.
         supported: u32,
     },
     /// The rkyv format features recorded in the header are not the ones this build uses.

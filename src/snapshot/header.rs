@@ -2,10 +2,13 @@
 
 /// The first 8 bytes of every snapshot.
 pub(super) const MAGIC: [u8; 8] = *b"AGHISNAP";
-/// The format version this build writes. It reads this one and every earlier one (1 to 4).
+/// The format version of the snapshots this build writes, and the only one it reads. A file of an
+/// earlier version is refused with [`SnapshotError::OlderVersion`](super::SnapshotError::OlderVersion)
+/// (a resume through it reads the rollout instead).
 pub const SNAPSHOT_FORMAT_VERSION: u32 = 4;
-/// The oldest format version this build reads.
-pub(super) const OLDEST_READABLE_VERSION: u32 = 1;
+/// The first format version, which earlier builds wrote: the versions from it up to
+/// [`SNAPSHOT_FORMAT_VERSION`] are older formats, any other number is none this project wrote.
+pub(super) const FIRST_FORMAT_VERSION: u32 = 1;
 /// Where the rkyv payload starts: one page, so that the payload is page-aligned in the map.
 pub(super) const PAYLOAD_OFFSET: u64 = 4096;
 /// Bytes of the header that carry fields (the rest, up to [`PAYLOAD_OFFSET`], is zero).
@@ -48,11 +51,10 @@ fn digest_hex<S: serde::Serializer>(
 /// own name, digests as hex.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 pub struct SnapshotHeader {
-    /// The format version of the file: [`SNAPSHOT_FORMAT_VERSION`] for a snapshot this build
-    /// wrote from a resume, an earlier one for an older file (or a copy of one).
+    /// The format version of the file: [`SNAPSHOT_FORMAT_VERSION`] (no other is read).
     pub format_version: u32,
-    /// Number of history entries (of the current state: in version 2 the entry table can hold
-    /// more, for the states before compactions).
+    /// Number of history entries of the current state (the entry table can hold more, for the
+    /// states before compactions).
     pub entry_count: u64,
     /// Bytes of the rkyv payload.
     pub payload_len: u64,
@@ -77,6 +79,9 @@ pub(super) enum HeaderProblem {
         found: u64,
     },
     BadMagic([u8; 8]),
+    /// A version earlier builds wrote.
+    OlderVersion(u32),
+    /// A version no build of this project wrote (a newer one, or none at all).
     UnsupportedVersion(u32),
     UnsupportedFormat {
         endianness: u8,
@@ -149,7 +154,10 @@ impl SnapshotHeader {
             return Err(HeaderProblem::BadMagic(first_bytes(file)));
         }
         let version = u32_at(file, 8);
-        if !(OLDEST_READABLE_VERSION..=SNAPSHOT_FORMAT_VERSION).contains(&version) {
+        if (FIRST_FORMAT_VERSION..SNAPSHOT_FORMAT_VERSION).contains(&version) {
+            return Err(HeaderProblem::OlderVersion(version));
+        }
+        if version != SNAPSHOT_FORMAT_VERSION {
             return Err(HeaderProblem::UnsupportedVersion(version));
         }
         let (endianness, pointer_width, alignment) = (file[12], file[13], file[14]);
@@ -372,15 +380,20 @@ mod tests {
                 Err(HeaderProblem::UnsupportedVersion(version))
             );
         }
-        for version in OLDEST_READABLE_VERSION..=SNAPSHOT_FORMAT_VERSION {
+        // An older version is refused as such, before the header digest is looked at (the
+        // header layout is the same in every version, the payload is not).
+        for version in FIRST_FORMAT_VERSION..SNAPSHOT_FORMAT_VERSION {
             let mut old = file.clone();
             old[8..12].copy_from_slice(&version.to_le_bytes());
-            redigest(&mut old);
             assert_eq!(
-                SnapshotHeader::decode(&old).map(|header| header.format_version),
-                Ok(version)
+                SnapshotHeader::decode(&old),
+                Err(HeaderProblem::OlderVersion(version))
             );
         }
+        assert_eq!(
+            SnapshotHeader::decode(&file).map(|header| header.format_version),
+            Ok(SNAPSHOT_FORMAT_VERSION)
+        );
         let mut bad = file.clone();
         bad[13] = 8;
         assert_eq!(

@@ -81,10 +81,16 @@ mod tests {
     use std::path::Path;
 
     use super::MappedFile;
-    use crate::snapshot::{SnapshotOptions, open_mapped};
+    use crate::snapshot::{SnapshotError, SnapshotOptions, open_mapped};
 
-    /// The golden snapshots of every format version (`tests/fixtures/`).
-    const GOLDEN: [(&str, &[u8]); 4] = [
+    /// The golden snapshot (`tests/fixtures/`).
+    const GOLDEN: [(&str, &[u8]); 1] = [(
+        "snapshot-v4.snap",
+        include_bytes!("../../tests/fixtures/snapshot-v4.snap"),
+    )];
+
+    /// The golden snapshots of the older format versions, which are refused.
+    const OLDER: [(&str, &[u8]); 3] = [
         (
             "snapshot-v1.snap",
             include_bytes!("../../tests/fixtures/snapshot-v1.snap"),
@@ -97,10 +103,6 @@ mod tests {
             "snapshot-v3.snap",
             include_bytes!("../../tests/fixtures/snapshot-v3.snap"),
         ),
-        (
-            "snapshot-v4.snap",
-            include_bytes!("../../tests/fixtures/snapshot-v4.snap"),
-        ),
     ];
 
     fn buffer(bytes: &[u8]) -> MappedFile {
@@ -109,11 +111,19 @@ mod tests {
         MappedFile::from_buffer(aligned)
     }
 
-    /// Every golden snapshot opens from a buffer, as the program's own and untrusted (every
-    /// entry checked against its JSON), with texts that are slices of the buffer; the texts stay
-    /// readable after the buffer's owner is dropped (the entries keep it alive).
+    /// The golden snapshot opens from a buffer, as the program's own and untrusted (every entry
+    /// checked against its JSON), with texts that are slices of the buffer; the texts stay
+    /// readable after the buffer's owner is dropped (the entries keep it alive). The older
+    /// goldens are refused from a buffer as from a file, naming their version.
     #[test]
     fn golden_snapshots_open_from_a_buffer_with_texts_in_it() {
+        for (version, (name, bytes)) in (1..).zip(OLDER) {
+            let opened = open_mapped(Path::new(name), &buffer(bytes), SnapshotOptions::default());
+            assert!(
+                matches!(opened, Err(SnapshotError::OlderVersion { found, .. }) if found == version),
+                "{name}: {opened:?}"
+            );
+        }
         for (name, bytes) in GOLDEN {
             for options in [SnapshotOptions::default(), SnapshotOptions::untrusted()] {
                 let map = buffer(bytes);
@@ -199,7 +209,7 @@ mod tests {
     /// error or a snapshot, never undefined behaviour (which Miri would report).
     #[test]
     fn damaged_payloads_are_refused_or_open_safely() {
-        let (name, bytes) = GOLDEN[3];
+        let (name, bytes) = GOLDEN[0];
         let payload = crate::snapshot::header::PAYLOAD_OFFSET as usize;
         let step = if cfg!(miri) { 997 } else { 61 };
         let mut outcomes = (0usize, 0usize);

@@ -16,18 +16,15 @@ use std::sync::Arc;
 
 use crate::item::Entry;
 
-use super::archive::OpenTurnV4;
-use super::archive::borrowed::{
-    EntryRef, SnapshotV1Ref, SnapshotV2Ref, SnapshotV3Ref, SnapshotV4Ref, StrRef,
-};
-use super::archive::{EarlierV2, FactV2, fact_code, kind_code, role_code};
+use super::archive::borrowed::{EntryRef, PayloadCoreRef, PayloadRef, PayloadWorldRef, StrRef};
+use super::archive::{EarlierState, StoredFact, StoredOpenTurn, fact_code, kind_code, role_code};
 use super::header::{PAYLOAD_OFFSET, RolloutPosition, SNAPSHOT_FORMAT_VERSION, SnapshotHeader};
 use super::{PrefixFact, PrefixState, SnapshotError, SnapshotStep, io_error, is_snapshot};
 
 /// What writing a snapshot may replace at its path.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Replace {
-    /// A snapshot of this format (any version, damaged or not) or an empty file; nothing else
+    /// A snapshot (of any format version, damaged or not) or an empty file; nothing else
     /// (the default): a rollout, another file, a directory, the rollout the snapshot is made
     /// from (also through a link) are refused with [`SnapshotError::WouldReplace`].
     #[default]
@@ -162,12 +159,10 @@ fn is_same_file(path: &Path, metadata: &std::fs::Metadata, other: &Path) -> bool
 }
 
 /// Writes a snapshot of `history`, covering `position` of its rollout, to `path`, replacing what
-/// `target` allows there atomically. `history`, `state` and `facts` must be what resuming exactly
-/// that prefix gives: the rollout layer makes sure of it (`Resumed::write_snapshot`), which is why
-/// this is not public. Without `facts` (the scan facts of the prefix: a copy of a version 1
-/// snapshot) the file is format version 1, whatever `version` says; with them, version 2 or 3
-/// when `version` is that (a copy of such a snapshot keeps its version), else the current
-/// version ([`SNAPSHOT_FORMAT_VERSION`]), each holding the history's earlier states too.
+/// `target` allows there atomically. `history`, `state` and `facts` (the scan facts of the
+/// prefix) must be what resuming exactly that prefix gives: the rollout layer makes sure of it
+/// (`Resumed::write_snapshot`), which is why this is not public. The file has format version
+/// [`SNAPSHOT_FORMAT_VERSION`].
 ///
 /// Replacement is a temporary file in the same directory, `sync_data`, `rename`, and a sync of
 /// the directory. A file that is mapped elsewhere is never modified.
@@ -183,8 +178,7 @@ pub(crate) fn write_snapshot(
     history: &History,
     position: RolloutPosition,
     state: &PrefixState,
-    facts: Option<&[PrefixFact]>,
-    version: u32,
+    facts: &[PrefixFact],
 ) -> Result<SnapshotHeader, SnapshotError> {
     write_snapshot_on(
         &mut FileSystem,
@@ -194,13 +188,11 @@ pub(crate) fn write_snapshot(
         position,
         state,
         facts,
-        version,
     )
 }
 
 /// [`write_snapshot`] on the storage given: the file system, or a simulated storage in tests
 /// (the `testing` feature's crash simulation).
-#[allow(clippy::too_many_arguments)]
 pub(crate) fn write_snapshot_on<St: SnapshotStorage>(
     storage: &mut St,
     path: &Path,
@@ -208,87 +200,14 @@ pub(crate) fn write_snapshot_on<St: SnapshotStorage>(
     history: &History,
     position: RolloutPosition,
     state: &PrefixState,
-    facts: Option<&[PrefixFact]>,
-    version: u32,
+    facts: &[PrefixFact],
 ) -> Result<SnapshotHeader, SnapshotError> {
-    let invalid = |detail: String| SnapshotError::InvalidArchive {
-        path: path.to_owned(),
-        detail,
-    };
-    let (truncation_mode, truncation_limit) = match history.truncation() {
-        TruncationPolicy::Bytes(limit) => (0u8, limit as u64),
-        TruncationPolicy::Tokens(limit) => (1u8, limit as u64),
-    };
-    let thread_id = state.thread_id.map(|id| id.to_string());
-    let reference_context_item = history.reference_context_item().map(ToString::to_string);
-    let previous_turn_settings = state
-        .previous_turn_settings
-        .as_ref()
-        .map(|raw| raw.get().to_owned());
-    // Without scan facts only version 1 can be written; a copy of a version 2 snapshot stays
-    // version 2 (it holds no world-state baseline, and must not claim to).
-    let format_version = match facts {
-        None => 1,
-        Some(_) if version == 2 || version == 3 => version,
-        Some(_) => SNAPSHOT_FORMAT_VERSION,
-    };
     storage.check_target(path, target)?;
-    let root = match facts {
-        None => Root::V1(SnapshotV1Ref {
-            thread_id,
-            resume_flags: state.flags(1),
-            truncation_mode,
-            truncation_limit,
-            reference_context_item,
-            previous_turn_settings,
-            entries: history.iter().map(stored_entry).collect(),
-        }),
-        Some(facts) => {
-            let (entries, earlier) = entry_table(history).ok_or_else(|| {
-                invalid("the entry table holds more than 2^32 entries".to_owned())
-            })?;
-            let v2 = SnapshotV2Ref {
-                thread_id,
-                resume_flags: state.flags(format_version),
-                truncation_mode,
-                truncation_limit,
-                reference_context_item,
-                previous_turn_settings,
-                base_instructions: state
-                    .base_instructions
-                    .as_ref()
-                    .map(|raw| raw.get().to_owned()),
-                entries,
-                turns_from: history.turns_from() as u64,
-                earlier,
-                facts: facts.iter().map(stored_fact).collect(),
-            };
-            if format_version == 2 {
-                Root::V2(v2)
-            } else {
-                let world_state = match history.world_state_baseline() {
-                    Some(baseline) => Some(
-                        serde_json::to_string(baseline)
-                            .map_err(|error| invalid(format!("world-state baseline: {error}")))?,
-                    ),
-                    None => None,
-                };
-                let v3 = SnapshotV3Ref { v2, world_state };
-                if format_version == 3 {
-                    Root::V3(v3)
-                } else {
-                    Root::V4(SnapshotV4Ref {
-                        open_turn: state.open_turn.as_ref().map(|turn| OpenTurnV4 {
-                            turn_id: turn.turn_id.as_ref().map(|id| id.as_str().to_owned()),
-                            started_line: turn.started_line,
-                            start: turn.start,
-                        }),
-                        v3,
-                    })
-                }
-            }
-        }
-    };
+    let payload =
+        payload_of(history, state, facts).map_err(|detail| SnapshotError::InvalidArchive {
+            path: path.to_owned(),
+            detail,
+        })?;
     let mut written = None;
     write_atomically_with(storage, path, PAYLOAD_OFFSET as usize, &mut |out| {
         // The payload is archived straight into the file, hashed on the way: the archive is
@@ -301,27 +220,18 @@ pub(crate) fn write_snapshot_on<St: SnapshotStorage>(
         };
         // `BoxedError` keeps the cause in every profile (`rancor::Error` drops it without debug
         // assertions: "failed without error information").
-        type Failure = rkyv::rancor::BoxedError;
-        let archived = match &root {
-            Root::V1(root) => {
-                to_bytes_in::<_, Failure>(root, IoWriter::new(&mut hashing)).map(drop)
-            }
-            Root::V2(root) => {
-                to_bytes_in::<_, Failure>(root, IoWriter::new(&mut hashing)).map(drop)
-            }
-            Root::V3(root) => {
-                to_bytes_in::<_, Failure>(root, IoWriter::new(&mut hashing)).map(drop)
-            }
-            Root::V4(root) => {
-                to_bytes_in::<_, Failure>(root, IoWriter::new(&mut hashing)).map(drop)
-            }
-        };
+        let archived =
+            to_bytes_in::<_, rkyv::rancor::BoxedError>(&payload, IoWriter::new(&mut hashing))
+                .map(drop);
         if let Some(error) = hashing.failed.take() {
             return Err(io_error(path, SnapshotStep::WriteTemporary)(error));
         }
-        archived.map_err(|error| invalid(error.to_string()))?;
+        archived.map_err(|error| SnapshotError::InvalidArchive {
+            path: path.to_owned(),
+            detail: error.to_string(),
+        })?;
         let header = SnapshotHeader {
-            format_version,
+            format_version: SNAPSHOT_FORMAT_VERSION,
             entry_count: history.len() as u64,
             payload_len: hashing.len,
             payload_digest: hashing.hasher.finalize(),
@@ -334,12 +244,50 @@ pub(crate) fn write_snapshot_on<St: SnapshotStorage>(
     Ok(written.expect("the payload was written"))
 }
 
-/// The payload root, by format version, borrowing the history's entries.
-enum Root<'a> {
-    V1(SnapshotV1Ref<'a>),
-    V2(SnapshotV2Ref<'a>),
-    V3(SnapshotV3Ref<'a>),
-    V4(SnapshotV4Ref<'a>),
+/// The payload of a snapshot of `history`, borrowing its entries; `Err` with what cannot be
+/// stored.
+fn payload_of<'a>(
+    history: &'a History,
+    state: &PrefixState,
+    facts: &[PrefixFact],
+) -> Result<PayloadRef<'a>, String> {
+    let (truncation_mode, truncation_limit) = match history.truncation() {
+        TruncationPolicy::Bytes(limit) => (0u8, limit as u64),
+        TruncationPolicy::Tokens(limit) => (1u8, limit as u64),
+    };
+    let (entries, earlier) = entry_table(history)
+        .ok_or_else(|| "the entry table holds more than 2^32 entries".to_owned())?;
+    let raw_text = |raw: &Option<Box<serde_json::value::RawValue>>| {
+        raw.as_ref().map(|raw| raw.get().to_owned())
+    };
+    let core = PayloadCoreRef {
+        thread_id: state.thread_id.map(|id| id.to_string()),
+        resume_flags: state.flags(),
+        truncation_mode,
+        truncation_limit,
+        reference_context_item: history.reference_context_item().map(ToString::to_string),
+        previous_turn_settings: raw_text(&state.previous_turn_settings),
+        base_instructions: raw_text(&state.base_instructions),
+        entries,
+        turns_from: history.turns_from() as u64,
+        earlier,
+        facts: facts.iter().map(stored_fact).collect(),
+    };
+    let world_state = match history.world_state_baseline() {
+        Some(baseline) => Some(
+            serde_json::to_string(baseline)
+                .map_err(|error| format!("world-state baseline: {error}"))?,
+        ),
+        None => None,
+    };
+    Ok(PayloadRef {
+        open_turn: state.open_turn.as_ref().map(|turn| StoredOpenTurn {
+            turn_id: turn.turn_id.as_ref().map(|id| id.as_str().to_owned()),
+            started_line: turn.started_line,
+            start: turn.start,
+        }),
+        world: PayloadWorldRef { world_state, core },
+    })
 }
 
 /// Passes the payload on to the file, counting and hashing it (the header records both). An
@@ -387,13 +335,13 @@ fn stored_entry(entry: &Entry) -> EntryRef<'_> {
     }
 }
 
-/// The entry table of a version 2 payload and the earlier states as indices into it: the current
+/// The entry table of a payload and the earlier states as indices into it: the current
 /// state's entries first, in order, then each entry of an earlier state that is not already in
 /// the table. Entries are deduplicated by identity (the same shared payload, as an earlier state
 /// and the states after it share the entries they have in common) with the same header fields:
 /// such entries are interchangeable. `None` when an index does not fit in 32 bits.
 /// Time: O(n) for the n entries of all states.
-fn entry_table(history: &History) -> Option<(Vec<EntryRef<'_>>, Vec<EarlierV2>)> {
+fn entry_table(history: &History) -> Option<(Vec<EntryRef<'_>>, Vec<EarlierState>)> {
     let mut table: Vec<&Entry> = history.iter().collect();
     let mut known: HashMap<*const (), u32> = HashMap::new();
     for (index, entry) in table.iter().enumerate() {
@@ -416,7 +364,7 @@ fn entry_table(history: &History) -> Option<(Vec<EntryRef<'_>>, Vec<EarlierV2>)>
             };
             indices.push(index);
         }
-        earlier.push(EarlierV2 {
+        earlier.push(EarlierState {
             entries: indices,
             turns_from: turns_from as u64,
         });
@@ -440,30 +388,30 @@ fn same_header(a: &Entry, b: &Entry) -> bool {
 }
 
 /// A scan fact as the archive stores it.
-fn stored_fact(fact: &PrefixFact) -> FactV2 {
-    let plain = |kind| FactV2 {
+fn stored_fact(fact: &PrefixFact) -> StoredFact {
+    let plain = |kind| StoredFact {
         kind,
         turn_id: None,
         num_turns: 0,
         payload: None,
     };
     match fact {
-        PrefixFact::TurnStarted(turn_id) => FactV2 {
+        PrefixFact::TurnStarted(turn_id) => StoredFact {
             turn_id: turn_id.as_ref().map(ToString::to_string),
             ..plain(fact_code::TURN_STARTED)
         },
-        PrefixFact::TurnEnded(turn_id) => FactV2 {
+        PrefixFact::TurnEnded(turn_id) => StoredFact {
             turn_id: turn_id.as_ref().map(ToString::to_string),
             ..plain(fact_code::TURN_ENDED)
         },
         PrefixFact::UserMessage => plain(fact_code::USER_MESSAGE),
         PrefixFact::UserTurnItem => plain(fact_code::USER_TURN_ITEM),
         PrefixFact::InterAgent => plain(fact_code::INTER_AGENT),
-        PrefixFact::RolledBack(num_turns) => FactV2 {
+        PrefixFact::RolledBack(num_turns) => StoredFact {
             num_turns: *num_turns,
             ..plain(fact_code::ROLLED_BACK)
         },
-        PrefixFact::TurnContext { turn_id, payload } => FactV2 {
+        PrefixFact::TurnContext { turn_id, payload } => StoredFact {
             turn_id: turn_id.as_ref().map(ToString::to_string),
             payload: Some(payload.to_string()),
             ..plain(fact_code::TURN_CONTEXT)
@@ -942,8 +890,7 @@ mod tests {
         path: &Path,
         history: &History,
         state: &PrefixState,
-        facts: Option<&[PrefixFact]>,
-        version: u32,
+        facts: &[PrefixFact],
     ) -> Result<SnapshotHeader, SnapshotError> {
         write_snapshot_on(
             &mut FileSystem,
@@ -953,7 +900,6 @@ mod tests {
             position(),
             state,
             facts,
-            version,
         )
     }
 
@@ -969,137 +915,61 @@ mod tests {
         raw.map(RawValue::get)
     }
 
-    /// Each version written is read back as written, opened untrusted (every entry's header
-    /// fields checked against its text): the header the writer returns is the file's; the
-    /// history (entries byte for byte with their header fields, version, truncation policy,
-    /// reference context item), its earlier states and `turns_from`, the prefix state and the
-    /// scan facts are those given — what the version stores of them, and nothing it does not
-    /// (`docs/snapshot-format.md`, the payload of each version).
+    /// What is written is read back as written, opened untrusted (every entry's header fields
+    /// checked against its text): the header the writer returns is the file's, of the current
+    /// format version; the history (entries byte for byte with their header fields, version,
+    /// truncation policy, reference context item, world-state baseline), its earlier states and
+    /// `turns_from`, the prefix state and the scan facts are those given
+    /// (`docs/snapshot-format.md`, "Payload").
     #[test]
-    fn every_version_reads_back_what_was_written() {
+    fn a_snapshot_reads_back_what_was_written() {
         let dir = tempfile::tempdir().expect("dir");
         let history = history();
         let (state, facts) = (state(), facts());
         assert_eq!(history.earlier_states().count(), 2);
         assert!(history.turns_from() > 0);
-        for (version, stored_facts) in [
-            (1, None),
-            (2, Some(&facts)),
-            (3, Some(&facts)),
-            (4, Some(&facts)),
-        ] {
-            let path = dir.path().join(format!("v{version}.snap"));
-            let header = write(
-                &path,
-                &history,
-                &state,
-                stored_facts.map(Vec::as_slice),
-                version,
-            )
-            .expect("written");
-            assert_eq!(header.format_version, version);
-            assert_eq!(header.entry_count, history.len() as u64);
-            assert_eq!(header.rollout, position());
-            assert_eq!(header.history_version, history.version());
-            let bytes = std::fs::read(&path).expect("read");
-            assert_eq!(bytes.len() as u64, PAYLOAD_OFFSET + header.payload_len);
-            assert_eq!(
-                header.payload_digest,
-                blake3::hash(&bytes[PAYLOAD_OFFSET as usize..])
-            );
-            let opened = open_snapshot(&path, SnapshotOptions::untrusted())
-                .unwrap_or_else(|error| panic!("version {version}: {error}"));
-            assert_eq!(opened.header(), &header, "version {version}");
-            let label = format!("version {version}");
-            let (read, read_state, read_facts) = opened.into_parts();
-            // The baseline is stored from version 3 on.
-            let mut expected = history.clone();
-            if version < 3 {
-                expected.set_world_state_baseline(None);
-            }
-            assert_eq!(read, expected, "{label}");
-            assert!(read.iter().zip(history.iter()).all(|(a, b)| {
-                a.json() == b.json() && a.call_id() == b.call_id() && a.item_id() == b.item_id()
-            }));
-            assert_eq!(
-                read.world_state_baseline().is_some(),
-                version >= 3,
-                "{label}"
-            );
-            // Earlier states from version 2 on; version 1 holds the current state only.
-            if version == 1 {
-                assert!(earlier(&read).is_empty(), "{label}");
-                assert_eq!(read.turns_from(), 0, "{label}");
-                assert_eq!(read_facts, None, "{label}");
-            } else {
-                assert_eq!(earlier(&read), earlier(&history), "{label}");
-                assert_eq!(read.turns_from(), history.turns_from(), "{label}");
-                assert_eq!(read_facts.as_ref(), Some(&facts), "{label}");
-            }
-            assert_eq!(read_state.thread_id, state.thread_id, "{label}");
-            assert_eq!(
-                text(read_state.previous_turn_settings.as_deref()),
-                text(state.previous_turn_settings.as_deref()),
-                "{label}"
-            );
-            assert_eq!(
-                text(read_state.base_instructions.as_deref()),
-                if version >= 2 {
-                    text(state.base_instructions.as_deref())
-                } else {
-                    None
-                },
-                "{label}"
-            );
-            assert_eq!(
-                (
-                    read_state.ends_inside_turn,
-                    read_state.legacy,
-                    read_state.legacy_compaction
-                ),
-                (true, false, version >= 2),
-                "{label}"
-            );
-            assert_eq!(
-                read_state.open_turn,
-                if version >= 4 {
-                    state.open_turn.clone()
-                } else {
-                    None
-                },
-                "{label}"
-            );
-        }
-    }
-
-    /// The version written: without scan facts, 1 (whatever is asked: a copy of a version 1
-    /// snapshot); with them, 2 or 3 when asked (a copy of such a snapshot keeps its version),
-    /// else the current one.
-    #[test]
-    fn the_version_written_is_the_one_the_facts_allow() {
-        let dir = tempfile::tempdir().expect("dir");
-        let (history, facts) = (History::new(), facts());
-        let state = PrefixState::default();
-        for (asked, with_facts, written) in [
-            (1, false, 1),
-            (4, false, 1),
-            (0, true, 4),
-            (1, true, 4),
-            (2, true, 2),
-            (3, true, 3),
-            (4, true, 4),
-            (5, true, 4),
-        ] {
-            let path = dir.path().join(format!("{asked}-{with_facts}.snap"));
-            let facts = with_facts.then_some(facts.as_slice());
-            let header = write(&path, &history, &state, facts, asked).expect("written");
-            assert_eq!(header.format_version, written, "asked {asked}");
-            assert_eq!(SNAPSHOT_FORMAT_VERSION, 4);
-            let opened = open_snapshot(&path, SnapshotOptions::default())
-                .unwrap_or_else(|error| panic!("asked {asked}: {error}"));
-            assert_eq!(opened.header().format_version, written);
-            assert_eq!(opened.into_parts().2.is_some(), with_facts);
-        }
+        assert!(history.world_state_baseline().is_some());
+        let path = dir.path().join("history.snap");
+        let header = write(&path, &history, &state, &facts).expect("written");
+        assert_eq!(header.format_version, SNAPSHOT_FORMAT_VERSION);
+        assert_eq!(header.entry_count, history.len() as u64);
+        assert_eq!(header.rollout, position());
+        assert_eq!(header.history_version, history.version());
+        let bytes = std::fs::read(&path).expect("read");
+        assert_eq!(bytes.len() as u64, PAYLOAD_OFFSET + header.payload_len);
+        assert_eq!(
+            header.payload_digest,
+            blake3::hash(&bytes[PAYLOAD_OFFSET as usize..])
+        );
+        let opened = open_snapshot(&path, SnapshotOptions::untrusted()).expect("opens");
+        assert_eq!(opened.header(), &header);
+        let (read, read_state, read_facts) = opened.into_parts();
+        assert_eq!(read, history);
+        assert!(read.iter().zip(history.iter()).all(|(a, b)| {
+            a.json() == b.json() && a.call_id() == b.call_id() && a.item_id() == b.item_id()
+        }));
+        assert_eq!(read.world_state_baseline(), history.world_state_baseline());
+        assert_eq!(earlier(&read), earlier(&history));
+        assert_eq!(read.turns_from(), history.turns_from());
+        assert_eq!(read_facts, facts);
+        assert_eq!(read_state.thread_id, state.thread_id);
+        assert_eq!(
+            text(read_state.previous_turn_settings.as_deref()),
+            text(state.previous_turn_settings.as_deref())
+        );
+        assert_eq!(
+            text(read_state.base_instructions.as_deref()),
+            text(state.base_instructions.as_deref())
+        );
+        assert_eq!(
+            (
+                read_state.ends_inside_turn,
+                read_state.legacy,
+                read_state.legacy_compaction
+            ),
+            (true, false, true)
+        );
+        assert_eq!(read_state.open_turn, state.open_turn);
     }
 
     /// The entry table: the current state's entries first, in order, then each entry only an
@@ -1162,7 +1032,7 @@ mod tests {
             source: None,
         };
         let snapshot = dir.path().join("good.snap");
-        write(&snapshot, &History::new(), &PrefixState::default(), None, 1).expect("written");
+        write(&snapshot, &History::new(), &PrefixState::default(), &[]).expect("written");
         for path in [
             dir.path().join("missing.snap"),
             file("empty", b""),
@@ -1205,7 +1075,7 @@ mod tests {
         let rollout = dir.path().join("rollout");
         let before = std::fs::read(&rollout).expect("read");
         assert!(matches!(
-            write(&rollout, &History::new(), &PrefixState::default(), None, 1),
+            write(&rollout, &History::new(), &PrefixState::default(), &[]),
             Err(SnapshotError::WouldReplace { .. })
         ));
         assert_eq!(std::fs::read(&rollout).expect("read"), before);
@@ -1250,7 +1120,7 @@ mod tests {
         };
         for path in [&fifo, &socket] {
             assert_eq!(refused(path, ONLY_SNAPSHOTS), ExistingFile::Special);
-            match write(path, &History::new(), &PrefixState::default(), None, 1) {
+            match write(path, &History::new(), &PrefixState::default(), &[]) {
                 Err(SnapshotError::WouldReplace { found, path: named }) => {
                     assert_eq!(
                         (found, named.as_path()),
@@ -1368,7 +1238,7 @@ mod tests {
         let missing = dir.path().join("missing").join("x.snap");
         let long = dir.path().join("x".repeat(250));
         for path in [&missing, &long] {
-            match write(path, &History::new(), &PrefixState::default(), None, 1) {
+            match write(path, &History::new(), &PrefixState::default(), &[]) {
                 Err(error @ SnapshotError::Io { .. }) => {
                     let SnapshotError::Io {
                         step,
@@ -1427,7 +1297,7 @@ mod tests {
         use std::os::unix::fs::PermissionsExt as _;
         let dir = tempfile::tempdir().expect("dir");
         let path = dir.path().join("x.snap");
-        write(&path, &History::new(), &PrefixState::default(), None, 1).expect("written");
+        write(&path, &History::new(), &PrefixState::default(), &[]).expect("written");
         let plain = dir.path().join("plain");
         File::create(&plain).expect("created");
         let mode = |path: &Path| {

@@ -28,7 +28,6 @@ use super::reader::{LineSource, Rollout, open_rollout, read_lines};
 use super::report::{IncompleteTurn, LoadReport, ReadMode, ReadOptions};
 use replay::Replay;
 use scan::{Reference, line_facts, reverse_scan, stored_fact};
-pub use snapshot::LaterLine;
 
 /// How to resume.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -149,33 +148,14 @@ pub enum FallbackReason {
     PrefixChanged,
     /// The covered prefix does not end at a line boundary.
     NotAtLineBoundary,
-    /// The resume is [`snapshot_ready`](ResumeOptions::snapshot_ready) and the snapshot has an
-    /// older format version that holds no scan facts of its prefix: the whole rollout is read,
-    /// so that a snapshot written from this resume has the current version.
+    /// The snapshot has an older format version, which this build does not read
+    /// ([`SnapshotError::OlderVersion`]). A snapshot written from this resume has the supported
+    /// one.
     OldVersion {
         /// The snapshot's format version.
-        version: u32,
-    },
-    /// The snapshot has a format version older than 3, which holds no world-state baseline, and
-    /// the covered prefix may hold `world_state` lines (it has the bytes `world_state` or a
-    /// `\u` escape somewhere).
-    NoWorldState {
-        /// The snapshot's format version.
-        version: u32,
-    },
-    /// The rollout ends inside the turn the covered prefix ends inside, and the snapshot has a
-    /// format version older than 4, which does not hold where that turn's items begin (needed
-    /// for [`Resumed::incomplete_turn`]).
-    NoOpenTurn {
-        /// The snapshot's format version.
-        version: u32,
-    },
-    /// A line after the covered prefix could change what the prefix means.
-    LaterLine {
-        /// Its 1-based number.
-        line: u64,
-        /// What it is.
-        what: LaterLine,
+        found: u32,
+        /// The one this build reads ([`SNAPSHOT_FORMAT_VERSION`](crate::SNAPSHOT_FORMAT_VERSION)).
+        supported: u32,
     },
 }
 
@@ -213,9 +193,6 @@ impl FallbackReason {
             FallbackReason::PrefixChanged => "prefix_changed",
             FallbackReason::NotAtLineBoundary => "not_at_line_boundary",
             FallbackReason::OldVersion { .. } => "old_version",
-            FallbackReason::NoWorldState { .. } => "no_world_state",
-            FallbackReason::NoOpenTurn { .. } => "no_open_turn",
-            FallbackReason::LaterLine { .. } => "later_line",
         }
     }
 }
@@ -223,8 +200,8 @@ impl FallbackReason {
 impl Serialize for FallbackReason {
     /// `{"reason", …the variant's fields…, "message"}`: `reason` the snake_case
     /// [`name`](FallbackReason::name), the fields under their own names (truncation policies as
-    /// `{mode, limit}`, `what` of a later line as its snake_case name), `message` the display
-    /// text (for `unreadable`, the snapshot error with its causes).
+    /// `{mode, limit}`), `message` the display text (for `unreadable`, the snapshot error with
+    /// its causes).
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let mut map = serializer.serialize_map(None)?;
         map.serialize_entry("reason", self.name())?;
@@ -250,14 +227,9 @@ impl Serialize for FallbackReason {
                 map.serialize_entry("rollout_bytes", rollout_bytes)?;
                 map.serialize_entry("covered_bytes", covered_bytes)?;
             }
-            FallbackReason::OldVersion { version }
-            | FallbackReason::NoWorldState { version }
-            | FallbackReason::NoOpenTurn { version } => {
-                map.serialize_entry("version", version)?;
-            }
-            FallbackReason::LaterLine { line, what } => {
-                map.serialize_entry("line", line)?;
-                map.serialize_entry("what", what)?;
+            FallbackReason::OldVersion { found, supported } => {
+                map.serialize_entry("found", found)?;
+                map.serialize_entry("supported", supported)?;
             }
         }
         map.serialize_entry("message", &self.to_string())?;
@@ -301,21 +273,10 @@ impl fmt::Display for FallbackReason {
             FallbackReason::NotAtLineBoundary => {
                 f.write_str("the prefix the snapshot covers does not end at a line boundary")
             }
-            FallbackReason::OldVersion { version } => write!(
+            FallbackReason::OldVersion { found, supported } => write!(
                 f,
-                "the snapshot has format version {version}, which holds no scan facts of its prefix to refresh it from"
+                "the snapshot has format version {found}, older than version {supported}, the only one this build reads"
             ),
-            FallbackReason::NoWorldState { version } => write!(
-                f,
-                "the snapshot has format version {version}, which holds no world-state baseline, and the prefix it covers may have world_state lines"
-            ),
-            FallbackReason::NoOpenTurn { version } => write!(
-                f,
-                "the rollout ends inside the turn the snapshot's prefix ends inside, and the snapshot has format version {version}, which does not hold where that turn begins"
-            ),
-            FallbackReason::LaterLine { line, what } => {
-                write!(f, "line {line} after the snapshot is {what}")
-            }
         }
     }
 }
@@ -334,17 +295,25 @@ pub struct Resumed {
     pub(crate) ends_inside_turn: bool,
     pub(crate) compactions: Option<Compactions>,
     pub(crate) source: ResumeSource,
-    pub(crate) covered: Option<RolloutPosition>,
+    /// The prefix the history stands for, recorded with [`ResumeOptions::snapshot_ready`].
+    pub(crate) covered: Option<Covered>,
     /// For each entry, the 1-based number of its line (0 when unknown).
     pub(crate) entry_lines: Vec<u64>,
-    /// The scan facts of the lines the history stands for (the covered prefix), recorded with
-    /// [`ResumeOptions::snapshot_ready`]: a snapshot written from this resume stores them.
-    pub(crate) prefix_facts: Option<Vec<PrefixFact>>,
     /// A `compacted` line without replacement history was rebuilt by local compaction (in the
     /// lines read, or in the prefix a snapshot covers).
     pub(crate) legacy_compaction: bool,
     /// The turn the rollout ends inside, as a snapshot written from this resume stores it.
     pub(crate) open_turn: Option<crate::snapshot::OpenTurn>,
+}
+
+/// The rollout prefix a snapshot-ready resume stands for: what a snapshot written from it
+/// ([`Resumed::write_snapshot`]) records.
+#[derive(Debug)]
+pub(crate) struct Covered {
+    /// Its lines, length and digest.
+    pub(crate) position: RolloutPosition,
+    /// The scan facts of its lines.
+    pub(crate) facts: Vec<PrefixFact>,
 }
 
 /// What the lines read said about compactions. A resume through a snapshot does not read the
@@ -437,7 +406,7 @@ impl Resumed {
     /// The rollout prefix the history stands for, when resumed with
     /// [`ResumeOptions::snapshot_ready`].
     pub fn covered(&self) -> Option<RolloutPosition> {
-        self.covered
+        self.covered.as_ref().map(|covered| covered.position)
     }
 
     /// The 1-based number of the line the entry at `position` comes from (the `compacted` line
@@ -470,9 +439,10 @@ pub fn resume_file(
     let path = path.as_ref();
     let fallback = match &options.snapshot {
         None => None,
-        Some(snapshot) => match snapshot::resume(path, snapshot, options)? {
-            snapshot::Attempt::Resumed(resumed) => return Ok(*resumed),
-            snapshot::Attempt::Fallback(reason) => Some(reason),
+        Some(snapshot) => match snapshot::resume(path, snapshot, options) {
+            Ok(resumed) => return Ok(resumed),
+            Err(snapshot::Stop::Fallback(reason)) => Some(reason),
+            Err(snapshot::Stop::Error(error)) => return Err(error),
         },
     };
     let mut resumed = resume_lines(open_rollout(path)?, path, options)?;
@@ -518,22 +488,20 @@ fn resume_lines(
         forget_unread_text(&mut line);
         lines.push(line);
     })?;
-    let covered = options.snapshot_ready.then(|| RolloutPosition {
+    let position = options.snapshot_ready.then(|| RolloutPosition {
         lines: read.report.lines,
         bytes: read.end,
         digest: hasher.finalize(),
     });
     let rollout = Rollout::from_parts(lines, read.report, label.to_owned());
     let mut resumed = rollout.resume(options.truncation)?;
-    resumed.covered = covered;
-    if options.snapshot_ready {
-        resumed.prefix_facts = Some(
-            line_facts(&rollout.lines, false)
-                .into_iter()
-                .map(stored_fact)
-                .collect(),
-        );
-    }
+    resumed.covered = position.map(|position| Covered {
+        position,
+        facts: line_facts(&rollout.lines, false)
+            .into_iter()
+            .map(stored_fact)
+            .collect(),
+    });
     Ok(resumed)
 }
 
@@ -544,9 +512,9 @@ impl Rollout {
     /// It follows Codex's two phases.
     ///
     /// **Phase 1, reverse scan.** It reads a few facts of each line (what starts or ends a turn,
-    /// what counts as a user turn, rollbacks, `turn_context` lines, compactions); a snapshot of
-    /// format version 2 stores them for the lines it covers. From the newest line back, lines are grouped into turn
-    /// *segments*. A segment is closed by a `task_started` event (Codex's name; `turn_started` is
+    /// what counts as a user turn, rollbacks, `turn_context` lines, compactions); a snapshot
+    /// stores them for the lines it covers. From the newest line back, lines are grouped into
+    /// turn *segments*. A segment is closed by a `task_started` event (Codex's name; `turn_started` is
     /// read as the same event, as `turn_complete` is as `task_complete`) whose turn id is
     /// compatible with the segment's (one of the two is unknown, or they are equal); a
     /// `task_started` with another id stays inside the segment. The segment's turn id comes from
@@ -640,7 +608,6 @@ impl Rollout {
             source: ResumeSource::Rollout,
             covered: None,
             entry_lines: replay.entry_lines,
-            prefix_facts: None,
             legacy_compaction: replay.legacy_compaction,
             open_turn: replay.open_turn.as_ref().and_then(turn::Tracked::stored),
         })
@@ -1054,12 +1021,9 @@ mod tests {
             },
             FallbackReason::PrefixChanged,
             FallbackReason::NotAtLineBoundary,
-            FallbackReason::OldVersion { version: 1 },
-            FallbackReason::NoWorldState { version: 2 },
-            FallbackReason::NoOpenTurn { version: 3 },
-            FallbackReason::LaterLine {
-                line: 7,
-                what: LaterLine::Rollback,
+            FallbackReason::OldVersion {
+                found: 2,
+                supported: 4,
             },
         ];
         let documented = documented_reasons();
@@ -1083,11 +1047,8 @@ mod tests {
                 ),
                 FallbackReason::PrefixChanged => ("prefix_changed", json!({})),
                 FallbackReason::NotAtLineBoundary => ("not_at_line_boundary", json!({})),
-                FallbackReason::OldVersion { .. } => ("old_version", json!({"version": 1})),
-                FallbackReason::NoWorldState { .. } => ("no_world_state", json!({"version": 2})),
-                FallbackReason::NoOpenTurn { .. } => ("no_open_turn", json!({"version": 3})),
-                FallbackReason::LaterLine { .. } => {
-                    ("later_line", json!({"line": 7, "what": "rollback"}))
+                FallbackReason::OldVersion { .. } => {
+                    ("old_version", json!({"found": 2, "supported": 4}))
                 }
             };
             assert_eq!(reason.name(), name);
@@ -1095,8 +1056,7 @@ mod tests {
             let message = reason.to_string();
             let words = match &reason {
                 FallbackReason::RolloutShorter { .. } => "has 10 bytes; the snapshot covers 20",
-                FallbackReason::LaterLine { .. } => "line 7 after the snapshot",
-                FallbackReason::OldVersion { .. } => "format version 1",
+                FallbackReason::OldVersion { .. } => "format version 2, older than version 4",
                 FallbackReason::Unreadable(_) => "the snapshot cannot be used: ",
                 _ => " ",
             };

@@ -5,8 +5,8 @@
 //! ends a turn, what counts as a user turn, rollbacks, `turn_context` lines and compactions. A
 //! line without such a fact changes nothing the scan computes (a segment is only ever started,
 //! closed, marked or given a payload by one of these), so it is left out. That is what lets a
-//! version 2 snapshot store the facts of the prefix it covers and resume run the same scan over
-//! them and the facts of the later lines.
+//! snapshot store the facts of the prefix it covers and resume run the same scan over them and
+//! the facts of the later lines.
 
 use crate::snapshot::PrefixFact;
 

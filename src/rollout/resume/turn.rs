@@ -4,8 +4,8 @@
 //! opens a turn at the history's length, a `task_complete` or `turn_aborted` closes it. A
 //! compaction inside the open turn moves its start after the compaction (the items before it are
 //! summarised, not the turn's any more); a rollback inside it keeps the start at most at the
-//! history's new length. A snapshot whose prefix ends inside a turn stores that turn (format
-//! version 4), so that a resume through it continues from the same state.
+//! history's new length. A snapshot whose prefix ends inside a turn stores that turn, so that a
+//! resume through it continues from the same state.
 
 use crate::history::History;
 use crate::item::{Pairing, TurnId};
@@ -117,8 +117,8 @@ mod tests {
         history
     }
 
-    /// The turn a snapshot stores is the turn it was read from (format version 4 keeps the open
-    /// turn so that a resume through the snapshot continues from the same state); a turn whose
+    /// The turn a snapshot stores is the turn it was read from (it keeps the open turn so that a
+    /// resume through the snapshot continues from the same state); a turn whose
     /// start is still inside a pending legacy compaction is not stored.
     #[test]
     fn a_stored_open_turn_reads_back_as_itself() {
