@@ -28,9 +28,8 @@ use crate::world::{WorldSnapshot, WorldState, WorldStateChange};
 /// `world_state` lines ([`Session::persist_world_state`]). Resuming the file gives a history equal
 /// to this one, entry for entry and world-state baseline included, and one that a later rollback
 /// changes as it changes this one — across compactions too ([`History::drop_last_n_user_turns`]),
-/// also when it is resumed through a snapshot this build wrote (format version 2 and later hold
-/// the states before the compactions they cover). Through a version 1 snapshot a rollback does not return past the
-/// compactions it covers (`docs/codex-compatibility.md`).
+/// also when it is resumed through a snapshot (which holds the states before the compactions it
+/// covers).
 ///
 /// The history changes first, then the line is written. If the write fails, the error is
 /// returned, the history keeps the change, and the line stays pending in the writer: it is written
@@ -61,7 +60,7 @@ use crate::world::{WorldSnapshot, WorldState, WorldStateChange};
 /// drop(session); // it holds the file's lock: no second writer while it lives
 ///
 /// let resumed = Session::resume(&path, &ResumeOptions::default(), Durability::SyncData)?;
-/// assert_eq!(resumed.session.history().entries(), live.entries());
+/// assert_eq!(resumed.session().history().entries(), live.entries());
 /// # std::fs::remove_dir_all(&dir).ok();
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
@@ -75,23 +74,50 @@ pub struct Session<S: RolloutSink = FileSink> {
     publisher: Option<HistoryPublisher>,
 }
 
-/// A session resumed from its rollout ([`Session::resume`]), and what resuming found.
+/// A session resumed from its rollout ([`Session::resume`]), and what resuming found. Its parts
+/// are read through methods, as those of [`Resumed`](crate::Resumed) are;
+/// [`ResumedSession::into_session`] takes the session out.
 #[derive(Debug)]
-#[non_exhaustive]
 pub struct ResumedSession {
-    /// The session, appending to the rollout it was resumed from.
-    pub session: Session,
-    /// What the reader found in the lines it read.
-    pub report: LoadReport,
-    /// How the history was resumed: from every line, or from a snapshot plus the later lines
-    /// (or why the snapshot could not be used).
-    pub source: ResumeSource,
-    /// The previous turn's settings (the `turn_context` payload resume settled on), for the next
-    /// turn's settings diff.
-    pub previous_turn_settings: Option<Box<RawValue>>,
+    session: Session,
+    report: LoadReport,
+    source: ResumeSource,
+    previous_turn_settings: Option<Box<RawValue>>,
 }
 
 impl ResumedSession {
+    /// The session, appending to the rollout it was resumed from.
+    pub fn session(&self) -> &Session {
+        &self.session
+    }
+
+    /// The session, to record into while the rest of the result is still at hand.
+    pub fn session_mut(&mut self) -> &mut Session {
+        &mut self.session
+    }
+
+    /// The session, taken out.
+    pub fn into_session(self) -> Session {
+        self.session
+    }
+
+    /// What the reader found in the lines it read.
+    pub fn report(&self) -> &LoadReport {
+        &self.report
+    }
+
+    /// How the history was resumed: from every line, or from a snapshot plus the later lines
+    /// (or why the snapshot could not be used).
+    pub fn source(&self) -> &ResumeSource {
+        &self.source
+    }
+
+    /// The previous turn's settings (the `turn_context` payload resume settled on), for the next
+    /// turn's settings diff.
+    pub fn previous_turn_settings(&self) -> Option<&RawValue> {
+        self.previous_turn_settings.as_deref()
+    }
+
     /// The rollout's last turn when it was started and neither completed nor aborted (the
     /// session stopped inside it): [`LoadReport::incomplete_turn`]. The calls it lists have no
     /// output; the next projection repairs them, and nothing is written for them.
@@ -183,9 +209,9 @@ impl Session<FileSink> {
     /// The snapshot stands for what resuming the rollout gives, which is this session's history
     /// (see [`Session`]). To get it without reading
     /// the whole file, the snapshot already at `path` is tried as a base: refreshing a snapshot
-    /// reads only the lines appended since it was written, whatever they are — unless the
-    /// snapshot there is of format version 1, which is then replaced by a version 2 snapshot
-    /// after one read of the whole file (see `docs/snapshot-format.md`).
+    /// reads only the lines appended since it was written, whatever they are — unless that
+    /// snapshot cannot be used (an older format version, another rollout), which is then
+    /// replaced after one read of the whole file (see `docs/snapshot-format.md`).
     ///
     /// # Errors
     ///

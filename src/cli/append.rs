@@ -73,7 +73,7 @@ pub fn run(args: AppendArgs) -> anyhow::Result<ExitCode> {
     };
     let resumed = Session::resume(&rollout, &ResumeOptions::default(), Durability::SyncData)
         .with_context(|| format!("cannot append to {}", rollout.display()))?;
-    let mut session = resumed.session;
+    let mut session = resumed.into_session();
     let mut accumulator = match format {
         Target::Responses => Accumulator::Responses(ResponsesAccumulator::new()),
         Target::ChatCompletions => Accumulator::Chat(ChatAccumulator::new()),
