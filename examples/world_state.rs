@@ -105,7 +105,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let live = session.history().clone();
     drop(session);
 
-    let mut resumed = Session::resume(&path, &ResumeOptions::default(), Durability::Flush)?.session;
+    let mut resumed =
+        Session::resume(&path, &ResumeOptions::default(), Durability::Flush)?.into_session();
     assert_eq!(
         resumed.history(),
         &live,

@@ -100,16 +100,16 @@ fn a_turn_cancelled_after_a_complete_call_is_reported_and_repaired() {
     let open = resumed.incomplete_turn().expect("inside turn-2");
     assert_eq!((open.start, open.items), (2, 0));
     resumed
-        .session
+        .session_mut()
         .record_json(&user("run ls"))
         .expect("recorded");
     // The model's answer streams in: the call completes, a message starts, and the user cancels
     // the turn before the tool runs.
     let mut accumulator = ResponsesAccumulator::new();
     accumulator
-        .feed(cancelled_stream().as_bytes(), &mut resumed.session, |_| {})
+        .feed(cancelled_stream().as_bytes(), resumed.session_mut(), |_| {})
         .expect("valid events");
-    let summary = accumulator.abort(&mut resumed.session).expect("aborted");
+    let summary = accumulator.abort(resumed.session_mut()).expect("aborted");
     assert_eq!(summary.end, StreamEnd::Aborted);
     assert_eq!(summary.recorded, 1, "the call");
     assert_eq!(summary.dropped.len(), 1, "the half message");

@@ -526,7 +526,7 @@ fn a_second_writer_on_the_same_rollout_is_refused() {
     drop(session);
     let mut resumed = Session::resume(&path, &ResumeOptions::default(), Durability::Flush)
         .expect("free again")
-        .session;
+        .into_session();
     resumed.record_json(&user("two")).expect("recorded");
     assert_eq!(resume_path(&path, DEFAULT_TRUNCATION).history().len(), 2);
 }
@@ -628,8 +628,8 @@ fn resume_continues_appending_after_a_torn_tail() {
     std::fs::write(&path, &bytes).expect("write");
     let resumed =
         Session::resume(&path, &ResumeOptions::default(), Durability::SyncData).expect("resumes");
-    assert!(resumed.report.torn_tail);
-    let mut session = resumed.session;
+    assert!(resumed.report().torn_tail);
+    let mut session = resumed.into_session();
     session.record_json(&user("two")).expect("recorded");
     let resumed = resume_path(&path, DEFAULT_TRUNCATION);
     assert_eq!(resumed.history().entries(), session.history().entries());

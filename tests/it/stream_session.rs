@@ -82,7 +82,7 @@ fn a_cancelled_stream_writes_one_line_per_complete_item_and_resumes_to_the_same_
     drop(session);
     let resumed =
         Session::resume(&path, &ResumeOptions::default(), Durability::Flush).expect("resumes");
-    assert_eq!(resumed.session.history().entries(), live.entries());
+    assert_eq!(resumed.session().history().entries(), live.entries());
 }
 
 #[test]

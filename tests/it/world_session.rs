@@ -92,7 +92,7 @@ fn a_session_records_what_changed_and_resumes_to_the_same_items_and_baseline() {
     drop(session);
     let mut resumed = Session::resume(&path, &ResumeOptions::default(), Durability::Flush)
         .expect("resumed")
-        .session;
+        .into_session();
     assert_eq!(jsons(resumed.history()), jsons(&live));
     assert_eq!(resumed.history(), &live, "items, version and baseline");
     let after = resumed
