@@ -373,8 +373,7 @@ fn first_request_body(dir: &std::path::Path) {
 
 /// A Codex-shaped session that continues after its snapshot: 3,000 turns with turn events, a
 /// `turn_context`, a `user_message` event, a call with its exec event and output, and a compaction
-/// (with replacement history) every 200 turns; the snapshot covers the first 2,900 turns. Before
-/// format version 2 the later turn events made every such resume fall back to a full one.
+/// (with replacement history) every 200 turns; the snapshot covers the first 2,900 turns.
 fn codex_session(dir: &std::path::Path) {
     let body = "lorem ipsum dolor sit amet ".repeat(20);
     let line = |kind: &str, payload: &str| {

@@ -2,10 +2,10 @@
 # Seeds fuzz/corpus/<target>/ (not committed: fuzz/corpus is ignored) from real inputs, so that
 # the targets that read files start from valid ones: the bundled sessions (examples/rollouts/),
 # the hand-written rollouts of fuzz/seeds/rollouts/ (every item kind, compactions and a rollback,
-# the legacy format), the Codex-shaped rollout of the version 2 golden
-# (tests/fixtures/snapshot-v2.jsonl), snapshots of all of them written by the command-line tool,
-# and the golden snapshots tests/fixtures/snapshot-v1.snap and snapshot-v2.snap (with an earlier
-# state); the snapshots the tool writes are checked with `agent-history verify` first. Run from
+# the legacy format), the Codex-shaped rollouts of the goldens
+# (tests/fixtures/snapshot-v{2,3,4}.jsonl), snapshots of all of them written by the command-line
+# tool, and the golden snapshot tests/fixtures/snapshot-v4.snap (with an earlier state, a
+# world-state baseline and an open turn); the snapshots the tool writes are checked with `agent-history verify` first. Run from
 # anywhere; safe to run again.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -23,8 +23,8 @@ snapshot_input() { # mode file output
   { printf "\\$(printf '%03o' "$1")"; head -c 256 "$2"; tail -c +4097 "$2"; } >"$3"
 }
 
-snapshots=(tests/fixtures/snapshot-v1.snap tests/fixtures/snapshot-v2.snap tests/fixtures/snapshot-v3.snap)
-for rollout in examples/rollouts/*.jsonl fuzz/seeds/rollouts/*.jsonl tests/fixtures/snapshot-v2.jsonl tests/fixtures/snapshot-v3.jsonl; do
+snapshots=(tests/fixtures/snapshot-v4.snap)
+for rollout in examples/rollouts/*.jsonl fuzz/seeds/rollouts/*.jsonl tests/fixtures/snapshot-v{2,3,4}.jsonl; do
   name=$(basename "$rollout" .jsonl)
   # rollout_read: three option bytes (session_meta prefix, line limit, max reported), the bytes.
   { printf '\000\000\000'; cat "$rollout"; } >"$corpus/rollout_read/$name"

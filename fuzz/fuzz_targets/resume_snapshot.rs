@@ -7,11 +7,11 @@
 //!
 //! Checked: the snapshot opens to the history of the prefix; whether or not the snapshot is used
 //! (`FallbackReason` says why not), the result equals the full resume: the same entries, version,
-//! reference context item, thread id, previous-turn settings and turn state, and (a version 2
-//! snapshot carries the states before the compactions it covers) the same reachable turns and
+//! reference context item, thread id, previous-turn settings and turn state, and (the snapshot
+//! carries the states before the compactions it covers) the same reachable turns and
 //! compactions, and the same history after a rollback of any depth (`docs/snapshot-format.md`,
 //! "Resume"); the history's equality includes its world-state baseline, which the snapshot
-//! stores (version 3) and both resumes rebuild from the `world_state` lines.
+//! stores and both resumes rebuild from the `world_state` lines.
 #![no_main]
 
 use agent_history::{

@@ -122,8 +122,7 @@ pub fn check_opened(snapshot: &Snapshot, verified: bool) {
     );
     assert_eq!(reopened.header(), &header);
     assert_eq!(header.rollout, snapshot.header().rollout);
-    // The same format version (a version 1 snapshot is written back as one) and, in version 2,
-    // the same states before compactions.
+    // The same format version and the same states before compactions.
     assert_eq!(header.format_version, snapshot.header().format_version);
     assert_eq!(
         reopened.history().compactions_reachable(),

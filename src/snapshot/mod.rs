@@ -906,18 +906,22 @@ mod tests {
         assert_eq!(current.expect("opens").history().len(), 1);
     }
 
+    /// A one-entry snapshot with these resume flags, and the open turn that bit 0 requires.
+    fn with_flags(flags: u8) -> Result<Snapshot, SnapshotError> {
+        let mut root = core(1);
+        root.resume_flags = flags;
+        let open_turn = (flags & 1 != 0).then_some(StoredOpenTurn {
+            turn_id: None,
+            started_line: 3,
+            start: 1,
+        });
+        open_payload(payload(root, open_turn), 1, SnapshotOptions::default())
+    }
+
     #[test]
     fn resume_flags_and_truncation_are_read_bit_by_bit() {
         for flags in 0..8u8 {
-            let mut root = core(1);
-            root.resume_flags = flags;
-            let open_turn = (flags & 1 != 0).then_some(StoredOpenTurn {
-                turn_id: None,
-                started_line: 3,
-                start: 0,
-            });
-            let snapshot = open_payload(payload(root, open_turn), 1, SnapshotOptions::default())
-                .expect("opens");
+            let snapshot = with_flags(flags).expect("opens");
             let state = snapshot.state();
             assert_eq!(state.ends_inside_turn, flags & 1 != 0, "{flags}");
             assert_eq!(state.legacy, flags & 2 != 0, "{flags}");
@@ -926,16 +930,7 @@ mod tests {
             assert_eq!(snapshot.history().reference_context_item(), None);
             assert_eq!(snapshot.history().version(), 7);
         }
-        let mut root = core(1);
-        root.resume_flags = 8;
-        assert_eq!(
-            invalid(open_payload(
-                payload(root, None),
-                1,
-                SnapshotOptions::default()
-            )),
-            "invalid resume flags"
-        );
+        assert_eq!(invalid(with_flags(8)), "invalid resume flags");
         for (mode, policy) in [
             (0, Some(TruncationPolicy::Bytes(100))),
             (1, Some(TruncationPolicy::Tokens(100))),
@@ -1285,15 +1280,7 @@ mod tests {
     fn the_resume_flags_survive_a_copy() {
         let dir = tempfile::tempdir().expect("dir");
         for flags in 0..8u8 {
-            let mut root = core(1);
-            root.resume_flags = flags;
-            let open_turn = (flags & 1 != 0).then_some(StoredOpenTurn {
-                turn_id: None,
-                started_line: 1,
-                start: 1,
-            });
-            let snapshot = open_payload(payload(root, open_turn), 1, SnapshotOptions::default())
-                .expect("opens");
+            let snapshot = with_flags(flags).expect("opens");
             let path = dir.path().join(format!("{flags}.snap"));
             let header = snapshot.write(&path).expect("written");
             assert_eq!(header.format_version, SNAPSHOT_FORMAT_VERSION);

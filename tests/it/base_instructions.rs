@@ -178,7 +178,7 @@ fn a_legacy_file_gives_the_instructions_of_its_bare_meta() {
 }
 
 /// A runtime resumes a session and builds the request it would send: its `instructions` are the
-/// ones the session was created with, also through a snapshot (version 2 keeps them).
+/// ones the session was created with, also through a snapshot (which keeps them).
 #[test]
 fn a_resumed_session_builds_its_request_with_the_recorded_instructions() {
     let dir = temp_dir();
@@ -199,7 +199,7 @@ fn a_resumed_session_builds_its_request_with_the_recorded_instructions() {
     let resumed =
         Session::resume(&path, &ResumeOptions::default(), Durability::Flush).expect("resumed");
     let recorded = resumed
-        .report
+        .report()
         .base_instructions
         .clone()
         .expect("recorded instructions");
@@ -209,7 +209,7 @@ fn a_resumed_session_builds_its_request_with_the_recorded_instructions() {
         ..RequestSettings::default()
     })
     .with_base_instructions(recorded.text)
-    .compile(resumed.session.history(), StepContext::default())
+    .compile(resumed.session().history(), StepContext::default())
     .expect("lenient");
     let body: Value = serde_json::from_slice(&request.body().expect("body")).expect("JSON");
     assert_eq!(body["instructions"], instructions.text.as_str());
@@ -222,12 +222,12 @@ fn a_resumed_session_builds_its_request_with_the_recorded_instructions() {
     )
     .expect("resumed");
     assert!(matches!(
-        through_snapshot.source,
+        through_snapshot.source(),
         ResumeSource::Snapshot { .. }
     ));
-    // A version 2 snapshot keeps them.
+    // The snapshot keeps them.
     assert_eq!(
-        through_snapshot.report.base_instructions,
+        through_snapshot.report().base_instructions,
         Some(instructions)
     );
 }

@@ -7,11 +7,10 @@ use crate::common;
 use std::path::{Path, PathBuf};
 
 use agent_history::{
-    DEFAULT_TRUNCATION, Durability, FallbackReason, History, LaterLine, ProjectionOptions,
-    PromptCompiler, READER_LABEL, RequestSettings, ResumeOptions, ResumeSource, Resumed,
-    RolloutWriter, SNAPSHOT_FORMAT_VERSION, Session, SessionMeta, SnapshotError, SnapshotOptions,
-    StepContext, TruncationPolicy, is_snapshot, open_snapshot, resume_file, resume_reader,
-    summary_text,
+    DEFAULT_TRUNCATION, Durability, FallbackReason, History, ProjectionOptions, PromptCompiler,
+    READER_LABEL, RequestSettings, ResumeOptions, ResumeSource, Resumed, RolloutWriter,
+    SNAPSHOT_FORMAT_VERSION, Session, SessionMeta, SnapshotError, SnapshotOptions, StepContext,
+    TruncationPolicy, is_snapshot, open_snapshot, resume_file, resume_reader, summary_text,
 };
 use common::{
     THREAD_ID, example, item_line, jsons, line, meta_line, meta_payload, temp_dir, thread, user,
@@ -229,10 +228,8 @@ fn every_truncation_and_every_changed_byte_is_an_error() {
     // (covered by the payload digest).
     let expected = |at: usize, error: &SnapshotError| match at {
         0..8 => matches!(error, SnapshotError::BadMagic { .. }),
-        8..12 => matches!(
-            error,
-            SnapshotError::UnsupportedVersion { .. } | SnapshotError::BadHeader { .. }
-        ),
+        // No flip of the version (4) gives an older one (1 to 3).
+        8..12 => matches!(error, SnapshotError::UnsupportedVersion { .. }),
         12..15 => matches!(error, SnapshotError::UnsupportedFormat { .. }),
         15..256 => {
             matches!(error, SnapshotError::BadHeader { detail, .. } if detail == "header digest mismatch")
@@ -271,10 +268,15 @@ fn version_and_format_errors_say_what_was_found() {
     let dir = temp_dir();
     let (_, path, _) = snapshot_of(dir.path(), small_rollout().as_bytes(), "small");
     let original = std::fs::read(&path).expect("file");
-    let mut bytes = original.clone();
-    bytes[8..12].copy_from_slice(&7u32.to_le_bytes());
-    std::fs::write(&path, &bytes).expect("write");
-    let error = open_snapshot(&path, SnapshotOptions::default()).expect_err("refused");
+    // The file with one header byte range changed (not re-digested: the version and the format
+    // bytes are refused before the header digest is checked).
+    let refused = |at: usize, with: &[u8]| {
+        let mut bytes = original.clone();
+        bytes[at..at + with.len()].copy_from_slice(with);
+        std::fs::write(&path, &bytes).expect("write");
+        open_snapshot(&path, SnapshotOptions::default()).expect_err("refused")
+    };
+    let error = refused(8, &7u32.to_le_bytes());
     assert!(
         matches!(
             error,
@@ -286,10 +288,26 @@ fn version_and_format_errors_say_what_was_found() {
         ),
         "{error}"
     );
-    let mut bytes = original;
-    bytes[12] = 2;
-    std::fs::write(&path, &bytes).expect("write");
-    let error = open_snapshot(&path, SnapshotOptions::default()).expect_err("refused");
+    // An older version is refused as such, naming both versions.
+    let error = refused(8, &2u32.to_le_bytes());
+    assert!(
+        matches!(
+            error,
+            SnapshotError::OlderVersion {
+                found: 2,
+                supported: 4,
+                ..
+            }
+        ),
+        "{error}"
+    );
+    assert!(
+        error
+            .to_string()
+            .contains("has format version 2, older than version 4"),
+        "{error}"
+    );
+    let error = refused(12, &[2]);
     assert!(
         matches!(
             error,
@@ -302,181 +320,92 @@ fn version_and_format_errors_say_what_was_found() {
     assert!(matches!(error, SnapshotError::BadMagic { .. }), "{error}");
 }
 
-/// The golden snapshot of format version 1: read by every build, and written back byte for byte
-/// when copied (a version 1 snapshot is rewritten as version 1: it has no scan facts), so the
-/// format cannot change unnoticed. It was written from `snapshot-v1.jsonl` by the version 1
-/// writer; this build writes version 2 from a resume.
+/// The golden snapshots of the older format versions (1 to 3, each written from
+/// `snapshot-v<n>.jsonl` by the build of that version) are refused: opening one, as the
+/// program's own or untrusted, is `OlderVersion` naming its version and the supported one; a
+/// resume of its rollout through it falls back (`old_version`, both versions) to exactly what a
+/// resume without it gives; a snapshot-ready resume through it too, and the snapshot written from
+/// that resume replaces the old one (a snapshot of any version may be replaced) with the
+/// supported version, which the next resume uses.
 #[test]
-fn golden_snapshot_v1_reads_and_rewrites_identically() {
+fn older_golden_snapshots_are_refused_and_resume_reads_the_rollout_instead() {
     let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
-    let golden = fixtures.join("snapshot-v1.snap");
-    // The rollout the golden was written from (an earlier copy of the bundled session, with the
-    // turn events' alias names). It ends with a torn line: the snapshot covers the complete lines
-    // before it.
-    let resumed = resume_file(
-        fixtures.join("snapshot-v1.jsonl"),
-        &ResumeOptions::new(DEFAULT_TRUNCATION).snapshot_ready(),
-    )
-    .expect("resumes");
-    let opened = open_snapshot(&golden, SnapshotOptions::default()).expect("golden opens");
-    assert_eq!(opened.header().format_version, 1);
-    assert_eq!(Some(opened.header().rollout), resumed.covered());
-    assert_eq!(opened.state().thread_id, Some(resumed.thread_id()));
-    assert_eq!(
-        opened
-            .state()
-            .previous_turn_settings
-            .as_ref()
-            .map(|raw| raw.get()),
-        resumed
-            .previous_turn_settings()
-            .as_ref()
-            .map(|raw| raw.get())
-    );
-    assert_eq!(opened.state().ends_inside_turn, resumed.ends_inside_turn());
-    assert_eq!(opened.state().legacy, resumed.report().legacy);
-    assert_eq!(opened.history().entries(), resumed.history().entries());
-    // Opened untrusted too: every entry checked.
-    open_snapshot(&golden, SnapshotOptions::untrusted()).expect("golden opens untrusted");
     let dir = temp_dir();
-    let golden_bytes = std::fs::read(&golden).expect("golden");
-    let copy = dir.path().join("copy.snap");
-    opened.write(&copy).expect("written");
-    assert_eq!(
-        std::fs::read(&copy).expect("file"),
-        golden_bytes,
-        "an opened version 1 snapshot writes itself back unchanged"
-    );
-    // A resume through it (not snapshot-ready) uses it: the covered prefix is the same.
-    let rollout = dir.path().join("rollout.jsonl");
-    std::fs::copy(fixtures.join("snapshot-v1.jsonl"), &rollout).expect("copied");
-    let through = resume_with(&rollout, &golden, DEFAULT_TRUNCATION);
-    assert!(through.used_snapshot(), "{:?}", through.source());
-    assert_eq!(
-        through.history(),
-        common::resume_path(&rollout, DEFAULT_TRUNCATION).history()
-    );
-    // A snapshot-ready resume does not: it reads every line, so that the snapshot written from
-    // it is version 2.
-    let ready = resume_file(
-        &rollout,
-        &ResumeOptions::new(DEFAULT_TRUNCATION)
-            .snapshot_ready()
-            .with_snapshot(&golden),
-    )
-    .expect("resumes");
-    assert!(
-        matches!(
-            ready.fallback_reason(),
-            Some(FallbackReason::OldVersion { version: 1 })
-        ),
-        "{:?}",
-        ready.source()
-    );
-    let upgraded = dir.path().join("upgraded.snap");
-    ready.write_snapshot(&upgraded).expect("written");
-    let upgraded = open_snapshot(&upgraded, SnapshotOptions::default()).expect("opens");
-    assert_eq!(upgraded.header().format_version, SNAPSHOT_FORMAT_VERSION);
-}
-
-/// The golden snapshot of format version 2, written from `snapshot-v2.jsonl` (the bundled session
-/// followed by a turn with a compaction mid-turn, a rolled-back turn and an inter-agent line, so
-/// that it holds an earlier state and every kind of scan fact) by the version 2 writer: read by
-/// every build, written back byte for byte when copied (a copy keeps its version: it holds no
-/// world-state baseline), and used by a resume of its rollout (whose prefix has no `world_state`
-/// line).
-#[test]
-fn golden_snapshot_v2_reads_and_rewrites_identically() {
-    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
-    let golden = fixtures.join("snapshot-v2.snap");
-    let rollout = fixtures.join("snapshot-v2.jsonl");
-    let resumed = resume_file(
-        &rollout,
-        &ResumeOptions::new(DEFAULT_TRUNCATION).snapshot_ready(),
-    )
-    .expect("resumes");
-    let opened = open_snapshot(&golden, SnapshotOptions::untrusted()).expect("golden opens");
-    assert_eq!(opened.header().format_version, 2);
-    assert_eq!(Some(opened.header().rollout), resumed.covered());
-    assert_eq!(opened.history().entries(), resumed.history().entries());
-    assert_eq!(opened.history().compactions_reachable(), 1);
-    assert_eq!(
-        opened.history().reachable_user_turns(),
-        resumed.history().reachable_user_turns()
-    );
-    let dir = temp_dir();
-    let golden_bytes = std::fs::read(&golden).expect("golden");
-    let copy = dir.path().join("copy.snap");
-    opened.write(&copy).expect("written");
-    assert_eq!(
-        std::fs::read(&copy).expect("file"),
-        golden_bytes,
-        "an opened version 2 snapshot writes itself back unchanged"
-    );
-    let through = resume_with(&rollout, &golden, DEFAULT_TRUNCATION);
-    assert!(through.used_snapshot(), "{:?}", through.source());
-    assert_eq!(through.history(), resumed.history());
-    // A snapshot-ready resume uses it too: only a version 1 snapshot is too old for one.
-    let ready = resume_file(
-        &rollout,
-        &ResumeOptions::new(DEFAULT_TRUNCATION)
-            .snapshot_ready()
-            .with_snapshot(&golden),
-    )
-    .expect("resumes");
-    assert!(ready.used_snapshot(), "{:?}", ready.source());
-    assert_eq!(ready.history(), resumed.history());
-    let again = dir.path().join("again.snap");
-    resumed.write_snapshot(&again).expect("written");
-    let again = open_snapshot(&again, SnapshotOptions::default()).expect("opens");
-    assert_eq!(again.header().format_version, SNAPSHOT_FORMAT_VERSION);
-}
-
-/// The golden snapshot of format version 3, written from `snapshot-v3.jsonl` (`snapshot-v2.jsonl`
-/// followed by world-state lines: a full snapshot and a patch) by the build of that version: read
-/// by every build, standing for the rollout's prefix as a full resume does, and copied byte for
-/// byte from the opened file (a copy keeps its version).
-#[test]
-fn golden_snapshot_v3_reads_and_copies_identically() {
-    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
-    let golden = fixtures.join("snapshot-v3.snap");
-    let rollout = fixtures.join("snapshot-v3.jsonl");
-    let resumed = resume_file(
-        &rollout,
-        &ResumeOptions::new(DEFAULT_TRUNCATION).snapshot_ready(),
-    )
-    .expect("resumes");
-    let opened = open_snapshot(&golden, SnapshotOptions::untrusted()).expect("golden opens");
-    assert_eq!(opened.header().format_version, 3);
-    assert_eq!(opened.state().open_turn, None);
-    assert_eq!(Some(opened.header().rollout), resumed.covered());
-    assert_eq!(opened.history().entries(), resumed.history().entries());
-    assert_eq!(opened.history().compactions_reachable(), 1);
-    assert_eq!(
-        opened.history().reachable_user_turns(),
-        resumed.history().reachable_user_turns()
-    );
-    let baseline = opened
-        .history()
-        .world_state_baseline()
-        .expect("the rollout ends with world-state lines");
-    assert_eq!(Some(baseline), resumed.history().world_state_baseline());
-    let dir = temp_dir();
-    let golden_bytes = std::fs::read(&golden).expect("golden");
-    let copy = dir.path().join("copy.snap");
-    opened.write(&copy).expect("written");
-    assert_eq!(
-        std::fs::read(&copy).expect("file"),
-        golden_bytes,
-        "an opened version 3 snapshot writes itself back unchanged"
-    );
-    let through = resume_file(
-        &rollout,
-        &ResumeOptions::new(DEFAULT_TRUNCATION).with_snapshot(&golden),
-    )
-    .expect("resumes");
-    assert!(through.used_snapshot(), "{:?}", through.source());
-    assert_eq!(through.history(), resumed.history());
+    for version in 1..SNAPSHOT_FORMAT_VERSION {
+        let golden = fixtures.join(format!("snapshot-v{version}.snap"));
+        for options in [SnapshotOptions::default(), SnapshotOptions::untrusted()] {
+            let error = open_snapshot(&golden, options).expect_err("an older version");
+            assert!(
+                matches!(
+                    error,
+                    SnapshotError::OlderVersion { found, supported, .. }
+                        if found == version && supported == SNAPSHOT_FORMAT_VERSION
+                ),
+                "version {version}: {error:?}"
+            );
+            assert!(
+                error.to_string().contains(&format!(
+                    "has format version {version}, older than version {SNAPSHOT_FORMAT_VERSION}"
+                )),
+                "{error}"
+            );
+        }
+        let rollout = dir.path().join(format!("v{version}.jsonl"));
+        std::fs::copy(
+            fixtures.join(format!("snapshot-v{version}.jsonl")),
+            &rollout,
+        )
+        .expect("copied");
+        let snapshot = dir.path().join(format!("v{version}.snap"));
+        std::fs::copy(&golden, &snapshot).expect("copied");
+        let without = common::resume_path(&rollout, DEFAULT_TRUNCATION);
+        let through = resume_with(&rollout, &snapshot, DEFAULT_TRUNCATION);
+        let reason = through.fallback_reason().expect("falls back");
+        assert!(
+            matches!(
+                reason,
+                FallbackReason::OldVersion { found, supported }
+                    if *found == version && *supported == SNAPSHOT_FORMAT_VERSION
+            ),
+            "version {version}: {reason:?}"
+        );
+        assert_eq!(
+            reason.to_string(),
+            format!(
+                "the snapshot has format version {version}, older than version {SNAPSHOT_FORMAT_VERSION}, the only one this build reads"
+            )
+        );
+        assert_eq!(through.history(), without.history(), "version {version}");
+        assert_eq!(
+            through.previous_turn_settings().map(|raw| raw.get()),
+            without.previous_turn_settings().map(|raw| raw.get())
+        );
+        assert_eq!(through.ends_inside_turn(), without.ends_inside_turn());
+        assert_eq!(through.incomplete_turn(), without.incomplete_turn());
+        assert_eq!(through.report(), without.report());
+        let ready = resume_file(
+            &rollout,
+            &ResumeOptions::new(DEFAULT_TRUNCATION)
+                .snapshot_ready()
+                .with_snapshot(&snapshot),
+        )
+        .expect("resumes");
+        assert!(
+            matches!(
+                ready.fallback_reason(),
+                Some(FallbackReason::OldVersion { .. })
+            ),
+            "{:?}",
+            ready.source()
+        );
+        let header = ready
+            .write_snapshot(&snapshot)
+            .expect("replaces the old one");
+        assert_eq!(header.format_version, SNAPSHOT_FORMAT_VERSION);
+        let again = resume_with(&rollout, &snapshot, DEFAULT_TRUNCATION);
+        assert!(again.used_snapshot(), "{:?}", again.source());
+        assert_eq!(again.history(), without.history());
+    }
 }
 
 /// The golden snapshot of format version 4, written from `snapshot-v4.jsonl` (`snapshot-v3.jsonl`
@@ -712,8 +641,8 @@ fn snapshot_resume_equals_full_resume_on_generated_sessions() {
         }
         let text = session.writer().sink().clone();
         let used = check_resume_equivalence(&format!("generated-{seed}"), &text);
-        // A version 2 snapshot holds the scan facts and earlier states of its prefix: every cut
-        // point uses it, compactions and rollbacks after it included.
+        // A snapshot holds the scan facts and earlier states of its prefix: every cut point uses
+        // it, compactions and rollbacks after it included.
         assert_eq!(
             used,
             text.iter().filter(|&&b| b == b'\n').count(),
@@ -784,77 +713,38 @@ fn a_rewritten_rollout_or_another_policy_falls_back_to_a_full_resume() {
 
 /// Later lines that could change what the covered prefix means, each after a user item: a
 /// rollback, a turn event, a `turn_context`, a compaction, an inter-agent line.
-fn later_lines() -> [(String, LaterLine); 5] {
+fn later_lines() -> [(String, &'static str); 5] {
     [
         (
             line(
                 "event_msg",
                 r#"{"type":"thread_rolled_back","num_turns":1}"#,
             ),
-            LaterLine::Rollback,
+            "rollback",
         ),
         (
             line("event_msg", r#"{"type":"task_started","turn_id":"t"}"#),
-            LaterLine::TurnEvent,
+            "turn event",
         ),
-        (
-            line("turn_context", r#"{"model":"m"}"#),
-            LaterLine::TurnContext,
-        ),
+        (line("turn_context", r#"{"model":"m"}"#), "turn_context"),
         (
             line("compacted", r#"{"message":"s","replacement_history":[]}"#),
-            LaterLine::Compaction,
+            "compaction",
         ),
         (
             line(
                 "inter_agent_communication",
                 r#"{"author":"/root","recipient":"/root/w","content":"go","trigger_turn":true}"#,
             ),
-            LaterLine::InterAgent,
+            "inter-agent line",
         ),
     ]
 }
 
-/// A version 1 snapshot holds no scan facts of its prefix: a later line that could change what
-/// the prefix means makes resume fall back, naming the line.
+/// A snapshot holds the scan facts and the earlier states of its prefix: later lines that could
+/// change what the prefix means are resumed through it, and the result is a full resume's.
 #[test]
-fn a_later_line_that_could_change_the_prefix_falls_back_from_a_version_1_snapshot() {
-    let dir = temp_dir();
-    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
-    let golden = fixtures.join("snapshot-v1.snap");
-    let covered = open_snapshot(&golden, SnapshotOptions::default())
-        .expect("golden opens")
-        .header()
-        .rollout;
-    let text = std::fs::read(fixtures.join("snapshot-v1.jsonl")).expect("rollout");
-    let prefix = &text[..covered.bytes as usize];
-    let rollout_path = dir.path().join("r.jsonl");
-    for (later, what) in later_lines() {
-        let mut text = prefix.to_vec();
-        text.extend_from_slice(format!("{}\n{later}\n", item_line(&user("two"))).as_bytes());
-        std::fs::write(&rollout_path, &text).expect("write");
-        let resumed = resume_with(&rollout_path, &golden, DEFAULT_TRUNCATION);
-        let expected_line = covered.lines + 2;
-        assert!(
-            matches!(
-                resumed.fallback_reason(),
-                Some(FallbackReason::LaterLine { line, what: found })
-                    if *found == what && *line == expected_line
-            ),
-            "{what:?}: {:?}",
-            resumed.source()
-        );
-        assert_eq!(
-            resumed.history(),
-            common::resume_path(&rollout_path, DEFAULT_TRUNCATION).history()
-        );
-    }
-}
-
-/// A version 2 snapshot holds the scan facts and the earlier states of its prefix: the same later
-/// lines are resumed through it, and the result is a full resume's.
-#[test]
-fn a_version_2_snapshot_is_used_whatever_lines_follow() {
+fn a_snapshot_is_used_whatever_lines_follow() {
     let dir = temp_dir();
     let prefix = format!("{}\n{}\n", meta_line(), item_line(&user("one")));
     let (rollout_path, snapshot_path, _) = snapshot_of(dir.path(), prefix.as_bytes(), "r");
@@ -1117,14 +1007,14 @@ fn a_session_writes_its_snapshot_and_resumes_through_it() {
     let options = ResumeOptions::default().with_snapshot(&snapshot);
     let resumed = Session::resume(&path, &options, Durability::Flush).expect("resumes");
     assert!(
-        matches!(resumed.source, ResumeSource::Snapshot { covered } if covered.lines == 4),
+        matches!(resumed.source(), ResumeSource::Snapshot { covered } if covered.lines == 4),
         "{:?}",
-        resumed.source
+        resumed.source()
     );
     let full = common::resume_path(&path, DEFAULT_TRUNCATION);
-    assert_eq!(resumed.session.history(), full.history());
-    assert_eq!(resumed.session.thread_id(), thread("s"));
-    let mut session = resumed.session;
+    assert_eq!(resumed.session().history(), full.history());
+    assert_eq!(resumed.session().thread_id(), thread("s"));
+    let mut session = resumed.into_session();
     session.record_json(&user("four")).expect("appends");
     assert_eq!(
         common::resume_path(&path, DEFAULT_TRUNCATION)

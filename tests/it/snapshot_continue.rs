@@ -1,4 +1,4 @@
-//! The snapshot fast path for sessions that continue (format version 2): Codex-shaped rollouts —
+//! The snapshot fast path for sessions that continue: Codex-shaped rollouts —
 //! turn events, `turn_context` lines, `user_message` events, compactions mid-turn, rollbacks
 //! across compactions — resumed through a snapshot of a prefix equal a full resume in everything
 //! resume settles, and in how the history rolls back; and the fast path is actually taken.
@@ -321,8 +321,8 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(32))]
 
     /// Fast path = full resume at every cut of generated Codex-shaped rollouts (legacy
-    /// compactions among them in half the cases). Every cut must take the fast path: a version 2
-    /// snapshot falls back only for reasons these rollouts do not have (another policy, a
+    /// compactions among them in half the cases). Every cut must take the fast path: a snapshot
+    /// falls back only for reasons these rollouts do not have (another policy, a
     /// changed prefix, a legacy-format rollout, strict reading, a stream), so a single fallback
     /// is a failure — a test that passed with the snapshot unused would prove nothing.
     #[test]
@@ -336,15 +336,15 @@ proptest! {
     }
 }
 
-/// A crafted version 2 snapshot whose earlier state points past the entry table, or whose
+/// A crafted snapshot whose earlier state points past the entry table, or whose
 /// `turns_from` is past its state, is refused with an error naming the field; never a panic.
 #[test]
 fn a_crafted_earlier_state_is_a_typed_error() {
     let dir = temp_dir();
     let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
-    let golden = std::fs::read(fixtures.join("snapshot-v2.snap")).expect("golden");
+    let golden = std::fs::read(fixtures.join("snapshot-v4.snap")).expect("golden");
     let opened = open_snapshot(
-        fixtures.join("snapshot-v2.snap"),
+        fixtures.join("snapshot-v4.snap"),
         SnapshotOptions::untrusted(),
     )
     .expect("opens");

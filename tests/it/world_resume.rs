@@ -8,9 +8,9 @@ use std::path::Path;
 
 use agent_history::testing::CodexRollout;
 use agent_history::{
-    DEFAULT_TRUNCATION, Durability, FallbackReason, LineKind, ResumeOptions, Resumed, Session,
-    SessionMeta, SkipReason, WorldSnapshot, WorldStateChange, WorldStateError, WorldStateProblem,
-    open_snapshot, resume_file,
+    DEFAULT_TRUNCATION, Durability, LineKind, ResumeOptions, Resumed, Session, SessionMeta,
+    SkipReason, WorldSnapshot, WorldStateChange, WorldStateError, WorldStateProblem, open_snapshot,
+    resume_file,
 };
 use common::{assistant, item_line, line, meta_line, temp_dir, thread, user};
 use serde_json::{Value, json};
@@ -92,7 +92,7 @@ fn generated(seed: u64) -> CodexRollout {
 
 /// A full resume gives the generator's history (its entries and version), baseline included; a snapshot taken at every line
 /// boundary plus the later lines gives the full resume's, and the snapshot is used at every cut
-/// (format version 3 stores the baseline, so no later line makes resume fall back).
+/// (the snapshot stores the baseline, so no later line makes resume fall back).
 #[test]
 fn a_snapshot_at_every_line_boundary_resumes_to_the_full_resume_baseline_included() {
     let dir = temp_dir();
@@ -392,7 +392,7 @@ fn a_session_persists_world_states_and_resumes_to_the_same_baseline() {
     drop(session);
     let mut resumed = Session::resume(&path, &ResumeOptions::default(), Durability::Flush)
         .expect("resumes")
-        .session;
+        .into_session();
     assert_eq!(resumed.history(), &live);
     assert_eq!(
         resumed
@@ -428,19 +428,22 @@ fn a_session_refuses_a_raw_world_state_line() {
     assert_eq!(LineKind::from_type("world_state"), LineKind::WorldState);
 }
 
-/// The golden version 2 snapshot holds no baseline: its prefix has no `world_state` line, so
-/// resume still uses it, and a `world_state` line after it is applied as in a full resume.
+/// A snapshot of a prefix without `world_state` lines holds no baseline; a `world_state` line
+/// after it is applied as in a full resume.
 #[test]
-fn a_version_2_snapshot_without_world_state_in_its_prefix_is_still_used() {
+fn a_world_state_line_after_a_snapshot_without_a_baseline_is_applied() {
     let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
-    let golden = fixtures.join("snapshot-v2.snap");
-    let covered = open_snapshot(&golden, Default::default())
-        .expect("golden opens")
-        .header()
-        .rollout;
     let text = std::fs::read(fixtures.join("snapshot-v2.jsonl")).expect("rollout");
+    assert!(!String::from_utf8_lossy(&text).contains("world_state"));
     let dir = temp_dir();
     let path = dir.path().join("r.jsonl");
+    std::fs::write(&path, &text).expect("write");
+    let prefix = resume_snapshot_ready(&path);
+    let snap = dir.path().join("r.snap");
+    prefix.write_snapshot(&snap).expect("written");
+    let opened = open_snapshot(&snap, Default::default()).expect("opens");
+    assert_eq!(opened.history().world_state_baseline(), None);
+    let covered = opened.header().rollout;
     let mut text = text[..covered.bytes as usize].to_vec();
     text.extend_from_slice(
         format!(
@@ -452,7 +455,7 @@ fn a_version_2_snapshot_without_world_state_in_its_prefix_is_still_used() {
     std::fs::write(&path, &text).expect("write");
     let through = resume_file(
         &path,
-        &ResumeOptions::new(DEFAULT_TRUNCATION).with_snapshot(&golden),
+        &ResumeOptions::new(DEFAULT_TRUNCATION).with_snapshot(&snap),
     )
     .expect("resumes");
     assert!(through.used_snapshot(), "{:?}", through.source());
@@ -464,63 +467,6 @@ fn a_version_2_snapshot_without_world_state_in_its_prefix_is_still_used() {
         through.history().world_state_baseline(),
         Some(&snapshot(json!({"a": 1})))
     );
-}
-
-/// Rewrites the covered rollout prefix in a snapshot's header (the offsets of
-/// `docs/snapshot-format.md`) and the header digest: a crafted file, for the fallback rules.
-fn set_covered_prefix(snapshot: &Path, lines: u64, prefix: &[u8]) {
-    let mut bytes = std::fs::read(snapshot).expect("snapshot");
-    bytes[72..80].copy_from_slice(&lines.to_le_bytes());
-    bytes[80..88].copy_from_slice(&(prefix.len() as u64).to_le_bytes());
-    bytes[88..120].copy_from_slice(blake3::hash(prefix).as_bytes());
-    let digest = blake3::hash(&bytes[..224]);
-    bytes[224..256].copy_from_slice(digest.as_bytes());
-    std::fs::write(snapshot, bytes).expect("rewritten");
-}
-
-/// A snapshot older than version 3 holds no baseline: when the prefix it covers may hold a
-/// `world_state` line (spelled plainly, or with a `\u` escape), resume falls back and says why.
-#[test]
-fn a_version_2_snapshot_whose_prefix_may_hold_world_state_falls_back() {
-    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
-    let covered = open_snapshot(fixtures.join("snapshot-v2.snap"), Default::default())
-        .expect("golden opens")
-        .header()
-        .rollout;
-    let text = std::fs::read(fixtures.join("snapshot-v2.jsonl")).expect("rollout");
-    let dir = temp_dir();
-    for spelling in ["world_state", "world\\u005fstate"] {
-        let snap = dir.path().join("crafted.snap");
-        std::fs::copy(fixtures.join("snapshot-v2.snap"), &snap).expect("copied");
-        let mut prefix = text[..covered.bytes as usize].to_vec();
-        prefix.extend_from_slice(
-            format!(
-                "{{\"timestamp\":\"2026-01-01T00:00:00.000Z\",\"type\":\"{spelling}\",\"payload\":{{\"full\":true,\"state\":{{\"a\":1}}}}}}\n"
-            )
-            .as_bytes(),
-        );
-        set_covered_prefix(&snap, covered.lines + 1, &prefix);
-        let path = dir.path().join("r.jsonl");
-        std::fs::write(&path, &prefix).expect("write");
-        let through = resume_file(
-            &path,
-            &ResumeOptions::new(DEFAULT_TRUNCATION).with_snapshot(&snap),
-        )
-        .expect("resumes");
-        assert!(
-            matches!(
-                through.fallback_reason(),
-                Some(FallbackReason::NoWorldState { version: 2 })
-            ),
-            "{spelling}: {:?}",
-            through.source()
-        );
-        assert_eq!(
-            through.history().world_state_baseline(),
-            Some(&snapshot(json!({"a": 1}))),
-            "{spelling}"
-        );
-    }
 }
 
 /// A sink whose writes fail while `failing` is set.

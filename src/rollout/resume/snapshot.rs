@@ -483,7 +483,7 @@ mod tests {
             let state = PrefixState {
                 thread_id: Some(resumed.thread_id()),
                 ends_inside_turn: crafted_inside,
-                open_turn: crafted_inside.then(|| OpenTurn {
+                open_turn: crafted_inside.then_some(OpenTurn {
                     turn_id: None,
                     started_line: 2,
                     start: 0,

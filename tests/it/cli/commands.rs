@@ -370,18 +370,54 @@ fn snapshot_verify_and_project_from_a_snapshot() {
     assert!(report.contains(": ok"), "{report}");
     assert!(report.contains("digest verified"), "{report}");
     assert!(report.contains("format          version 4"), "{report}");
-    // The golden version 1 snapshot verifies too, and says its version.
-    let golden = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/fixtures/snapshot-v1.snap"
-    );
-    let old = run(&["verify", golden]);
-    assert!(old.status.success(), "stderr: {}", text(&old.stderr));
-    assert!(
-        text(&old.stdout).contains("format          version 1 (this build writes 4)"),
-        "{}",
-        text(&old.stdout)
-    );
+    // The golden snapshots of older versions are refused, each naming its version and the one
+    // this build reads (an input error), also when compared with their rollout; projecting a
+    // rollout through one reads every line and says why.
+    for version in 1..=3 {
+        let golden = format!(
+            "{}/tests/fixtures/snapshot-v{version}.snap",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        let golden_rollout = golden.replace(".snap", ".jsonl");
+        let refused = format!("has format version {version}, older than version 4");
+        for args in [
+            vec!["verify", golden.as_str()],
+            vec![
+                "verify",
+                golden.as_str(),
+                "--rollout",
+                golden_rollout.as_str(),
+            ],
+            vec!["project", golden.as_str()],
+        ] {
+            let old = run(&args);
+            assert_eq!(old.status.code(), Some(3), "{args:?}");
+            assert!(
+                text(&old.stderr).contains(&refused),
+                "{}",
+                text(&old.stderr)
+            );
+        }
+        let through = run(&[
+            "project",
+            golden_rollout.as_str(),
+            "--snapshot",
+            golden.as_str(),
+        ]);
+        assert!(through.status.success(), "{}", text(&through.stderr));
+        assert!(
+            text(&through.stderr).contains(&format!(
+                "not used (the snapshot {refused}, the only one this build reads): read every line"
+            )),
+            "{}",
+            text(&through.stderr)
+        );
+        assert_eq!(
+            through.stdout,
+            run(&["project", golden_rollout.as_str()]).stdout,
+            "version {version}: the rollout read in full"
+        );
+    }
 
     // The snapshot projects exactly as the rollout does.
     let from_rollout = run(&["project", rollout, "--modalities", "text"]);
@@ -709,9 +745,8 @@ fn project_request_falls_back_on_an_unknown_instructions_shape_and_says_so() {
     );
 }
 
-/// A version 2 snapshot keeps the session's base instructions: the body has them, and
-/// `--instructions` overrides them. A version 1 snapshot did not keep them: the body has none
-/// unless given, and stderr says so.
+/// A snapshot keeps the session's base instructions: the body has them, and `--instructions`
+/// overrides them.
 #[test]
 fn project_request_from_a_snapshot_takes_its_instructions() {
     let (dir, path) = rollout_with_instructions(r#"{"text":"recorded"}"#);
@@ -730,22 +765,6 @@ fn project_request_from_a_snapshot_takes_its_instructions() {
         "given",
     ]);
     assert_eq!(body_of(&given)["instructions"], "given");
-
-    let v1 = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/snapshot-v1.snap");
-    let output = run(&[
-        "project",
-        v1.to_str().expect("utf-8 path"),
-        "--request",
-        "--model",
-        "m",
-    ]);
-    assert_eq!(body_of(&output)["instructions"], "");
-    assert!(
-        text(&output.stderr)
-            .contains("a version 1 snapshot does not keep the session's base instructions"),
-        "{}",
-        text(&output.stderr)
-    );
 }
 
 #[test]
