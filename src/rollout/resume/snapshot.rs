@@ -10,6 +10,7 @@ use std::sync::Arc;
 use serde_json::Value;
 use serde_json::value::RawValue;
 
+use crate::history::History;
 use crate::item::ThreadId;
 use crate::snapshot::{
     PrefixFact, PrefixState, Replace, RolloutPosition, Snapshot, SnapshotError, SnapshotHeader,
@@ -20,7 +21,7 @@ use super::super::error::RolloutError;
 use super::super::line::{Facts, RolloutLine};
 use super::super::line::{InstructionsField, base_instructions_field};
 use super::super::reader::{Instructions, LineSource, open_rollout, read_lines};
-use super::super::report::ReadMode;
+use super::super::report::{LoadReport, ReadMode};
 use super::super::validate::Format;
 use super::replay::{Replay, Replayed};
 use super::scan::{self, Reference, ScanFact, line_facts, prefix_fact, reverse_scan, stored_fact};
@@ -229,11 +230,11 @@ fn scan_through(
 /// its open turn, with what the scan settled on: the resumed history and what was read of it
 /// (its source and covered prefix are the caller's to set).
 fn replay_onto(
-    history: crate::history::History,
+    history: History,
     state: &PrefixState,
     tail: &[RolloutLine],
     rollout: &Path,
-    mut report: super::LoadReport,
+    mut report: LoadReport,
     scanned: Scanned,
 ) -> Result<Resumed, RolloutError> {
     let start = history.world_state_baseline().cloned().map(Arc::new);
