@@ -3,17 +3,17 @@
 //! Every inherent method of `History` that changes or reads the history lives in this folder:
 //! recording, replacing and removing here, rollback (and the states before compactions it can
 //! return to) in `rollback.rs`, compaction in `compact.rs`, the pairing index it maintains in
-//! `index.rs`, record-time truncation in `truncate.rs`, world-state updates in `world.rs`, the
-//! lineage (which versions hold the same entries at the same positions, and the memos later
-//! layers keep for them) in `lineage.rs`. `shared.rs` shares a
+//! `index.rs`, record-time truncation in `truncate.rs`, world-state updates in `world.rs`, what
+//! later layers keep for every version (and how far two versions share their entries) in
+//! `cache.rs`. `shared.rs` shares a
 //! history between threads: one writer publishes versions, any number of readers load them.
 //! Projecting a history into a request is the projection layer's work (`History::project` is
 //! defined there).
 
+mod cache;
 mod canonical;
 mod compact;
 mod index;
-mod lineage;
 mod memo;
 mod rollback;
 mod shared;
@@ -34,11 +34,11 @@ use crate::item::{
 };
 use crate::world::WorldSnapshot;
 
+pub(crate) use cache::Cache;
 pub(crate) use canonical::{Canonical, canonicalize};
 pub use compact::{COMPACT_USER_MESSAGE_TOKENS, Compacted, EMPTY_SUMMARY, summary_text};
 pub(crate) use compact::{UserWindow, real_user_text};
 pub(crate) use index::{PairingIndex, PositionSet};
-pub(crate) use lineage::{Lineage, Memo, memo_list};
 pub(crate) use memo::MediaMemo;
 pub use shared::{HistoryPublisher, Published, SharedHistory};
 pub use stats::{HistoryStats, KindStats};
@@ -130,9 +130,9 @@ struct Rare {
     /// Which media sets' stripped forms are all computed, shared by clones (`memo.rs`); a copy
     /// of the other fields shares it too.
     media_memo: Arc<MediaMemo>,
-    /// Which versions hold the same items at the same positions, and the memos of the work done
-    /// on them (`lineage.rs`): shared by clones, replaced by anything but an append.
-    lineage: Arc<Lineage>,
+    /// What later layers keep for this history and every version made from it (`cache.rs`):
+    /// shared by clones and kept through every change.
+    cache: Arc<Cache>,
     /// The world-state baseline: the snapshot of the world state the items already show, which
     /// the next update is rendered against. `None` until the first update, and again after
     /// anything that rewrites the items (so the next update renders in full).
@@ -190,7 +190,7 @@ impl History {
                 turns_from: 0,
                 earlier: Vector::new(),
                 media_memo: Arc::default(),
-                lineage: Lineage::starting_at(0),
+                cache: Arc::default(),
                 world_state: None,
             }),
         }
@@ -492,12 +492,9 @@ impl History {
     }
 
     /// Appends an already-built entry, bypassing filter and truncation: every append goes
-    /// through here, and claims the next length of the history's lineage (`lineage.rs`).
+    /// through here.
     fn push(&mut self, entry: Entry) -> usize {
         let position = self.entries.len();
-        if !self.rare.lineage.extend(position) {
-            self.rare_mut().lineage = Lineage::starting_at(position + 1);
-        }
         self.index.push(&entry);
         self.tokens += u128::from(entry.tokens());
         self.bytes += entry.byte_len() as u64;
@@ -594,7 +591,6 @@ impl History {
         self.tokens = tokens;
         self.bytes = bytes;
         self.entries = entries;
-        self.new_lineage();
     }
 
     /// Removes the first item and then the first item that pairs with it: a call takes
@@ -628,22 +624,20 @@ impl History {
             removed.push(entry);
         }
         self.set_turns_from(self.rare.turns_from.saturating_sub(removed_before_turns));
-        self.new_lineage();
         removed
     }
 
-    /// Starts a lineage of this history's own: called by every change of the items other than an
-    /// append (`lineage.rs`). Time: O(1).
-    fn new_lineage(&mut self) {
-        let len = self.entries.len();
-        self.rare_mut().lineage = Lineage::starting_at(len);
+    /// The value of type `T` this history and its versions keep (crate-internal: the provider
+    /// layer keeps its per-target assemblies there; `cache.rs`).
+    pub(crate) fn memo<T: std::any::Any + Send + Sync + Default>(&self) -> Arc<T> {
+        self.rare.cache.get::<T>()
     }
 
-    /// Memo cell `cell` of this history's lineage, and the promise that comes with it: every
-    /// history holding the cell holds the same entries at every position both have
-    /// (crate-internal: the provider layer keeps its per-target assemblies there).
-    pub(crate) fn lineage_memo(&self, cell: usize) -> Option<&std::sync::Mutex<Option<Memo>>> {
-        self.rare.lineage.memo(cell)
+    /// How many leading entries this history shares with `entries` (those of another version of
+    /// it): the same entries, not equal texts. Time: O(n / 64) for versions that share their
+    /// persistent vector's leaves, O(n) at most.
+    pub(crate) fn shared_prefix(&self, entries: &Vector<Entry>) -> usize {
+        cache::shared_prefix(&self.entries, entries)
     }
 
     /// The pairing index (crate-internal: read by projection).

@@ -219,7 +219,6 @@ impl History {
     /// Makes `earlier` the current state (the version is the caller's).
     fn restore(&mut self, earlier: &Earlier) {
         self.entries = earlier.entries.clone();
-        self.new_lineage();
         self.index = earlier.index.clone();
         self.tokens = earlier.tokens;
         self.bytes = earlier.bytes;
@@ -320,7 +319,6 @@ impl History {
 
     /// Keeps the first `len` items, undoing their index entries one by one.
     fn truncate(&mut self, len: usize) {
-        let shortened = self.entries.len() > len;
         while self.entries.len() > len {
             let position = self.entries.len() - 1;
             let Some(entry) = self.entries.pop_back() else {
@@ -329,9 +327,6 @@ impl History {
             self.index.remove(position, &entry);
             self.tokens = self.tokens.saturating_sub(u128::from(entry.tokens()));
             self.bytes = self.bytes.saturating_sub(entry.byte_len() as u64);
-        }
-        if shortened {
-            self.new_lineage();
         }
         self.set_turns_from(self.rare.turns_from.min(len));
     }

@@ -239,10 +239,6 @@ pub(crate) struct Body {
     renderings: once_cell::race::OnceBox<Renderings>,
 }
 
-/// How many target renderings an entry can cache: one cell per target other than Responses
-/// (whose rendering is the stored text). The provider layer numbers the cells.
-pub(crate) const RENDERING_CELLS: usize = 2;
-
 /// One type-erased rendering of an entry for a target.
 pub(crate) type Rendering = Box<dyn Any + Send + Sync>;
 
@@ -250,11 +246,10 @@ pub(crate) type Rendering = Box<dyn Any + Send + Sync>;
 ///
 /// Why here, like the media forms: every clone of the entry (every version of a history, every
 /// projection) shares the body, so a rendering computed for one of them serves all of them and
-/// dies with the entry. The item layer does not know the provider layer's types: a cell holds
-/// whatever the target stores, and the target downcasts it.
-#[derive(Default)]
+/// dies with the entry. The item layer knows neither the provider layer's types nor how many
+/// targets it has: a cell holds whatever the target stores, and the target downcasts it.
 pub(crate) struct Renderings {
-    cells: [OnceLock<Rendering>; RENDERING_CELLS],
+    cells: Box<[OnceLock<Rendering>]>,
 }
 
 impl fmt::Debug for Renderings {
@@ -264,19 +259,21 @@ impl fmt::Debug for Renderings {
             .iter()
             .filter(|cell| cell.get().is_some())
             .count();
-        write!(f, "Renderings({filled} of {RENDERING_CELLS} filled)")
+        write!(f, "Renderings({filled} of {} filled)", self.cells.len())
     }
 }
 
 impl Body {
-    /// The cache cell `cell` (below [`RENDERING_CELLS`]) of this entry's target renderings,
-    /// allocating the entry's cells on first use; `None` for a cell number out of range.
-    pub(crate) fn rendering_cell(&self, cell: usize) -> Option<&OnceLock<Rendering>> {
-        if cell >= RENDERING_CELLS {
-            return None;
-        }
+    /// The cache cell `cell` of this entry's target renderings, allocating `cells` cells on
+    /// first use (the provider layer says how many targets it has); `None` for a cell number
+    /// out of range.
+    pub(crate) fn rendering_cell(&self, cell: usize, cells: usize) -> Option<&OnceLock<Rendering>> {
         self.renderings
-            .get_or_init(|| Box::new(Renderings::default()))
+            .get_or_init(|| {
+                Box::new(Renderings {
+                    cells: (0..cells).map(|_| OnceLock::new()).collect(),
+                })
+            })
             .cells
             .get(cell)
     }
@@ -319,6 +316,17 @@ impl PartialEq for Entry {
 }
 
 impl Eq for Entry {}
+
+impl Entry {
+    /// Whether `other` is this very entry (a clone of it): the same body and header. Time: O(1).
+    pub(crate) fn is_same(&self, other: &Entry) -> bool {
+        Arc::ptr_eq(&self.body, &other.body)
+            && self.kind == other.kind
+            && self.role == other.role
+            && self.flags == other.flags
+            && self.tokens == other.tokens
+    }
+}
 
 // Histories cross threads (a writer publishing to readers): an entry must stay `Send + Sync`.
 const _: () = {

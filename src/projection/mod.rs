@@ -243,7 +243,7 @@ impl Projection {
 }
 
 /// What one slot of a projection sends, as the provider layer's targets read it
-/// ([`Projection::sent_slots`]).
+/// ([`Projection::sent_slots_from`]).
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum SentSlot<'a> {
     /// A stored item. `body` is its shared body (where a target caches its rendering), `json`
@@ -267,22 +267,10 @@ pub(crate) enum SentSlot<'a> {
 }
 
 impl Projection {
-    /// Every slot that sends something, with its position in the live history and its entry
-    /// (the slot's header: kind, call id), in position order. O(n): the provider layer renders
-    /// every item for its target.
-    pub(crate) fn sent_slots(&self) -> impl Iterator<Item = (usize, &Entry, SentSlot<'_>)> + '_ {
-        let strip = self.strip;
-        self.slots
-            .runs()
-            .flat_map(<[Entry]>::iter)
-            .enumerate()
-            .filter_map(move |(position, slot)| {
-                sent_slot(slot, strip).map(|sent| (position, slot, sent))
-            })
-    }
-
-    /// [`Projection::sent_slots`] from position `start` on: O(log n) to start, then O(1) per
-    /// slot (the provider layer assembles only what changed since an earlier version).
+    /// Every slot from position `start` on that sends something, with its position in the live
+    /// history and its entry (the slot's header: kind, call id), in position order: O(log n) to
+    /// start, then O(1) per slot (the provider layer assembles only what changed since another
+    /// version).
     pub(crate) fn sent_slots_from(
         &self,
         start: usize,
@@ -291,23 +279,6 @@ impl Projection {
         self.slots.from(start).filter_map(move |(position, slot)| {
             sent_slot(slot, strip).map(|sent| (position, slot, sent))
         })
-    }
-
-    /// The positions of the calls sent with a synthetic output (the
-    /// [`RepairKind::SynthesizedOutput`] repairs), from `start` on, in position order. O(k) for
-    /// the k repairs' overlay: unlike [`RepairReport::repairs`], it lists no media repairs.
-    pub(crate) fn synthesized_outputs_from(
-        &self,
-        start: usize,
-    ) -> impl Iterator<Item = usize> + '_ {
-        self.slots
-            .overlay()
-            .iter()
-            .filter(move |(position, slot)| {
-                *position >= start
-                    && matches!(slot.payload(), Payload::CallWithSyntheticOutput { .. })
-            })
-            .map(|(position, _)| *position)
     }
 
     /// The positions of the replaced slots (a synthetic output after the call, or nothing sent),
@@ -320,7 +291,7 @@ impl Projection {
     }
 }
 
-/// What `slot` sends, for a target ([`Projection::sent_slots`]); `None` when nothing.
+/// What `slot` sends, for a target ([`Projection::sent_slots_from`]); `None` when nothing.
 fn sent_slot(slot: &Entry, strip: StripSet) -> Option<SentSlot<'_>> {
     Some(match slot.payload() {
         Payload::Owned(json) => SentSlot::Item {
@@ -750,7 +721,7 @@ mod tests {
         assert_sends(&projection, &expected);
     }
 
-    /// What `sent_slots` lists, as (position, kind of the entry, text sent, synthetic output,
+    /// What `sent_slots_from(0)` lists, as (position, kind of the entry, text sent, synthetic output,
     /// form).
     fn listed<'a>(
         history: &History,
@@ -823,7 +794,7 @@ mod tests {
                     )
                 })
                 .collect();
-            assert_eq!(listed(&history, projection.sent_slots()), expected);
+            assert_eq!(listed(&history, projection.sent_slots_from(0)), expected);
             for start in 0..=items.len() + 1 {
                 let from: Vec<_> = expected
                     .iter()

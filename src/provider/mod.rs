@@ -1,37 +1,51 @@
 //! The provider layer: one durable history, sent to several model APIs.
 //!
 //! The projection layer repairs a history into an input for the OpenAI Responses API. This layer
-//! names the API a request is for ([`Target`]); the per-target projections (Chat Completions
-//! `messages`, Anthropic Messages `system` + `messages`) and the validators that predict which
-//! error a given input would get from each API live beside it. `docs/providers.md` maps every
-//! item family field by field and says what each target loses.
+//! names the API a request is for ([`Target`]) and adds the others: Chat Completions and
+//! Anthropic Messages, each a small implementation of one assembly engine (`assembly/`: the
+//! rendering cache, pairing, naming, checkpoints), and one request compiler for every target
+//! (`request.rs`); `projection.rs` is the dispatcher ([`History::project_for`]). The validators
+//! that predict which error an input would get from each API live beside them (`validate/`).
+//! `docs/providers.md` maps every item family field by field and says what each target loses.
+//!
+//! Inside the layer, imports go one way: `options`, `report` and `tools` ← `assembly` ←
+//! `chat`, `anthropic` ← `projection` ← `request`; `validate` stands apart.
+//!
+//! [`History::project_for`]: crate::History::project_for
 
 mod anthropic;
+mod assembly;
 mod chat;
-mod chat_request;
-mod target;
+mod options;
+mod projection;
+mod report;
+mod request;
+mod tools;
 mod validate;
 
 use std::fmt;
 use std::str::FromStr;
 
 pub use anthropic::{
-    ANTHROPIC_LEADING_USER_TEXT, AnthropicMessages, AnthropicRequest, AnthropicRequestError,
-    AnthropicTools, CUSTOM_TOOL_INPUT_KEY, DEFAULT_ANTHROPIC_MAX_TOKENS, InputFallback,
-    PlaceholderReason, RAW_ARGUMENTS_KEY, anthropic_tool_choice, anthropic_tools,
+    ANTHROPIC_LEADING_USER_TEXT, AnthropicMessages, AnthropicTools, CUSTOM_TOOL_INPUT_KEY,
+    DEFAULT_ANTHROPIC_MAX_TOKENS, RAW_ARGUMENTS_KEY, anthropic_tool_choice, anthropic_tools,
 };
 #[cfg(feature = "testing")]
-pub use chat::chat_names_tried;
-pub use chat::{LOCAL_SHELL_FUNCTION, TOOL_IMAGE_PLACEHOLDER, UNNAMED_TOOL_FUNCTION};
-pub use chat_request::{
-    ChatRequest, ChatRequestError, ChatTools, DroppedTool, chat_tool_choice, chat_tools,
+pub use assembly::{
+    target_names_tried, target_older_versions_resumed, target_renderings, target_slots_assembled,
+    target_texts_made,
 };
-pub use target::{
-    DeveloperRole, TargetOptions, TargetProjection, TargetProjectionError, TargetRepair,
-    TargetRepairKind, TargetReport,
+pub use chat::{
+    ChatTools, TOOL_IMAGE_PLACEHOLDER, UNNAMED_TOOL_FUNCTION, chat_tool_choice, chat_tools,
 };
-#[cfg(feature = "testing")]
-pub use target::{anthropic_older_versions_resumed, target_renderings, target_slots_assembled};
+pub use options::{DeveloperRole, TargetOptions};
+pub use projection::TargetProjection;
+pub use report::{
+    InputFallback, PlaceholderReason, TargetProjectionError, TargetRepair, TargetRepairKind,
+    TargetReport,
+};
+pub use request::TargetRequest;
+pub use tools::{DroppedTool, LOCAL_SHELL_FUNCTION};
 pub use validate::{Finding, Rule, Severity, Validation, Wording, validate};
 
 /// The model API a projection or a validation is for.

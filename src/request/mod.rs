@@ -182,6 +182,10 @@ pub struct RequestSettings {
     pub prompt_cache_key: Option<String>,
     /// Service tier; omitted when `None`.
     pub service_tier: Option<String>,
+    /// The most output tokens the answer may take (`max_output_tokens`; for Chat Completions
+    /// `max_completion_tokens`, for Anthropic `max_tokens`); omitted when `None` (Anthropic
+    /// requires the field: it then sends its default).
+    pub max_output_tokens: Option<u32>,
 }
 
 /// A complete model request: the prompt, the request settings, how the answer is asked for, and
@@ -219,7 +223,7 @@ impl ModelRequest {
     /// `parallel_tool_calls`, `reasoning`, `store`, `stream`, `include` (the last four from
     /// [`ResponseOptions`], by default Codex's `"auto"`, `false`, `true`, and
     /// `["reasoning.encrypted_content"]` or `[]`), `prompt_cache_key` (if any), `text` (if
-    /// verbosity or an output schema), `service_tier` (if any).
+    /// verbosity or an output schema), `service_tier` (if any), `max_output_tokens` (if any).
     ///
     /// To get the body in memory, [`ModelRequest::body`] and [`ModelRequest::write_body_into`]
     /// size it up front.
@@ -351,6 +355,10 @@ impl ModelRequest {
             out.write_all(b",\"service_tier\":")?;
             write_json(out, "service_tier", tier)?;
         }
+        if let Some(max) = settings.max_output_tokens {
+            out.write_all(b",\"max_output_tokens\":")?;
+            write_json(out, "max_output_tokens", &max)?;
+        }
         out.write_all(b"}")?;
         Ok(())
     }
@@ -399,7 +407,8 @@ impl Serialize for ModelRequest {
         let fields = 10
             + usize::from(settings.prompt_cache_key.is_some())
             + usize::from(text.is_some())
-            + usize::from(settings.service_tier.is_some());
+            + usize::from(settings.service_tier.is_some())
+            + usize::from(settings.max_output_tokens.is_some());
         let mut body = serializer.serialize_struct("ModelRequest", fields)?;
         body.serialize_field("model", &settings.model)?;
         body.serialize_field("instructions", &*prompt.base_instructions)?;
@@ -422,6 +431,10 @@ impl Serialize for ModelRequest {
         match &settings.service_tier {
             Some(tier) => body.serialize_field("service_tier", tier)?,
             None => body.skip_field("service_tier")?,
+        }
+        match &settings.max_output_tokens {
+            Some(max) => body.serialize_field("max_output_tokens", max)?,
+            None => body.skip_field("max_output_tokens")?,
         }
         body.end()
     }
@@ -583,8 +596,13 @@ impl PromptCompiler {
         history: &History,
         step: StepContext,
     ) -> Result<ModelRequest, ProjectionError> {
-        let input = history.project(&self.projection)?;
-        Ok(ModelRequest {
+        Ok(self.request(history.project(&self.projection)?, step))
+    }
+
+    /// The request for `step` with `input` as its projection (crate-internal: the provider
+    /// layer compiles requests for other targets around their projections).
+    pub(crate) fn request(&self, input: Projection, step: StepContext) -> ModelRequest {
+        ModelRequest {
             prompt: Prompt {
                 base_instructions: Arc::clone(&self.base_instructions),
                 input,
@@ -596,6 +614,6 @@ impl PromptCompiler {
             settings: self.settings.clone(),
             response: self.response.clone(),
             step,
-        })
+        }
     }
 }

@@ -22,7 +22,8 @@ pub mod strategies;
 pub use crate::item::{entry_reads, item_conversions};
 pub use crate::projection::{media_checks, media_strips, prefix_slots_read};
 pub use crate::provider::{
-    anthropic_older_versions_resumed, chat_names_tried, target_renderings, target_slots_assembled,
+    target_names_tried, target_older_versions_resumed, target_renderings, target_slots_assembled,
+    target_texts_made,
 };
 pub use crate::request::tool_plan_serializations;
 pub use crate::stream::stream_bytes_parsed;

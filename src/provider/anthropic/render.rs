@@ -5,42 +5,25 @@
 //! request (merging, pairing, the order of results, tool id mapping, the final-whitespace trim)
 //! is done by the assembly (`assemble.rs`).
 
-use serde::Serialize;
 use serde_json::{Map, Value, json};
 
 use crate::item::ItemError;
 use crate::projection::{AUDIO_PLACEHOLDER, IMAGE_PLACEHOLDER};
 
 use super::super::Target;
-use super::super::chat::LOCAL_SHELL_FUNCTION;
-use super::super::target::{ANTHROPIC_CELL, PairRole, Rendered, TargetRepairKind};
+use super::super::assembly::{PairRole, RENDERING_CELLS, Rendered};
+use super::super::report::{InputFallback, PlaceholderReason, TargetRepairKind};
+use super::super::tools::LOCAL_SHELL_FUNCTION;
 
-/// Why a function call's `arguments` text was not sent as its `tool_use.input` as it is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum InputFallback {
-    /// JSON, but not an object: sent as `{"arguments": "<raw text>"}`.
-    NotAnObject,
-    /// Not JSON: sent as `{"arguments": "<raw text>"}`.
-    NotJson,
-}
+/// The entry's cache cell of the Anthropic Messages rendering.
+const CELL: usize = 1;
+const _: () = assert!(CELL < RENDERING_CELLS);
 
-/// Why an image or audio part was replaced by its placeholder text.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum PlaceholderReason {
-    /// A `data:` URL of a media type other than JPEG, PNG, GIF and WebP.
-    UnsupportedMediaType,
-    /// A URL that is neither a base64 `data:` URL nor http(s), or no URL at all.
-    UnsupportedImageUrl,
-    /// An OpenAI `file_id`, which Anthropic cannot read.
-    OpenAiFileId,
-    /// An image in an assistant message (Anthropic takes images from the user and in tool
-    /// results only).
-    ImageInAssistantMessage,
-    /// Audio: the Messages API takes none.
-    Audio,
-}
+/// Text 0 of a rendering: a `system` text, a call's whole `tool_use` block, an output's whole
+/// `tool_result` block (a user or assistant message's blocks are texts 0, 1, …).
+pub(super) const TEXT: u32 = 0;
+/// Text 1 of a call or an output: its block after the id (after a mapped id).
+pub(super) const AFTER_ID: u32 = 1;
 
 /// The `input` key a custom tool call's free-form string is wrapped under, and the single string
 /// property of the tool a custom tool spec becomes.
@@ -95,16 +78,19 @@ pub(crate) enum Sent {
     User(Box<[Box<str>]>),
     /// The JSON of each text block of an `assistant` message.
     Assistant(Box<[Box<str>]>),
-    /// A call: its history call id, its name and input as JSON.
+    /// A call: its history call id, and its `tool_use` block sent under that id
+    /// (`block[after_id..]` follows the id).
     ToolUse {
         call_id: Box<str>,
-        name: Box<str>,
-        input: Box<str>,
+        block: Box<str>,
+        after_id: u32,
     },
-    /// An output: the call id it answers and its `content` as JSON.
+    /// An output: the call id it answers, and its `tool_result` block answering that id
+    /// (`block[after_id..]` follows the id).
     ToolResult {
         call_id: Box<str>,
-        content: Option<Box<str>>,
+        block: Box<str>,
+        after_id: u32,
     },
 }
 
@@ -115,8 +101,20 @@ fn blocks_json(blocks: Vec<Value>) -> Box<[Box<str>]> {
         .collect()
 }
 
+/// A block that starts with `head` and the JSON of `id`, then `rest`, and where the id ends.
+fn with_id(head: &str, id: &str, rest: &str) -> (Box<str>, u32) {
+    let start = format!("{head}{}", Value::String(id.to_owned()));
+    let after_id = u32::try_from(start.len()).unwrap_or(u32::MAX);
+    (format!("{start}{rest}").into_boxed_str(), after_id)
+}
+
+/// The head of a `tool_use` block, before its id.
+pub(super) const TOOL_USE_HEAD: &str = r#"{"type":"tool_use","id":"#;
+/// The head of a `tool_result` block, before its id.
+pub(super) const TOOL_RESULT_HEAD: &str = r#"{"type":"tool_result","tool_use_id":"#;
+
 impl Rendered for AnthropicItem {
-    const CELL: usize = ANTHROPIC_CELL;
+    const CELL: usize = CELL;
     const TARGET: Target = Target::AnthropicMessages;
 
     fn render(json: &str) -> Result<Self, ItemError> {
@@ -130,15 +128,27 @@ impl Rendered for AnthropicItem {
                 call_id,
                 name,
                 input,
-            } => Sent::ToolUse {
-                call_id: call_id.into_boxed_str(),
-                name: Value::String(name).to_string().into_boxed_str(),
-                input: input.to_string().into_boxed_str(),
-            },
-            Piece::ToolResult { call_id, content } => Sent::ToolResult {
-                call_id: call_id.into_boxed_str(),
-                content: content.map(|content| content.to_string().into_boxed_str()),
-            },
+            } => {
+                let rest = format!(r#","name":{},"input":{input}}}"#, Value::String(name));
+                let (block, after_id) = with_id(TOOL_USE_HEAD, &call_id, &rest);
+                Sent::ToolUse {
+                    call_id: call_id.into_boxed_str(),
+                    block,
+                    after_id,
+                }
+            }
+            Piece::ToolResult { call_id, content } => {
+                let rest = match content {
+                    Some(content) => format!(r#","content":{content}}}"#),
+                    None => "}".to_owned(),
+                };
+                let (block, after_id) = with_id(TOOL_RESULT_HEAD, &call_id, &rest);
+                Sent::ToolResult {
+                    call_id: call_id.into_boxed_str(),
+                    block,
+                    after_id,
+                }
+            }
         };
         Ok(AnthropicItem {
             piece,
@@ -161,6 +171,26 @@ impl Rendered for AnthropicItem {
 
     fn notes(&self) -> &[TargetRepairKind] {
         &self.notes
+    }
+
+    fn part(&self, index: u32) -> &str {
+        match &self.piece {
+            Sent::System(text) if index == TEXT => text,
+            Sent::User(blocks) | Sent::Assistant(blocks) => {
+                blocks.get(index as usize).map_or("", |block| block)
+            }
+            Sent::ToolUse {
+                block, after_id, ..
+            }
+            | Sent::ToolResult {
+                block, after_id, ..
+            } => match index {
+                TEXT => block,
+                AFTER_ID => block.get(*after_id as usize..).unwrap_or(""),
+                _ => "",
+            },
+            _ => "",
+        }
     }
 }
 

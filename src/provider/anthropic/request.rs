@@ -1,55 +1,22 @@
 //! The Anthropic Messages request body: `model`, `max_tokens`, `system`, `messages`, `tools`,
 //! `tool_choice`, `stream`.
 
-use std::io::{self, Write};
+use std::io::Write;
 
 use serde_json::{Map, Value, json};
 
-use crate::request::ToolChoice;
+use crate::request::{ModelRequest, RequestError, ToolChoice};
 
-use super::super::Target;
-use super::super::chat::LOCAL_SHELL_FUNCTION;
-use super::super::chat_request::DroppedTool;
-use super::super::target::TargetProjection;
-use super::render::CUSTOM_TOOL_INPUT_KEY;
+use super::super::assembly::Messages;
+use super::super::tools::{
+    DroppedTool, LOCAL_SHELL_DESCRIPTION, LOCAL_SHELL_FUNCTION, local_shell_schema,
+};
+use super::messages::Anthropic;
+use super::render::{CUSTOM_TOOL_INPUT_KEY, Sent};
 
 /// The `max_tokens` sent when none is set: the Messages API requires the field and has no
 /// default of its own.
 pub const DEFAULT_ANTHROPIC_MAX_TOKENS: u32 = 8192;
-
-/// The settings of an Anthropic Messages request body beside its messages.
-#[derive(Debug, Clone, PartialEq)]
-pub struct AnthropicRequest {
-    /// `model`.
-    pub model: String,
-    /// `max_tokens` (default [`DEFAULT_ANTHROPIC_MAX_TOKENS`]).
-    pub max_tokens: u32,
-    /// The base instructions, the first `system` text block; none when empty.
-    pub instructions: String,
-    /// The tools, as Responses tool specs (converted by [`anthropic_tools`]).
-    pub tools: Vec<Value>,
-    /// `tool_choice`, mapped by [`anthropic_tool_choice`] (sent only with tools).
-    pub tool_choice: ToolChoice,
-    /// Whether the model may call several tools at once; `false` sends
-    /// `disable_parallel_tool_use: true` in `tool_choice`.
-    pub parallel_tool_calls: bool,
-    /// `stream`.
-    pub stream: bool,
-}
-
-impl Default for AnthropicRequest {
-    fn default() -> Self {
-        AnthropicRequest {
-            model: String::new(),
-            max_tokens: DEFAULT_ANTHROPIC_MAX_TOKENS,
-            instructions: String::new(),
-            tools: Vec::new(),
-            tool_choice: ToolChoice::Auto,
-            parallel_tool_calls: false,
-            stream: true,
-        }
-    }
-}
 
 /// Responses tool specs converted for Anthropic, and those left out.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -61,66 +28,84 @@ pub struct AnthropicTools {
     pub dropped: Vec<DroppedTool>,
 }
 
-/// A Anthropic Messages request body could not be written.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum AnthropicRequestError {
-    /// The projection is for another target.
-    #[error("the projection is for {0}, not anthropic")]
-    WrongTarget(Target),
-    /// The writer failed.
-    #[error("cannot write the request body")]
-    Io(#[from] io::Error),
+/// The settings of `request` an Anthropic Messages body has no field for.
+pub(crate) fn left_out(request: &ModelRequest) -> Vec<&'static str> {
+    let settings = &request.settings;
+    let mut left = Vec::new();
+    if settings.reasoning.is_some() {
+        left.push("reasoning");
+    }
+    if settings.verbosity.is_some() {
+        left.push("verbosity");
+    }
+    if settings.prompt_cache_key.is_some() {
+        left.push("prompt_cache_key");
+    }
+    if settings.service_tier.is_some() {
+        left.push("service_tier");
+    }
+    if request.prompt.output_schema.is_some() {
+        left.push("output_schema");
+    }
+    if request.response.store {
+        left.push("store");
+    }
+    if request.response.include.is_some() {
+        left.push("include");
+    }
+    left
 }
 
-impl TargetProjection {
-    /// Writes the whole Anthropic Messages request body of this projection: `model`,
-    /// `max_tokens`, `system` (the base instructions, then the texts hoisted from the history;
-    /// left out when there is none), `messages`, `tools` converted by [`anthropic_tools`] with
-    /// `tool_choice` (when any tool is left and the choice has an equivalent), `stream`.
-    /// Returns the converted tools (what was left out is in [`AnthropicTools::dropped`]).
-    ///
-    /// # Errors
-    ///
-    /// [`AnthropicRequestError::WrongTarget`] for a projection for another target;
-    /// [`AnthropicRequestError::Io`] when the writer fails.
-    pub fn write_anthropic_request<W: Write + ?Sized>(
-        &self,
-        request: &AnthropicRequest,
-        out: &mut W,
-    ) -> Result<AnthropicTools, AnthropicRequestError> {
-        let Some(messages) = self.anthropic() else {
-            return Err(AnthropicRequestError::WrongTarget(self.target()));
-        };
-        let tools = anthropic_tools(&request.tools);
-        write!(
-            out,
-            r#"{{"model":{},"max_tokens":{}"#,
-            Value::from(&*request.model),
-            request.max_tokens
-        )?;
-        let system: Vec<Value> = Some(request.instructions.as_str())
-            .filter(|text| !text.trim().is_empty())
-            .into_iter()
-            .chain(messages.system_texts())
-            .map(|text| json!({"type": "text", "text": text}))
-            .collect();
-        if !system.is_empty() {
-            write!(out, r#","system":{}"#, Value::Array(system))?;
-        }
-        out.write_all(br#","messages":"#)?;
-        messages.write_json(out)?;
-        if !tools.tools.is_empty() {
-            write!(out, r#","tools":{}"#, Value::Array(tools.tools.clone()))?;
-            if let Some(choice) =
-                anthropic_tool_choice(&request.tool_choice, request.parallel_tool_calls)
-            {
-                write!(out, r#","tool_choice":{choice}"#)?;
-            }
-        }
-        write!(out, r#","stream":{}}}"#, request.stream)?;
-        Ok(tools)
+/// Writes the body of `request` with `messages`, and `tools` (the converted tools' JSON array,
+/// empty when none is left): `model`, `max_tokens` (the request's maximum output tokens, else
+/// [`DEFAULT_ANTHROPIC_MAX_TOKENS`]), `system` (the base instructions, then the texts hoisted
+/// from the history; left out when there is none), `messages`, `tools` with `tool_choice` (when
+/// the choice has an equivalent), `stream`.
+///
+/// # Errors
+///
+/// [`RequestError::Io`] from the writer.
+pub(crate) fn write_body<W: Write + ?Sized>(
+    request: &ModelRequest,
+    messages: &Messages<Anthropic>,
+    tools: &str,
+    out: &mut W,
+) -> Result<(), RequestError> {
+    let settings = &request.settings;
+    write!(
+        out,
+        r#"{{"model":{},"max_tokens":{}"#,
+        Value::from(&*settings.model),
+        settings
+            .max_output_tokens
+            .unwrap_or(DEFAULT_ANTHROPIC_MAX_TOKENS)
+    )?;
+    let instructions = &*request.prompt.base_instructions;
+    let system: Vec<Value> = Some(instructions)
+        .filter(|text| !text.trim().is_empty())
+        .into_iter()
+        .chain(messages.hoisted().filter_map(|item| match &item.piece {
+            Sent::System(text) => Some(&**text),
+            _ => None,
+        }))
+        .map(|text| json!({"type": "text", "text": text}))
+        .collect();
+    if !system.is_empty() {
+        write!(out, r#","system":{}"#, Value::Array(system))?;
     }
+    out.write_all(br#","messages":"#)?;
+    messages.write_json(out)?;
+    if !tools.is_empty() {
+        write!(out, r#","tools":{tools}"#)?;
+        if let Some(choice) = anthropic_tool_choice(
+            &request.response.tool_choice,
+            request.prompt.parallel_tool_calls,
+        ) {
+            write!(out, r#","tool_choice":{choice}"#)?;
+        }
+    }
+    write!(out, r#","stream":{}}}"#, request.response.stream)?;
+    Ok(())
 }
 
 /// `tool_choice`: `auto` → `{type: auto}`, `none` → `{type: none}`, `required` → `{type: any}`,
@@ -177,23 +162,12 @@ fn custom_tool(spec: &Map<String, Value>, name: &str) -> Value {
     )
 }
 
-/// The schema of a local shell call's `action`, as [`LOCAL_SHELL_FUNCTION`]'s input.
+/// The [`LOCAL_SHELL_FUNCTION`] tool, taking a local shell call's `action`.
 fn local_shell_tool() -> Value {
     tool(
         LOCAL_SHELL_FUNCTION,
-        Some(&json!("Runs a command on the local machine.")),
-        json!({
-            "type": "object",
-            "properties": {
-                "type": {"type": "string", "enum": ["exec"]},
-                "command": {"type": "array", "items": {"type": "string"}},
-                "timeout_ms": {"type": ["integer", "null"]},
-                "working_directory": {"type": ["string", "null"]},
-                "env": {"type": ["object", "null"], "additionalProperties": {"type": "string"}},
-                "user": {"type": ["string", "null"]},
-            },
-            "required": ["type", "command"],
-        }),
+        Some(&Value::from(LOCAL_SHELL_DESCRIPTION)),
+        local_shell_schema(),
     )
 }
 

@@ -1,0 +1,190 @@
+//! The Chat Completions request body: `model`, `messages` (the base instructions first, as a
+//! `system` message), `tools` converted from Responses tool specs with `tool_choice` and
+//! `parallel_tool_calls`, `stream`, `reasoning_effort`, `max_completion_tokens`.
+
+use std::io::Write;
+
+use serde_json::{Map, Value, json};
+
+use crate::request::{ModelRequest, RequestError, ToolChoice};
+
+use super::super::assembly::Messages;
+use super::super::tools::{
+    DroppedTool, LOCAL_SHELL_DESCRIPTION, LOCAL_SHELL_FUNCTION, local_shell_schema,
+};
+use super::messages::Chat;
+
+/// Responses tool specs converted for Chat Completions, and those left out.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ChatTools {
+    /// The Chat tools: `{"type":"function","function":{name, description, parameters, strict}}`.
+    pub tools: Vec<Value>,
+    /// The specs with no equivalent (web search, tool search, image generation, namespaces, …).
+    pub dropped: Vec<DroppedTool>,
+}
+
+/// Converts Responses tool specs: a `function` becomes a Chat function tool; a `custom` tool
+/// becomes a function taking `{"input": string}` (as custom calls are sent); `local_shell`
+/// becomes the function [`LOCAL_SHELL_FUNCTION`] taking the exec action (as its calls are sent);
+/// anything else is left out and listed.
+pub fn chat_tools(specs: &[Value]) -> ChatTools {
+    let mut converted = ChatTools::default();
+    for (index, spec) in specs.iter().enumerate() {
+        let tool_type = spec.get("type").and_then(Value::as_str).unwrap_or("");
+        let name = spec.get("name").and_then(Value::as_str);
+        let function = match (tool_type, name) {
+            ("function", Some(name)) if !name.is_empty() => {
+                let mut function = Map::new();
+                function.insert("name".into(), name.into());
+                for key in ["description", "parameters", "strict"] {
+                    if let Some(value) = spec.get(key) {
+                        function.insert(key.into(), value.clone());
+                    }
+                }
+                Some(Value::Object(function))
+            }
+            ("custom", Some(name)) if !name.is_empty() => {
+                let mut function = Map::new();
+                function.insert("name".into(), name.into());
+                if let Some(description) = spec.get("description") {
+                    function.insert("description".into(), description.clone());
+                }
+                function.insert(
+                    "parameters".into(),
+                    json!({
+                        "type": "object",
+                        "properties": {"input": {"type": "string"}},
+                        "required": ["input"],
+                        "additionalProperties": false,
+                    }),
+                );
+                Some(Value::Object(function))
+            }
+            ("local_shell", _) => Some(json!({
+                "name": LOCAL_SHELL_FUNCTION,
+                "description": LOCAL_SHELL_DESCRIPTION,
+                "parameters": local_shell_schema(),
+            })),
+            _ => None,
+        };
+        match function {
+            Some(function) => converted
+                .tools
+                .push(json!({"type": "function", "function": function})),
+            None => converted.dropped.push(DroppedTool {
+                index,
+                tool_type: tool_type.to_owned(),
+                name: name.map(str::to_owned),
+            }),
+        }
+    }
+    converted
+}
+
+/// The Chat Completions `tool_choice` for a Responses one: the strings as they are, a
+/// `{"type":"function","name":…}` as `{"type":"function","function":{"name":…}}`, any other
+/// value as given.
+pub fn chat_tool_choice(choice: &ToolChoice) -> Value {
+    match choice {
+        ToolChoice::Auto => "auto".into(),
+        ToolChoice::None => "none".into(),
+        ToolChoice::Required => "required".into(),
+        ToolChoice::Other(value) => {
+            match (
+                value.get("type").and_then(Value::as_str),
+                value.get("name").and_then(Value::as_str),
+            ) {
+                (Some("function"), Some(name)) => {
+                    json!({"type": "function", "function": {"name": name}})
+                }
+                _ => value.clone(),
+            }
+        }
+    }
+}
+
+/// The settings of `request` a Chat Completions body has no field for.
+pub(crate) fn left_out(request: &ModelRequest) -> Vec<&'static str> {
+    let settings = &request.settings;
+    let mut left = Vec::new();
+    if settings
+        .reasoning
+        .as_ref()
+        .is_some_and(|r| r.summary.is_some())
+    {
+        left.push("reasoning.summary");
+    }
+    if settings.verbosity.is_some() {
+        left.push("verbosity");
+    }
+    if settings.prompt_cache_key.is_some() {
+        left.push("prompt_cache_key");
+    }
+    if settings.service_tier.is_some() {
+        left.push("service_tier");
+    }
+    if request.prompt.output_schema.is_some() {
+        left.push("output_schema");
+    }
+    if request.response.store {
+        left.push("store");
+    }
+    if request.response.include.is_some() {
+        left.push("include");
+    }
+    left
+}
+
+/// Writes the body of `request` with `messages`, and `tools` (the converted tools' JSON array,
+/// empty when none is left).
+///
+/// # Errors
+///
+/// [`RequestError::Io`] from the writer.
+pub(crate) fn write_body<W: Write + ?Sized>(
+    request: &ModelRequest,
+    messages: &Messages<Chat>,
+    tools: &str,
+    out: &mut W,
+) -> Result<(), RequestError> {
+    let settings = &request.settings;
+    write!(
+        out,
+        r#"{{"model":{},"messages":["#,
+        Value::from(&*settings.model)
+    )?;
+    let instructions = &*request.prompt.base_instructions;
+    if !instructions.is_empty() {
+        write!(
+            out,
+            r#"{{"role":"system","content":{}}}"#,
+            Value::from(instructions)
+        )?;
+        if messages.len() > 0 {
+            out.write_all(b",")?;
+        }
+    }
+    messages.write_elements(out)?;
+    out.write_all(b"]")?;
+    if !tools.is_empty() {
+        write!(
+            out,
+            r#","tools":{tools},"tool_choice":{},"parallel_tool_calls":{}"#,
+            chat_tool_choice(&request.response.tool_choice),
+            request.prompt.parallel_tool_calls
+        )?;
+    }
+    write!(out, r#","stream":{}"#, request.response.stream)?;
+    if let Some(effort) = settings
+        .reasoning
+        .as_ref()
+        .and_then(|r| r.effort.as_deref())
+    {
+        write!(out, r#","reasoning_effort":{}"#, Value::from(effort))?;
+    }
+    if let Some(max) = settings.max_output_tokens {
+        write!(out, r#","max_completion_tokens":{max}"#)?;
+    }
+    out.write_all(b"}")?;
+    Ok(())
+}
