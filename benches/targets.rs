@@ -24,9 +24,19 @@
 //!   each projection of the alternating and the writer and reader rows cost when a lineage kept
 //!   one assembly).
 //!
+//! The three cases of an agent loop, for both targets, each against the same work for the
+//! Responses API (`PromptCompiler::compile` and `ModelRequest::write_body_into`) on the same
+//! versions in the same run, with `PromptCompiler::compile_for` and
+//! `TargetRequest::write_body_into` (a request body into a buffer kept from run to run):
+//! * the next step: the version projected last plus a call, its output and an answer;
+//! * a fork: four clones of one projected version, each appending a different item, each
+//!   compiled (speculative requests, retries);
+//! * nothing changed: the version projected last, compiled again.
+//!
 //! Run with `cargo bench --bench targets`; `cargo bench --bench targets -- anthropic` (or
 //! `chat`) measures only the targets whose name contains the word; with the word `reader` too,
-//! only the writer and reader rows (`-- reader` alone: those rows of both targets). Data comes
+//! only the writer and reader rows (`-- reader` alone: those rows of both targets); with `loop`,
+//! only the three agent-loop rows. Data comes
 //! from a fixed seed.
 
 use std::hint::black_box;
@@ -39,7 +49,10 @@ use common::paired;
 mod session;
 
 use agent_history::testing::{target_renderings, target_slots_assembled};
-use agent_history::{DeveloperRole, History, ProjectionOptions, Target, TargetOptions};
+use agent_history::{
+    DeveloperRole, History, ProjectionOptions, PromptCompiler, RequestSettings, StepContext,
+    Target, TargetOptions,
+};
 
 fn build(items: &[String]) -> History {
     let mut history = History::new();
@@ -173,6 +186,115 @@ fn writer_and_reader(kind: Target, n: usize, pairs: usize, history: &History) {
     );
 }
 
+/// A compiler with a model and instructions, as an agent loop has.
+fn compiler() -> PromptCompiler {
+    PromptCompiler::new(RequestSettings {
+        model: "model".into(),
+        ..RequestSettings::default()
+    })
+    .with_base_instructions("You are a coding agent.")
+}
+
+/// One request for `target` (Responses: `compile`, else `compile_for`) with its body written
+/// into `body`.
+fn request(compiler: &PromptCompiler, target: Target, history: &History, body: &mut Vec<u8>) {
+    if target == Target::Responses {
+        let request = compiler
+            .compile(history, StepContext::default())
+            .expect("lenient");
+        request.write_body_into(body).expect("to memory");
+    } else {
+        let request = compiler
+            .compile_for(history, &TargetOptions::new(target), StepContext::default())
+            .expect("lenient");
+        request.write_body_into(body).expect("to memory");
+    }
+    black_box(&body);
+}
+
+/// The items of one more step of an agent loop: a call, its output, an answer.
+fn step_items(n: usize) -> [String; 3] {
+    [
+        format!(
+            r#"{{"type":"function_call","name":"shell","arguments":"{{}}","call_id":"step_{n}"}}"#
+        ),
+        format!(r#"{{"type":"function_call_output","call_id":"step_{n}","output":"ok"}}"#),
+        r#"{"type":"message","role":"assistant","content":[{"type":"output_text","text":"done"}]}"#
+            .to_owned(),
+    ]
+}
+
+/// The three agent-loop rows of `kind` (see the module docs), each against Responses.
+fn agent_loop(kind: Target, n: usize, pairs: usize, history: &History) {
+    let compiler = compiler();
+    let (mut a, mut b) = (Vec::new(), Vec::new());
+    // Each side its own clone of the session, projected once (untimed).
+    let (mut mine, mut theirs) = (history.clone(), history.clone());
+    request(&compiler, kind, &mine, &mut a);
+    request(&compiler, Target::Responses, &theirs, &mut b);
+    let (mut their_step, mut my_step) = (0, 0);
+    let before = target_slots_assembled();
+    let next = paired(
+        pairs,
+        || {
+            for item in step_items(their_step) {
+                theirs.record_json(item).expect("valid");
+            }
+            their_step += 1;
+            request(&compiler, Target::Responses, &theirs, &mut b);
+        },
+        || {
+            for item in step_items(my_step) {
+                mine.record_json(item).expect("valid");
+            }
+            my_step += 1;
+            request(&compiler, kind, &mine, &mut a);
+        },
+    );
+    let visited = (target_slots_assembled() - before) / pairs as u64;
+    line(
+        &format!("{n}: {kind} next step (+3 items, {visited} slots per step)"),
+        next,
+        "responses compile + body",
+    );
+    let fork = |target: Target, base: &History, body: &mut Vec<u8>| {
+        for branch in 0..4 {
+            let mut clone = base.clone();
+            clone
+                .record_json(format!(
+                    r#"{{"type":"message","role":"user","content":[{{"type":"input_text","text":"branch {branch}"}}]}}"#
+                ))
+                .expect("valid");
+            request(&compiler, target, &clone, body);
+        }
+    };
+    let before = target_slots_assembled();
+    let forks = paired(
+        pairs,
+        || fork(Target::Responses, &theirs, &mut b),
+        || fork(kind, &mine, &mut a),
+    );
+    let visited = (target_slots_assembled() - before) / pairs as u64;
+    line(
+        &format!("{n}: {kind} fork, 4 branches of one version ({visited} slots per fork)"),
+        forks,
+        "responses, the same branches",
+    );
+    request(&compiler, kind, &mine, &mut a);
+    let before = target_slots_assembled();
+    let unchanged = paired(
+        pairs,
+        || request(&compiler, Target::Responses, &theirs, &mut b),
+        || request(&compiler, kind, &mine, &mut a),
+    );
+    let visited = target_slots_assembled() - before;
+    line(
+        &format!("{n}: {kind} nothing changed ({visited} slots)"),
+        unchanged,
+        "responses compile + body",
+    );
+}
+
 fn line(name: &str, [q1, median, q3]: [f64; 3], baseline: &str) {
     println!("{name:<66} {median:>8.3}× {baseline} (IQR {q1:.3}–{q3:.3})");
 }
@@ -187,7 +309,11 @@ fn main() {
     // With the word `reader`, only the rows of a writer and a reader behind it; the other
     // words name the targets (none: both), so `-- reader` alone measures both targets' readers.
     let only_readers = words.iter().any(|word| word == "reader");
-    let targets: Vec<&String> = words.iter().filter(|word| *word != "reader").collect();
+    let only_loop = words.iter().any(|word| word == "loop");
+    let targets: Vec<&String> = words
+        .iter()
+        .filter(|word| *word != "reader" && *word != "loop")
+        .collect();
     let chosen = |kind: Target| {
         let name = kind.to_string().to_lowercase();
         targets.is_empty() || targets.iter().any(|word| name.contains(word.as_str()))
@@ -202,6 +328,10 @@ fn main() {
             }
             if only_readers {
                 writer_and_reader(kind, n, pairs, &history);
+                continue;
+            }
+            agent_loop(kind, n, pairs, &history);
+            if only_loop {
                 continue;
             }
             let (mut a, mut b) = (Vec::new(), Vec::new());
@@ -310,7 +440,7 @@ fn main() {
                 "responses record + project + write_json_array",
             );
         }
-        if !only_readers {
+        if !only_readers && !only_loop {
             if chosen(Target::AnthropicMessages) {
                 writer_and_reader(Target::AnthropicMessages, n, pairs, &history);
             }
