@@ -5,7 +5,7 @@
 //! generated histories with appends, forks of older versions, rollbacks, replaces and removals.
 
 use crate::common;
-use agent_history::testing::{anthropic_older_versions_resumed, target_slots_assembled};
+use agent_history::testing::{target_older_versions_resumed, target_slots_assembled};
 use agent_history::{
     History, Modalities, ProjectionOptions, Target, TargetOptions, TargetProjection, UnknownItems,
 };
@@ -701,7 +701,7 @@ fn check_against_fresh(history: &History, options: &TargetOptions) -> Result<boo
 /// 8 items there were, how many of them resumed a kept assembly, and how many projections
 /// resumed the assembly of a longer version (an older version cut back).
 fn run(ops: Vec<Op>) -> Result<(usize, usize, u64), TestCaseError> {
-    let older_before = anthropic_older_versions_resumed();
+    let older_before = target_older_versions_resumed();
     let mut history = History::new();
     let mut saved = vec![history.clone()];
     let (mut projections, mut resumed) = (0, 0);
@@ -743,7 +743,7 @@ fn run(ops: Vec<Op>) -> Result<(usize, usize, u64), TestCaseError> {
     Ok((
         projections,
         resumed,
-        anthropic_older_versions_resumed() - older_before,
+        target_older_versions_resumed() - older_before,
     ))
 }
 

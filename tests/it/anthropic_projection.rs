@@ -8,9 +8,9 @@ use std::collections::{HashMap, HashSet};
 
 use agent_history::testing::target_renderings;
 use agent_history::{
-    ANTHROPIC_LEADING_USER_TEXT, AnthropicRequest, AnthropicRequestError,
-    DEFAULT_ANTHROPIC_MAX_TOKENS, History, IMAGE_PLACEHOLDER, InputFallback, ItemKind,
-    PlaceholderReason, ResumeOptions, Target, TargetOptions, TargetRepairKind, ToolChoice,
+    ANTHROPIC_LEADING_USER_TEXT, DEFAULT_ANTHROPIC_MAX_TOKENS, History, IMAGE_PLACEHOLDER,
+    InputFallback, ItemKind, PlaceholderReason, PromptCompiler, RequestSettings, ResponseOptions,
+    ResumeOptions, StepContext, Target, TargetOptions, TargetRepairKind, ToolChoice, ToolPlan,
     resume_file, validate,
 };
 use proptest::prelude::*;
@@ -533,24 +533,29 @@ fn empty_texts_are_skipped() {
 #[test]
 fn the_request_body_carries_model_max_tokens_system_messages_tools() {
     let history = history_of(&[developer("Use tools."), user("hi")]);
-    let projection = history.project_for(&anthropic()).unwrap();
-    let request = AnthropicRequest {
+    let compiler = PromptCompiler::new(RequestSettings {
         model: "claude-x".into(),
-        max_tokens: 1000,
-        instructions: "Be brief.".into(),
-        tools: vec![
+        max_output_tokens: Some(1000),
+        ..RequestSettings::default()
+    })
+    .with_base_instructions("Be brief.")
+    .with_tools(
+        ToolPlan::new(vec![
             json!({"type": "function", "name": "shell", "parameters": {"type": "object", "properties": {}}}),
             json!({"type": "web_search"}),
-        ],
+        ])
+        .expect("a plan"),
+        true,
+    )
+    .with_response_options(ResponseOptions {
         tool_choice: ToolChoice::Required,
-        parallel_tool_calls: true,
         stream: false,
-    };
-    let mut body = Vec::new();
-    let tools = projection
-        .write_anthropic_request(&request, &mut body)
+        ..ResponseOptions::default()
+    });
+    let request = compiler
+        .compile_for(&history, &anthropic(), StepContext::default())
         .unwrap();
-    let body: Value = serde_json::from_slice(&body).expect("JSON");
+    let body: Value = serde_json::from_slice(&request.body().unwrap()).expect("JSON");
     assert_eq!(
         body,
         json!({
@@ -563,28 +568,30 @@ fn the_request_body_carries_model_max_tokens_system_messages_tools() {
             "stream": false,
         })
     );
-    assert_eq!(tools.dropped.len(), 1);
-    assert_eq!(tools.dropped[0].tool_type, "web_search");
-    // A projection for another target is refused.
-    let chat = history
-        .project_for(&TargetOptions::new(Target::ChatCompletions))
-        .unwrap();
-    assert!(matches!(
-        chat.write_anthropic_request(&request, &mut Vec::new()),
-        Err(AnthropicRequestError::WrongTarget(Target::ChatCompletions))
-    ));
+    assert_eq!(request.dropped_tools().len(), 1);
+    assert_eq!(request.dropped_tools()[0].tool_type, "web_search");
+    assert!(request.left_out().is_empty(), "{:?}", request.left_out());
     // No tools: neither `tools` nor `tool_choice`; no system text: no `system`.
-    let bare = history_of(&[user("hi")]).project_for(&anthropic()).unwrap();
-    let mut body = Vec::new();
-    bare.write_anthropic_request(&AnthropicRequest::default(), &mut body)
+    let bare = PromptCompiler::new(RequestSettings::default())
+        .compile_for(&history_of(&[user("hi")]), &anthropic(), StepContext::default())
         .unwrap();
-    let body: Value = serde_json::from_slice(&body).unwrap();
+    let body: Value = serde_json::from_slice(&bare.body().unwrap()).unwrap();
     assert_eq!(
         body,
         json!({"model": "", "max_tokens": DEFAULT_ANTHROPIC_MAX_TOKENS,
                "messages": [{"role": "user", "content": [{"type": "text", "text": "hi"}]}],
                "stream": true})
     );
+    // Settings the Messages API has no field for are not sent, and are named.
+    let other = PromptCompiler::new(RequestSettings {
+        prompt_cache_key: Some("thread".into()),
+        reasoning: Some(Default::default()),
+        ..RequestSettings::default()
+    })
+    .compile_for(&history_of(&[user("hi")]), &anthropic(), StepContext::default())
+    .unwrap();
+    assert_eq!(other.left_out(), ["reasoning", "prompt_cache_key"]);
+    assert_eq!(other.body().unwrap(), bare.body().unwrap());
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -597,20 +604,18 @@ fn the_bundled_sessions_project_for_anthropic() {
         let projected = project_history(resumed.history());
         assert_valid(&projected);
         // The whole body, with the tools of the session's calls, passes the validator.
-        let projection = resumed.history().project_for(&anthropic()).unwrap();
-        let mut body = Vec::new();
-        projection
-            .write_anthropic_request(
-                &AnthropicRequest {
-                    model: "m".into(),
-                    instructions: "base".into(),
-                    tools: vec![json!({"type": "function", "name": "shell"})],
-                    ..AnthropicRequest::default()
-                },
-                &mut body,
-            )
-            .unwrap();
-        let body: Value = serde_json::from_slice(&body).unwrap();
+        let request = PromptCompiler::new(RequestSettings {
+            model: "m".into(),
+            ..RequestSettings::default()
+        })
+        .with_base_instructions("base")
+        .with_tools(
+            ToolPlan::new(vec![json!({"type": "function", "name": "shell"})]).expect("a plan"),
+            false,
+        )
+        .compile_for(resumed.history(), &anthropic(), StepContext::default())
+        .unwrap();
+        let body: Value = serde_json::from_slice(&request.body().unwrap()).unwrap();
         let validation = validate(Target::AnthropicMessages, &body);
         assert!(validation.is_valid(), "{name}: {:#?}", validation.findings);
         assert!(!projected.messages.is_empty(), "{name}");

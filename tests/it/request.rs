@@ -98,6 +98,7 @@ fn full_body_has_reasoning_cache_key_text_format_and_tier() {
         verbosity: Some(Verbosity::Low),
         prompt_cache_key: Some("thread-1".into()),
         service_tier: Some("priority".into()),
+        max_output_tokens: Some(2048),
     })
     .with_tools(plan, true)
     .with_output_schema(schema.clone(), true)
@@ -134,7 +135,8 @@ fn full_body_has_reasoning_cache_key_text_format_and_tier() {
             "include",
             "prompt_cache_key",
             "text",
-            "service_tier"
+            "service_tier",
+            "max_output_tokens"
         ]
     );
     assert_eq!(body["tools"], json!(tools));
@@ -150,6 +152,7 @@ fn full_body_has_reasoning_cache_key_text_format_and_tier() {
         json!({"verbosity":"low","format":{"type":"json_schema","strict":true,"schema":schema,"name":"codex_output_schema"}})
     );
     assert_eq!(body["service_tier"], "priority");
+    assert_eq!(body["max_output_tokens"], 2048);
 }
 
 #[test]
@@ -312,6 +315,7 @@ fn serialize_gives_the_bytes_of_write_body() {
         verbosity: Some(Verbosity::High),
         prompt_cache_key: Some("thread-1".into()),
         service_tier: Some("flex".into()),
+        max_output_tokens: Some(100),
     })
     .with_base_instructions("Line one.\n\"Two\" \u{1F600}")
     .with_tools(
@@ -425,8 +429,11 @@ mod serialize_matches_write_body {
             verbosity in verbosity(),
             prompt_cache_key in proptest::option::of(text()),
             service_tier in proptest::option::of(text()),
+            max_output_tokens in proptest::option::of(any::<u32>()),
         ) -> RequestSettings {
-            RequestSettings { model, reasoning, verbosity, prompt_cache_key, service_tier }
+            RequestSettings {
+                model, reasoning, verbosity, prompt_cache_key, service_tier, max_output_tokens,
+            }
         }
     }
 

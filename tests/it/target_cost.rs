@@ -8,7 +8,7 @@
 //! after the last use of those ids.
 
 use crate::common;
-use agent_history::testing::{chat_names_tried, target_slots_assembled};
+use agent_history::testing::{target_names_tried, target_slots_assembled};
 use agent_history::{DeveloperRole, History, Modalities, ProjectionOptions, Target, TargetOptions};
 
 use proptest::prelude::*;
@@ -400,9 +400,9 @@ fn reusing_call_0(turns: usize) -> History {
 /// projected once.
 fn names_tried(turns: usize) -> u64 {
     let history = reusing_call_0(turns);
-    let before = chat_names_tried();
+    let before = target_names_tried();
     let projection = history.project_for(&chat()).expect("projects");
-    let tried = chat_names_tried() - before;
+    let tried = target_names_tried() - before;
     let json = projection.to_json();
     assert!(
         json.contains(&format!(r#""call_0_{turns}""#)),
@@ -468,10 +468,10 @@ fn reusing_visits(n: usize) -> (Vec<u64>, Vec<u64>) {
     for item in appended {
         let is_call = item["type"] == "function_call";
         history.record_json(item.to_string()).unwrap();
-        let (slots, tried) = (target_slots_assembled(), chat_names_tried());
+        let (slots, tried) = (target_slots_assembled(), target_names_tried());
         let projection = history.project_for(&chat()).expect("projects");
         visits.push(target_slots_assembled() - slots);
-        names.push(chat_names_tried() - tried);
+        names.push(target_names_tried() - tried);
         if n < 10_000 {
             let want = fresh(&history);
             assert_eq!(projection.to_json(), want.to_json());

@@ -23,6 +23,9 @@ pub(super) struct Prefix<F: Format> {
     pub(super) hoisted: Vector<Arc<F::Item>>,
     /// The checkpoints kept up to the one resumed at, which is the last.
     pub(super) checkpoints: Vec<Arc<Checkpoint<F>>>,
+    /// The position of the checkpoint before the first call sent under a new id, when it is
+    /// among them.
+    pub(super) anchor: Option<usize>,
 }
 
 /// The assembly of `history` (its projection's replaced slots `replaced`): `prefix`, then
@@ -41,11 +44,14 @@ pub(super) fn assemble<F: Format>(
         mut repairs,
         mut hoisted,
         checkpoints: mut kept,
+        anchor,
     } = prefix;
     let Some(from) = kept.pop() else {
         unreachable!("an assembly resumes at a checkpoint");
     };
-    let places = places(&kept, &from, &units, &paired, history.len());
+    let found = cuts(&units, &paired.call_of, from.last);
+    let anchor = anchor.or_else(|| anchor_of::<F>(&from, &units, &found));
+    let places = places(&kept, &from, &units, found, history.len(), anchor);
 
     // The units in position order: their names, what is known of their ids, the items
     // hoisted, and the repairs their conversions noted.
@@ -182,9 +188,7 @@ pub(super) fn assemble<F: Format>(
     {
         // Nothing after the checkpoint resumed at: it is the end.
         return memo_of(
-            key,
-            history,
-            replaced,
+            (key, history, replaced, anchor),
             (fragments, bytes, repairs, hoisted),
             kept,
         );
@@ -201,9 +205,7 @@ pub(super) fn assemble<F: Format>(
     };
     kept.push(Arc::new(end));
     memo_of(
-        key,
-        history,
-        replaced,
+        (key, history, replaced, anchor),
         (fragments, bytes, repairs, hoisted),
         kept,
     )
@@ -211,9 +213,7 @@ pub(super) fn assemble<F: Format>(
 
 /// The assembly of `history` with what was built and the checkpoints kept, thinned.
 fn memo_of<F: Format>(
-    key: F::Key,
-    history: &History,
-    replaced: Vec<(usize, bool)>,
+    (key, history, replaced, anchor): (F::Key, &History, Vec<(usize, bool)>, Option<usize>),
     (fragments, bytes, repairs, hoisted): Built<F>,
     checkpoints: Vec<Arc<Checkpoint<F>>>,
 ) -> Memo<F> {
@@ -225,8 +225,31 @@ fn memo_of<F: Format>(
         bytes,
         repairs,
         hoisted,
-        checkpoints: thin(checkpoints),
+        checkpoints: thin(checkpoints, anchor),
+        anchor,
     }
+}
+
+/// The position of the last place at or before the first unit of `units` whose call is sent
+/// under a new id (`from`, or one of the cuts `found`), if a call is: a later call whose own id
+/// is a name minted there, or that a search there passed over, sends an assembly back before
+/// it, so it is kept however far back it is.
+fn anchor_of<F: Format>(
+    from: &Checkpoint<F>,
+    units: &[Unit<F::Item>],
+    found: &[(usize, Option<Edge>)],
+) -> Option<usize> {
+    let mut calls: HashMap<&str, u32> = HashMap::new();
+    let renamed = units.iter().position(|unit| match unit.pairing() {
+        PairRole::Call(id) => {
+            let nth = calls.entry(id).or_insert_with(|| from.ids.calls(id));
+            *nth += 1;
+            F::needs_new_id(id, *nth)
+        }
+        _ => false,
+    })?;
+    let place = found.iter().rev().find(|&&(at, _)| at <= renamed);
+    Some(place.map_or(from.position, |&(at, _)| units[at].at.position))
 }
 
 /// What an assembly built: fragments, their bytes, repairs, hoisted items.
@@ -249,10 +272,10 @@ fn places<F: Format>(
     kept: &[Arc<Checkpoint<F>>],
     from: &Checkpoint<F>,
     units: &[Unit<F::Item>],
-    paired: &Paired,
+    found: Vec<(usize, Option<Edge>)>,
     end: usize,
+    anchor: Option<usize>,
 ) -> Vec<(usize, Option<Edge>)> {
-    let found = cuts(units, &paired.call_of, from.last);
     let mut positions: Vec<usize> = kept.iter().map(|checkpoint| checkpoint.position).collect();
     positions.push(from.position);
     let old = positions.len();
@@ -260,7 +283,7 @@ fn places<F: Format>(
     if positions.last().is_none_or(|&last| last < end) {
         positions.push(end);
     }
-    let keep = memo::keep(&positions);
+    let keep = memo::keep(&positions, anchor);
     found
         .into_iter()
         .zip(&keep[old..])
@@ -270,9 +293,12 @@ fn places<F: Format>(
 }
 
 /// `checkpoints` (sorted by position, the last the end) thinned as [`memo::keep`] says.
-fn thin<F: Format>(checkpoints: Vec<Arc<Checkpoint<F>>>) -> Vec<Arc<Checkpoint<F>>> {
+fn thin<F: Format>(
+    checkpoints: Vec<Arc<Checkpoint<F>>>,
+    anchor: Option<usize>,
+) -> Vec<Arc<Checkpoint<F>>> {
     let positions: Vec<usize> = checkpoints.iter().map(|c| c.position).collect();
-    let keep = memo::keep(&positions);
+    let keep = memo::keep(&positions, anchor);
     checkpoints
         .into_iter()
         .zip(keep)

@@ -27,7 +27,7 @@ use super::build;
 use super::counters;
 use super::fragments::Fragment;
 use super::naming::Ids;
-use super::pairing::{Edge, pair_calls, reaches_back};
+use super::pairing::{Edge, Paired, pair_calls, reaches_back};
 use super::units::{self, Unit};
 
 /// How many assemblies a history keeps for one target: enough for two option sets each
@@ -87,6 +87,9 @@ pub(crate) struct Memo<F: Format> {
     pub(super) hoisted: Vector<Arc<F::Item>>,
     /// The checkpoints kept, by position; the last is the version's end.
     pub(super) checkpoints: Vec<Arc<Checkpoint<F>>>,
+    /// The position of the checkpoint before the first call sent under a new id (kept however
+    /// far back it is).
+    pub(super) anchor: Option<usize>,
 }
 
 impl<F: Format> Memo<F> {
@@ -159,15 +162,7 @@ pub(super) fn assembly<F: Format>(
             },
         );
     let memo = match source {
-        Some((source, changed)) => match resume(source, history, projection, &replaced, changed)? {
-            Some(memo) => {
-                if source.entries.len() > history.len() {
-                    counters::older_version_resumed();
-                }
-                memo
-            }
-            None => whole(history, projection, key, replaced)?,
-        },
+        Some((source, changed)) => resume(source, history, projection, &replaced, changed)?,
         None => whole(history, projection, key, replaced)?,
     };
     let memo = Arc::new(memo);
@@ -202,65 +197,82 @@ fn first_difference(before: &[(usize, bool)], now: &[(usize, bool)]) -> Option<u
 }
 
 /// `source` resumed for `history` at its last checkpoint at or before `changed` that the new
-/// units cannot pair or batch across, or `None` when there is none (but the start). Each slot
-/// is collected once: moving back a checkpoint collects only the slots before the ones already
-/// collected.
+/// units cannot pair or batch across (the start at the latest). Each slot is collected once:
+/// moving back a checkpoint collects only the slots before the ones already collected.
 fn resume<F: Format>(
     source: &Memo<F>,
     history: &History,
     projection: &Projection,
     replaced: &[(usize, bool)],
     changed: usize,
-) -> Result<Option<Memo<F>>, TargetProjectionError> {
+) -> Result<Memo<F>, TargetProjectionError> {
+    let start = Arc::new(Checkpoint::default());
+    let candidates = source
+        .checkpoints
+        .iter()
+        .rev()
+        .filter(|checkpoint| checkpoint.position <= changed && checkpoint.position > 0)
+        .chain(std::iter::once(&start));
     let mut units: Vec<Unit<F::Item>> = Vec::new();
     let mut collected_from: Option<usize> = None;
-    for checkpoint in source.checkpoints.iter().rev() {
-        if checkpoint.position > changed {
-            continue;
-        }
-        if checkpoint.position == 0 {
-            break;
-        }
+    for checkpoint in candidates {
         let mut earlier = units::collect(projection, checkpoint.position, collected_from)?;
         earlier.append(&mut units);
         units = earlier;
         collected_from = Some(checkpoint.position);
         let paired = pair_calls(&units);
-        let batches_across = checkpoint.last == Some(Edge::Call)
-            && units.iter().find_map(Edge::of) == Some(Edge::Call);
-        if batches_across
-            || !checkpoint.ids.hold_for(&units)
-            || reaches_back(
-                &units,
-                &paired.call_of,
-                |id| checkpoint.ids.used(id),
-                |id| checkpoint.ids.loose(id),
-            )
-        {
+        if checkpoint.position > 0 && !usable(checkpoint, &units, &paired) {
             continue;
         }
         let kept = source
             .checkpoints
             .iter()
-            .take_while(|kept| kept.position <= checkpoint.position)
+            .take_while(|kept| kept.position < checkpoint.position)
             .cloned()
+            .chain(std::iter::once(Arc::clone(checkpoint)))
             .collect();
         let prefix = build::Prefix {
             fragments: source.fragments.take(checkpoint.fragments),
             repairs: source.repairs.take(checkpoint.repairs),
             hoisted: source.hoisted.take(checkpoint.hoisted),
             checkpoints: kept,
+            anchor: source
+                .anchor
+                .filter(|&anchor| anchor <= checkpoint.position),
         };
-        return Ok(Some(build::assemble(
+        if source.entries.len() > history.len() && checkpoint.position > 0 {
+            counters::older_version_resumed();
+        }
+        return Ok(build::assemble(
             source.key,
             history,
             replaced.to_vec(),
             prefix,
             units,
             paired,
-        )));
+        ));
     }
-    Ok(None)
+    unreachable!("the start is always usable")
+}
+
+/// Whether the assembly kept at `checkpoint` stays right when `units` (paired as `paired`)
+/// follow it: no call batches across it, nothing pairs across it, and the names chosen before
+/// it are still the ones a whole assembly chooses.
+fn usable<F: Format>(
+    checkpoint: &Checkpoint<F>,
+    units: &[Unit<F::Item>],
+    paired: &Paired,
+) -> bool {
+    let batches_across = checkpoint.last == Some(Edge::Call)
+        && units.iter().find_map(Edge::of) == Some(Edge::Call);
+    !batches_across
+        && checkpoint.ids.hold_for(units)
+        && !reaches_back(
+            units,
+            &paired.call_of,
+            |id| checkpoint.ids.used(id),
+            |id| checkpoint.ids.loose(id),
+        )
 }
 
 /// The assembly of the whole projection.
@@ -277,6 +289,7 @@ fn whole<F: Format>(
         repairs: Vector::new(),
         hoisted: Vector::new(),
         checkpoints: vec![Arc::new(Checkpoint::default())],
+        anchor: None,
     };
     Ok(build::assemble(
         key, history, replaced, prefix, units, paired,
@@ -310,8 +323,8 @@ fn store<F: Format>(kept: &Kept<F>, memo: &Arc<Memo<F>>, source: Option<&Arc<Mem
 /// the end and the [`LAST_CHECKPOINTS`] before it, and further back the earliest one within
 /// the distance from the last kept to the end of the last kept, so that the gaps between kept
 /// checkpoints at most double going back: O(log n) of them, and for any place, one at most
-/// about as far before it as it is before the end.
-pub(super) fn keep(positions: &[usize]) -> Vec<bool> {
+/// about as far before it as it is before the end. And the one at `anchor`.
+pub(super) fn keep(positions: &[usize], anchor: Option<usize>) -> Vec<bool> {
     let mut keep = vec![false; positions.len()];
     let Some(&end) = positions.last() else {
         return keep;
@@ -342,6 +355,9 @@ pub(super) fn keep(positions: &[usize]) -> Vec<bool> {
         kept += 1;
         i = j;
     }
+    if let Some(at) = anchor.and_then(|anchor| positions.binary_search(&anchor).ok()) {
+        keep[at] = true;
+    }
     keep
 }
 
@@ -352,7 +368,7 @@ mod tests {
     #[test]
     fn the_last_checkpoints_are_kept_and_fewer_further_back() {
         let positions: Vec<usize> = (0..=1000).collect();
-        let keep = keep(&positions);
+        let keep = keep(&positions, None);
         let kept: Vec<usize> = positions
             .iter()
             .zip(&keep)

@@ -54,6 +54,11 @@ impl Ids {
         self.known.get(id).copied().unwrap_or_default()
     }
 
+    /// How many calls before the place have `id` as their own id.
+    pub(crate) fn calls(&self, id: &str) -> u32 {
+        self.get(id).calls
+    }
+
     /// Whether a call or an output before the place has `id`.
     pub(crate) fn used(&self, id: &str) -> bool {
         self.get(id).used
