@@ -112,8 +112,10 @@ mod tests {
         let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
         let base = history(&texts);
         let mut fork = base.clone();
-        fork.record_json(r#"{"type":"message","role":"user","content":"x"}"#)
-            .expect("valid");
+        fork.record_json(
+            r#"{"type":"message","role":"user","content":[{"type":"input_text","text":"x"}]}"#,
+        )
+        .expect("valid");
         assert_eq!(shared_prefix(base.entries(), fork.entries()), 200);
         assert_eq!(shared_prefix(fork.entries(), base.entries()), 200);
         let mut other = base.clone();

@@ -573,7 +573,11 @@ fn the_request_body_carries_model_max_tokens_system_messages_tools() {
     assert!(request.left_out().is_empty(), "{:?}", request.left_out());
     // No tools: neither `tools` nor `tool_choice`; no system text: no `system`.
     let bare = PromptCompiler::new(RequestSettings::default())
-        .compile_for(&history_of(&[user("hi")]), &anthropic(), StepContext::default())
+        .compile_for(
+            &history_of(&[user("hi")]),
+            &anthropic(),
+            StepContext::default(),
+        )
         .unwrap();
     let body: Value = serde_json::from_slice(&bare.body().unwrap()).unwrap();
     assert_eq!(
@@ -588,7 +592,11 @@ fn the_request_body_carries_model_max_tokens_system_messages_tools() {
         reasoning: Some(Default::default()),
         ..RequestSettings::default()
     })
-    .compile_for(&history_of(&[user("hi")]), &anthropic(), StepContext::default())
+    .compile_for(
+        &history_of(&[user("hi")]),
+        &anthropic(),
+        StepContext::default(),
+    )
     .unwrap();
     assert_eq!(other.left_out(), ["reasoning", "prompt_cache_key"]);
     assert_eq!(other.body().unwrap(), bare.body().unwrap());

@@ -35,7 +35,6 @@ mod request;
 mod tool_plan;
 
 // Provider targets and their validators.
-mod anthropic_cost;
 mod anthropic_projection;
 mod chat_projection;
 mod target_cost;

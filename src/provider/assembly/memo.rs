@@ -258,13 +258,9 @@ fn resume<F: Format>(
 /// Whether the assembly kept at `checkpoint` stays right when `units` (paired as `paired`)
 /// follow it: no call batches across it, nothing pairs across it, and the names chosen before
 /// it are still the ones a whole assembly chooses.
-fn usable<F: Format>(
-    checkpoint: &Checkpoint<F>,
-    units: &[Unit<F::Item>],
-    paired: &Paired,
-) -> bool {
-    let batches_across = checkpoint.last == Some(Edge::Call)
-        && units.iter().find_map(Edge::of) == Some(Edge::Call);
+fn usable<F: Format>(checkpoint: &Checkpoint<F>, units: &[Unit<F::Item>], paired: &Paired) -> bool {
+    let batches_across =
+        checkpoint.last == Some(Edge::Call) && units.iter().find_map(Edge::of) == Some(Edge::Call);
     !batches_across
         && checkpoint.ids.hold_for(units)
         && !reaches_back(

@@ -44,7 +44,8 @@ const _: () = assert!(CELL < RENDERING_CELLS);
 /// Text 0 of a rendering: a message's content, a call's `tool_calls` entry, an output's whole
 /// `tool` message.
 pub(super) const TEXT: u32 = 0;
-/// Text 1 of an output: its `tool` message from `,"content":` on (after a mapped id).
+/// Text 1 of a call or an output: its `tool_calls` entry or `tool` message after the id (after
+/// a mapped id).
 pub(super) const AFTER_ID: u32 = 1;
 /// Text 2 of an output: the JSON of its image parts, comma-separated.
 pub(super) const IMAGES: u32 = 2;
@@ -67,8 +68,12 @@ pub(super) enum Piece {
     },
     /// An assistant message's content (JSON), merged with the calls that follow.
     Assistant { content: Box<str> },
-    /// One `tool_calls` entry (JSON).
-    Call { id: Box<str>, json: Box<str> },
+    /// One `tool_calls` entry (JSON; `json[after_id..]` follows its id).
+    Call {
+        id: Box<str>,
+        json: Box<str>,
+        after_id: u32,
+    },
     /// A whole `tool` message (`message[after_id..]` is the part after its `tool_call_id`) and
     /// the image parts moved out of it (the JSON of each `image_url` part, comma-separated;
     /// empty when none).
@@ -119,14 +124,20 @@ impl Rendered for ChatItem {
     fn part(&self, index: u32) -> &str {
         match (&self.piece, index) {
             (Piece::Message { content, .. } | Piece::Assistant { content }, TEXT) => content,
-            (Piece::Call { json, .. }, TEXT) => json,
-            (Piece::Output { message, .. }, TEXT) => message,
+            (Piece::Call { json: text, .. } | Piece::Output { message: text, .. }, TEXT) => text,
             (
-                Piece::Output {
-                    message, after_id, ..
+                Piece::Call {
+                    json: text,
+                    after_id,
+                    ..
+                }
+                | Piece::Output {
+                    message: text,
+                    after_id,
+                    ..
                 },
                 AFTER_ID,
-            ) => message.get(*after_id as usize..).unwrap_or(""),
+            ) => text.get(*after_id as usize..).unwrap_or(""),
             (Piece::Output { images, .. }, IMAGES) => images,
             _ => "",
         }
@@ -257,14 +268,14 @@ fn tool_call(id: &str, name: &str, arguments: String, notes: &mut Vec<TargetRepa
     } else {
         name
     };
-    let json = json!({
-        "id": id,
-        "type": "function",
-        "function": { "name": name, "arguments": arguments },
-    });
+    let head = format!(r#"{{"id":{}"#, Value::from(id));
+    let after_id = u32::try_from(head.len()).unwrap_or(u32::MAX);
+    let function = json!({ "name": name, "arguments": arguments });
+    let json = format!(r#"{head},"type":"function","function":{function}}}"#);
     Piece::Call {
         id: id.into(),
-        json: json.to_string().into_boxed_str(),
+        json: json.into_boxed_str(),
+        after_id,
     }
 }
 

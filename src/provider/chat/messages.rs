@@ -162,11 +162,15 @@ impl Format for Chat {
                 };
                 state.open = Open::Array;
                 state.calls = true;
-                out.push(if renamed {
-                    Fragment::made(lead, renamed_call(unit.rendered.part(TEXT), id))
+                if renamed {
+                    out.push(Fragment::made(
+                        lead,
+                        format!(r#"{{"id":{}"#, Value::from(id)),
+                    ));
+                    out.push(Fragment::part([0; 3], AFTER_ID, &unit.rendered));
                 } else {
-                    Fragment::part(lead, TEXT, &unit.rendered)
-                });
+                    out.push(Fragment::part(lead, TEXT, &unit.rendered));
+                }
             }
             BuildStep::Output { unit, id, renamed } => {
                 if renamed {
@@ -239,18 +243,5 @@ impl Format for Chat {
             messages: state.messages,
             ..Finish::default()
         }
-    }
-}
-
-/// A call's `tool_calls` entry with its id replaced by `id` (rare: a call id empty or used
-/// before).
-fn renamed_call(json: &str, id: &str) -> String {
-    match serde_json::from_str::<Value>(json) {
-        Ok(mut call) => {
-            call["id"] = Value::from(id);
-            call.to_string()
-        }
-        // The entry was written by the conversion: it parses.
-        Err(_) => json.to_owned(),
     }
 }
