@@ -19,13 +19,14 @@ pub enum DeveloperRole {
     Developer,
 }
 
-/// Options of [`History::project_for`](crate::History::project_for): the target, the Responses projection's options (the
-/// repairs every target starts from) and the options particular to one target.
+/// Options of [`History::project_for`](crate::History::project_for): the target, the Responses
+/// projection's options (the repairs every target starts from) and the options particular to
+/// one target.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct TargetOptions {
     /// The API the projection is for.
     pub target: Target,
-    /// Modalities, repair mode and unknown items, as for [`History::project`].
+    /// Modalities, repair mode and unknown items, as for [`History::project`](crate::History::project).
     pub projection: ProjectionOptions,
     /// Chat Completions: how `developer` messages are sent (default: as `system`).
     pub developer_role: DeveloperRole,

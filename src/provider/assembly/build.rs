@@ -211,9 +211,18 @@ pub(super) fn assemble<F: Format>(
     )
 }
 
+/// The version an assembly is made for: the key, the history, its projection's replaced slots,
+/// and the position of its checkpoint before the first renamed call.
+type Version<'a, F> = (
+    <F as Format>::Key,
+    &'a History,
+    Vec<(usize, bool)>,
+    Option<usize>,
+);
+
 /// The assembly of `history` with what was built and the checkpoints kept, thinned.
 fn memo_of<F: Format>(
-    (key, history, replaced, anchor): (F::Key, &History, Vec<(usize, bool)>, Option<usize>),
+    (key, history, replaced, anchor): Version<'_, F>,
     (fragments, bytes, repairs, hoisted): Built<F>,
     checkpoints: Vec<Arc<Checkpoint<F>>>,
 ) -> Memo<F> {
