@@ -11,11 +11,12 @@ mod ids;
 mod inter_agent;
 mod kind;
 mod model;
+mod output;
 mod parse;
 mod turn;
 mod work;
 
-pub(crate) use entry::{Body, OutputBody, Payload, StripKey, StrippedForm, parse_item};
+pub(crate) use entry::{Body, Payload, StripKey, StrippedForm, parse_item, turn_role};
 pub use entry::{Entry, EntryFlags};
 pub use error::ItemError;
 pub(crate) use error::{json_type, with_sources};
@@ -34,12 +35,12 @@ pub use model::{
     ReasoningSummary, ResponseItem, Role, ToolSearchCall, ToolSearchOutput, WebSearchAction,
     WebSearchCall,
 };
+pub(crate) use output::OutputBody;
 pub use turn::{
     SUMMARY_PREFIX, is_contextual_developer_text, is_contextual_user_text, is_summary_text,
 };
 pub(crate) use turn::{
     TurnRole, ends_with_ignore_case, is_first_turn_settings_text, starts_with_ignore_case,
-    turn_role,
 };
 pub(crate) use work::count_conversion;
 #[cfg(feature = "testing")]

@@ -625,11 +625,11 @@ fn output_payload<'de, D: Deserializer<'de>>(deserializer: D) -> Result<OutputPa
 
 use serde_json::value::RawValue;
 
-use super::entry::{OutputBody, PartsCost};
 use super::estimate::{encrypted_reasoning_len, escaped_len, tokens_for_bytes, value_len};
 use super::inter_agent::is_inter_agent_instruction;
 use super::kind::ItemKind;
 use super::model::{Metadata as MetadataValue, ReasoningContent, ReasoningSummary};
+use super::output::{OutputBody, PartsCost};
 use super::turn::{is_contextual_user_text, is_summary_text};
 
 /// What an entry needs of an item, read by [`parse_header`].
@@ -1887,7 +1887,7 @@ mod tests {
     /// Where the header reader answers, the typed path accepts the item and builds the entry it
     /// describes: same kind, ids, flags, token estimate and tool-output body.
     fn header_agrees(json: &str) -> bool {
-        use crate::item::entry::{Entry, OutputBody};
+        use crate::item::entry::Entry;
         let Some(header) = parse_header(json) else {
             return false;
         };

@@ -7,10 +7,7 @@
 //! The classification belongs to the item layer: an entry records whether it starts a user turn
 //! when it is built, so that the history can count turns without parsing.
 
-use super::entry::Entry;
-use super::error::ItemError;
 use super::inter_agent::is_inter_agent_instruction;
-use super::kind::ItemKind;
 use super::model::{ContentItem, ResponseItem, Role};
 
 /// The fixed paragraph that opens a local-compaction summary message (Codex's summary prefix).
@@ -229,19 +226,6 @@ pub(crate) enum TurnRole {
     },
     /// Anything else.
     Other,
-}
-
-/// Classifies an entry for turn counting. Parses the JSON only for messages.
-///
-/// # Errors
-///
-/// [`ItemError::InvalidJson`] when a message's text does not parse (see [`Entry::to_item`]).
-pub(crate) fn turn_role(entry: &Entry) -> Result<TurnRole, ItemError> {
-    Ok(match entry.kind() {
-        ItemKind::AgentMessage => TurnRole::Boundary,
-        ItemKind::Message => turn_role_of(&entry.to_item()?),
-        _ => TurnRole::Other,
-    })
 }
 
 /// Classifies a typed item for turn counting: an `agent_message`, a user message that is neither
