@@ -859,7 +859,7 @@ pub(crate) fn parse_item(json: &str) -> Result<ResponseItem, ItemError> {
         });
     }
     // One pass when `type` comes first (every item Codex writes); otherwise, and for every
-    // item the fast path does not accept, the derived deserializer decides (see `parse.rs`).
+    // item the fast path does not accept, the derived deserializer decides (see `parse/typed.rs`).
     if let Some(item) = super::parse::parse_type_first(json) {
         return Ok(item);
     }
