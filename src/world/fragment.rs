@@ -3,49 +3,10 @@
 
 use std::borrow::Cow;
 
-use crate::item::{Role, ends_with_ignore_case, starts_with_ignore_case};
+use crate::item::{ends_with_ignore_case, starts_with_ignore_case};
 
 use super::hash::WorldStateHash;
-
-/// The role of the message a [`ContextualFragment`] goes in: world state is shown to the model as
-/// `user` or `developer` messages, never as the model's own words.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum FragmentRole {
-    /// A `user` message (context a harness speaks for the user, such as the environment).
-    User,
-    /// A `developer` message (instructions).
-    Developer,
-}
-
-impl FragmentRole {
-    /// The wire name: `user` or `developer`.
-    pub fn as_str(self) -> &'static str {
-        self.role().as_str()
-    }
-
-    /// The message [`Role`].
-    pub fn role(self) -> Role {
-        match self {
-            FragmentRole::User => Role::User,
-            FragmentRole::Developer => Role::Developer,
-        }
-    }
-
-    /// The fragment role of a message role (`None` for `assistant` and `system`).
-    pub fn from_role(role: Role) -> Option<FragmentRole> {
-        match role {
-            Role::User => Some(FragmentRole::User),
-            Role::Developer => Some(FragmentRole::Developer),
-            Role::Assistant | Role::System => None,
-        }
-    }
-}
-
-impl From<FragmentRole> for Role {
-    fn from(role: FragmentRole) -> Role {
-        role.role()
-    }
-}
+use super::role::FragmentRole;
 
 /// The start and end markers that enclose a fragment's body (`<environment_context>` and
 /// `</environment_context>`), or none (both empty: the fragment is its bare body).
@@ -215,6 +176,7 @@ impl ContextualFragment {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::item::Role;
 
     fn fragment(start: &'static str, body: &str, end: &'static str) -> ContextualFragment {
         ContextualFragment::new(

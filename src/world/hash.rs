@@ -7,7 +7,7 @@ use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::Value;
 use sha1::{Digest, Sha1};
 
-use super::fragment::FragmentRole;
+use super::role::FragmentRole;
 
 /// The domain tag a fragment hash starts with (so that no JSON hash can equal a fragment hash).
 const FRAGMENT_DOMAIN: &[u8] = b"codex-world-state-fragment-v1\0";

@@ -9,20 +9,23 @@
 //! * `state.rs`: [`WorldState`], its sections in order, rendered in full or against a stored
 //!   snapshot and a history ([`RenderedWorld`]);
 //! * `fragment.rs`: [`ContextualFragment`], rendered and recognised by its markers;
+//! * `role.rs`: [`FragmentRole`], the role of the message a fragment goes in;
 //! * `update.rs`: [`ContextUpdate`] and how updates become messages ([`merge_updates`]);
 //! * `hash.rs`: [`WorldStateHash`].
 
 mod error;
 mod fragment;
 mod hash;
+mod role;
 mod section;
 mod snapshot;
 mod state;
 mod update;
 
 pub use error::WorldStateError;
-pub use fragment::{ContextualFragment, FragmentMarkers, FragmentMatcher, FragmentRole};
+pub use fragment::{ContextualFragment, FragmentMarkers, FragmentMatcher};
 pub use hash::WorldStateHash;
+pub use role::FragmentRole;
 pub use section::{JsonSection, Previous, Section};
 pub use snapshot::{WorldSnapshot, WorldStateChange, merge_patch, remove_null_fields};
 pub use state::{RenderedWorld, WorldState};

@@ -5,7 +5,8 @@ use std::borrow::Cow;
 
 use serde_json::Value;
 
-use super::fragment::{ContextualFragment, FragmentMarkers, FragmentMatcher, FragmentRole};
+use super::fragment::{ContextualFragment, FragmentMarkers, FragmentMatcher};
+use super::role::FragmentRole;
 use super::snapshot::remove_null_fields;
 use super::update::{ContextUpdate, Placement};
 

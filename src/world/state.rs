@@ -12,7 +12,8 @@ use serde_json::Value;
 use crate::item::{Entry, ItemKind, ResponseItem};
 
 use super::WorldStateError;
-use super::fragment::{FragmentMatcher, FragmentRole};
+use super::fragment::FragmentMatcher;
+use super::role::FragmentRole;
 use super::section::{Previous, Section};
 use super::snapshot::{WorldSnapshot, WorldStateChange, remove_null_fields};
 use super::update::{ContextUpdate, merge_updates};

@@ -5,7 +5,8 @@ use serde_json::{Value, json};
 
 use crate::item::{ContentItem, Message, ResponseItem};
 
-use super::fragment::{ContextualFragment, FragmentRole};
+use super::fragment::ContextualFragment;
+use super::role::FragmentRole;
 
 /// Where an update may go relative to its neighbours.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
