@@ -2,7 +2,7 @@
 
 use crate::item::ItemError;
 
-use super::report::Violation;
+use super::repair::Violation;
 
 /// A projection could not be made; nothing was projected.
 #[derive(Debug, thiserror::Error)]

@@ -1,9 +1,18 @@
-//! Media stripping for models that take no images or no audio, as Codex strips them.
+//! Media stripping for models that take no images or no audio, as Codex strips them, and the
+//! stripped forms of entries, computed once and shared by every clone of the entry.
 //!
 //! Works on the item's JSON as a `serde_json::Value`, so every field this library does not model
 //! survives; only the media parts themselves are replaced.
 
+use std::sync::Arc;
+
 use serde_json::{Map, Value};
+
+use crate::item::{Entry, ItemError, Payload, StripKey, StrippedForm};
+
+use super::StripSet;
+use super::error::ProjectionError;
+use super::repair::RepairKind;
 
 /// Replaces an image part for a model that takes no images.
 pub const IMAGE_PLACEHOLDER: &str = "image content omitted because you do not support image input";
@@ -130,6 +139,82 @@ fn replace_parts(parts: Option<&mut Value>, media: Media) -> usize {
         }
     }
     replaced
+}
+
+/// The form of `entry` (at `position`) without `media`, computed the first time any clone of the
+/// entry asks and then shared; `None` when stripping changes nothing. Audio is stripped from the
+/// images-stripped form when the projection strips images too.
+///
+/// # Errors
+///
+/// [`ProjectionError::UnreadableItem`] when the item does not parse.
+pub(super) fn stripped_form(
+    entry: &Entry,
+    position: usize,
+    media: Media,
+    strip: StripSet,
+) -> Result<Option<StrippedForm>, ProjectionError> {
+    let form = |json: &str| strip_uncached_text(entry, position, json, media);
+    match media {
+        Media::Image => entry.stripped(StripKey::Images, || form(entry.json())),
+        Media::Audio => match entry.cached_stripped(StripKey::Images) {
+            Some(images) if strip.images => {
+                let images = images.payload.original_json();
+                entry.stripped(StripKey::AudioAfterImages, || form(images))
+            }
+            _ => entry.stripped(StripKey::Audio, || form(entry.json())),
+        },
+    }
+}
+
+/// `slot`'s text without `media`, not cached.
+pub(super) fn strip_uncached(
+    slot: &Entry,
+    position: usize,
+    media: Media,
+) -> Result<Option<StrippedForm>, ProjectionError> {
+    strip_uncached_text(slot, position, slot.payload().original_json(), media)
+}
+
+/// `json`, the text of `entry` at `position` or its images-stripped form, without `media`.
+fn strip_uncached_text(
+    entry: &Entry,
+    position: usize,
+    json: &str,
+    media: Media,
+) -> Result<Option<StrippedForm>, ProjectionError> {
+    let stripped = strip(json, media).map_err(|source| ProjectionError::UnreadableItem {
+        position,
+        source: ItemError::InvalidJson {
+            item_type: Some(entry.kind().as_str().to_owned()),
+            source,
+        },
+    })?;
+    Ok(stripped.map(|stripped| StrippedForm {
+        payload: Arc::new(Payload::Owned(stripped.json.into_boxed_str())),
+        parts: stripped.parts,
+        cleared_result: stripped.cleared_result,
+    }))
+}
+
+/// What stripping `media` changed, as repairs: the parts replaced, then a cleared generated
+/// image.
+pub(super) fn stripped_kinds(
+    media: Media,
+    stripped: &StrippedForm,
+) -> impl Iterator<Item = RepairKind> + use<> {
+    let parts = (stripped.parts > 0).then_some(match media {
+        Media::Image => RepairKind::StrippedImages {
+            parts: stripped.parts,
+        },
+        Media::Audio => RepairKind::StrippedAudio {
+            parts: stripped.parts,
+        },
+    });
+    let cleared = stripped
+        .cleared_result
+        .then_some(RepairKind::ClearedImageGenerationResult);
+    parts.into_iter().chain(cleared)
 }
 
 #[cfg(test)]

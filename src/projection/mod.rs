@@ -15,11 +15,13 @@
 //! function of `passes.rs` over the slot builder of `slots.rs`. `prefix.rs` measures how much of
 //! the input two projections share from the start ([`Projection::common_prefix`]).
 
+mod builder;
 mod error;
 mod media;
 mod options;
 mod passes;
 mod prefix;
+mod repair;
 mod report;
 mod slots;
 
@@ -29,6 +31,7 @@ use std::sync::Arc;
 use crate::history::History;
 use crate::item::{Body, Entry, ItemError, Payload, ResponseItem, parse_item};
 
+use builder::SlotBuilder;
 pub use error::ProjectionError;
 pub use media::{AUDIO_PLACEHOLDER, IMAGE_PLACEHOLDER};
 #[cfg(feature = "testing")]
@@ -38,8 +41,9 @@ pub use options::{Modalities, ParseModalitiesError, ProjectionOptions, RepairMod
 pub use prefix::prefix_slots_read;
 pub use prefix::{CommonPrefix, DifferingItem, FirstDifference};
 pub(crate) use prefix::{ItemText, common_bytes};
-pub use report::{Location, Repair, RepairKind, RepairReport, Violation, ViolationKind};
-use slots::{SlotBuilder, Slots};
+pub use repair::{Location, Repair, RepairKind, Violation, ViolationKind};
+pub use report::RepairReport;
+use slots::Slots;
 
 /// The output text of a synthetic output.
 pub const ABORTED_OUTPUT: &str = "aborted";

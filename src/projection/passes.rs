@@ -9,16 +9,15 @@ use serde_json::{Map, Value};
 
 use crate::history::History;
 use crate::item::{
-    Entry, Family, ItemError, ItemId, ItemKind, MissingOutput, Pairing, Payload, StripKey,
-    StrippedForm, synthetic_output_id,
+    Entry, Family, ItemId, ItemKind, MissingOutput, Pairing, Payload, synthetic_output_id,
 };
 
 use super::ABORTED_OUTPUT;
 use super::StripSet;
+use super::builder::SlotBuilder;
 use super::error::ProjectionError;
-use super::media::{Media, count_check, strip as strip_text};
-use super::report::{Location, RepairKind, Violation, ViolationKind};
-use super::slots::SlotBuilder;
+use super::media::{Media, count_check, strip_uncached, stripped_form, stripped_kinds};
+use super::repair::{Location, RepairKind, Violation, ViolationKind};
 
 /// Pass 1: a synthetic output right after each call that has none.
 pub(super) fn synthesize_missing_outputs(builder: &mut SlotBuilder<'_>) {
@@ -144,82 +143,6 @@ fn compute_forms(
         }
     }
     Ok(complete)
-}
-
-/// The form of `entry` (at `position`) without `media`, computed the first time any clone of the
-/// entry asks and then shared; `None` when stripping changes nothing. Audio is stripped from the
-/// images-stripped form when the projection strips images too.
-///
-/// # Errors
-///
-/// [`ProjectionError::UnreadableItem`] when the item does not parse.
-pub(super) fn stripped_form(
-    entry: &Entry,
-    position: usize,
-    media: Media,
-    strip: StripSet,
-) -> Result<Option<StrippedForm>, ProjectionError> {
-    let form = |json: &str| strip_uncached_text(entry, position, json, media);
-    match media {
-        Media::Image => entry.stripped(StripKey::Images, || form(entry.json())),
-        Media::Audio => match entry.cached_stripped(StripKey::Images) {
-            Some(images) if strip.images => {
-                let images = images.payload.original_json();
-                entry.stripped(StripKey::AudioAfterImages, || form(images))
-            }
-            _ => entry.stripped(StripKey::Audio, || form(entry.json())),
-        },
-    }
-}
-
-/// `slot`'s text without `media`, not cached.
-fn strip_uncached(
-    slot: &Entry,
-    position: usize,
-    media: Media,
-) -> Result<Option<StrippedForm>, ProjectionError> {
-    strip_uncached_text(slot, position, slot.payload().original_json(), media)
-}
-
-/// `json`, the text of `entry` at `position` or its images-stripped form, without `media`.
-fn strip_uncached_text(
-    entry: &Entry,
-    position: usize,
-    json: &str,
-    media: Media,
-) -> Result<Option<StrippedForm>, ProjectionError> {
-    let stripped = strip_text(json, media).map_err(|source| ProjectionError::UnreadableItem {
-        position,
-        source: ItemError::InvalidJson {
-            item_type: Some(entry.kind().as_str().to_owned()),
-            source,
-        },
-    })?;
-    Ok(stripped.map(|stripped| StrippedForm {
-        payload: Arc::new(Payload::Owned(stripped.json.into_boxed_str())),
-        parts: stripped.parts,
-        cleared_result: stripped.cleared_result,
-    }))
-}
-
-/// What stripping `media` changed, as repairs: the parts replaced, then a cleared generated
-/// image.
-pub(super) fn stripped_kinds(
-    media: Media,
-    stripped: &StrippedForm,
-) -> impl Iterator<Item = RepairKind> + use<> {
-    let parts = (stripped.parts > 0).then_some(match media {
-        Media::Image => RepairKind::StrippedImages {
-            parts: stripped.parts,
-        },
-        Media::Audio => RepairKind::StrippedAudio {
-            parts: stripped.parts,
-        },
-    });
-    let cleared = stripped
-        .cleared_result
-        .then_some(RepairKind::ClearedImageGenerationResult);
-    parts.into_iter().chain(cleared)
 }
 
 /// Items of a type this library does not know are kept out of the request.
