@@ -43,12 +43,37 @@ struct Output<'v> {
 
 /// Checks a Responses body or a bare `input` array.
 pub(super) fn check(input: &Value, findings: &mut Findings) {
-    let items = match input {
-        Value::Array(items) => items,
+    let Some(items) = input_items(input, findings) else {
+        return;
+    };
+    let mut pairs = Pairs::default();
+    let mut item_ids: HashMap<&str, usize> = HashMap::new();
+    for (index, item) in items.iter().enumerate() {
+        let at = format!("input[{index}]");
+        let Some(kind) = item_type(item, index, &at, findings) else {
+            continue;
+        };
+        check_item_id(item, kind, index, &at, &mut item_ids, findings);
+        check_call_id_length(item, index, &at, findings);
+        match kind {
+            "message" => check_message(item, index, &at, findings),
+            "reasoning" => check_reasoning(items, index, &at, findings),
+            _ => pairs.read(item, kind, index, &at, findings),
+        }
+    }
+    let orphans = !continues_a_stored_response(input);
+    check_pairing(items, &pairs.calls, &pairs.outputs, orphans, findings);
+}
+
+/// The items to check: a bare array, or the `input` array of a body. `None` when there are none
+/// to pair: a string input (one user message), or an input of another shape (a shape finding).
+fn input_items<'v>(input: &'v Value, findings: &mut Findings) -> Option<&'v [Value]> {
+    match input {
+        Value::Array(items) => Some(items),
         Value::Object(body) => match body.get("input") {
             // A string input is one user message: nothing to pair.
-            Some(Value::String(_)) => return,
-            Some(Value::Array(items)) => items,
+            Some(Value::String(_)) => None,
+            Some(Value::Array(items)) => Some(items),
             Some(other) => {
                 findings.shape(
                     "input",
@@ -58,11 +83,11 @@ pub(super) fn check(input: &Value, findings: &mut Findings) {
                         json_type(other)
                     ),
                 );
-                return;
+                None
             }
             None => {
                 findings.shape("input", None, "the request body has no `input`");
-                return;
+                None
             }
         },
         other => {
@@ -74,121 +99,114 @@ pub(super) fn check(input: &Value, findings: &mut Findings) {
                     json_type(other)
                 ),
             );
-            return;
+            None
         }
+    }
+}
+
+/// An item's type: its `type`, or `message` for an easy input message that leaves it out.
+/// `None` (a shape finding) for an item that is not an object or has no string `type`.
+fn item_type<'v>(
+    item: &'v Value,
+    index: usize,
+    at: &str,
+    findings: &mut Findings,
+) -> Option<&'v str> {
+    let Some(object) = item.as_object() else {
+        findings.shape(
+            at,
+            Some(index),
+            format!("an item must be an object, not {}", json_type(item)),
+        );
+        return None;
     };
-    let mut calls = Vec::new();
-    let mut outputs = Vec::new();
-    let mut item_ids: HashMap<&str, usize> = HashMap::new();
-    let mut call_ids: HashMap<(Family, &str), usize> = HashMap::new();
-    for (index, item) in items.iter().enumerate() {
-        let at = format!("input[{index}]");
-        let Some(object) = item.as_object() else {
-            findings.shape(
-                at,
-                Some(index),
-                format!("an item must be an object, not {}", json_type(item)),
-            );
-            continue;
-        };
-        let kind = match object.get("type") {
-            Some(Value::String(kind)) => kind.as_str(),
-            // An easy input message may leave out its type.
-            None if object.contains_key("role") => "message",
-            _ => {
-                findings.shape(at, Some(index), "the item has no string `type`");
-                continue;
-            }
-        };
-        // A local shell call's output names the call by `id`: not an id of its own.
-        if kind != "local_shell_call_output"
-            && let Some(id) = str_field(item, "id")
-            && let Some(first) = item_ids.insert(id, index)
-        {
-            item_ids.insert(id, first);
+    match object.get("type") {
+        Some(Value::String(kind)) => Some(kind.as_str()),
+        // An easy input message may leave out its type.
+        None if object.contains_key("role") => Some("message"),
+        _ => {
+            findings.shape(at, Some(index), "the item has no string `type`");
+            None
+        }
+    }
+}
+
+/// [`Rule::ResponsesDuplicateItemId`]: no two items with one `id` (`item_ids` holds the first
+/// position of each id seen so far).
+fn check_item_id<'v>(
+    item: &'v Value,
+    kind: &str,
+    index: usize,
+    at: &str,
+    item_ids: &mut HashMap<&'v str, usize>,
+    findings: &mut Findings,
+) {
+    // A local shell call's output names the call by `id`: not an id of its own.
+    if kind != "local_shell_call_output"
+        && let Some(id) = str_field(item, "id")
+        && let Some(first) = item_ids.insert(id, index)
+    {
+        item_ids.insert(id, first);
+        findings.error(
+            Rule::ResponsesDuplicateItemId,
+            at,
+            Some(index),
+            vec![id.to_owned()],
+            format!(
+                "Duplicate item found with id {id}. Remove duplicate items from your input and try again."
+            ),
+        );
+    }
+}
+
+/// [`Rule::ResponsesCallIdTooLong`]: a `call_id` of at most [`MAX_CALL_ID`] characters.
+fn check_call_id_length(item: &Value, index: usize, at: &str, findings: &mut Findings) {
+    if let Some(call_id) = str_field(item, "call_id") {
+        let length = char_len(call_id);
+        if length > MAX_CALL_ID {
             findings.error(
-                Rule::ResponsesDuplicateItemId,
-                &at,
+                Rule::ResponsesCallIdTooLong,
+                format!("{at}.call_id"),
                 Some(index),
-                vec![id.to_owned()],
+                vec![call_id.to_owned()],
                 format!(
-                    "Duplicate item found with id {id}. Remove duplicate items from your input and try again."
+                    "Invalid '{at}.call_id': string too long. Expected a string with maximum length {MAX_CALL_ID}, but got a string with length {length} instead."
                 ),
             );
         }
-        if let Some(call_id) = str_field(item, "call_id") {
-            let length = char_len(call_id);
-            if length > MAX_CALL_ID {
-                findings.error(
-                    Rule::ResponsesCallIdTooLong,
-                    format!("{at}.call_id"),
-                    Some(index),
-                    vec![call_id.to_owned()],
-                    format!(
-                        "Invalid '{at}.call_id': string too long. Expected a string with maximum length {MAX_CALL_ID}, but got a string with length {length} instead."
-                    ),
-                );
-            }
-        }
+    }
+}
+
+/// The calls and outputs of the input, for [`check_pairing`], as the items are read.
+#[derive(Default)]
+struct Pairs<'v> {
+    calls: Vec<Call<'v>>,
+    outputs: Vec<Output<'v>>,
+    /// The first position of each call id, by family.
+    call_ids: HashMap<(Family, &'v str), usize>,
+}
+
+impl<'v> Pairs<'v> {
+    /// Reads the item at `index` of type `kind` if it is a call or an output the client answers
+    /// or sends. Other items (server-side calls, references, compactions, unknown types) pair
+    /// with nothing the client sends.
+    fn read(
+        &mut self,
+        item: &'v Value,
+        kind: &str,
+        index: usize,
+        at: &str,
+        findings: &mut Findings,
+    ) {
         match kind {
-            "message" => check_message(item, index, &at, findings),
-            "reasoning" => check_reasoning(items, index, &at, findings),
             "function_call" | "custom_tool_call" | "local_shell_call" | "tool_search_call" => {
-                let family = match kind {
-                    "custom_tool_call" => Family::Custom,
-                    "tool_search_call" => Family::ToolSearch,
-                    _ => Family::Function,
-                };
-                if family == Family::ToolSearch && str_field(item, "execution") != Some("client") {
-                    // Server-executed searches need no output from the client.
-                    continue;
-                }
-                let Some(call_id) = required_call_id(item, index, &at, kind, findings) else {
-                    continue;
-                };
-                if let Some(first) = call_ids.insert((family, call_id), index) {
-                    call_ids.insert((family, call_id), first);
-                    findings.push(
-                        Rule::ResponsesDuplicateCallId,
-                        Severity::Warning,
-                        Wording::Unconfirmed,
-                        &at,
-                        Some(index),
-                        vec![call_id.to_owned()],
-                        format!(
-                            "{kind} with call_id {call_id} repeats the call_id of input[{first}]"
-                        ),
-                    );
-                }
-                calls.push(Call {
-                    index,
-                    call_id,
-                    family,
-                    local_shell: kind == "local_shell_call",
-                    id: str_field(item, "id"),
-                });
+                self.read_call(item, kind, index, at, findings);
             }
             "function_call_output" | "custom_tool_call_output" | "tool_search_output" => {
-                let family = match kind {
-                    "custom_tool_call_output" => Family::Custom,
-                    "tool_search_output" => Family::ToolSearch,
-                    _ => Family::Function,
-                };
-                if family == Family::ToolSearch && str_field(item, "execution") != Some("client") {
-                    continue;
-                }
-                let Some(call_id) = required_call_id(item, index, &at, kind, findings) else {
-                    continue;
-                };
-                outputs.push(Output {
-                    index,
-                    call_id,
-                    family,
-                    local_shell: false,
-                });
+                self.read_output(item, kind, index, at, findings);
             }
             "local_shell_call_output" => match str_field(item, "id") {
-                Some(id) => outputs.push(Output {
+                Some(id) => self.outputs.push(Output {
                     index,
                     call_id: id,
                     family: Family::Function,
@@ -196,19 +214,90 @@ pub(super) fn check(input: &Value, findings: &mut Findings) {
                 }),
                 None => findings.shape(at, Some(index), "a local_shell_call_output has no `id`"),
             },
-            // Other items (server-side calls, references, compactions, unknown types) pair with
-            // nothing the client sends.
             _ => {}
         }
     }
-    // A request that continues a stored response (or conversation) may answer the calls the
-    // server keeps: its outputs need no call in the input.
-    let continued = input.as_object().is_some_and(|body| {
+
+    /// A call, and [`Rule::ResponsesDuplicateCallId`]: no two calls of a family with one
+    /// `call_id`.
+    fn read_call(
+        &mut self,
+        item: &'v Value,
+        kind: &str,
+        index: usize,
+        at: &str,
+        findings: &mut Findings,
+    ) {
+        let family = match kind {
+            "custom_tool_call" => Family::Custom,
+            "tool_search_call" => Family::ToolSearch,
+            _ => Family::Function,
+        };
+        if family == Family::ToolSearch && str_field(item, "execution") != Some("client") {
+            // Server-executed searches need no output from the client.
+            return;
+        }
+        let Some(call_id) = required_call_id(item, index, at, kind, findings) else {
+            return;
+        };
+        if let Some(first) = self.call_ids.insert((family, call_id), index) {
+            self.call_ids.insert((family, call_id), first);
+            findings.push(
+                Rule::ResponsesDuplicateCallId,
+                Severity::Warning,
+                Wording::Unconfirmed,
+                at,
+                Some(index),
+                vec![call_id.to_owned()],
+                format!("{kind} with call_id {call_id} repeats the call_id of input[{first}]"),
+            );
+        }
+        self.calls.push(Call {
+            index,
+            call_id,
+            family,
+            local_shell: kind == "local_shell_call",
+            id: str_field(item, "id"),
+        });
+    }
+
+    /// An output that names its call by `call_id`.
+    fn read_output(
+        &mut self,
+        item: &'v Value,
+        kind: &str,
+        index: usize,
+        at: &str,
+        findings: &mut Findings,
+    ) {
+        let family = match kind {
+            "custom_tool_call_output" => Family::Custom,
+            "tool_search_output" => Family::ToolSearch,
+            _ => Family::Function,
+        };
+        if family == Family::ToolSearch && str_field(item, "execution") != Some("client") {
+            return;
+        }
+        let Some(call_id) = required_call_id(item, index, at, kind, findings) else {
+            return;
+        };
+        self.outputs.push(Output {
+            index,
+            call_id,
+            family,
+            local_shell: false,
+        });
+    }
+}
+
+/// Whether the request continues a stored response (or conversation): it may then answer the
+/// calls the server keeps, and its outputs need no call in the input.
+fn continues_a_stored_response(input: &Value) -> bool {
+    input.as_object().is_some_and(|body| {
         ["previous_response_id", "conversation"]
             .iter()
             .any(|key| body.get(*key).is_some_and(|value| !value.is_null()))
-    });
-    check_pairing(items, &calls, &outputs, !continued, findings);
+    })
 }
 
 /// The `call_id` of a call or output that must have one, or a shape finding.
