@@ -6,8 +6,13 @@
 //! `super::` chain that climbs out of its layer to a sibling. In code, a root path such as
 //! `crate::Error` hides the layer it comes from, and a grouped `crate::{…}` import spans layers,
 //! so both are refused too: name the module.
+//!
+//! Within a layer, `files.rs` checks that the files of each folder import each other in one
+//! order, lowest first, so that no two import each other.
 
 use std::path::{Path, PathBuf};
+
+mod files;
 
 /// The layers, lowest first. A module may import from itself and from the layers before it.
 /// `error` only aggregates the layers' errors, so everything but `session` lies below it.
