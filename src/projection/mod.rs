@@ -12,7 +12,7 @@
 //! media memo); the report lists their repairs when first read.
 //!
 //! [`History::project`] is defined here, with the layer whose work it does; each pass is one
-//! function of `passes.rs` over the slot builder of `slots.rs`. `prefix.rs` measures how much of
+//! function of `passes.rs` over the slot builder of `builder.rs`. `prefix.rs` measures how much of
 //! the input two projections share from the start ([`Projection::common_prefix`]).
 
 mod builder;
