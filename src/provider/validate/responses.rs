@@ -203,7 +203,15 @@ impl<'v> Pairs<'v> {
                 self.read_call(item, kind, index, at, findings);
             }
             "function_call_output" | "custom_tool_call_output" | "tool_search_output" => {
-                self.read_output(item, kind, index, at, findings);
+                if let Some((family, call_id)) = paired_by_call_id(item, kind, index, at, findings)
+                {
+                    self.outputs.push(Output {
+                        index,
+                        call_id,
+                        family,
+                        local_shell: false,
+                    });
+                }
             }
             "local_shell_call_output" => match str_field(item, "id") {
                 Some(id) => self.outputs.push(Output {
@@ -228,16 +236,7 @@ impl<'v> Pairs<'v> {
         at: &str,
         findings: &mut Findings,
     ) {
-        let family = match kind {
-            "custom_tool_call" => Family::Custom,
-            "tool_search_call" => Family::ToolSearch,
-            _ => Family::Function,
-        };
-        if family == Family::ToolSearch && str_field(item, "execution") != Some("client") {
-            // Server-executed searches need no output from the client.
-            return;
-        }
-        let Some(call_id) = required_call_id(item, index, at, kind, findings) else {
+        let Some((family, call_id)) = paired_by_call_id(item, kind, index, at, findings) else {
             return;
         };
         if let Some(first) = self.call_ids.insert((family, call_id), index) {
@@ -260,34 +259,29 @@ impl<'v> Pairs<'v> {
             id: str_field(item, "id"),
         });
     }
+}
 
-    /// An output that names its call by `call_id`.
-    fn read_output(
-        &mut self,
-        item: &'v Value,
-        kind: &str,
-        index: usize,
-        at: &str,
-        findings: &mut Findings,
-    ) {
-        let family = match kind {
-            "custom_tool_call_output" => Family::Custom,
-            "tool_search_output" => Family::ToolSearch,
-            _ => Family::Function,
-        };
-        if family == Family::ToolSearch && str_field(item, "execution") != Some("client") {
-            return;
-        }
-        let Some(call_id) = required_call_id(item, index, at, kind, findings) else {
-            return;
-        };
-        self.outputs.push(Output {
-            index,
-            call_id,
-            family,
-            local_shell: false,
-        });
+/// The family and `call_id` of a call or an output of type `kind` that pairs by `call_id`.
+/// `None` for a server-executed tool search (the client sends it no output), and for an item
+/// without a `call_id` (a shape finding).
+fn paired_by_call_id<'v>(
+    item: &'v Value,
+    kind: &str,
+    index: usize,
+    at: &str,
+    findings: &mut Findings,
+) -> Option<(Family, &'v str)> {
+    let family = match kind {
+        "custom_tool_call" | "custom_tool_call_output" => Family::Custom,
+        "tool_search_call" | "tool_search_output" => Family::ToolSearch,
+        _ => Family::Function,
+    };
+    if family == Family::ToolSearch && str_field(item, "execution") != Some("client") {
+        // Server-executed searches need no output from the client.
+        return None;
     }
+    let call_id = required_call_id(item, index, at, kind, findings)?;
+    Some((family, call_id))
 }
 
 /// Whether the request continues a stored response (or conversation): it may then answer the

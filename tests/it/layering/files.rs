@@ -10,10 +10,8 @@
 //!   `mod.rs`, `pub use header::ItemHeader`) to the file that defines the item.
 //! * Test code is not read (`#[cfg(test)]` modules, items and files): a test may use any file.
 
+use super::{Source, crate_sources, file, identifier, layered, lex};
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::Path;
-
-use super::{Source, file, identifier, lex, module_path, outside, sources};
 
 /// The files of each folder, lowest first (`a < b`): a file may import only the files before it.
 const FILE_ORDER: &[(&str, &str)] = &[
@@ -316,16 +314,12 @@ struct Crate<'a> {
 
 impl<'a> Crate<'a> {
     fn new(sources: &'a [Source]) -> Crate<'a> {
-        let mut files = Vec::new();
-        for source in sources {
-            let name = source.path.to_string_lossy().replace('\\', "/");
-            if outside(&name) {
-                continue;
-            }
-            let module = module_path(&source.path);
-            let read = read(&module, &source.text);
-            files.push((source, module, read));
-        }
+        let files: Vec<_> = layered(sources)
+            .map(|(source, _, module)| {
+                let read = read(&module, &source.text);
+                (source, module, read)
+            })
+            .collect();
         let by_module: BTreeMap<Vec<String>, usize> = files
             .iter()
             .enumerate()
@@ -679,9 +673,7 @@ fn order_violations(
 
 #[test]
 fn the_files_of_each_folder_import_in_its_order() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let mut files = Vec::new();
-    sources(&root, &root, &mut files);
+    let files = crate_sources();
     // The check reads the imports it orders: a few known ones, through a re-export and not.
     let imports = Crate::new(&files).imports();
     for (from, to) in [
@@ -761,26 +753,17 @@ fn the_order_check_finds_each_kind_of_cycle_and_import_out_of_order() {
     ];
     let found = check(&tree, order);
     assert_eq!(found.len(), 4, "{found:#?}");
-    assert!(
-        found
-            .iter()
-            .any(|f| f.starts_with("item/a.rs:1: `a` imports `b`")),
-        "{found:#?}"
-    );
-    assert!(
-        found.iter().any(|f| f.starts_with("item/d is in no order")),
-        "{found:#?}"
-    );
-    assert!(
-        found
-            .iter()
-            .any(|f| f.contains("lists `c`, which is no file")),
-        "{found:#?}"
-    );
-    assert!(
-        found.iter().any(|f| f.starts_with("world/ has no order")),
-        "{found:#?}"
-    );
+    for expected in [
+        "item/a.rs:1: `a` imports `b`",
+        "item/d is in no order",
+        "FILE_ORDER's `item` lists `c`, which is no file there",
+        "world/ has no order",
+    ] {
+        assert!(
+            found.iter().any(|f| f.starts_with(expected)),
+            "{expected}: {found:#?}"
+        );
+    }
 }
 
 #[test]

@@ -244,15 +244,18 @@ fn lex(text: &str) -> Vec<Line> {
     lines
 }
 
+/// The files in the layers, each with its name (under `src/`, `/`-separated) and module path.
+fn layered(files: &[Source]) -> impl Iterator<Item = (&Source, String, Vec<String>)> {
+    files.iter().filter_map(|file| {
+        let name = file.path.to_string_lossy().replace('\\', "/");
+        (!outside(&name)).then(|| (file, name, module_path(&file.path)))
+    })
+}
+
 /// Every import against the direction in `files`, as `path:line: what`.
 fn violations(files: &[Source]) -> Vec<String> {
     let mut found = Vec::new();
-    for file in files {
-        let name = file.path.to_string_lossy().replace('\\', "/");
-        if outside(&name) {
-            continue;
-        }
-        let module = module_path(&file.path);
+    for (file, name, module) in layered(files) {
         let Some(own) = module.first().and_then(|layer| rank(layer)) else {
             found.push(format!(
                 "{name}: module `{}` is in no layer; add it to LAYERS and to docs/architecture.md",
@@ -341,11 +344,17 @@ fn violations(files: &[Source]) -> Vec<String> {
     found
 }
 
-#[test]
-fn imports_go_down_the_layers() {
+/// The crate's source files.
+fn crate_sources() -> Vec<Source> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
     let mut files = Vec::new();
     sources(&root, &root, &mut files);
+    files
+}
+
+#[test]
+fn imports_go_down_the_layers() {
+    let files = crate_sources();
     assert!(files.len() > 20, "read the source tree");
     let found = violations(&files);
     assert!(
