@@ -74,11 +74,11 @@ impl PromptCompiler {
             Target::Responses => (Vec::new(), Vec::new(), Vec::new()),
             Target::ChatCompletions => {
                 let tools = chat::chat_tools(specs);
-                (tools.tools, tools.dropped, chat::left_out(&request))
+                (tools.tools, tools.dropped, left_out(&request, true))
             }
             Target::AnthropicMessages => {
                 let tools = anthropic::anthropic_tools(specs);
-                (tools.tools, tools.dropped, anthropic::left_out(&request))
+                (tools.tools, tools.dropped, left_out(&request, false))
             }
         };
         let tools = if tools.is_empty() {
@@ -94,6 +94,32 @@ impl PromptCompiler {
             left_out,
         })
     }
+}
+
+/// The settings of `request` that Chat Completions and Anthropic Messages bodies have no field
+/// for; `effort`: the reasoning effort has one (Chat's `reasoning_effort`).
+fn left_out(request: &ModelRequest, effort: bool) -> Vec<&'static str> {
+    let (settings, response) = (&request.settings, &request.response);
+    let reasoning = settings.reasoning.as_ref();
+    [
+        (
+            "reasoning",
+            !effort && reasoning.is_some_and(|r| r.effort.is_some()),
+        ),
+        (
+            "reasoning.summary",
+            reasoning.is_some_and(|r| r.summary.is_some()),
+        ),
+        ("verbosity", settings.verbosity.is_some()),
+        ("prompt_cache_key", settings.prompt_cache_key.is_some()),
+        ("service_tier", settings.service_tier.is_some()),
+        ("output_schema", request.prompt.output_schema.is_some()),
+        ("store", response.store),
+        ("include", response.include.is_some()),
+    ]
+    .into_iter()
+    .filter_map(|(name, set)| set.then_some(name))
+    .collect()
 }
 
 impl TargetRequest {
@@ -128,10 +154,9 @@ impl TargetRequest {
         &self.dropped
     }
 
-    /// The settings that are set but that the target's body has no field for (not sent): for
-    /// Chat Completions `reasoning.summary`, `verbosity`, `prompt_cache_key`, `service_tier`,
-    /// `output_schema`, `store` (when true) and `include`; for Anthropic Messages the same with
-    /// `reasoning` whole.
+    /// The settings that are set but that the target's body has no field for (not sent):
+    /// `reasoning` (its effort: Anthropic), `reasoning.summary`, `verbosity`, `prompt_cache_key`,
+    /// `service_tier`, `output_schema`, `store` (when true) and `include`.
     pub fn left_out(&self) -> &[&'static str] {
         &self.left_out
     }

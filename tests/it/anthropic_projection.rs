@@ -9,9 +9,9 @@ use std::collections::{HashMap, HashSet};
 use agent_history::testing::target_renderings;
 use agent_history::{
     ANTHROPIC_LEADING_USER_TEXT, DEFAULT_ANTHROPIC_MAX_TOKENS, History, IMAGE_PLACEHOLDER,
-    InputFallback, ItemKind, PlaceholderReason, PromptCompiler, RequestSettings, ResponseOptions,
-    ResumeOptions, StepContext, Target, TargetOptions, TargetRepairKind, ToolChoice, ToolPlan,
-    resume_file, validate,
+    InputFallback, ItemKind, PlaceholderReason, PromptCompiler, ReasoningConfig, RequestSettings,
+    ResponseOptions, ResumeOptions, StepContext, Target, TargetOptions, TargetRepairKind,
+    ToolChoice, ToolPlan, resume_file, validate,
 };
 use proptest::prelude::*;
 use serde_json::{Value, json};
@@ -589,7 +589,10 @@ fn the_request_body_carries_model_max_tokens_system_messages_tools() {
     // Settings the Messages API has no field for are not sent, and are named.
     let other = PromptCompiler::new(RequestSettings {
         prompt_cache_key: Some("thread".into()),
-        reasoning: Some(Default::default()),
+        reasoning: Some(ReasoningConfig {
+            effort: Some("high".into()),
+            summary: None,
+        }),
         ..RequestSettings::default()
     })
     .compile_for(

@@ -15,10 +15,10 @@ use super::assembly::Messages;
 
 pub(crate) use messages::Anthropic;
 pub use render::{CUSTOM_TOOL_INPUT_KEY, RAW_ARGUMENTS_KEY};
+pub(crate) use request::write_body;
 pub use request::{
     AnthropicTools, DEFAULT_ANTHROPIC_MAX_TOKENS, anthropic_tool_choice, anthropic_tools,
 };
-pub(crate) use request::{left_out, write_body};
 
 /// The text of the user message put first when the history starts with the assistant (the
 /// Messages API wants a user message first).

@@ -9,7 +9,7 @@ use crate::request::{ModelRequest, RequestError, ToolChoice};
 
 use super::super::assembly::Messages;
 use super::super::tools::{
-    DroppedTool, LOCAL_SHELL_DESCRIPTION, LOCAL_SHELL_FUNCTION, local_shell_schema,
+    DroppedTool, LOCAL_SHELL_DESCRIPTION, ToolKind, convert_tools, local_shell_schema,
 };
 use super::messages::Anthropic;
 use super::render::{CUSTOM_TOOL_INPUT_KEY, Sent};
@@ -26,34 +26,6 @@ pub struct AnthropicTools {
     /// The specs with no equivalent (web search, tool search, image generation, file search,
     /// MCP, …) or whose name another tool already has.
     pub dropped: Vec<DroppedTool>,
-}
-
-/// The settings of `request` an Anthropic Messages body has no field for.
-pub(crate) fn left_out(request: &ModelRequest) -> Vec<&'static str> {
-    let settings = &request.settings;
-    let mut left = Vec::new();
-    if settings.reasoning.is_some() {
-        left.push("reasoning");
-    }
-    if settings.verbosity.is_some() {
-        left.push("verbosity");
-    }
-    if settings.prompt_cache_key.is_some() {
-        left.push("prompt_cache_key");
-    }
-    if settings.service_tier.is_some() {
-        left.push("service_tier");
-    }
-    if request.prompt.output_schema.is_some() {
-        left.push("output_schema");
-    }
-    if request.response.store {
-        left.push("store");
-    }
-    if request.response.include.is_some() {
-        left.push("include");
-    }
-    left
 }
 
 /// Writes the body of `request` with `messages`, and `tools` (the converted tools' JSON array,
@@ -142,35 +114,6 @@ fn tool(name: &str, description: Option<&Value>, input_schema: Value) -> Value {
     Value::Object(tool)
 }
 
-fn function_tool(spec: &Map<String, Value>, name: &str) -> Value {
-    let schema = match spec.get("parameters") {
-        Some(schema @ Value::Object(_)) => schema.clone(),
-        _ => json!({"type": "object", "properties": {}}),
-    };
-    tool(name, spec.get("description"), schema)
-}
-
-fn custom_tool(spec: &Map<String, Value>, name: &str) -> Value {
-    tool(
-        name,
-        spec.get("description"),
-        json!({
-            "type": "object",
-            "properties": {CUSTOM_TOOL_INPUT_KEY: {"type": "string"}},
-            "required": [CUSTOM_TOOL_INPUT_KEY],
-        }),
-    )
-}
-
-/// The [`LOCAL_SHELL_FUNCTION`] tool, taking a local shell call's `action`.
-fn local_shell_tool() -> Value {
-    tool(
-        LOCAL_SHELL_FUNCTION,
-        Some(&Value::from(LOCAL_SHELL_DESCRIPTION)),
-        local_shell_schema(),
-    )
-}
-
 /// Whether Anthropic takes `name` as a tool name: 1 to 64 characters of `[a-zA-Z0-9_-]` (the
 /// pattern its documentation gives; a longer limit has been reported, so 64 is the safe side).
 fn tool_name_ok(name: &str) -> bool {
@@ -188,110 +131,38 @@ fn tool_name_ok(name: &str) -> bool {
 /// unique names of that form), and any spec that is not an object (listed with an empty type),
 /// is left out and listed.
 pub fn anthropic_tools(specs: &[Value]) -> AnthropicTools {
-    let mut tools = Vec::new();
-    let mut dropped = Vec::new();
     let mut names = std::collections::HashSet::new();
-    let mut add = |tools: &mut Vec<Value>,
-                   dropped: &mut Vec<DroppedTool>,
-                   index,
-                   kind: &str,
-                   name: &str,
-                   tool| {
-        // Anthropic wants names of 1 to 64 characters of `[a-zA-Z0-9_-]`, each used once (a
-        // namespace member may repeat a top-level one).
-        if tool_name_ok(name) && names.insert(name.to_owned()) {
-            tools.push(tool);
-        } else {
-            dropped.push(DroppedTool {
-                index,
-                tool_type: kind.to_owned(),
-                name: Some(name.to_owned()),
-            });
+    let (tools, dropped) = convert_tools(specs, true, |kind, name, spec| {
+        // Names of 1 to 64 characters of `[a-zA-Z0-9_-]`, each used once (a namespace member
+        // may repeat a top-level one).
+        if !tool_name_ok(name) || !names.insert(name.to_owned()) {
+            return None;
         }
-    };
-    for (index, spec) in specs.iter().enumerate() {
-        let Some(spec) = spec.as_object() else {
-            dropped.push(DroppedTool {
-                index,
-                tool_type: String::new(),
-                name: None,
-            });
-            continue;
-        };
-        let kind = spec.get("type").and_then(Value::as_str).unwrap_or("");
-        let name = spec.get("name").and_then(Value::as_str);
-        match (kind, name) {
-            ("function", Some(name)) => {
-                add(
-                    &mut tools,
-                    &mut dropped,
-                    index,
-                    kind,
-                    name,
-                    function_tool(spec, name),
-                );
+        let description = spec.get("description");
+        Some(match kind {
+            ToolKind::Function => {
+                let schema = match spec.get("parameters") {
+                    Some(schema @ Value::Object(_)) => schema.clone(),
+                    _ => json!({"type": "object", "properties": {}}),
+                };
+                tool(name, description, schema)
             }
-            ("custom", Some(name)) => {
-                add(
-                    &mut tools,
-                    &mut dropped,
-                    index,
-                    kind,
-                    name,
-                    custom_tool(spec, name),
-                );
-            }
-            ("local_shell", _) => add(
-                &mut tools,
-                &mut dropped,
-                index,
-                kind,
-                LOCAL_SHELL_FUNCTION,
-                local_shell_tool(),
+            ToolKind::Custom => tool(
+                name,
+                description,
+                json!({
+                    "type": "object",
+                    "properties": {CUSTOM_TOOL_INPUT_KEY: {"type": "string"}},
+                    "required": [CUSTOM_TOOL_INPUT_KEY],
+                }),
             ),
-            ("namespace", _) => {
-                for member in spec
-                    .get("tools")
-                    .and_then(Value::as_array)
-                    .into_iter()
-                    .flatten()
-                {
-                    let Some(member) = member.as_object() else {
-                        continue;
-                    };
-                    let member_kind = member.get("type").and_then(Value::as_str).unwrap_or("");
-                    match (member_kind, member.get("name").and_then(Value::as_str)) {
-                        ("function", Some(name)) => add(
-                            &mut tools,
-                            &mut dropped,
-                            index,
-                            member_kind,
-                            name,
-                            function_tool(member, name),
-                        ),
-                        ("custom", Some(name)) => add(
-                            &mut tools,
-                            &mut dropped,
-                            index,
-                            member_kind,
-                            name,
-                            custom_tool(member, name),
-                        ),
-                        (_, name) => dropped.push(DroppedTool {
-                            index,
-                            tool_type: member_kind.to_owned(),
-                            name: name.map(str::to_owned),
-                        }),
-                    }
-                }
-            }
-            _ => dropped.push(DroppedTool {
-                index,
-                tool_type: kind.to_owned(),
-                name: name.map(str::to_owned),
-            }),
-        }
-    }
+            ToolKind::LocalShell => tool(
+                name,
+                Some(&Value::from(LOCAL_SHELL_DESCRIPTION)),
+                local_shell_schema(),
+            ),
+        })
+    });
     AnthropicTools { tools, dropped }
 }
 

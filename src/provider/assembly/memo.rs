@@ -1,18 +1,15 @@
-//! The assemblies a history keeps, shared by every version of it, and how a projection finds
-//! the one to start from.
+//! The assemblies a history keeps (shared by all its versions), how a projection finds the one to
+//! start from, and how it resumes it.
 //!
-//! An assembly ([`Memo`]) is kept with the entries of the version it was made for (an O(1)
-//! clone of the persistent vector) and a few checkpoints: places where nothing before pairs or
-//! batches with anything after, each with everything the assembly knew there. Its checkpoints
-//! belong to that persistent structure, not to one line of versions: a checkpoint at position
-//! `p` serves every version whose first `p` slots are the same entries with the same Responses
-//! repairs, which a walk over the shared leaves of two vectors tells (`History::shared_prefix`).
-//! So the next step of an agent loop, a fork of a projected version (several branches, each
-//! appending something else), a reader behind the writer and a rollback all resume near where
-//! they differ. The last few checkpoints are kept, and fewer further back (each gap at most the
-//! distance from its end to the version's end), so that resuming before a place that a new item
-//! pairs across costs at most about twice what it must.
+//! An assembly ([`Memo`]) keeps the entries of the version it was made for (an O(1) clone) and a
+//! few checkpoints: places where nothing before pairs or batches with anything after, with all
+//! the assembly knew there. A checkpoint at position `p` serves every version whose first `p`
+//! slots are the same entries with the same Responses repairs, which a walk over the shared
+//! leaves of the two vectors tells: the next step, a fork's branches, a reader behind the writer
+//! and a rollback all resume near where they differ. The last few checkpoints are kept, fewer
+//! further back (see [`keep`]), and the one before the first renamed call.
 
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use imbl::Vector;
@@ -22,83 +19,88 @@ use crate::item::Entry;
 use crate::projection::Projection;
 
 use super::super::report::{TargetProjectionError, TargetRepair};
-use super::Format;
-use super::build;
-use super::counters;
 use super::fragments::Fragment;
-use super::naming::Ids;
-use super::pairing::{Edge, Paired, pair_calls, reaches_back};
-use super::units::{self, Unit};
+use super::naming::{Ids, Naming};
+use super::pairing::{Edge, Paired, Step, cuts, pair_calls, reaches_back};
+use super::units::{self, PairRole, Rendered, Unit};
+use super::{BuildStep, Format, Out, Source, counters};
 
-/// How many assemblies a history keeps for one target: enough for two option sets each
-/// projected at two versions (a writer and a reader behind it), four option sets at one
-/// version, or the branches of a fork.
+/// How many assemblies a history keeps for one target: two option sets each at two versions
+/// (a writer and a reader behind it), four option sets, or the branches of a fork.
 const KEPT: usize = 4;
 
 /// How many of the last checkpoints an assembly keeps before it thins them out.
 const LAST_CHECKPOINTS: usize = 8;
 
+/// How much of an assembly comes before a checkpoint.
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct Counts {
+    fragments: usize,
+    bytes: u64,
+    repairs: usize,
+    hoisted: usize,
+}
+
 /// A place an assembly can be resumed at: the slots before `position` pair and batch with
-/// nothing from it on, and everything the assembly knew there.
+/// nothing from it on.
 #[derive(Debug)]
 pub(super) struct Checkpoint<F: Format> {
-    /// The first slot after it.
-    pub(super) position: usize,
-    /// How many fragments, bytes, repairs and hoisted items come before it.
-    pub(super) fragments: usize,
-    pub(super) bytes: u64,
-    pub(super) repairs: usize,
-    pub(super) hoisted: usize,
+    position: usize,
+    counts: Counts,
     /// The message builder's state there.
     pub(super) state: F::State,
     /// What is known of the call ids before it.
-    pub(super) ids: Ids,
+    ids: Ids,
     /// The edge of the last unit before it that sends something.
-    pub(super) last: Option<Edge>,
-}
-
-impl<F: Format> Default for Checkpoint<F> {
-    /// The start of a history.
-    fn default() -> Self {
-        Checkpoint {
-            position: 0,
-            fragments: 0,
-            bytes: 0,
-            repairs: 0,
-            hoisted: 0,
-            state: F::State::default(),
-            ids: Ids::default(),
-            last: None,
-        }
-    }
+    last: Option<Edge>,
 }
 
 /// The assembly of one version of a history for one target and key.
 #[derive(Debug)]
 pub(crate) struct Memo<F: Format> {
-    pub(super) key: F::Key,
-    /// The live entries of the version assembled.
-    pub(super) entries: Vector<Entry>,
-    /// Its Responses projection's replaced slots: (position, sends nothing).
-    pub(super) replaced: Vec<(usize, bool)>,
+    key: F::Key,
+    /// The live entries of the version assembled, and its projection's replaced slots.
+    entries: Vector<Entry>,
+    replaced: Vec<(usize, bool)>,
     pub(super) fragments: Vector<Fragment<F::Item>>,
     pub(super) bytes: u64,
     pub(super) repairs: Vector<TargetRepair>,
     pub(super) hoisted: Vector<Arc<F::Item>>,
-    /// The checkpoints kept, by position; the last is the version's end.
-    pub(super) checkpoints: Vec<Arc<Checkpoint<F>>>,
-    /// The position of the checkpoint before the first call sent under a new id (kept however
-    /// far back it is).
-    pub(super) anchor: Option<usize>,
+    /// The checkpoints kept, by position: the first is the start, the last the version's end.
+    checkpoints: Vec<Arc<Checkpoint<F>>>,
+    /// The position of the checkpoint before the first renamed call, kept however far back:
+    /// a later call whose own id is a name minted there sends an assembly back before it.
+    anchor: Option<usize>,
 }
 
 impl<F: Format> Memo<F> {
+    /// The assembly of an empty history: the start alone.
+    fn empty(key: F::Key) -> Self {
+        let start = Checkpoint {
+            position: 0,
+            counts: Counts::default(),
+            state: F::State::default(),
+            ids: Ids::default(),
+            last: None,
+        };
+        Memo {
+            key,
+            entries: Vector::new(),
+            replaced: Vec::new(),
+            fragments: Vector::new(),
+            bytes: 0,
+            repairs: Vector::new(),
+            hoisted: Vector::new(),
+            checkpoints: vec![Arc::new(start)],
+            anchor: None,
+        }
+    }
+
     /// The checkpoint at the version's end.
     pub(super) fn end(&self) -> &Checkpoint<F> {
-        // Every memo is built with its end checkpoint.
         self.checkpoints
             .last()
-            .map_or_else(|| unreachable_end(), |checkpoint| &**checkpoint)
+            .map_or_else(|| unreachable!(), |end| end)
     }
 
     /// Whether it was made for exactly this version.
@@ -107,28 +109,17 @@ impl<F: Format> Memo<F> {
     }
 }
 
-/// A memo always ends with its end checkpoint; this is never reached.
-fn unreachable_end<'a, F: Format>() -> &'a Checkpoint<F> {
-    unreachable!("an assembly is built with its end checkpoint")
-}
-
-/// The assemblies a history keeps for target `F`, the most recently used first; one per
-/// history and its versions (`History::memo`).
-pub(crate) struct Kept<F: Format> {
-    memos: Mutex<Vec<Arc<Memo<F>>>>,
-}
+/// The assemblies a history keeps for target `F`, the most recently used first.
+pub(crate) struct Kept<F: Format>(Mutex<Vec<Arc<Memo<F>>>>);
 
 impl<F: Format> Default for Kept<F> {
     fn default() -> Self {
-        Kept {
-            memos: Mutex::new(Vec::new()),
-        }
+        Kept(Mutex::new(Vec::new()))
     }
 }
 
-/// The assembly of `projection` of `history` for `key`: a kept one as it is when it was made for
-/// this version, else the kept one that shares the most with it resumed at its last usable
-/// checkpoint, else a new one; kept for the next projection.
+/// The assembly of `projection` of `history` for `key`: a kept one as it is when it was made
+/// for this version, else the one that shares the most with it resumed, kept for next time.
 ///
 /// # Errors
 ///
@@ -140,82 +131,61 @@ pub(super) fn assembly<F: Format>(
 ) -> Result<Arc<Memo<F>>, TargetProjectionError> {
     let kept = history.memo::<Kept<F>>();
     let memos = kept
-        .memos
+        .0
         .lock()
         .unwrap_or_else(PoisonError::into_inner)
         .clone();
     let replaced: Vec<(usize, bool)> = projection.replaced_slots().collect();
     let mine = memos.iter().filter(|memo| memo.key == key);
     if let Some(memo) = mine.clone().find(|memo| memo.is_of(history, &replaced)) {
-        let memo = Arc::clone(memo);
-        store(&kept, &memo, Some(&memo));
-        return Ok(memo);
+        store(&kept, memo, Some(memo));
+        return Ok(Arc::clone(memo));
     }
     // The kept assembly that shares the most with this version (the most recent on a tie).
-    let source = mine
-        .map(|memo| (memo, shared(memo, history, &replaced)))
-        .fold(
-            None,
-            |best: Option<(&Arc<Memo<F>>, usize)>, (memo, changed)| match best {
-                Some((_, most)) if most >= changed => best,
-                _ => Some((memo, changed)),
-            },
-        );
-    let memo = match source {
-        Some((source, changed)) => resume(source, history, projection, &replaced, changed)?,
-        None => whole(history, projection, key, replaced)?,
-    };
-    let memo = Arc::new(memo);
+    let mut source: Option<(&Arc<Memo<F>>, usize)> = None;
+    for memo in mine {
+        let shared = history
+            .shared_prefix(&memo.entries)
+            .min(first_difference(&memo.replaced, &replaced).unwrap_or(usize::MAX));
+        if source.is_none_or(|(_, most)| shared > most) {
+            source = Some((memo, shared));
+        }
+    }
+    let memo = Arc::new(match source {
+        Some((source, shared)) => resume(source, history, projection, replaced, shared)?,
+        None => resume(&Memo::empty(key), history, projection, replaced, 0)?,
+    });
     store(&kept, &memo, source.map(|(source, _)| source));
     Ok(memo)
 }
 
-/// The first position where `memo`'s version and `history` (with `replaced`) may differ: the
-/// end of the entries they share, the first replaced slot that differs, or the shorter end.
-fn shared<F: Format>(memo: &Memo<F>, history: &History, replaced: &[(usize, bool)]) -> usize {
-    let entries = history.shared_prefix(&memo.entries);
-    first_difference(&memo.replaced, replaced)
-        .unwrap_or(usize::MAX)
-        .min(entries)
-}
-
 /// The first position where `before` and `now` (replaced slots, sorted) differ.
 fn first_difference(before: &[(usize, bool)], now: &[(usize, bool)]) -> Option<usize> {
-    before
-        .iter()
-        .zip(now)
-        .find(|(a, b)| a != b)
-        .map(|(a, b)| a.0.min(b.0))
-        .or_else(|| {
-            let (shorter, longer) = if before.len() < now.len() {
-                (before, now)
-            } else {
-                (now, before)
-            };
-            longer.get(shorter.len()).map(|slot| slot.0)
-        })
+    let differ = before.iter().zip(now).find(|(a, b)| a != b);
+    differ.map(|(a, b)| a.0.min(b.0)).or_else(|| {
+        let longer = if before.len() > now.len() {
+            before
+        } else {
+            now
+        };
+        longer.get(before.len().min(now.len())).map(|slot| slot.0)
+    })
 }
 
-/// `source` resumed for `history` at its last checkpoint at or before `changed` that the new
+/// `source` resumed for `history` at its last checkpoint at or before `shared` that the new
 /// units cannot pair or batch across (the start at the latest). Each slot is collected once:
-/// moving back a checkpoint collects only the slots before the ones already collected.
+/// moving back a checkpoint collects only the slots before those collected.
 fn resume<F: Format>(
     source: &Memo<F>,
     history: &History,
     projection: &Projection,
-    replaced: &[(usize, bool)],
-    changed: usize,
+    replaced: Vec<(usize, bool)>,
+    shared: usize,
 ) -> Result<Memo<F>, TargetProjectionError> {
-    let start = Arc::new(Checkpoint::default());
-    let candidates = source
-        .checkpoints
-        .iter()
-        .rev()
-        .filter(|checkpoint| checkpoint.position <= changed && checkpoint.position > 0)
-        .chain(std::iter::once(&start));
     let mut units: Vec<Unit<F::Item>> = Vec::new();
-    let mut collected_from: Option<usize> = None;
-    for checkpoint in candidates {
+    let mut collected_from = None;
+    let candidates = source.checkpoints.iter().enumerate().rev();
+    for (k, checkpoint) in candidates.filter(|(_, c)| c.position <= shared) {
         let mut earlier = units::collect(projection, checkpoint.position, collected_from)?;
         earlier.append(&mut units);
         units = earlier;
@@ -224,132 +194,263 @@ fn resume<F: Format>(
         if checkpoint.position > 0 && !usable(checkpoint, &units, &paired) {
             continue;
         }
-        let kept = source
-            .checkpoints
-            .iter()
-            .take_while(|kept| kept.position < checkpoint.position)
-            .cloned()
-            .chain(std::iter::once(Arc::clone(checkpoint)))
-            .collect();
-        let prefix = build::Prefix {
-            fragments: source.fragments.take(checkpoint.fragments),
-            repairs: source.repairs.take(checkpoint.repairs),
-            hoisted: source.hoisted.take(checkpoint.hoisted),
-            checkpoints: kept,
-            anchor: source
-                .anchor
-                .filter(|&anchor| anchor <= checkpoint.position),
-        };
         if source.entries.len() > history.len() && checkpoint.position > 0 {
             counters::older_version_resumed();
         }
-        return Ok(build::assemble(
-            source.key,
-            history,
-            replaced.to_vec(),
-            prefix,
-            units,
-            paired,
-        ));
+        return Ok(build(source, k, history, replaced, units, paired));
     }
     unreachable!("the start is always usable")
 }
 
-/// Whether the assembly kept at `checkpoint` stays right when `units` (paired as `paired`)
-/// follow it: no call batches across it, nothing pairs across it, and the names chosen before
-/// it are still the ones a whole assembly chooses.
+/// Whether the assembly kept at `checkpoint` stays right when `units` follow it: no call
+/// batches across it, nothing pairs across it, and the names chosen before it are still those a
+/// whole assembly chooses.
 fn usable<F: Format>(checkpoint: &Checkpoint<F>, units: &[Unit<F::Item>], paired: &Paired) -> bool {
     let batches_across =
         checkpoint.last == Some(Edge::Call) && units.iter().find_map(Edge::of) == Some(Edge::Call);
+    let ids = &checkpoint.ids;
     !batches_across
-        && checkpoint.ids.hold_for(units)
+        && ids.hold_for(units)
         && !reaches_back(
             units,
             &paired.call_of,
-            |id| checkpoint.ids.used(id),
-            |id| checkpoint.ids.loose(id),
+            |id| ids.used(id),
+            |id| ids.loose(id),
         )
 }
 
-/// The assembly of the whole projection.
-fn whole<F: Format>(
-    history: &History,
-    projection: &Projection,
-    key: F::Key,
-    replaced: Vec<(usize, bool)>,
-) -> Result<Memo<F>, TargetProjectionError> {
-    let units = units::collect(projection, 0, None)?;
-    let paired = pair_calls(&units);
-    let prefix = build::Prefix {
-        fragments: Vector::new(),
-        repairs: Vector::new(),
-        hoisted: Vector::new(),
-        checkpoints: vec![Arc::new(Checkpoint::default())],
-        anchor: None,
-    };
-    Ok(build::assemble(
-        key, history, replaced, prefix, units, paired,
-    ))
-}
-
-/// Keeps `memo`, made from `source` (or in full), as the most recently used: it takes the place
-/// of `source` when that was of a shorter or the same version, and is kept beside it when it
-/// was of a longer one (a reader behind the writer), so that each finds its own next time; it
-/// also replaces an assembly of the same version and key. The least recently used goes when
-/// there are more than [`KEPT`]. Other projections may have stored theirs since this one read
-/// the list: the rule is applied to what it holds now.
+/// Keeps `memo`, made from `source`, as the most recently used: it takes the place of `source`
+/// when that was of a shorter or the same version, and is kept beside it when it was of a
+/// longer one (a reader behind the writer); it replaces an assembly of the same version and
+/// key; the least recently used goes beyond [`KEPT`].
 fn store<F: Format>(kept: &Kept<F>, memo: &Arc<Memo<F>>, source: Option<&Arc<Memo<F>>>) {
-    let mut memos = kept.memos.lock().unwrap_or_else(PoisonError::into_inner);
-    if memos.first().is_some_and(|first| Arc::ptr_eq(first, memo)) {
-        return;
-    }
+    let mut memos = kept.0.lock().unwrap_or_else(PoisonError::into_inner);
     let replaced = source.filter(|source| source.entries.len() <= memo.entries.len());
     memos.retain(|kept| {
         let same = kept.key == memo.key
             && kept.entries.ptr_eq(&memo.entries)
             && kept.replaced == memo.replaced;
-        let started_from = replaced.is_some_and(|source| Arc::ptr_eq(kept, source));
-        !(same || started_from)
+        !(same || replaced.is_some_and(|source| Arc::ptr_eq(kept, source)))
     });
     memos.insert(0, Arc::clone(memo));
     memos.truncate(KEPT);
 }
 
-/// Which of `positions` (sorted, distinct; the last is the version's end) an assembly keeps:
-/// the end and the [`LAST_CHECKPOINTS`] before it, and further back the earliest one within
-/// the distance from the last kept to the end of the last kept, so that the gaps between kept
-/// checkpoints at most double going back: O(log n) of them, and for any place, one at most
-/// about as far before it as it is before the end. And the one at `anchor`.
+/// The assembly of `history`: `source` up to its checkpoint `k`, then `units` (the slots from
+/// there on, ordered by `paired`) named and built, with checkpoints where they can be cut.
+fn build<F: Format>(
+    source: &Memo<F>,
+    k: usize,
+    history: &History,
+    replaced: Vec<(usize, bool)>,
+    units: Vec<Unit<F::Item>>,
+    paired: Paired,
+) -> Memo<F> {
+    let from = &source.checkpoints[k];
+    let (key, end) = (source.key, history.len());
+    let found = cuts(&units, &paired.call_of, from.last);
+    let anchor = source
+        .anchor
+        .filter(|&anchor| anchor <= from.position)
+        .or_else(|| anchor_of::<F>(from, &units, &found));
+    // Which checkpoints to keep: of the source's up to `from`, of the new cuts, and the end.
+    let old = &source.checkpoints[..=k];
+    let mut positions: Vec<usize> = old.iter().map(|c| c.position).collect();
+    positions.extend(found.iter().map(|&(at, _)| units[at].at.position));
+    positions.push(end);
+    positions.dedup();
+    let keep = keep(&positions, anchor);
+    let places: Vec<(usize, Option<Edge>)> = found
+        .iter()
+        .zip(&keep[old.len()..])
+        .filter_map(|(&place, &keep)| keep.then_some(place))
+        .collect();
+
+    // The units in position order: names, what is known of the ids, hoisted items, notes.
+    let mut hoisted = source.hoisted.take(from.counts.hoisted);
+    let mut ids = from.ids.clone();
+    let mut naming = Naming::<F>::new(&mut ids, &units);
+    let mut renamed: HashMap<usize, Arc<str>> = HashMap::new();
+    let mut tagged: Vec<(Source, TargetRepair)> = Vec::new();
+    let mut known_at = Vec::with_capacity(places.len());
+    let mut next = places.iter().peekable();
+    for (i, unit) in units.iter().enumerate() {
+        if next.next_if(|&&(at, _)| at == i).is_some() {
+            known_at.push((naming.ids().at(unit.at.position), hoisted.len()));
+        }
+        let answered =
+            !matches!(unit.pairing(), PairRole::Output(_)) || paired.call_of.contains_key(&i);
+        if let Some(name) = naming.record(unit, answered) {
+            let from = unit.pairing_id().unwrap_or("").to_owned();
+            let kind = super::TargetRepairKind::MappedId {
+                from,
+                to: name.to_string(),
+            };
+            tagged.push((Source::Naming, repair(kind, unit)));
+            renamed.insert(i, name);
+        }
+        let notes = unit.rendered.notes().iter();
+        tagged.extend(notes.map(|kind| (Source::Notes, repair(kind.clone(), unit))));
+        if F::hoisted(&unit.rendered) {
+            hoisted.push_back(Arc::clone(&unit.rendered));
+        }
+    }
+    drop(naming);
+    let pairing = paired.repairs.iter().map(|r| (Source::Pairing, r.clone()));
+    tagged.extend(pairing);
+
+    // The steps in pairing order, built into fragments, with the state at each place kept.
+    let mut fragments = source.fragments.take(from.counts.fragments);
+    let mut state = from.state.clone();
+    let mut bytes = from.counts.bytes;
+    let mut built = Vec::new();
+    let mut states = Vec::with_capacity(places.len());
+    let mut next = places.iter().map(|&(at, _)| at).peekable();
+    let sent = |unit: usize| match renamed.get(&unit) {
+        Some(name) => (&**name, true),
+        None => (units[unit].pairing_id().unwrap_or(""), false),
+    };
+    for step in &paired.steps {
+        let (Step::Unit(i) | Step::Synthetic(i)) = *step;
+        while next.next_if(|&at| at <= i).is_some() {
+            states.push((state.clone(), fragments.len(), bytes));
+        }
+        let unit = &units[i];
+        let step = match (*step, unit.pairing()) {
+            (Step::Synthetic(_), _) => BuildStep::Synthetic { id: sent(i).0 },
+            (Step::Unit(_), PairRole::Call(_)) => {
+                let (id, renamed) = sent(i);
+                BuildStep::Call { unit, id, renamed }
+            }
+            (Step::Unit(_), PairRole::Output(_)) => {
+                let (id, renamed) = sent(paired.call_of.get(&i).copied().unwrap_or(i));
+                BuildStep::Output { unit, id, renamed }
+            }
+            (Step::Unit(_), _) => BuildStep::Other(unit),
+        };
+        let mut out = Out {
+            pieces: F::PIECES,
+            fragments: &mut fragments,
+            bytes: &mut bytes,
+            repairs: &mut built,
+        };
+        F::build(&key, &mut state, step, &mut out);
+    }
+    // A place before units that send no step (a dropped output at the end): the state after all.
+    states.extend(next.map(|_| (state.clone(), fragments.len(), bytes)));
+    tagged.extend(built.into_iter().map(|repair| (Source::Building, repair)));
+
+    // The repairs in position order, by source within a position (stable).
+    let rank = |source: Source| F::REPAIR_ORDER.iter().position(|&s| s == source);
+    tagged.sort_by_key(|(source, repair)| (repair.at.position, rank(*source)));
+    let mut repairs = source.repairs.take(from.counts.repairs);
+    let before = repairs.len();
+    let tail: Vec<TargetRepair> = tagged.into_iter().map(|(_, repair)| repair).collect();
+    let repairs_before =
+        |position: usize| before + tail.partition_point(|r| r.at.position < position);
+
+    let mut checkpoints: Vec<Arc<Checkpoint<F>>> = old
+        .iter()
+        .zip(&keep)
+        .filter_map(|(checkpoint, &keep)| keep.then(|| Arc::clone(checkpoint)))
+        .collect();
+    for ((&(at, last), (ids, hoisted)), (state, fragments, bytes)) in
+        places.iter().zip(known_at).zip(states)
+    {
+        let position = units[at].at.position;
+        let repairs = repairs_before(position);
+        let counts = Counts {
+            fragments,
+            bytes,
+            repairs,
+            hoisted,
+        };
+        checkpoints.push(Arc::new(Checkpoint {
+            position,
+            counts,
+            state,
+            ids,
+            last,
+        }));
+    }
+    repairs.extend(tail);
+    if from.position < end {
+        let last = units.iter().rev().find_map(Edge::of).or(from.last);
+        let counts = Counts {
+            fragments: fragments.len(),
+            bytes,
+            repairs: repairs.len(),
+            hoisted: hoisted.len(),
+        };
+        let ids = ids.at(end);
+        checkpoints.push(Arc::new(Checkpoint {
+            position: end,
+            counts,
+            state,
+            ids,
+            last,
+        }));
+    }
+    Memo {
+        key,
+        entries: history.entries().clone(),
+        replaced,
+        fragments,
+        bytes,
+        repairs,
+        hoisted,
+        checkpoints,
+        anchor,
+    }
+}
+
+/// The position of the last place at or before the first unit of `units` whose call is sent
+/// under a new id (`from`, or one of the cuts `found`), if a call is.
+fn anchor_of<F: Format>(
+    from: &Checkpoint<F>,
+    units: &[Unit<F::Item>],
+    found: &[(usize, Option<Edge>)],
+) -> Option<usize> {
+    let mut calls: HashMap<&str, u32> = HashMap::new();
+    let renamed = units.iter().position(|unit| match unit.pairing() {
+        PairRole::Call(id) => {
+            let nth = calls.entry(id).or_insert_with(|| from.ids.calls(id));
+            *nth += 1;
+            F::needs_new_id(id, *nth)
+        }
+        _ => false,
+    })?;
+    let place = found.iter().rev().find(|&&(at, _)| at <= renamed);
+    Some(place.map_or(from.position, |&(at, _)| units[at].at.position))
+}
+
+/// A repair of `kind` at `unit`.
+fn repair<R>(kind: super::TargetRepairKind, unit: &Unit<R>) -> TargetRepair {
+    TargetRepair {
+        kind,
+        at: unit.at.clone(),
+    }
+}
+
+/// Which of `positions` (sorted, distinct; the last the version's end) an assembly keeps: the
+/// end and the [`LAST_CHECKPOINTS`] before it; further back, the earliest one within the
+/// distance from the last kept to the end, so that the gaps at most double going back (O(log n)
+/// of them, and for any place one at most about as far before it as it is before the end); the
+/// start; and the one at `anchor`.
 pub(super) fn keep(positions: &[usize], anchor: Option<usize>) -> Vec<bool> {
     let mut keep = vec![false; positions.len()];
-    let Some(&end) = positions.last() else {
-        return keep;
-    };
-    let mut last_kept = end;
-    let mut kept = 0;
-    let mut i = positions.len();
+    let end = positions.last().copied().unwrap_or(0);
+    let (mut i, mut last_kept) = (positions.len(), end);
     while i > 0 {
         i -= 1;
-        if kept <= LAST_CHECKPOINTS {
-            keep[i] = true;
-            last_kept = positions[i];
-            kept += 1;
-            continue;
+        if positions.len() - i > LAST_CHECKPOINTS + 1 {
+            let reach = last_kept.saturating_sub(end - last_kept);
+            while i > 0 && positions[i - 1] >= reach {
+                i -= 1;
+            }
         }
-        // The earliest position within `end - last_kept` before the last kept one.
-        let reach = last_kept.saturating_sub(end - last_kept);
-        let mut j = i;
-        while j > 0 && positions[j - 1] >= reach {
-            j -= 1;
-        }
-        if positions[j] < reach {
-            // Nothing within reach: the nearest one before it.
-            j = i;
-        }
-        keep[j] = true;
-        last_kept = positions[j];
-        kept += 1;
-        i = j;
+        keep[i] = true;
+        last_kept = positions[i];
     }
     if let Some(at) = anchor.and_then(|anchor| positions.binary_search(&anchor).ok()) {
         keep[at] = true;
@@ -364,7 +465,7 @@ mod tests {
     #[test]
     fn the_last_checkpoints_are_kept_and_fewer_further_back() {
         let positions: Vec<usize> = (0..=1000).collect();
-        let keep = keep(&positions, None);
+        let keep = keep(&positions, Some(5));
         let kept: Vec<usize> = positions
             .iter()
             .zip(&keep)
@@ -378,9 +479,9 @@ mod tests {
         );
         // Logarithmically many, each gap at most the distance from its later end to the end.
         assert!(kept.len() <= 9 + 2 * 10, "{kept:?}");
-        for pair in kept.windows(2) {
+        for pair in kept.windows(2).filter(|pair| pair[0] != 5) {
             assert!(pair[1] - pair[0] <= (1000 - pair[1]).max(1), "{kept:?}");
         }
-        assert_eq!(kept[0], 0, "the start is kept: {kept:?}");
+        assert_eq!(kept[..2], [0, 5], "the start and the anchor: {kept:?}");
     }
 }

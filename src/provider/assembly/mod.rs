@@ -7,10 +7,9 @@
 //! need a new name and which names to try, and how its messages are built from the steps. The
 //! rest is done here once: the rendering cache (`units.rs`), pairing and the rules for where an
 //! assembly can be cut (`pairing.rs`), naming (`naming.rs`), the fragments the messages are
-//! written from (`fragments.rs`), and the kept assemblies with their checkpoints (`memo.rs`,
-//! `build.rs`). `docs/providers.md` tells the story.
+//! written from (`fragments.rs`), and the kept assemblies with their checkpoints (`memo.rs`).
+//! `docs/providers.md` tells the story.
 
-mod build;
 mod counters;
 mod fragments;
 mod memo;

@@ -10,7 +10,7 @@ use crate::request::{ModelRequest, RequestError, ToolChoice};
 
 use super::super::assembly::Messages;
 use super::super::tools::{
-    DroppedTool, LOCAL_SHELL_DESCRIPTION, LOCAL_SHELL_FUNCTION, local_shell_schema,
+    DroppedTool, LOCAL_SHELL_DESCRIPTION, ToolKind, convert_tools, local_shell_schema,
 };
 use super::messages::Chat;
 
@@ -25,60 +25,44 @@ pub struct ChatTools {
 
 /// Converts Responses tool specs: a `function` becomes a Chat function tool; a `custom` tool
 /// becomes a function taking `{"input": string}` (as custom calls are sent); `local_shell`
-/// becomes the function [`LOCAL_SHELL_FUNCTION`] taking the exec action (as its calls are sent);
+/// becomes the function [`LOCAL_SHELL_FUNCTION`](crate::LOCAL_SHELL_FUNCTION) taking the exec action (as its calls are sent);
 /// anything else is left out and listed.
 pub fn chat_tools(specs: &[Value]) -> ChatTools {
-    let mut converted = ChatTools::default();
-    for (index, spec) in specs.iter().enumerate() {
-        let tool_type = spec.get("type").and_then(Value::as_str).unwrap_or("");
-        let name = spec.get("name").and_then(Value::as_str);
-        let function = match (tool_type, name) {
-            ("function", Some(name)) if !name.is_empty() => {
-                let mut function = Map::new();
-                function.insert("name".into(), name.into());
-                for key in ["description", "parameters", "strict"] {
-                    if let Some(value) = spec.get(key) {
-                        function.insert(key.into(), value.clone());
-                    }
-                }
-                Some(Value::Object(function))
-            }
-            ("custom", Some(name)) if !name.is_empty() => {
-                let mut function = Map::new();
-                function.insert("name".into(), name.into());
-                if let Some(description) = spec.get("description") {
-                    function.insert("description".into(), description.clone());
-                }
-                function.insert(
-                    "parameters".into(),
-                    json!({
-                        "type": "object",
-                        "properties": {"input": {"type": "string"}},
-                        "required": ["input"],
-                        "additionalProperties": false,
-                    }),
-                );
-                Some(Value::Object(function))
-            }
-            ("local_shell", _) => Some(json!({
-                "name": LOCAL_SHELL_FUNCTION,
-                "description": LOCAL_SHELL_DESCRIPTION,
-                "parameters": local_shell_schema(),
-            })),
-            _ => None,
-        };
-        match function {
-            Some(function) => converted
-                .tools
-                .push(json!({"type": "function", "function": function})),
-            None => converted.dropped.push(DroppedTool {
-                index,
-                tool_type: tool_type.to_owned(),
-                name: name.map(str::to_owned),
-            }),
+    let (tools, dropped) = convert_tools(specs, false, |kind, name, spec| {
+        if name.is_empty() {
+            return None;
         }
-    }
-    converted
+        let mut function = Map::new();
+        function.insert("name".into(), name.into());
+        let copied: &[&str] = match kind {
+            ToolKind::Function => &["description", "parameters", "strict"],
+            ToolKind::Custom => &["description"],
+            ToolKind::LocalShell => &[],
+        };
+        for &key in copied {
+            if let Some(value) = spec.get(key) {
+                function.insert(key.into(), value.clone());
+            }
+        }
+        match kind {
+            ToolKind::Function => {}
+            ToolKind::Custom => {
+                let input = json!({
+                    "type": "object",
+                    "properties": {"input": {"type": "string"}},
+                    "required": ["input"],
+                    "additionalProperties": false,
+                });
+                function.insert("parameters".into(), input);
+            }
+            ToolKind::LocalShell => {
+                function.insert("description".into(), LOCAL_SHELL_DESCRIPTION.into());
+                function.insert("parameters".into(), local_shell_schema());
+            }
+        }
+        Some(json!({"type": "function", "function": function}))
+    });
+    ChatTools { tools, dropped }
 }
 
 /// The Chat Completions `tool_choice` for a Responses one: the strings as they are, a
@@ -101,38 +85,6 @@ pub fn chat_tool_choice(choice: &ToolChoice) -> Value {
             }
         }
     }
-}
-
-/// The settings of `request` a Chat Completions body has no field for.
-pub(crate) fn left_out(request: &ModelRequest) -> Vec<&'static str> {
-    let settings = &request.settings;
-    let mut left = Vec::new();
-    if settings
-        .reasoning
-        .as_ref()
-        .is_some_and(|r| r.summary.is_some())
-    {
-        left.push("reasoning.summary");
-    }
-    if settings.verbosity.is_some() {
-        left.push("verbosity");
-    }
-    if settings.prompt_cache_key.is_some() {
-        left.push("prompt_cache_key");
-    }
-    if settings.service_tier.is_some() {
-        left.push("service_tier");
-    }
-    if request.prompt.output_schema.is_some() {
-        left.push("output_schema");
-    }
-    if request.response.store {
-        left.push("store");
-    }
-    if request.response.include.is_some() {
-        left.push("include");
-    }
-    left
 }
 
 /// Writes the body of `request` with `messages`, and `tools` (the converted tools' JSON array,
