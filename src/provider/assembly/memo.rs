@@ -23,7 +23,7 @@ use super::fragments::Fragment;
 use super::naming::{Ids, Naming};
 use super::pairing::{Edge, Paired, Step, cuts, pair_calls, reaches_back};
 use super::units::{self, PairRole, Rendered, Unit};
-use super::{BuildStep, Format, Out, Source, counters};
+use super::{BuildStep, Format, Out, Source, counters, partition_point};
 
 /// How many assemblies a history keeps for one target: two option sets each at two versions
 /// (a writer and a reader behind it), four option sets, or the branches of a fork.
@@ -247,7 +247,7 @@ fn build<F: Format>(
     paired: Paired,
 ) -> Memo<F> {
     let from = &source.checkpoints[k];
-    let (key, end) = (source.key, history.len());
+    let end = history.len();
     let found = cuts(&units, &paired.call_of, from.last);
     let anchor = source
         .anchor
@@ -265,100 +265,33 @@ fn build<F: Format>(
         .zip(&keep[old.len()..])
         .filter_map(|(&place, &keep)| keep.then_some(place))
         .collect();
-
-    // The units in position order: names, what is known of the ids, hoisted items, notes.
-    let mut hoisted = source.hoisted.take(from.counts.hoisted);
-    let mut ids = from.ids.clone();
-    let mut naming = Naming::<F>::new(&mut ids, &units);
-    let mut renamed: HashMap<usize, Arc<str>> = HashMap::new();
-    let mut tagged: Vec<(Source, TargetRepair)> = Vec::new();
-    let mut known_at = Vec::with_capacity(places.len());
-    let mut next = places.iter().peekable();
-    for (i, unit) in units.iter().enumerate() {
-        if next.next_if(|&&(at, _)| at == i).is_some() {
-            known_at.push((naming.ids().at(unit.at.position), hoisted.len()));
-        }
-        let answered =
-            !matches!(unit.pairing(), PairRole::Output(_)) || paired.call_of.contains_key(&i);
-        if let Some(name) = naming.record(unit, answered) {
-            let from = unit.pairing_id().unwrap_or("").to_owned();
-            let kind = super::TargetRepairKind::MappedId {
-                from,
-                to: name.to_string(),
-            };
-            tagged.push((Source::Naming, repair(kind, unit)));
-            renamed.insert(i, name);
-        }
-        let notes = unit.rendered.notes().iter();
-        tagged.extend(notes.map(|kind| (Source::Notes, repair(kind.clone(), unit))));
-        if F::hoisted(&unit.rendered) {
-            hoisted.push_back(Arc::clone(&unit.rendered));
-        }
-    }
-    drop(naming);
-    let pairing = paired.repairs.iter().map(|r| (Source::Pairing, r.clone()));
-    tagged.extend(pairing);
-
-    // The steps in pairing order, built into fragments, with the state at each place kept.
-    let mut fragments = source.fragments.take(from.counts.fragments);
-    let mut state = from.state.clone();
-    let mut bytes = from.counts.bytes;
-    let mut built = Vec::new();
-    let mut states = Vec::with_capacity(places.len());
-    let mut next = places.iter().map(|&(at, _)| at).peekable();
-    let sent = |unit: usize| match renamed.get(&unit) {
-        Some(name) => (&**name, true),
-        None => (units[unit].pairing_id().unwrap_or(""), false),
+    let tail = Tail {
+        units: &units,
+        paired: &paired,
+        places: &places,
     };
-    for step in &paired.steps {
-        let (Step::Unit(i) | Step::Synthetic(i)) = *step;
-        while next.next_if(|&at| at <= i).is_some() {
-            states.push((state.clone(), fragments.len(), bytes));
-        }
-        let unit = &units[i];
-        let step = match (*step, unit.pairing()) {
-            (Step::Synthetic(_), _) => BuildStep::Synthetic { id: sent(i).0 },
-            (Step::Unit(_), PairRole::Call(_)) => {
-                let (id, renamed) = sent(i);
-                BuildStep::Call { unit, id, renamed }
-            }
-            (Step::Unit(_), PairRole::Output(_)) => {
-                let (id, renamed) = sent(paired.call_of.get(&i).copied().unwrap_or(i));
-                BuildStep::Output { unit, id, renamed }
-            }
-            (Step::Unit(_), _) => BuildStep::Other(unit),
-        };
-        let mut out = Out {
-            pieces: F::PIECES,
-            fragments: &mut fragments,
-            bytes: &mut bytes,
-            repairs: &mut built,
-        };
-        F::build(&key, &mut state, step, &mut out);
-    }
-    // A place before units that send no step (a dropped output at the end): the state after all.
-    states.extend(next.map(|_| (state.clone(), fragments.len(), bytes)));
-    tagged.extend(built.into_iter().map(|repair| (Source::Building, repair)));
-
+    let named = tail.name(from, source.hoisted.take(from.counts.hoisted));
+    let built = tail.build(source, from, &named.renamed);
+    let mut tagged = named.tagged;
+    tagged.extend(paired.repairs.iter().map(|r| (Source::Pairing, r.clone())));
+    tagged.extend(built.repairs.into_iter().map(|r| (Source::Building, r)));
     // The repairs in position order, by source within a position (stable).
     let rank = |source: Source| F::REPAIR_ORDER.iter().position(|&s| s == source);
     tagged.sort_by_key(|(source, repair)| (repair.at.position, rank(*source)));
     let mut repairs = source.repairs.take(from.counts.repairs);
     let before = repairs.len();
-    let tail: Vec<TargetRepair> = tagged.into_iter().map(|(_, repair)| repair).collect();
-    let repairs_before =
-        |position: usize| before + tail.partition_point(|r| r.at.position < position);
+    repairs.extend(tagged.into_iter().map(|(_, repair)| repair));
 
     let mut checkpoints: Vec<Arc<Checkpoint<F>>> = old
         .iter()
         .zip(&keep)
         .filter_map(|(checkpoint, &keep)| keep.then(|| Arc::clone(checkpoint)))
         .collect();
-    for ((&(at, last), (ids, hoisted)), (state, fragments, bytes)) in
-        places.iter().zip(known_at).zip(states)
-    {
+    let places = places.iter().zip(named.known_at).zip(built.states);
+    for ((&(at, last), (ids, hoisted)), (state, fragments, bytes)) in places {
         let position = units[at].at.position;
-        let repairs = repairs_before(position);
+        let tail = repairs.skip(before);
+        let repairs = before + partition_point(&tail, |r| r.at.position < position);
         let counts = Counts {
             fragments,
             bytes,
@@ -373,26 +306,24 @@ fn build<F: Format>(
             last,
         }));
     }
-    repairs.extend(tail);
+    let (fragments, bytes, hoisted) = (built.fragments, built.bytes, named.hoisted);
     if from.position < end {
-        let last = units.iter().rev().find_map(Edge::of).or(from.last);
         let counts = Counts {
             fragments: fragments.len(),
             bytes,
             repairs: repairs.len(),
             hoisted: hoisted.len(),
         };
-        let ids = ids.at(end);
         checkpoints.push(Arc::new(Checkpoint {
             position: end,
             counts,
-            state,
-            ids,
-            last,
+            state: built.state,
+            ids: named.ids.at(end),
+            last: units.iter().rev().find_map(Edge::of).or(from.last),
         }));
     }
     Memo {
-        key,
+        key: source.key,
         entries: history.entries().clone(),
         replaced,
         fragments,
@@ -401,6 +332,133 @@ fn build<F: Format>(
         hoisted,
         checkpoints,
         anchor,
+    }
+}
+
+/// The units assembled after a checkpoint, their pairing, and the places (unit index, edge
+/// before) where a checkpoint is made.
+struct Tail<'a, R> {
+    units: &'a [Unit<R>],
+    paired: &'a Paired,
+    places: &'a [(usize, Option<Edge>)],
+}
+
+/// What naming the units found: the new names by unit, the repairs of the names and of the
+/// conversions, what was known at each place and at the end, the items hoisted.
+struct Named<R> {
+    renamed: HashMap<usize, Arc<str>>,
+    tagged: Vec<(Source, TargetRepair)>,
+    known_at: Vec<(Ids, usize)>,
+    ids: Ids,
+    hoisted: Vector<Arc<R>>,
+}
+
+/// What building the steps made: the fragments and their bytes, the state at each place
+/// (with the fragments and bytes before it) and at the end, the builder's repairs.
+struct Built<F: Format> {
+    fragments: Vector<Fragment<F::Item>>,
+    bytes: u64,
+    states: Vec<(F::State, usize, u64)>,
+    state: F::State,
+    repairs: Vec<TargetRepair>,
+}
+
+impl<R: Rendered> Tail<'_, R> {
+    /// Names the calls of the units in position order, after `from`, and collects the notes
+    /// and the hoisted items (after `hoisted`).
+    fn name<F: Format<Item = R>>(
+        &self,
+        from: &Checkpoint<F>,
+        mut hoisted: Vector<Arc<R>>,
+    ) -> Named<R> {
+        let mut ids = from.ids.clone();
+        let mut naming = Naming::<F>::new(&mut ids, self.units);
+        let (mut renamed, mut tagged) = (HashMap::new(), Vec::new());
+        let mut known_at = Vec::with_capacity(self.places.len());
+        let mut next = self.places.iter().peekable();
+        for (i, unit) in self.units.iter().enumerate() {
+            if next.next_if(|&&(at, _)| at == i).is_some() {
+                known_at.push((naming.ids().at(unit.at.position), hoisted.len()));
+            }
+            let answered = !matches!(unit.pairing(), PairRole::Output(_))
+                || self.paired.call_of.contains_key(&i);
+            if let Some(name) = naming.record(unit, answered) {
+                let from = unit.pairing_id().unwrap_or("").to_owned();
+                let to = name.to_string();
+                let kind = super::TargetRepairKind::MappedId { from, to };
+                tagged.push((Source::Naming, repair(kind, unit)));
+                renamed.insert(i, name);
+            }
+            let notes = unit.rendered.notes().iter();
+            tagged.extend(notes.map(|kind| (Source::Notes, repair(kind.clone(), unit))));
+            if F::hoisted(&unit.rendered) {
+                hoisted.push_back(Arc::clone(&unit.rendered));
+            }
+        }
+        drop(naming);
+        Named {
+            renamed,
+            tagged,
+            known_at,
+            ids,
+            hoisted,
+        }
+    }
+
+    /// Builds the steps in pairing order after `from` into `source`'s fragments before it,
+    /// with the state at each place.
+    fn build<F: Format<Item = R>>(
+        &self,
+        source: &Memo<F>,
+        from: &Checkpoint<F>,
+        renamed: &HashMap<usize, Arc<str>>,
+    ) -> Built<F> {
+        let mut built = Built::<F> {
+            fragments: source.fragments.take(from.counts.fragments),
+            bytes: from.counts.bytes,
+            states: Vec::with_capacity(self.places.len()),
+            state: from.state.clone(),
+            repairs: Vec::new(),
+        };
+        let sent = |unit: usize| match renamed.get(&unit) {
+            Some(name) => (&**name, true),
+            None => (self.units[unit].pairing_id().unwrap_or(""), false),
+        };
+        let mut next = self.places.iter().map(|&(at, _)| at).peekable();
+        for step in &self.paired.steps {
+            let (Step::Unit(i) | Step::Synthetic(i)) = *step;
+            while next.next_if(|&at| at <= i).is_some() {
+                let snapshot = (built.state.clone(), built.fragments.len(), built.bytes);
+                built.states.push(snapshot);
+            }
+            let unit = &self.units[i];
+            let step = match (*step, unit.pairing()) {
+                (Step::Synthetic(_), _) => BuildStep::Synthetic { id: sent(i).0 },
+                (Step::Unit(_), PairRole::Call(_)) => {
+                    let (id, renamed) = sent(i);
+                    BuildStep::Call { unit, id, renamed }
+                }
+                (Step::Unit(_), PairRole::Output(_)) => {
+                    let call = self.paired.call_of.get(&i).copied().unwrap_or(i);
+                    let (id, renamed) = sent(call);
+                    BuildStep::Output { unit, id, renamed }
+                }
+                (Step::Unit(_), _) => BuildStep::Other(unit),
+            };
+            let mut out = Out {
+                pieces: F::PIECES,
+                fragments: &mut built.fragments,
+                bytes: &mut built.bytes,
+                repairs: &mut built.repairs,
+            };
+            F::build(&source.key, &mut built.state, step, &mut out);
+        }
+        // A place before units that send no step (a dropped output at the end): the end state.
+        for _ in next {
+            let snapshot = (built.state.clone(), built.fragments.len(), built.bytes);
+            built.states.push(snapshot);
+        }
+        built
     }
 }
 

@@ -271,7 +271,7 @@ pub(crate) fn project<F: Format>(
 }
 
 /// The index of the first repair for which `before` is false (they are in position order).
-fn partition_point(
+pub(super) fn partition_point(
     repairs: &Vector<TargetRepair>,
     before: impl Fn(&TargetRepair) -> bool,
 ) -> usize {
