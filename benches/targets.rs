@@ -20,9 +20,9 @@
 //! For Chat Completions also, each against the Responses projections and writes of the same
 //! versions in the same run:
 //! * alternating options: each run appends one item and projects with both developer roles;
-//! * an assembly in full with every conversion cached (the first projection of a lineage; what
-//!   each projection of the alternating and the writer and reader rows cost when a lineage kept
-//!   one assembly).
+//! * an assembly in full with every conversion cached (the first projection of a history; what
+//!   each projection of the alternating and the writer and reader rows would cost if a history
+//!   kept one assembly).
 //!
 //! The three cases of an agent loop, for both targets, each against the same work for the
 //! Responses API (`PromptCompiler::compile` and `ModelRequest::write_body_into`) on the same
@@ -93,8 +93,8 @@ fn chat_versions_and_options(n: usize, pairs: usize, cold_runs: usize, history: 
         ..system
     };
 
-    // Each section's history starts with an append to a clone of `history`: a lineage of its
-    // own once another clone appended (the other rows' do), projected in full here, untimed.
+    // Each section's history starts with an append to a clone of `history`, projected here,
+    // untimed.
     let (mut for_target, mut for_responses) = (history.clone(), history.clone());
     for_target.record_json(ONE_MORE).expect("valid");
     with_options(&system, &for_target, &mut a);
@@ -125,7 +125,7 @@ fn chat_versions_and_options(n: usize, pairs: usize, cold_runs: usize, history: 
 
     writer_and_reader(Target::ChatCompletions, n, pairs, history);
 
-    // A new lineage per run (built outside the timing) whose entries' conversions are cached.
+    // A new history per run (built outside the timing) whose entries' conversions are cached.
     let mut ratios: Vec<f64> = (0..cold_runs)
         .map(|_| {
             let mut fresh = History::new();
@@ -410,9 +410,7 @@ fn main() {
             // after its previous append (the agent loop), on both sides.
             const ONE_MORE: &str = r#"{"type":"message","role":"user","content":[{"type":"input_text","text":"one more"}]}"#;
             let (mut for_target, mut for_responses) = (history.clone(), history.clone());
-            // The first append may start a lineage of its own (the previous target's run
-            // appended to a clone of the same version), which assembles in full once: the
-            // counters are read on the append after it.
+            // The counters are read on the append after the first.
             for_target.record_json(ONE_MORE).expect("valid");
             target(kind, &for_target, &mut a);
             for_target.record_json(ONE_MORE).expect("valid");
