@@ -68,8 +68,8 @@ pub use request::{
 
 // The provider layer: the model API a request is for; per-target projections and validators.
 pub use provider::{
-    ANTHROPIC_LEADING_USER_TEXT, AnthropicMessages, AnthropicTools, CUSTOM_TOOL_INPUT_KEY,
-    ChatTools, DEFAULT_ANTHROPIC_MAX_TOKENS, DeveloperRole, DroppedTool, Finding, InputFallback,
+    ANTHROPIC_LEADING_USER_TEXT, AnthropicTools, CUSTOM_TOOL_INPUT_KEY, ChatTools,
+    DEFAULT_ANTHROPIC_MAX_TOKENS, DeveloperRole, DroppedTool, Finding, InputFallback,
     LOCAL_SHELL_FUNCTION, ParseTargetError, PlaceholderReason, RAW_ARGUMENTS_KEY, Rule, Severity,
     TOOL_IMAGE_PLACEHOLDER, Target, TargetOptions, TargetProjection, TargetProjectionError,
     TargetRepair, TargetRepairKind, TargetReport, TargetRequest, UNNAMED_TOOL_FUNCTION, Validation,

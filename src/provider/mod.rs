@@ -27,7 +27,7 @@ use std::fmt;
 use std::str::FromStr;
 
 pub use anthropic::{
-    ANTHROPIC_LEADING_USER_TEXT, AnthropicMessages, AnthropicTools, CUSTOM_TOOL_INPUT_KEY,
+    ANTHROPIC_LEADING_USER_TEXT, AnthropicTools, CUSTOM_TOOL_INPUT_KEY,
     DEFAULT_ANTHROPIC_MAX_TOKENS, RAW_ARGUMENTS_KEY, anthropic_tool_choice, anthropic_tools,
 };
 #[cfg(feature = "testing")]

@@ -9,7 +9,7 @@ use crate::history::History;
 use crate::projection::Projection;
 
 use super::Target;
-use super::anthropic::{Anthropic, AnthropicMessages};
+use super::anthropic::{self, Anthropic};
 use super::assembly::{self, Messages};
 use super::chat::Chat;
 use super::options::TargetOptions;
@@ -32,7 +32,7 @@ pub(crate) enum Inner {
     /// The Chat Completions messages.
     Chat(Messages<Chat>),
     /// The Anthropic `messages` (and the hoisted `system` texts).
-    Anthropic(AnthropicMessages),
+    Anthropic(Messages<Anthropic>),
 }
 
 impl TargetProjection {
@@ -58,7 +58,7 @@ impl TargetProjection {
 
     /// Writes the input as one JSON array: for Responses exactly the bytes of
     /// [`Projection::write_json_array`]; for Chat Completions and Anthropic Messages the
-    /// `messages` array (Anthropic's `system` texts are in [`TargetProjection::anthropic`]).
+    /// `messages` array (Anthropic's `system` texts are [`TargetProjection::system_texts`]).
     /// Copies the items' (or their renderings') bytes; parses nothing.
     ///
     /// # Errors
@@ -77,7 +77,7 @@ impl TargetProjection {
         match &self.inner {
             Inner::Responses => self.projection.json_array_len(),
             Inner::Chat(messages) => messages.json_len(),
-            Inner::Anthropic(messages) => messages.0.json_len(),
+            Inner::Anthropic(messages) => messages.json_len(),
         }
     }
 
@@ -103,12 +103,16 @@ impl TargetProjection {
         self.len() == 0
     }
 
-    /// The Anthropic form (`system` texts and `messages`), for [`Target::AnthropicMessages`].
-    pub fn anthropic(&self) -> Option<&AnthropicMessages> {
-        match &self.inner {
+    /// For [`Target::AnthropicMessages`], the texts hoisted into the request's top-level
+    /// `system`: every non-empty `system` and `developer` message, in history order (their
+    /// place in the conversation is lost; the request puts the base instructions first). None
+    /// for the other targets.
+    pub fn system_texts(&self) -> impl Iterator<Item = &str> + '_ {
+        let messages = match &self.inner {
             Inner::Anthropic(messages) => Some(messages),
             _ => None,
-        }
+        };
+        messages.into_iter().flat_map(anthropic::system_texts)
     }
 }
 
@@ -159,7 +163,7 @@ impl History {
             Target::AnthropicMessages => {
                 let messages = assembly::project::<Anthropic>(self, &projection, options)?;
                 let repairs = messages.repairs().clone();
-                (Inner::Anthropic(AnthropicMessages(messages)), repairs)
+                (Inner::Anthropic(messages), repairs)
             }
         };
         let report = TargetReport::new(options.target, projection.report().clone(), repairs);

@@ -177,7 +177,7 @@ impl TargetRequest {
             Inner::Responses => self.request.write_body(out),
             Inner::Chat(messages) => chat::write_body(&self.request, messages, &self.tools, out),
             Inner::Anthropic(messages) => {
-                anthropic::write_body(&self.request, &messages.0, &self.tools, out)
+                anthropic::write_body(&self.request, messages, &self.tools, out)
             }
         }
     }

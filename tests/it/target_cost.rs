@@ -1182,12 +1182,10 @@ fn check_against_fresh(history: &History, options: &TargetOptions) -> Result<boo
     prop_assert_eq!(got.to_json(), want.to_json());
     prop_assert_eq!(got.len(), want.len());
     prop_assert_eq!(got.json_len(), want.to_json().len());
-    if let (Some(got), Some(want)) = (got.anthropic(), want.anthropic()) {
-        prop_assert_eq!(
-            got.system_texts().collect::<Vec<_>>(),
-            want.system_texts().collect::<Vec<_>>()
-        );
-    }
+    prop_assert_eq!(
+        got.system_texts().collect::<Vec<_>>(),
+        want.system_texts().collect::<Vec<_>>()
+    );
     prop_assert_eq!(
         serde_json::to_value(got.report()).unwrap(),
         serde_json::to_value(want.report()).unwrap()

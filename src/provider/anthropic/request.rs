@@ -12,7 +12,7 @@ use super::super::tools::{
     DroppedTool, LOCAL_SHELL_DESCRIPTION, ToolKind, convert_tools, local_shell_schema,
 };
 use super::messages::Anthropic;
-use super::render::{CUSTOM_TOOL_INPUT_KEY, Sent};
+use super::render::CUSTOM_TOOL_INPUT_KEY;
 
 /// The `max_tokens` sent when none is set: the Messages API requires the field and has no
 /// default of its own.
@@ -56,10 +56,7 @@ pub(crate) fn write_body<W: Write + ?Sized>(
     let system: Vec<Value> = Some(instructions)
         .filter(|text| !text.trim().is_empty())
         .into_iter()
-        .chain(messages.hoisted().filter_map(|item| match &item.piece {
-            Sent::System(text) => Some(&**text),
-            _ => None,
-        }))
+        .chain(super::system_texts(messages))
         .map(|text| json!({"type": "text", "text": text}))
         .collect();
     if !system.is_empty() {
