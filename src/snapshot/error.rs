@@ -3,8 +3,6 @@
 use std::fmt;
 use std::path::PathBuf;
 
-use super::ExistingFile;
-
 /// The file-system step that failed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
@@ -194,6 +192,45 @@ pub enum SnapshotError {
         /// What validation found.
         detail: String,
     },
+}
+
+/// What is at a path a snapshot was not allowed to replace ([`SnapshotError::WouldReplace`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ExistingFile {
+    /// The rollout the snapshot is made from (the same file, possibly through a link).
+    SourceRollout,
+    /// A directory.
+    Directory,
+    /// Not a regular file: a device, a FIFO, a socket.
+    Special,
+    /// A symbolic link to nothing.
+    DanglingLink,
+    /// A file of JSON lines, such as a rollout, of this many bytes.
+    JsonLines {
+        /// Its size.
+        bytes: u64,
+    },
+    /// Another file of this many bytes.
+    Other {
+        /// Its size.
+        bytes: u64,
+    },
+}
+
+impl std::fmt::Display for ExistingFile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ExistingFile::SourceRollout => f.write_str("the rollout the snapshot is made from"),
+            ExistingFile::Directory => f.write_str("a directory"),
+            ExistingFile::Special => f.write_str("not a regular file"),
+            ExistingFile::DanglingLink => f.write_str("a symbolic link to nothing"),
+            ExistingFile::JsonLines { bytes } => {
+                write!(f, "a file of JSON lines ({bytes} bytes), such as a rollout")
+            }
+            ExistingFile::Other { bytes } => write!(f, "a file of {bytes} bytes, not a snapshot"),
+        }
+    }
 }
 
 #[cfg(test)]

@@ -35,11 +35,11 @@ use archive::{
     ArchivedPayload, ArchivedPayloadCore, ArchivedStoredEntry, ArchivedStoredFact,
     ArchivedStoredOpenTurn, fact_code, flags_from_bits, kind_from_code, role_from_code,
 };
-pub use error::{SnapshotError, SnapshotStep};
+pub use error::{ExistingFile, SnapshotError, SnapshotStep};
 use header::{HeaderProblem, MAGIC, PAYLOAD_OFFSET};
 pub use header::{RolloutPosition, SNAPSHOT_FORMAT_VERSION, SnapshotHeader};
 use map::MappedFile;
-pub use write::{ExistingFile, Replace};
+pub use write::Replace;
 pub(crate) use write::{SnapshotStorage, SnapshotTarget, sync_parent_directory, write_snapshot};
 
 /// What resuming the covered rollout prefix gave besides the history. A snapshot stores it, so

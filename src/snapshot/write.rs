@@ -19,7 +19,9 @@ use crate::item::Entry;
 use super::archive::borrowed::{EntryRef, PayloadCoreRef, PayloadRef, PayloadWorldRef, StrRef};
 use super::archive::{EarlierState, StoredFact, StoredOpenTurn, fact_code, kind_code, role_code};
 use super::header::{PAYLOAD_OFFSET, RolloutPosition, SNAPSHOT_FORMAT_VERSION, SnapshotHeader};
-use super::{PrefixFact, PrefixState, SnapshotError, SnapshotStep, io_error, is_snapshot};
+use super::{
+    ExistingFile, PrefixFact, PrefixState, SnapshotError, SnapshotStep, io_error, is_snapshot,
+};
 
 /// What writing a snapshot may replace at its path.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -31,45 +33,6 @@ pub enum Replace {
     SnapshotsOnly,
     /// Whatever is there (the command line's `--force`). A directory still cannot be replaced.
     Anything,
-}
-
-/// What is at a path a snapshot was not allowed to replace ([`SnapshotError::WouldReplace`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum ExistingFile {
-    /// The rollout the snapshot is made from (the same file, possibly through a link).
-    SourceRollout,
-    /// A directory.
-    Directory,
-    /// Not a regular file: a device, a FIFO, a socket.
-    Special,
-    /// A symbolic link to nothing.
-    DanglingLink,
-    /// A file of JSON lines, such as a rollout, of this many bytes.
-    JsonLines {
-        /// Its size.
-        bytes: u64,
-    },
-    /// Another file of this many bytes.
-    Other {
-        /// Its size.
-        bytes: u64,
-    },
-}
-
-impl std::fmt::Display for ExistingFile {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            ExistingFile::SourceRollout => f.write_str("the rollout the snapshot is made from"),
-            ExistingFile::Directory => f.write_str("a directory"),
-            ExistingFile::Special => f.write_str("not a regular file"),
-            ExistingFile::DanglingLink => f.write_str("a symbolic link to nothing"),
-            ExistingFile::JsonLines { bytes } => {
-                write!(f, "a file of JSON lines ({bytes} bytes), such as a rollout")
-            }
-            ExistingFile::Other { bytes } => write!(f, "a file of {bytes} bytes, not a snapshot"),
-        }
-    }
 }
 
 /// Where a snapshot goes: what may be replaced there, and the rollout it is made from (never

@@ -123,7 +123,7 @@ fn tool_name_ok(name: &str) -> bool {
 /// Converts Responses tool specs: a `function` becomes a tool with its `parameters` as
 /// `input_schema` (members of a `namespace` too, by their own name); a `custom` tool becomes a
 /// tool taking `{"input": string}` (as custom calls are sent); `local_shell` becomes the tool
-/// [`LOCAL_SHELL_FUNCTION`] taking the exec action (as its calls are sent). Anything else, or a
+/// [`LOCAL_SHELL_FUNCTION`](crate::LOCAL_SHELL_FUNCTION) taking the exec action (as its calls are sent). Anything else, or a
 /// name already taken or outside the name pattern `^[a-zA-Z0-9_-]{1,64}$` (Anthropic wants
 /// unique names of that form), and any spec that is not an object (listed with an empty type),
 /// is left out and listed.

@@ -98,9 +98,10 @@ impl<F: Format> Memo<F> {
 
     /// The checkpoint at the version's end.
     pub(super) fn end(&self) -> &Checkpoint<F> {
-        self.checkpoints
-            .last()
-            .map_or_else(|| unreachable!(), |end| end)
+        let Some(end) = self.checkpoints.last() else {
+            unreachable!("an assembly has its end checkpoint")
+        };
+        end
     }
 
     /// Whether it was made for exactly this version.
@@ -285,7 +286,8 @@ fn build<F: Format>(
     let mut checkpoints: Vec<Arc<Checkpoint<F>>> = old
         .iter()
         .zip(&keep)
-        .filter_map(|(checkpoint, &keep)| keep.then(|| Arc::clone(checkpoint)))
+        .filter(|(_, keep)| **keep)
+        .map(|(checkpoint, _)| Arc::clone(checkpoint))
         .collect();
     let places = places.iter().zip(named.known_at).zip(built.states);
     for ((&(at, last), (ids, hoisted)), (state, fragments, bytes)) in places {
