@@ -173,157 +173,122 @@ pub enum Wording {
     Unconfirmed,
 }
 
-/// The rules the validators check, per target (`docs/validation.md` describes each).
-///
-/// Serializes as its snake_case name ([`Rule::name`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "snake_case")]
-#[non_exhaustive]
-pub enum Rule {
+/// The rules, each with its doc and its snake_case name: the enum [`Rule`] and [`Rule::name`].
+macro_rules! rules {
+    ($($(#[$doc:meta])* $rule:ident = $name:literal,)*) => {
+        /// The rules the validators check, per target (`docs/validation.md` describes each).
+        ///
+        /// Serializes as its snake_case name ([`Rule::name`]).
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+        #[serde(rename_all = "snake_case")]
+        #[non_exhaustive]
+        pub enum Rule {
+            $($(#[$doc])* $rule,)*
+        }
+
+        impl Rule {
+            /// The rule's snake_case name, as it serializes.
+            pub fn name(self) -> &'static str {
+                match self {
+                    $(Rule::$rule => $name,)*
+                }
+            }
+        }
+    };
+}
+
+rules! {
     /// The input is not of the shape the target expects at all (not an object or array, a
     /// message without a role, a call without an id, …). The message is this crate's.
-    Shape,
-
+    Shape = "shape",
     /// Responses: a `function_call` (or `local_shell_call`) has no `function_call_output`.
-    ResponsesCallWithoutOutput,
+    ResponsesCallWithoutOutput = "responses_call_without_output",
     /// Responses: a `function_call_output` has no `function_call` or `local_shell_call`.
-    ResponsesOutputWithoutCall,
+    ResponsesOutputWithoutCall = "responses_output_without_call",
     /// Responses: a `custom_tool_call` has no `custom_tool_call_output`.
-    ResponsesCustomCallWithoutOutput,
+    ResponsesCustomCallWithoutOutput = "responses_custom_call_without_output",
     /// Responses: a `custom_tool_call_output` has no `custom_tool_call`.
-    ResponsesCustomOutputWithoutCall,
+    ResponsesCustomOutputWithoutCall = "responses_custom_output_without_call",
     /// Responses: a client-executed `tool_search_call` has no `tool_search_output`.
-    ResponsesToolSearchWithoutOutput,
+    ResponsesToolSearchWithoutOutput = "responses_tool_search_without_output",
     /// Responses: two items share an `id`.
-    ResponsesDuplicateItemId,
+    ResponsesDuplicateItemId = "responses_duplicate_item_id",
     /// Responses: two calls of one family share a `call_id`.
-    ResponsesDuplicateCallId,
+    ResponsesDuplicateCallId = "responses_duplicate_call_id",
     /// Responses: a `call_id` longer than 64 characters.
-    ResponsesCallIdTooLong,
+    ResponsesCallIdTooLong = "responses_call_id_too_long",
     /// Responses: a `reasoning` item not followed by an item the model produced.
-    ResponsesReasoningWithoutFollowingItem,
+    ResponsesReasoningWithoutFollowingItem = "responses_reasoning_without_following_item",
     /// Responses: an assistant message's content part is not `output_text` or `refusal`.
-    ResponsesAssistantContentType,
+    ResponsesAssistantContentType = "responses_assistant_content_type",
     /// Responses: a message whose `content` is null.
-    ResponsesNullContent,
+    ResponsesNullContent = "responses_null_content",
     /// Responses: a call's output does not follow it directly (strict compatible servers).
-    ResponsesOutputNotAdjacent,
-
+    ResponsesOutputNotAdjacent = "responses_output_not_adjacent",
     /// Chat: an assistant message's `tool_calls` are not all answered by the `tool` messages
     /// right after it.
-    ChatCallsWithoutToolMessages,
+    ChatCallsWithoutToolMessages = "chat_calls_without_tool_messages",
     /// Chat: a `tool` message that answers no call of the tool-call message right before it.
-    ChatToolMessageWithoutCall,
+    ChatToolMessageWithoutCall = "chat_tool_message_without_call",
     /// Chat: two `tool` messages answer the same call id.
-    ChatDuplicateToolMessage,
+    ChatDuplicateToolMessage = "chat_duplicate_tool_message",
     /// Chat: two tool calls share an id.
-    ChatDuplicateCallId,
+    ChatDuplicateCallId = "chat_duplicate_call_id",
     /// Chat: `tool_calls` is an empty array.
-    ChatEmptyToolCalls,
+    ChatEmptyToolCalls = "chat_empty_tool_calls",
     /// Chat: a tool call's name is empty.
-    ChatEmptyFunctionName,
+    ChatEmptyFunctionName = "chat_empty_function_name",
     /// Chat: an assistant message without `tool_calls` has null or no `content`.
-    ChatNullAssistantContent,
+    ChatNullAssistantContent = "chat_null_assistant_content",
     /// Chat: a tool call id longer than 40 characters.
-    ChatCallIdTooLong,
+    ChatCallIdTooLong = "chat_call_id_too_long",
     /// Chat: an image in a message whose role is not `user`.
-    ChatImageOutsideUser,
+    ChatImageOutsideUser = "chat_image_outside_user",
     /// Chat: `messages` is empty.
-    ChatEmptyMessages,
+    ChatEmptyMessages = "chat_empty_messages",
     /// Chat: an image `detail` other than `auto`, `low` or `high`.
-    ChatImageDetail,
-
+    ChatImageDetail = "chat_image_detail",
     /// Anthropic: `tool_use` blocks without a `tool_result` in the next user message.
-    AnthropicToolUseWithoutResult,
+    AnthropicToolUseWithoutResult = "anthropic_tool_use_without_result",
     /// Anthropic: a `tool_result` whose `tool_use` is not in the previous assistant message.
-    AnthropicResultWithoutToolUse,
+    AnthropicResultWithoutToolUse = "anthropic_result_without_tool_use",
     /// Anthropic: a block before the `tool_result` blocks of the message after `tool_use`s.
-    AnthropicResultsNotFirst,
+    AnthropicResultsNotFirst = "anthropic_results_not_first",
     /// Anthropic: two `tool_use` blocks share an id.
-    AnthropicDuplicateToolUseId,
+    AnthropicDuplicateToolUseId = "anthropic_duplicate_tool_use_id",
     /// Anthropic: two `tool_result` blocks answer one `tool_use`.
-    AnthropicDuplicateResult,
+    AnthropicDuplicateResult = "anthropic_duplicate_result",
     /// Anthropic: a tool id that does not match its pattern.
-    AnthropicIdPattern,
+    AnthropicIdPattern = "anthropic_id_pattern",
     /// Anthropic: a `tool_use` whose `input` is not an object.
-    AnthropicInputNotObject,
+    AnthropicInputNotObject = "anthropic_input_not_object",
     /// Anthropic: a server-tool result block without its `server_tool_use` before it.
-    AnthropicServerResultWithoutUse,
+    AnthropicServerResultWithoutUse = "anthropic_server_result_without_use",
     /// Anthropic: a text block with empty text.
-    AnthropicEmptyText,
+    AnthropicEmptyText = "anthropic_empty_text",
     /// Anthropic: a message whose text is only white space.
-    AnthropicWhitespaceText,
+    AnthropicWhitespaceText = "anthropic_whitespace_text",
     /// Anthropic: a message (other than a final assistant one) with empty content.
-    AnthropicEmptyMessage,
+    AnthropicEmptyMessage = "anthropic_empty_message",
     /// Anthropic: the final assistant message ends with white space.
-    AnthropicTrailingWhitespace,
+    AnthropicTrailingWhitespace = "anthropic_trailing_whitespace",
     /// Anthropic: a `system` role inside `messages`.
-    AnthropicSystemRole,
+    AnthropicSystemRole = "anthropic_system_role",
     /// Anthropic: the first message is not a user message.
-    AnthropicFirstNotUser,
+    AnthropicFirstNotUser = "anthropic_first_not_user",
     /// Anthropic: an image block whose source is not a supported base64 image or a URL.
-    AnthropicImageSource,
+    AnthropicImageSource = "anthropic_image_source",
     /// Anthropic: the body has no `max_tokens`.
-    AnthropicMissingMaxTokens,
+    AnthropicMissingMaxTokens = "anthropic_missing_max_tokens",
     /// Anthropic: the messages hold tool blocks but the body has no `tools`.
-    AnthropicMissingTools,
+    AnthropicMissingTools = "anthropic_missing_tools",
     /// Anthropic: two tool definitions share a name.
-    AnthropicDuplicateToolName,
+    AnthropicDuplicateToolName = "anthropic_duplicate_tool_name",
     /// Anthropic: a tool definition's name does not match the name pattern.
-    AnthropicToolNamePattern,
+    AnthropicToolNamePattern = "anthropic_tool_name_pattern",
 }
 
 impl Rule {
-    /// The rule's snake_case name, as it serializes.
-    pub fn name(self) -> &'static str {
-        use Rule::*;
-        match self {
-            Shape => "shape",
-            ResponsesCallWithoutOutput => "responses_call_without_output",
-            ResponsesOutputWithoutCall => "responses_output_without_call",
-            ResponsesCustomCallWithoutOutput => "responses_custom_call_without_output",
-            ResponsesCustomOutputWithoutCall => "responses_custom_output_without_call",
-            ResponsesToolSearchWithoutOutput => "responses_tool_search_without_output",
-            ResponsesDuplicateItemId => "responses_duplicate_item_id",
-            ResponsesDuplicateCallId => "responses_duplicate_call_id",
-            ResponsesCallIdTooLong => "responses_call_id_too_long",
-            ResponsesReasoningWithoutFollowingItem => "responses_reasoning_without_following_item",
-            ResponsesAssistantContentType => "responses_assistant_content_type",
-            ResponsesNullContent => "responses_null_content",
-            ResponsesOutputNotAdjacent => "responses_output_not_adjacent",
-            ChatCallsWithoutToolMessages => "chat_calls_without_tool_messages",
-            ChatToolMessageWithoutCall => "chat_tool_message_without_call",
-            ChatDuplicateToolMessage => "chat_duplicate_tool_message",
-            ChatDuplicateCallId => "chat_duplicate_call_id",
-            ChatEmptyToolCalls => "chat_empty_tool_calls",
-            ChatEmptyFunctionName => "chat_empty_function_name",
-            ChatNullAssistantContent => "chat_null_assistant_content",
-            ChatCallIdTooLong => "chat_call_id_too_long",
-            ChatImageOutsideUser => "chat_image_outside_user",
-            ChatEmptyMessages => "chat_empty_messages",
-            ChatImageDetail => "chat_image_detail",
-            AnthropicToolUseWithoutResult => "anthropic_tool_use_without_result",
-            AnthropicResultWithoutToolUse => "anthropic_result_without_tool_use",
-            AnthropicResultsNotFirst => "anthropic_results_not_first",
-            AnthropicDuplicateToolUseId => "anthropic_duplicate_tool_use_id",
-            AnthropicDuplicateResult => "anthropic_duplicate_result",
-            AnthropicIdPattern => "anthropic_id_pattern",
-            AnthropicInputNotObject => "anthropic_input_not_object",
-            AnthropicServerResultWithoutUse => "anthropic_server_result_without_use",
-            AnthropicEmptyText => "anthropic_empty_text",
-            AnthropicWhitespaceText => "anthropic_whitespace_text",
-            AnthropicEmptyMessage => "anthropic_empty_message",
-            AnthropicTrailingWhitespace => "anthropic_trailing_whitespace",
-            AnthropicSystemRole => "anthropic_system_role",
-            AnthropicFirstNotUser => "anthropic_first_not_user",
-            AnthropicImageSource => "anthropic_image_source",
-            AnthropicMissingMaxTokens => "anthropic_missing_max_tokens",
-            AnthropicMissingTools => "anthropic_missing_tools",
-            AnthropicDuplicateToolName => "anthropic_duplicate_tool_name",
-            AnthropicToolNamePattern => "anthropic_tool_name_pattern",
-        }
-    }
-
     /// The target the rule belongs to (none for [`Rule::Shape`], which every target has).
     pub fn target(self) -> Option<Target> {
         let name = self.name();
