@@ -122,10 +122,10 @@ impl History {
     /// outputs. Every conversion and every loss is reported with its position.
     ///
     /// Each entry's conversion is computed once and shared by every version that holds it. The
-    /// assembly of a version is kept with the history (shared by all its versions): a
-    /// projection of another version (the next step, a fork, a reader behind the writer, a
-    /// rollback) resumes it near the first slot that differs, and one of an unchanged version
-    /// reuses it as it is. Writing is a copy of the renderings' bytes. For
+    /// history keeps its assemblies for all its versions. A projection of another version (the
+    /// next step, a fork, a reader behind the writer, a rollback) resumes one near the first
+    /// slot that differs; one of an unchanged version reuses it as it is. Writing copies the
+    /// renderings' bytes. For
     /// [`Target::Responses`] the result writes exactly what [`History::project`] does.
     /// `docs/providers.md` tells what each target does and what it costs.
     ///

@@ -32,12 +32,12 @@ pub struct TargetRequest {
 }
 
 impl PromptCompiler {
-    /// Projects `history` for `target` (with `target.projection`, not the compiler's projection
-    /// options) and composes the request for `step` with the compiler's settings, instructions,
-    /// tools and response options. For [`Target::Responses`] the body is exactly
-    /// [`PromptCompiler::compile`]'s. Settings the target's body has no field for are not sent
-    /// and are listed ([`TargetRequest::left_out`]); tool specs it cannot take are left out and
-    /// listed ([`TargetRequest::dropped_tools`]).
+    /// Projects `history` for `target` and composes the request for `step` with the compiler's
+    /// settings, instructions, tools and response options. The projection uses
+    /// `target.projection`, not the compiler's projection options. For [`Target::Responses`] the
+    /// body is exactly [`PromptCompiler::compile`]'s. Settings the target's body has no field
+    /// for are not sent: [`TargetRequest::left_out`] names them. Tool specs it cannot take are
+    /// left out: [`TargetRequest::dropped_tools`] names them.
     ///
     /// # Errors
     ///
@@ -161,12 +161,9 @@ impl TargetRequest {
         &self.left_out
     }
 
-    /// Writes the request body: for Responses [`ModelRequest::write_body`]'s; for Chat
-    /// Completions `model`, `messages` (the instructions first as a `system` message), `tools`
-    /// with `tool_choice` and `parallel_tool_calls` (when any tool is left), `stream`,
-    /// `reasoning_effort` and `max_completion_tokens` (when set); for Anthropic Messages
-    /// `model`, `max_tokens`, `system` (the instructions, then the hoisted texts), `messages`,
-    /// `tools` with `tool_choice`, `stream`. The messages' bytes are copied from the renderings.
+    /// Writes the request body: for Responses, [`ModelRequest::write_body`]'s; for the other
+    /// targets, the fields `docs/providers.md` lists. The messages' bytes are copied from the
+    /// renderings.
     ///
     /// # Errors
     ///

@@ -1,7 +1,7 @@
-//! The Anthropic Messages built from the steps pairing ordered: blocks of one role merged into
-//! one message, each call batch's results opening the next user message, call ids sent as
-//! `^[a-zA-Z0-9_-]+$` and unique, a user message put first when the history starts with the
-//! assistant, and the final assistant text trimmed.
+//! The Anthropic Messages built from the steps pairing ordered. Blocks of one role merge into
+//! one message, and each call batch's results open the next user message. Call ids are sent as
+//! `^[a-zA-Z0-9_-]+$` and unique. A user message comes first when the history starts with the
+//! assistant, and the final assistant text is trimmed.
 
 use std::sync::Arc;
 

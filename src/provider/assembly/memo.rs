@@ -2,12 +2,11 @@
 //! start from, and how it resumes it.
 //!
 //! An assembly ([`Memo`]) keeps the entries of the version it was made for (an O(1) clone) and a
-//! few checkpoints: places where nothing before pairs or batches with anything after, with all
-//! the assembly knew there. A checkpoint at position `p` serves every version whose first `p`
-//! slots are the same entries with the same Responses repairs, which a walk over the shared
-//! leaves of the two vectors tells: the next step, a fork's branches, a reader behind the writer
-//! and a rollback all resume near where they differ. The last few checkpoints are kept, fewer
-//! further back (see [`keep`]), and the one before the first renamed call.
+//! few checkpoints. A checkpoint is a place where nothing before pairs or batches with anything
+//! after, with all the assembly knew there. It serves every version whose first slots up to it
+//! are the same entries with the same Responses repairs; a walk over the shared leaves of the
+//! two vectors tells. So the next step, a fork's branches, a reader behind the writer and a
+//! rollback all resume near where they differ. [`keep`] says which checkpoints are kept.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -220,10 +219,10 @@ fn usable<F: Format>(checkpoint: &Checkpoint<F>, units: &[Unit<F::Item>], paired
         )
 }
 
-/// Keeps `memo`, made from `source`, as the most recently used: it takes the place of `source`
+/// Keeps `memo`, made from `source`, as the most recently used. It takes the place of `source`
 /// when that was of a shorter or the same version, and is kept beside it when it was of a
-/// longer one (a reader behind the writer); it replaces an assembly of the same version and
-/// key; the least recently used goes beyond [`KEPT`].
+/// longer one (a reader behind the writer). It replaces an assembly of the same version and
+/// key. The least recently used goes beyond [`KEPT`].
 fn store<F: Format>(kept: &Kept<F>, memo: &Arc<Memo<F>>, source: Option<&Arc<Memo<F>>>) {
     let mut memos = kept.0.lock().unwrap_or_else(PoisonError::into_inner);
     let replaced = source.filter(|source| source.entries.len() <= memo.entries.len());
@@ -493,10 +492,10 @@ fn repair<R>(kind: super::TargetRepairKind, unit: &Unit<R>) -> TargetRepair {
 }
 
 /// Which of `positions` (sorted, distinct; the last the version's end) an assembly keeps: the
-/// end and the [`LAST_CHECKPOINTS`] before it; further back, the earliest one within the
-/// distance from the last kept to the end, so that the gaps at most double going back (O(log n)
-/// of them, and for any place one at most about as far before it as it is before the end); the
-/// start; and the one at `anchor`.
+/// end and the [`LAST_CHECKPOINTS`] before it, the start, and the one at `anchor`. Further
+/// back, each kept one is the earliest within the distance from the last kept to the end. So
+/// the gaps at most double going back: O(log n) are kept, and for any place one at most about
+/// as far before it as it is before the end.
 pub(super) fn keep(positions: &[usize], anchor: Option<usize>) -> Vec<bool> {
     let mut keep = vec![false; positions.len()];
     let end = positions.last().copied().unwrap_or(0);

@@ -1,7 +1,8 @@
 //! One incremental assembly for every target with positional pairing (Chat Completions,
-//! Anthropic Messages): a Responses projection's slots rendered item by item, ordered so that
-//! each call batch is followed by its outputs, named, and built into the target's messages, with
-//! checkpoints kept so that a projection of another version assembles only what changed.
+//! Anthropic Messages). A Responses projection's slots are rendered item by item, ordered so
+//! that each call batch is followed by its outputs, named, and built into the target's
+//! messages. Checkpoints are kept, so that a projection of another version assembles only what
+//! changed.
 //!
 //! A target plugs in through [`Format`]: how one item converts ([`Rendered`]), which call ids
 //! need a new name and which names to try, and how its messages are built from the steps. The

@@ -3,12 +3,10 @@
 //!
 //! A target says which calls need another id (an empty or invalid id, a call id used by an
 //! earlier call) and which names to try for one, in order ([`Format`](super::Format)). A name is
-//! free when no call of the request has it as its own id and no call was sent under it before:
-//! the first free name is taken. So a call's name depends on the calls after it too (a later
-//! call whose own id is a name the search would take); the assembly kept before a place stays
-//! right for a new tail when no new call has a name minted before the place as its own id, and
-//! every name a search before the place passed over for a call after it is still a call id of
-//! the tail ([`Ids::hold_for`]).
+//! free when no call of the request has it as its own id and no call was sent under it before.
+//! The first free name is taken. So a call's name depends on the calls after it too: a later
+//! call may have the name the search would take as its own id. [`Ids::hold_for`] tells whether
+//! the names chosen before a place still hold for a new tail.
 
 use std::collections::HashMap;
 use std::sync::Arc;

@@ -30,19 +30,12 @@ pub(crate) struct Paired {
 /// Orders `units` for a target with positional pairing: every batch of consecutive calls is
 /// followed by one output per call before anything else.
 ///
-/// An output answers a call of its own call id in the nearest batch before it that has calls
-/// of that id: the earliest call of that batch no output answers yet (parallel calls of one id
-/// keep their order). So a call left unanswered (an interrupted turn) is not answered by a
-/// later turn's output of the same id, as in a session whose model names every call `call_0`.
-/// An output with no such call (none of its id before it, or every one in that batch answered)
-/// answers no call before it: a call of its id after it that no output answers takes it (the
-/// first such output: an output before its call), and one that no call takes is dropped
-/// ([`TargetRepairKind::DroppedDuplicateOutput`]). Outputs right after the batch stay in their
-/// order; the others are moved after the batch (reported as [`TargetRepairKind::MovedOutput`]),
-/// and skipped at their old place. A call with no output gets a synthetic one
-/// ([`TargetRepairKind::SynthesizedOutput`]). Units that send nothing are skipped (they do not
-/// split a batch). O(n): one pass pairs each output with a call before it, a second gives the
-/// calls left the outputs before them.
+/// An output answers the earliest unanswered call of its id in the nearest batch before it that
+/// has calls of that id. An output that finds none is taken by a later call of its id that
+/// nothing answers, or dropped ([`TargetRepairKind::DroppedDuplicateOutput`]). Outputs right
+/// after their batch stay; the others move there ([`TargetRepairKind::MovedOutput`]). A call
+/// with no output gets a synthetic one ([`TargetRepairKind::SynthesizedOutput`]). Units that
+/// send nothing do not split a batch. `docs/providers.md` ("Call grouping") tells why. O(n).
 pub(crate) fn pair_calls<R: Rendered>(units: &[Unit<R>]) -> Paired {
     // Which output each call takes, and which call takes each.
     let mut output_of: HashMap<usize, usize> = HashMap::new();
@@ -209,10 +202,10 @@ impl Edge {
 }
 
 /// The places in `units` (unit indices, after the first) where an assembly can be cut, each with
-/// the edge of the last unit before it that sends something (`last` before them all): no pair of
-/// `call_of` (output to call, as [`pair_calls`] paired `units`) spans it, it is not inside a call
-/// batch, the unit after it sends something, and it is not between two units at one position (a
-/// call and its synthetic output: an assembly is resumed by position).
+/// the edge of the last unit before it that sends something (`last` before them all). No pair
+/// of `call_of` spans a place, and no call batch. The unit after it sends something. Two units
+/// at one position (a call and its synthetic output) are never cut apart: an assembly is
+/// resumed by position.
 pub(crate) fn cuts<R: Rendered>(
     units: &[Unit<R>],
     call_of: &HashMap<usize, usize>,
@@ -252,14 +245,12 @@ pub(crate) fn cuts<R: Rendered>(
 /// what is before it: `used_before(id)`, a call or an output of `id` is before;
 /// `loose_before(id)`, an output of `id` before answers no call.
 ///
-/// True when the first unit from the place on of an id used before is not a call (an output
-/// would answer a call of the last batch of that id before the place; this rejects more than it
-/// must), or when a call from the place on that no output after it answers has the id of a loose
-/// output before (it would take that output). When false, and nothing before the place paired
-/// or batched with anything after it in the version assembled, nothing before pairs with
-/// anything after in this one either: an output only finds calls of its id after the place, and
-/// a call finds no output before it that answers nothing. A call id reused every turn
-/// (`call_0`) thus keeps the place usable as long as each new turn starts with its call.
+/// True when, of an id used before, the first unit from the place on is not a call: an output
+/// could answer a call before the place (this rejects more than it must). True too when a call
+/// from the place on that nothing after it answers has the id of a loose output before: it
+/// would take that output. When false, and nothing paired across the place in the version
+/// assembled, nothing pairs across it in this one either. A call id reused every turn
+/// (`call_0`) thus keeps a place usable as long as each new turn starts with its call.
 pub(crate) fn reaches_back<R: Rendered>(
     units: &[Unit<R>],
     call_of: &HashMap<usize, usize>,

@@ -1,7 +1,7 @@
-//! The Chat Completions messages built from the steps pairing ordered: a message per item, an
-//! assistant message taking the calls that follow it into its `tool_calls`, consecutive calls in
-//! one `tool_calls` array, and the images of a batch's tool outputs in a `user` message after
-//! its tool messages; call ids empty or used before are sent as `<id>_<n>`.
+//! The Chat Completions messages built from the steps pairing ordered. Each item is a message,
+//! but an assistant message takes the calls that follow it into its `tool_calls`, and
+//! consecutive calls share one array. The images of a batch's tool outputs go in a `user`
+//! message after its tool messages. Call ids empty or used before are sent as `<id>_<n>`.
 
 use std::sync::Arc;
 
