@@ -157,14 +157,7 @@ pub(crate) fn machine_features(actions: &[Action]) -> HashSet<&'static str> {
                         }
                     }
                     HistoryOp::Replace { keep, new } => {
-                        let mut items = keep.pick(&model.items);
-                        if let Some(entry) = new
-                            .as_ref()
-                            .and_then(|json| Entry::from_json(json.as_str()).ok())
-                        {
-                            items.push(entry.json().to_owned());
-                        }
-                        model.replace(items);
+                        replace_in_model(model, keep, new_entry(new.as_deref()).as_ref());
                         features.insert("replace");
                     }
                     HistoryOp::SetReferenceContext(value) => {

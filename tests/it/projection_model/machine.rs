@@ -503,18 +503,10 @@ pub(crate) fn apply(
                 HistoryOp::Replace { keep, new } => {
                     let entries: Vec<Entry> = history.iter().cloned().collect();
                     let mut kept = keep.pick(&entries);
-                    let mut items = keep.pick(&model.items);
-                    // The new item goes in as given (replace does not filter): one that is not
-                    // an item is left out of both.
-                    if let Some(entry) = new
-                        .as_ref()
-                        .and_then(|json| Entry::from_json(json.as_str()).ok())
-                    {
-                        items.push(entry.json().to_owned());
-                        kept.push(entry);
-                    }
+                    let new = new_entry(new.as_deref());
+                    replace_in_model(model, keep, new.as_ref());
+                    kept.extend(new);
                     history.replace(kept);
-                    model.replace(items);
                 }
                 HistoryOp::SetReferenceContext(value) => {
                     history.set_reference_context_item(value.clone());
@@ -543,6 +535,19 @@ pub(crate) fn apply(
         }
     }
     Ok(())
+}
+
+/// The new item of a replacement as an entry: it goes in as given (replace does not filter),
+/// and one that is not an item is left out.
+pub(crate) fn new_entry(json: Option<&str>) -> Option<Entry> {
+    json.and_then(|json| Entry::from_json(json).ok())
+}
+
+/// A replacement on the model: the items `keep` selects, then `new`.
+pub(crate) fn replace_in_model(model: &mut ModelHistory, keep: &Selection, new: Option<&Entry>) {
+    let mut items = keep.pick(&model.items);
+    items.extend(new.map(|entry| entry.json().to_owned()));
+    model.replace(items);
 }
 
 pub(crate) fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
