@@ -1,6 +1,6 @@
 //! proptest strategies for generated histories, with knobs ([`HistoryConfig`]).
 //!
-//! Three shapes of the same generator: [`steps`] (the [`Step`] descriptions), [`operations`]
+//! Four shapes of the same generator: [`steps`] (the [`Step`] descriptions), [`operations`]
 //! (the [`HistoryOp`] sequence — record, compact, roll back — to apply to a history of your
 //! own), [`items`] (the item JSON texts only: no compaction or rollback) and [`history`] (a
 //! [`History`] with the operations applied).
