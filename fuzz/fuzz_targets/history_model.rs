@@ -1,9 +1,10 @@
 //! History operations against a plain model: a `Vec` of item JSON texts with the documented
 //! semantics, in several forks at once.
 //!
-//! Arbitrary sequences of recording (as JSON, typed, and as built entries), rollback
-//! (`drop_last_n_user_turns`, `before_user_turn`), local compaction, `replace`,
-//! `remove_first_item`, setting the reference context item, forking and switching between forks
+//! Arbitrary sequences of the testing kit's history operations (`ForkOp`): recording (as JSON,
+//! typed, and as built entries), rollback (`drop_last_n_user_turns`, and forks cut
+//! `before_user_turn`), local compaction, `replace` (keeping, reordering and repeating entries,
+//! adding one), `remove_first_item`, projecting, setting the reference context item and forking
 //! are applied to a `History` and to the model. After every step, in every fork: the entries'
 //! texts match the model's in order (recording appends exactly the item, or filters it, or
 //! truncates a tool output it says it truncated), the version and the reference context item
@@ -14,43 +15,43 @@
 //! `assert_invariants` holds.
 #![no_main]
 
+use agent_history::testing::{ForkOp, HistoryOp, place_fork};
 use agent_history::{
     COMPACT_USER_MESSAGE_TOKENS, EMPTY_SUMMARY, Entry, FilterReason, History, ItemError, Message,
-    Recorded, ResponseItem, Role, TruncationPolicy, approx_token_count, summary_text,
-    truncate_text,
+    Recorded, ResponseItem, Role, TruncationPolicy, approx_token_count, truncate_text,
 };
-use agent_history_fuzz::items::{
-    GenItem, Generated, TurnClass, is_real_user_input, message_class, text,
-};
+use agent_history_fuzz::items::{GenItem, Generated, TurnClass, is_real_user_input, message_class};
 use arbitrary::Arbitrary;
 use libfuzzer_sys::fuzz_target;
-use serde_json::{Value, json};
+use serde_json::Value;
 
+/// How a generated item is recorded.
 #[derive(Arbitrary, Debug)]
-enum Op {
-    RecordJson(GenItem),
-    RecordTyped(GenItem),
-    RecordEntry(GenItem),
-    Rollback(u8),
-    BeforeUserTurn(u8),
-    Compact(u8),
-    Replace {
-        picks: [u8; 4],
-        count: u8,
-        new: Option<GenItem>,
-    },
-    RemoveFirst,
-    SetReference(u8),
-    Fork,
-    Switch(u8),
+enum Via {
+    /// `record_json`.
+    Json,
+    /// `record` of the typed item.
+    Typed,
+    /// `record_entry` of the built entry.
+    Entry,
+}
+
+/// An item to record, and how: the item of the testing kit's history operations here.
+#[derive(Arbitrary, Debug)]
+struct Recording {
+    via: Via,
+    item: GenItem,
 }
 
 #[derive(Arbitrary, Debug)]
 struct Input {
     /// Record with a small truncation policy, so that most tool outputs are cut.
     small_truncation: bool,
-    ops: Vec<Op>,
+    ops: Vec<ForkOp<Recording>>,
 }
+
+/// The most forks kept at once.
+const MAX_FORKS: usize = 8;
 
 /// One item of the model.
 #[derive(Debug, Clone, PartialEq)]
@@ -339,6 +340,92 @@ fn recorded(
     }
 }
 
+/// Applies `op` to `history` and to its model, checking what the history returns.
+fn apply(history: &mut History, model: &mut Model, op: HistoryOp<Recording>) {
+    match op {
+        HistoryOp::Record(Recording { via, item }) => {
+            let generated = item.build();
+            match via {
+                Via::Json => {
+                    let result = history.record_json(generated.json.clone());
+                    model
+                        .items
+                        .extend(recorded(history, result, &generated, &generated.json));
+                }
+                Via::Typed => {
+                    let typed: ResponseItem =
+                        serde_json::from_str(&generated.json).expect("generated items parse");
+                    let result = history.record(&typed);
+                    if matches!(typed, ResponseItem::Other) {
+                        assert!(matches!(result, Err(ItemError::NotStorable { .. })));
+                    } else {
+                        let json = serde_json::to_string(&typed).expect("serializes");
+                        model
+                            .items
+                            .extend(recorded(history, result, &generated, &json));
+                    }
+                }
+                Via::Entry => match Entry::from_json(generated.json.clone()) {
+                    Ok(entry) => {
+                        let result = history.record_entry(entry);
+                        model
+                            .items
+                            .extend(recorded(history, result, &generated, &generated.json));
+                    }
+                    Err(error) => {
+                        assert!(generated.json.contains("compaction_trigger"), "{error}");
+                    }
+                },
+            }
+        }
+        HistoryOp::Project(options) => {
+            // A projection changes nothing: the checks after the step compare with the model.
+            let _ = history.project(&options);
+        }
+        HistoryOp::Rollback(n) => {
+            history.drop_last_n_user_turns(n).expect("parses");
+            model.rollback(n);
+        }
+        HistoryOp::Compact(summary) => {
+            let compacted = history.compact(&summary).expect("compacts");
+            model.compact(&summary);
+            assert_eq!(compacted.message, summary);
+            let replacement: Vec<&str> = compacted
+                .replacement_history
+                .iter()
+                .map(Entry::json)
+                .collect();
+            let expected: Vec<&str> = model.items.iter().map(|item| item.json.as_str()).collect();
+            assert_eq!(replacement, expected, "replacement history");
+        }
+        HistoryOp::Replace { keep, new } => {
+            let entries: Vec<Entry> = history.iter().cloned().collect();
+            let mut entries = keep.pick(&entries);
+            let mut items = keep.pick(&model.items);
+            if let Some(new) = new {
+                let generated = new.item.build();
+                if let Ok(entry) = Entry::from_json(generated.json.clone()) {
+                    entries.push(entry);
+                    items.push(Item::generated(&generated, generated.json.clone()));
+                }
+            }
+            history.replace(entries);
+            model.replace_items(items);
+        }
+        HistoryOp::RemoveFirst => {
+            let removed = history.remove_first_item();
+            let expected = model.remove_first();
+            let removed: Vec<&str> = removed.iter().map(Entry::json).collect();
+            let expected: Vec<&str> = expected.iter().map(|item| item.json.as_str()).collect();
+            assert_eq!(removed, expected, "removed entries");
+        }
+        HistoryOp::SetReferenceContext(value) => {
+            history.set_reference_context_item(value.clone());
+            model.reference = value;
+        }
+    }
+}
+
 fuzz_target!(|input: Input| {
     let truncation = if input.small_truncation {
         TruncationPolicy::Bytes(64)
@@ -353,126 +440,29 @@ fuzz_target!(|input: Input| {
         earlier: Vec::new(),
     };
     let mut forks = vec![(History::with_truncation(truncation), empty)];
-    let mut current = 0;
     for op in input.ops.into_iter().take(40) {
-        let (history, model) = &mut forks[current];
+        let len = forks.len();
         match op {
-            Op::RecordJson(item) => {
-                let generated = item.build();
-                let result = history.record_json(generated.json.clone());
-                model
-                    .items
-                    .extend(recorded(history, result, &generated, &generated.json));
+            ForkOp::On { fork, op } => {
+                let (history, model) = &mut forks[fork % len];
+                apply(history, model, op);
             }
-            Op::RecordTyped(item) => {
-                let generated = item.build();
-                let typed: ResponseItem =
-                    serde_json::from_str(&generated.json).expect("generated items parse");
-                let result = history.record(&typed);
-                if matches!(typed, ResponseItem::Other) {
-                    assert!(matches!(result, Err(ItemError::NotStorable { .. })));
-                } else {
-                    let json = serde_json::to_string(&typed).expect("serializes");
-                    model
-                        .items
-                        .extend(recorded(history, result, &generated, &json));
-                }
-            }
-            Op::RecordEntry(item) => {
-                let generated = item.build();
-                match Entry::from_json(generated.json.clone()) {
-                    Ok(entry) => {
-                        let result = history.record_entry(entry);
-                        model
-                            .items
-                            .extend(recorded(history, result, &generated, &generated.json));
+            ForkOp::Fork { from, before_turn } => {
+                let (history, model) = &forks[from % len];
+                let fork = match before_turn {
+                    None => (history.clone(), model.clone()),
+                    Some(turn) => {
+                        let fork = history.before_user_turn(turn).expect("parses");
+                        let mut fork_model = model.clone();
+                        let total = model.turns().len();
+                        if turn >= 1 && turn <= total {
+                            fork_model.rollback(total - turn + 1);
+                        }
+                        (fork, fork_model)
                     }
-                    Err(error) => {
-                        assert!(generated.json.contains("compaction_trigger"), "{error}");
-                    }
-                }
-            }
-            Op::Rollback(n) => {
-                let n = usize::from(n % 5);
-                history.drop_last_n_user_turns(n).expect("parses");
-                model.rollback(n);
-            }
-            Op::BeforeUserTurn(turn) => {
-                let turn = usize::from(turn % 5);
-                let fork = history.before_user_turn(turn).expect("parses");
-                let mut fork_model = model.clone();
-                let total = model.turns().len();
-                if turn >= 1 && turn <= total {
-                    fork_model.rollback(total - turn + 1);
-                }
-                forks.push((fork, fork_model));
-                current = forks.len() - 1;
-            }
-            Op::Compact(choice) => {
-                let summary = match choice % 4 {
-                    0 => String::new(),
-                    1 => "the plain summary".to_owned(),
-                    2 => summary_text("the model's summary"),
-                    _ => text(choice / 4),
                 };
-                let compacted = history.compact(&summary).expect("compacts");
-                model.compact(&summary);
-                assert_eq!(compacted.message, summary);
-                let replacement: Vec<&str> = compacted
-                    .replacement_history
-                    .iter()
-                    .map(Entry::json)
-                    .collect();
-                let expected: Vec<&str> =
-                    model.items.iter().map(|item| item.json.as_str()).collect();
-                assert_eq!(replacement, expected, "replacement history");
+                place_fork(&mut forks, from, fork, MAX_FORKS);
             }
-            Op::Replace { picks, count, new } => {
-                let mut entries = Vec::new();
-                let mut items = Vec::new();
-                if !model.items.is_empty() {
-                    for pick in picks.iter().take(usize::from(count % 5)) {
-                        let position = usize::from(*pick) % model.items.len();
-                        entries.push(history.get(position).expect("in range").clone());
-                        items.push(model.items[position].clone());
-                    }
-                }
-                if let Some(new) = new {
-                    let generated = new.build();
-                    if let Ok(entry) = Entry::from_json(generated.json.clone()) {
-                        entries.push(entry);
-                        items.push(Item::generated(&generated, generated.json.clone()));
-                    }
-                }
-                history.replace(entries);
-                model.replace_items(items);
-            }
-            Op::RemoveFirst => {
-                let removed = history.remove_first_item();
-                let expected = model.remove_first();
-                let removed: Vec<&str> = removed.iter().map(Entry::json).collect();
-                let expected: Vec<&str> = expected.iter().map(|item| item.json.as_str()).collect();
-                assert_eq!(removed, expected, "removed entries");
-            }
-            Op::SetReference(choice) => {
-                let value = match choice % 3 {
-                    0 => None,
-                    1 => Some(json!({"cwd": "/a"})),
-                    _ => Some(json!({"cwd": "/b", "model": "m"})),
-                };
-                history.set_reference_context_item(value.clone());
-                model.reference = value;
-            }
-            Op::Fork => {
-                let fork = (history.clone(), model.clone());
-                forks.push(fork);
-                current = forks.len() - 1;
-            }
-            Op::Switch(n) => current = usize::from(n) % forks.len(),
-        }
-        if forks.len() > 8 {
-            forks.remove(0);
-            current = current.saturating_sub(1);
         }
         for (_, model) in &mut forks {
             model.mark_recorded();

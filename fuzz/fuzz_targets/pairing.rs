@@ -1,6 +1,8 @@
 //! Malformed call/output pairings of every family, projected and checked against a reference.
 //!
-//! Bytes become a sequence of actions over tiny pools of call ids and item ids, so duplicate
+//! Bytes become a sequence of the testing kit's history operations (`ForkOp`: record, project,
+//! remove the first item, roll back, replace, compact, set the reference context item, fork)
+//! over tiny pools of call ids and item ids, so duplicate
 //! calls, duplicate outputs, empty and null call ids, outputs before or without their calls and
 //! calls without outputs are the common case, for every family (function and local shell,
 //! custom tool, client and server tool search) and beside every other item kind. Each projection
@@ -11,61 +13,61 @@
 //! matches a recomputation after every step, in every fork.
 #![no_main]
 
-use agent_history::History;
+use agent_history::testing::{ForkOp, HistoryOp, place_fork};
+use agent_history::{Entry, History};
 use agent_history_fuzz::items::GenItem;
 use agent_history_fuzz::projection_options;
 use agent_history_fuzz::reference::project_and_check;
-use arbitrary::Arbitrary;
 use libfuzzer_sys::fuzz_target;
 
-#[derive(Arbitrary, Debug)]
-enum Action {
-    Record(GenItem),
-    /// Options from the bits: image, audio, strict, send unknown items.
-    Project(u8),
-    RemoveFirst,
-    DropTurns(u8),
-    /// Keeps the entries at these positions (modulo the length), in this order.
-    Reorder([u8; 4]),
-    Fork,
-    Switch(u8),
-}
+/// The most forks kept at once.
+const MAX_FORKS: usize = 8;
 
-fuzz_target!(|actions: Vec<Action>| {
+fuzz_target!(|ops: Vec<ForkOp<GenItem>>| {
     let mut histories = vec![History::new()];
-    let mut current = 0;
-    for action in actions.into_iter().take(48) {
-        let history = &mut histories[current];
-        match action {
-            Action::Record(item) => {
-                let generated = item.build();
-                history
-                    .record_json(generated.json)
-                    .expect("generated items are valid");
-            }
-            Action::Project(choice) => project_and_check(history, &projection_options(choice)),
-            Action::RemoveFirst => {
-                history.remove_first_item();
-            }
-            Action::DropTurns(n) => history
-                .drop_last_n_user_turns(usize::from(n % 4))
-                .expect("generated messages parse"),
-            Action::Reorder(picks) => {
-                if !history.is_empty() {
-                    let len = history.len();
-                    let entries: Vec<_> = picks
-                        .iter()
-                        .filter_map(|pick| history.get(usize::from(*pick) % len).cloned())
-                        .collect();
-                    history.replace(entries);
+    for op in ops.into_iter().take(48) {
+        let len = histories.len();
+        match op {
+            ForkOp::On { fork, op } => {
+                let history = &mut histories[fork % len];
+                match op {
+                    HistoryOp::Record(item) => {
+                        let generated = item.build();
+                        history
+                            .record_json(generated.json)
+                            .expect("generated items are valid");
+                    }
+                    HistoryOp::Project(options) => project_and_check(history, &options),
+                    HistoryOp::RemoveFirst => {
+                        history.remove_first_item();
+                    }
+                    HistoryOp::Rollback(turns) => history
+                        .drop_last_n_user_turns(turns)
+                        .expect("generated messages parse"),
+                    HistoryOp::Replace { keep, new } => {
+                        let entries: Vec<_> = history.iter().cloned().collect();
+                        let mut kept = keep.pick(&entries);
+                        // A generated item that is not storable (a compaction trigger) stays out.
+                        kept.extend(new.and_then(|item| Entry::from_json(item.build().json).ok()));
+                        history.replace(kept);
+                    }
+                    HistoryOp::Compact(summary) => {
+                        history.compact(&summary).expect("generated messages parse");
+                    }
+                    HistoryOp::SetReferenceContext(value) => {
+                        history.set_reference_context_item(value);
+                    }
                 }
             }
-            Action::Fork => {
-                let fork = history.clone();
-                histories.push(fork);
-                current = histories.len() - 1;
+            ForkOp::Fork { from, before_turn } => {
+                let fork = match before_turn {
+                    None => histories[from % len].clone(),
+                    Some(turn) => histories[from % len]
+                        .before_user_turn(turn)
+                        .expect("generated messages parse"),
+                };
+                place_fork(&mut histories, from, fork, MAX_FORKS);
             }
-            Action::Switch(n) => current = usize::from(n) % histories.len(),
         }
         for history in &histories {
             history.assert_invariants();

@@ -12,8 +12,8 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use agent_history::{
-    Entry, Execution, History, Modalities, ProjectionOptions, Recorded, RepairMode, ResponseItem,
-    Snapshot, SnapshotError, SnapshotOptions, ToolSearchCall, UnknownItems, open_snapshot,
+    Entry, Execution, History, Recorded, ResponseItem, Snapshot, SnapshotError, SnapshotOptions,
+    ToolSearchCall, open_snapshot,
 };
 
 /// Opens a snapshot for a target as one this program wrote (the digest verified or not). The
@@ -60,25 +60,8 @@ pub fn scratch_file(name: &str) -> PathBuf {
 }
 
 /// Every combination of projection options (modalities, repair mode, unknown items), from the
-/// bits of `choice`.
-pub fn projection_options(choice: u8) -> ProjectionOptions {
-    ProjectionOptions {
-        modalities: Modalities {
-            image: choice & 1 != 0,
-            audio: choice & 2 != 0,
-        },
-        repair: if choice & 4 != 0 {
-            RepairMode::Strict
-        } else {
-            RepairMode::Lenient
-        },
-        unknown_items: if choice & 8 != 0 {
-            UnknownItems::Send
-        } else {
-            UnknownItems::HoldBack
-        },
-    }
-}
+/// bits of a byte: the testing kit's, which the history operations use too.
+pub use agent_history::testing::projection_options;
 
 /// The entries' JSON texts, in order.
 pub fn jsons(history: &History) -> Vec<&str> {

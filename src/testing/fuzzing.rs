@@ -2,7 +2,8 @@
 
 use arbitrary::{Arbitrary, Unstructured};
 
-use super::steps::{ApplyError, HistoryOp, Step, apply_ops, build_ops, recorded_items};
+use super::ops::{ApplyError, HistoryOp, apply_ops, recorded_items};
+use super::steps::{Step, build_ops};
 use crate::history::History;
 
 /// The most steps an [`ArbitraryHistory`] has: a fuzzer's input of any length describes a

@@ -4,6 +4,9 @@
 //!   family with knobs ([`HistoryConfig`]) for broken pairings, images, unknown items,
 //!   compactions and rollbacks; [`ArbitraryHistory`] for fuzzers; and the [`properties`] a
 //!   projection must have, as functions you can call on a pipeline of your own.
+//! * One description of history operations, [`HistoryOp`] on a history and [`ForkOp`] on one
+//!   of several forks, with `Arbitrary` and proptest strategies
+//!   ([`strategies::fork_ops`]), which the crate's model tests and fuzz targets share.
 //! * Counts of item conversions, entry reads, media strips, tool-plan serializations, per-target
 //!   renderings, the slots a per-target assembly visited, the names a Chat Completions assembly
 //!   tried for mapped call ids, stream event bytes parsed and the slots
@@ -15,6 +18,7 @@
 mod codex_rollout;
 mod crash;
 mod fuzzing;
+mod ops;
 pub mod properties;
 mod steps;
 pub mod strategies;
@@ -30,9 +34,10 @@ pub use crate::stream::stream_bytes_parsed;
 pub use codex_rollout::{CodexRollout, CodexRolloutError};
 pub use crash::{CrashKind, Operation, SimulatedFile, SimulatedStorage};
 pub use fuzzing::{ArbitraryHistory, MAX_ARBITRARY_STEPS};
-pub use properties::{Property, PropertyFailure};
-pub use steps::{
-    ApplyError, CallFamily, Fault, HistoryOp, Step, Text, apply_ops, apply_ops_to, build_ops,
-    recorded_items,
+pub use ops::{
+    ApplyError, ForkOp, HistoryOp, MAX_FORKS, MAX_PICKS, Selection, apply_ops, apply_ops_to,
+    place_fork, projection_options, recorded_items, references, summaries,
 };
+pub use properties::{Property, PropertyFailure};
+pub use steps::{CallFamily, Fault, Step, Text, build_ops};
 pub use strategies::{BrokenPairings, HistoryConfig};

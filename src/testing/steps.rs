@@ -1,13 +1,14 @@
 //! The description of a generated history that the proptest strategies and the `Arbitrary`
-//! front end share: [`Step`]s, turned into item JSON and history operations ([`HistoryOp`]) by
-//! one deterministic builder, so that both front ends produce the same item families and the
-//! same broken pairings.
+//! front end share: [`Step`]s, turned into item JSON and history operations ([`HistoryOp`]:
+//! records, compactions, rollbacks) by one deterministic builder, so that both front ends
+//! produce the same item families and the same broken pairings.
 
 use arbitrary::Arbitrary;
 use serde_json::{Value, json};
 
-use crate::history::{Compacted, History, Recorded};
-use crate::item::ItemError;
+use super::ops::HistoryOp;
+#[cfg(doc)]
+use crate::history::History;
 
 /// The call families a generated tool round can use: every kind of call the crate pairs with
 /// an output.
@@ -184,78 +185,6 @@ pub enum Step {
         /// How many user turns.
         turns: u8,
     },
-}
-
-/// One operation of a generated history, applied to a [`History`] by [`apply_ops`].
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub enum HistoryOp {
-    /// [`History::record_json`] of this item.
-    Record(String),
-    /// [`History::compact`] with this summary.
-    Compact(String),
-    /// [`History::drop_last_n_user_turns`] of this many turns.
-    Rollback(usize),
-}
-
-/// Applying generated operations failed (a bug of the generator or of the history: generated
-/// items are valid).
-#[derive(Debug, thiserror::Error)]
-#[error("generated operation {position} ({operation}) failed")]
-pub struct ApplyError {
-    /// The index of the operation in the sequence.
-    pub position: usize,
-    /// `record`, `compact` or `rollback`.
-    pub operation: &'static str,
-    /// What the history said.
-    #[source]
-    pub source: ItemError,
-}
-
-/// Applies `ops` to `history` in order.
-///
-/// # Errors
-///
-/// [`ApplyError`] naming the first operation that failed; the operations before it stay applied.
-pub fn apply_ops_to(history: &mut History, ops: &[HistoryOp]) -> Result<(), ApplyError> {
-    for (position, op) in ops.iter().enumerate() {
-        let (operation, result) = match op {
-            HistoryOp::Record(json) => (
-                "record",
-                history.record_json(json.as_str()).map(|_: Recorded| ()),
-            ),
-            HistoryOp::Compact(summary) => {
-                ("compact", history.compact(summary).map(|_: Compacted| ()))
-            }
-            HistoryOp::Rollback(turns) => ("rollback", history.drop_last_n_user_turns(*turns)),
-        };
-        result.map_err(|source| ApplyError {
-            position,
-            operation,
-            source,
-        })?;
-    }
-    Ok(())
-}
-
-/// A new [`History`] with `ops` applied.
-///
-/// # Errors
-///
-/// As [`apply_ops_to`].
-pub fn apply_ops(ops: &[HistoryOp]) -> Result<History, ApplyError> {
-    let mut history = History::new();
-    apply_ops_to(&mut history, ops)?;
-    Ok(history)
-}
-
-/// The items that `ops` record, in order (compactions and rollbacks left out).
-pub fn recorded_items(ops: &[HistoryOp]) -> Vec<String> {
-    ops.iter()
-        .filter_map(|op| match op {
-            HistoryOp::Record(json) => Some(json.clone()),
-            _ => None,
-        })
-        .collect()
 }
 
 /// Turns steps into operations: deterministic, the same steps give the same operations. Call

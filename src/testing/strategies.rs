@@ -1,15 +1,23 @@
 //! proptest strategies for generated histories, with knobs ([`HistoryConfig`]).
 //!
-//! Three shapes of the same generator: [`steps`] (the [`Step`] descriptions), [`operations`]
+//! Four shapes of the same generator: [`steps`] (the [`Step`] descriptions), [`operations`]
 //! (the [`HistoryOp`] sequence — record, compact, roll back — to apply to a history of your
 //! own), [`items`] (the item JSON texts only: no compaction or rollback) and [`history`] (a
 //! [`History`] with the operations applied).
+//!
+//! And the operations of model tests on one history or on forks of it ([`history_op`],
+//! [`fork_op`], [`fork_ops`], weighted by [`OpWeights`]), with the item generator of your
+//! choice.
 
 use proptest::prelude::*;
 use proptest::strategy::Union;
 
-use super::steps::{CallFamily, Fault, HistoryOp, Step, Text, apply_ops, build_ops};
+use super::ops::{
+    ForkOp, HistoryOp, MAX_FORKS, MAX_PICKS, Selection, apply_ops, references, summaries,
+};
+use super::steps::{CallFamily, Fault, Step, Text, build_ops};
 use crate::history::History;
+use crate::projection::ProjectionOptions;
 
 /// Which broken pairings the generator makes (each tool round is broken by one of the enabled
 /// faults, or not at all).
@@ -230,7 +238,7 @@ pub fn operations(config: HistoryConfig) -> BoxedStrategy<Vec<HistoryOp>> {
 /// items remain), to record with [`History::record_json`] or to feed a pipeline of your own.
 pub fn items(config: HistoryConfig) -> BoxedStrategy<Vec<String>> {
     operations(config.items_only())
-        .prop_map(|ops| super::steps::recorded_items(&ops))
+        .prop_map(|ops| super::ops::recorded_items(&ops))
         .boxed()
 }
 
@@ -241,4 +249,162 @@ pub fn history(config: HistoryConfig) -> BoxedStrategy<History> {
     operations(config)
         .prop_filter_map("the generated operations apply", |ops| apply_ops(&ops).ok())
         .boxed()
+}
+
+/// How often each operation comes in [`history_op`] and [`fork_op`] (relative weights; 0 never).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OpWeights {
+    /// [`HistoryOp::Record`].
+    pub record: u32,
+    /// [`HistoryOp::Project`].
+    pub project: u32,
+    /// [`HistoryOp::RemoveFirst`].
+    pub remove_first: u32,
+    /// [`HistoryOp::Rollback`].
+    pub rollback: u32,
+    /// [`HistoryOp::Replace`].
+    pub replace: u32,
+    /// [`HistoryOp::Compact`].
+    pub compact: u32,
+    /// [`HistoryOp::SetReferenceContext`].
+    pub set_reference_context: u32,
+    /// [`ForkOp::Fork`] without a turn: a clone.
+    pub fork: u32,
+    /// [`ForkOp::Fork`] before a user turn.
+    pub fork_before_turn: u32,
+}
+
+impl Default for OpWeights {
+    /// Every operation: records most often, then removals from the front and rollbacks.
+    fn default() -> Self {
+        OpWeights {
+            record: 8,
+            project: 2,
+            remove_first: 4,
+            rollback: 4,
+            replace: 1,
+            compact: 1,
+            set_reference_context: 2,
+            fork: 1,
+            fork_before_turn: 1,
+        }
+    }
+}
+
+/// Projection options: every combination of image and audio input, strict or lenient repair,
+/// unknown items held back or sent.
+pub fn projection_options() -> impl Strategy<Value = ProjectionOptions> {
+    (0..16u8).prop_map(super::ops::projection_options)
+}
+
+/// A fork: the first one two times in three (so that it grows long), else any of
+/// [`MAX_FORKS`].
+pub fn fork_index() -> impl Strategy<Value = usize> {
+    prop_oneof![2 => Just(0usize), 1 => 0..MAX_FORKS]
+}
+
+/// A rollback's turns: 0 to 4, and now and then `usize::MAX` (every turn).
+pub fn rollback_turns() -> impl Strategy<Value = usize> {
+    prop_oneof![4 => 0..5usize, 1 => Just(usize::MAX)]
+}
+
+/// What a replacement keeps: any mask, or up to [`MAX_PICKS`] positions in any order.
+pub fn selection() -> impl Strategy<Value = Selection> {
+    prop_oneof![
+        any::<u64>().prop_map(Selection::Mask),
+        prop::collection::vec(any::<u8>(), 0..=MAX_PICKS).prop_map(Selection::Picks),
+    ]
+}
+
+/// One operation on a history, recording items from `item`, with the fork weights of `weights`
+/// left out.
+pub fn history_op<I: Clone + std::fmt::Debug + 'static>(
+    item: BoxedStrategy<I>,
+    weights: OpWeights,
+) -> BoxedStrategy<HistoryOp<I>> {
+    let arms: Vec<(u32, BoxedStrategy<HistoryOp<I>>)> = vec![
+        (
+            weights.record,
+            item.clone().prop_map(HistoryOp::Record).boxed(),
+        ),
+        (
+            weights.project,
+            projection_options().prop_map(HistoryOp::Project).boxed(),
+        ),
+        (weights.remove_first, Just(HistoryOp::RemoveFirst).boxed()),
+        (
+            weights.rollback,
+            rollback_turns().prop_map(HistoryOp::Rollback).boxed(),
+        ),
+        (
+            weights.replace,
+            (selection(), prop::option::weighted(0.25, item))
+                .prop_map(|(keep, new)| HistoryOp::Replace { keep, new })
+                .boxed(),
+        ),
+        (
+            weights.compact,
+            prop::sample::select(summaries())
+                .prop_map(HistoryOp::Compact)
+                .boxed(),
+        ),
+        (
+            weights.set_reference_context,
+            prop::sample::select(references())
+                .prop_map(HistoryOp::SetReferenceContext)
+                .boxed(),
+        ),
+    ];
+    Union::new_weighted(arms.into_iter().filter(|(weight, _)| *weight > 0).collect()).boxed()
+}
+
+/// One operation on a set of forks: an operation on a fork ([`fork_index`]) as [`history_op`]
+/// makes them, or a new fork, as `weights` say.
+pub fn fork_op<I: Clone + std::fmt::Debug + 'static>(
+    item: BoxedStrategy<I>,
+    weights: OpWeights,
+) -> BoxedStrategy<ForkOp<I>> {
+    let on_fork = weights.record
+        + weights.project
+        + weights.remove_first
+        + weights.rollback
+        + weights.replace
+        + weights.compact
+        + weights.set_reference_context;
+    let arms: Vec<(u32, BoxedStrategy<ForkOp<I>>)> = vec![
+        (
+            on_fork,
+            (fork_index(), history_op(item, weights))
+                .prop_map(|(fork, op)| ForkOp::On { fork, op })
+                .boxed(),
+        ),
+        (
+            weights.fork,
+            fork_index()
+                .prop_map(|from| ForkOp::Fork {
+                    from,
+                    before_turn: None,
+                })
+                .boxed(),
+        ),
+        (
+            weights.fork_before_turn,
+            (fork_index(), 0..5usize)
+                .prop_map(|(from, turn)| ForkOp::Fork {
+                    from,
+                    before_turn: Some(turn),
+                })
+                .boxed(),
+        ),
+    ];
+    Union::new_weighted(arms.into_iter().filter(|(weight, _)| *weight > 0).collect()).boxed()
+}
+
+/// Sequences of `len` operations on forks ([`fork_op`]).
+pub fn fork_ops<I: Clone + std::fmt::Debug + 'static>(
+    item: BoxedStrategy<I>,
+    weights: OpWeights,
+    len: std::ops::Range<usize>,
+) -> BoxedStrategy<Vec<ForkOp<I>>> {
+    prop::collection::vec(fork_op(item, weights), len).boxed()
 }

@@ -1,7 +1,9 @@
 //! Helpers shared by the integration tests: items, rollout lines, example files, temporary
-//! directories, resume shortcuts. Each test crate uses a subset.
+//! directories, resume shortcuts, running the command. Each test uses a subset.
 #![allow(dead_code)]
 
+#[cfg(feature = "cli")]
+pub mod cli;
 pub mod pairing;
 
 use std::path::{Path, PathBuf};
@@ -60,6 +62,47 @@ pub fn developer(text: &str) -> String {
     message("developer", text)
 }
 
+/// A developer message whose content is several `input_text` parts.
+pub fn developer_parts(texts: &[&str]) -> String {
+    let content: Vec<serde_json::Value> = texts
+        .iter()
+        .map(|text| serde_json::json!({"type": "input_text", "text": text}))
+        .collect();
+    serde_json::json!({"type": "message", "role": "developer", "content": content}).to_string()
+}
+
+/// A `function_call` of the tool `name` with `arguments` (a JSON text), without an item id.
+pub fn call_with(call_id: &str, name: &str, arguments: &str) -> String {
+    serde_json::json!({"type": "function_call", "name": name, "arguments": arguments, "call_id": call_id})
+        .to_string()
+}
+
+/// A `function_call` of `shell` without arguments (`{}`) or an item id.
+pub fn call(call_id: &str) -> String {
+    call_with(call_id, "shell", "{}")
+}
+
+/// A `function_call` of `shell` with the item id `fc_<call_id>` and `arguments` (a JSON text),
+/// as Codex records one.
+pub fn shell_call(call_id: &str, arguments: &str) -> String {
+    serde_json::json!({"type": "function_call", "id": format!("fc_{call_id}"), "name": "shell", "arguments": arguments, "call_id": call_id})
+        .to_string()
+}
+
+/// The arguments of a shell call that lists a directory.
+pub const LS: &str = r#"{"command":["ls"]}"#;
+
+/// A `function_call_output` of `call_id` with a text output.
+pub fn output(call_id: &str, text: &str) -> String {
+    serde_json::json!({"type": "function_call_output", "call_id": call_id, "output": text})
+        .to_string()
+}
+
+/// JSON text as a value.
+pub fn value(json: &str) -> serde_json::Value {
+    serde_json::from_str(json).expect("JSON")
+}
+
 /// A rollout line (envelope) of type `kind` with `payload`.
 pub fn line(kind: &str, payload: &str) -> String {
     format!(r#"{{"timestamp":"2026-11-03T14:00:01.137Z","type":"{kind}","payload":{payload}}}"#)
@@ -85,6 +128,11 @@ pub fn item_line(json: &str) -> String {
 /// An `event_msg` line.
 pub fn event_line(json: &str) -> String {
     line("event_msg", json)
+}
+
+/// Rollout lines as the text of a file: each line ends with a newline.
+pub fn rollout_text(lines: &[String]) -> String {
+    lines.iter().map(|line| format!("{line}\n")).collect()
 }
 
 /// The entries' JSON texts.

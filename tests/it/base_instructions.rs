@@ -11,7 +11,7 @@ use agent_history::{
 };
 use serde_json::{Value, json};
 
-use common::{THREAD_ID, item_line, line, temp_dir, thread, user};
+use common::{THREAD_ID, item_line, line, rollout_text, temp_dir, thread, user};
 
 /// A `session_meta` payload with `extra` fields after the id (`extra` is `""` or starts with
 /// `,`).
@@ -24,7 +24,7 @@ fn meta_with(extra: &str) -> String {
 
 /// Reads a rollout of these lines (each ended by a newline) leniently.
 fn read(lines: &[String]) -> Rollout {
-    let text: String = lines.iter().map(|line| format!("{line}\n")).collect();
+    let text = rollout_text(lines);
     Rollout::read(text.as_bytes(), READER_LABEL, ReadMode::Lenient).expect("a rollout")
 }
 
@@ -246,7 +246,7 @@ fn through_a_snapshot_the_instructions_are_those_of_a_full_resume() {
         item_line(&user("two")),
         meta_with(r#","base_instructions":{"text":"not the first"}"#),
     ];
-    let text: String = lines.iter().map(|line| format!("{line}\n")).collect();
+    let text = rollout_text(&lines);
     let path = dir.path().join("rollout.jsonl");
     let snapshot = dir.path().join("rollout.snap");
     std::fs::write(&path, &text).expect("written");

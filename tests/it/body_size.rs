@@ -10,6 +10,8 @@ use agent_history::{
     StepContext, ToolPlan,
 };
 
+use crate::common::{output, shell_call};
+
 const IMAGE_MESSAGE: &str = r#"{"type":"message","role":"user","content":[{"type":"input_text","text":"look"},{"type":"input_image","image_url":"data:image/png;base64,AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"}]}"#;
 /// An image shorter than the placeholder that replaces it: stripping lengthens the item.
 const TINY_IMAGE: &str =
@@ -29,16 +31,6 @@ const ALL: [Modalities; 4] = [
     Modalities::ALL,
 ];
 
-fn call(id: &str) -> String {
-    format!(
-        r#"{{"type":"function_call","id":"fc_{id}","name":"shell","arguments":"{{}}","call_id":"{id}"}}"#
-    )
-}
-
-fn output(id: &str) -> String {
-    format!(r#"{{"type":"function_call_output","call_id":"{id}","output":"done"}}"#)
-}
-
 fn image_output(id: &str) -> String {
     format!(
         r#"{{"type":"function_call_output","call_id":"{id}","output":[{{"type":"input_image","image_url":"data:image/png;base64,BBBB"}}]}}"#
@@ -53,16 +45,16 @@ fn repaired_history() -> History {
     for json in [
         TEXT.to_owned(),
         IMAGE_MESSAGE.to_owned(),
-        call("c1"),
+        shell_call("c1", "{}"),
         image_output("c1"),
-        call("missing"),
+        shell_call("missing", "{}"),
         image_output("orphan"),
         r#"{"type":"future_item","x":1}"#.to_owned(),
         AUDIO_AND_IMAGE.to_owned(),
         TINY_IMAGE.to_owned(),
         GENERATED.to_owned(),
-        call("c2"),
-        output("c2"),
+        shell_call("c2", "{}"),
+        output("c2", "done"),
         format!(" {TEXT}\n"),
     ] {
         history.record_json(json).expect("an item");
@@ -100,8 +92,8 @@ fn the_history_keeps_its_json_byte_total_through_every_edit() {
     assert_eq!(history.json_bytes(), 0);
     for json in [
         TEXT.to_owned(),
-        call("a"),
-        output("a"),
+        shell_call("a", "{}"),
+        output("a", "done"),
         IMAGE_MESSAGE.to_owned(),
     ] {
         history.record_json(json).expect("an item");
@@ -248,7 +240,9 @@ fn an_orphan_with_an_image_that_gets_its_call_later_is_sent_stripped() {
     let text = ProjectionOptions::for_modalities(Modalities::TEXT);
     let first = history.project(&text).expect("lenient");
     assert_eq!(first.len(), 0);
-    history.record_json(call("late")).expect("an item");
+    history
+        .record_json(shell_call("late", "{}"))
+        .expect("an item");
     let before = media_checks();
     let second = history.project(&text).expect("lenient");
     assert_eq!(media_checks(), before, "the image set did not change");
@@ -309,7 +303,9 @@ fn a_report_read_late_is_the_report_of_its_projection() {
     let early = history.project(&text).expect("lenient");
     history.drop_last_n_user_turns(3).expect("rolls back");
     history.record_json(IMAGE_MESSAGE).expect("an item");
-    history.record_json(output("orphan-2")).expect("an item");
+    history
+        .record_json(output("orphan-2", "done"))
+        .expect("an item");
     let _ = history.project(&text).expect("lenient").report().len();
     let fresh = repaired_history().project(&text).expect("lenient");
     assert_eq!(early.report(), fresh.report());

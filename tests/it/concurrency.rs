@@ -18,18 +18,8 @@ use agent_history::{
     Durability, Entry, Error, History, HistoryPublisher, Projection, ProjectionOptions, Published,
     RepairKind, RolloutSink, RolloutWriter, Session, SessionMeta, SharedHistory,
 };
-use common::{assistant, thread as thread_id, user};
+use common::{LS, assistant, output, shell_call, thread as thread_id, user};
 use serde::Deserialize;
-
-fn call(call_id: &str) -> String {
-    format!(
-        r#"{{"type":"function_call","id":"fc_{call_id}","name":"shell","arguments":"{{\"command\":[\"ls\"]}}","call_id":"{call_id}"}}"#
-    )
-}
-
-fn output(call_id: &str, text: &str) -> String {
-    serde_json::json!({"type":"function_call_output","call_id":call_id,"output":text}).to_string()
-}
 
 // ---------------------------------------------------------------------------------------------
 // The publisher and its readers, one step at a time.
@@ -66,7 +56,7 @@ fn two_loads_without_a_publish_return_the_same_arc() {
 fn a_loaded_version_stays_as_it_was_while_the_writer_goes_on() {
     let mut history = History::new();
     history.record_json(user("first turn")).expect("recorded");
-    history.record_json(call("c1")).expect("recorded");
+    history.record_json(shell_call("c1", LS)).expect("recorded");
     let mut publisher = HistoryPublisher::new(history.clone());
     let reader = publisher.share();
     let held = reader.load();
@@ -133,7 +123,7 @@ fn a_shared_session_publishes_after_each_operation_that_changes_its_history() {
 
     // A batch is one publication: no reader sees the call without its output.
     session
-        .record_all_json([call("c1").as_str(), output("c1", "ok").as_str()])
+        .record_all_json([shell_call("c1", LS).as_str(), output("c1", "ok").as_str()])
         .expect("recorded");
     assert_eq!(current(&reader, &session), (2, true));
     assert_eq!(reader.load().history().len(), 4);
@@ -538,7 +528,7 @@ fn write(
                             let due = recorded + 1 + rng.below(3) as usize;
                             pending.push_back((due, call_id.clone()));
                         }
-                        call(&call_id)
+                        shell_call(&call_id, LS)
                     }
                 },
             };
@@ -689,8 +679,8 @@ fn versions_of_one_lineage(round: usize, len: usize) -> Vec<History> {
         let id = |k: usize| format!("r{round}c{k}");
         let item = match i % 5 {
             0 => user("go"),
-            1 => call(&id(i)),
-            2 => call(&id(i + 1_000)),
+            1 => shell_call(&id(i), LS),
+            2 => shell_call(&id(i + 1_000), LS),
             3 => output(&id(i + 999), "second call's, first"),
             _ if i % 10 == 4 => serde_json::json!({
                 "type": "function_call_output",

@@ -18,21 +18,13 @@ use agent_history::testing::{CrashKind, Operation, SimulatedFile, SimulatedStora
 use agent_history::{
     DEFAULT_TRUNCATION, Durability, History, Session, SessionMeta, SnapshotOptions, open_snapshot,
 };
-use common::{assistant, resume_bytes, temp_dir, thread, user};
+use common::{assistant, call, output, resume_bytes, temp_dir, thread, user};
 
 const ROLLOUT: &str = "sessions/rollout.jsonl";
 const SNAPSHOT: &str = "snapshots/history.snap";
 
 fn clock() -> SystemTime {
     SystemTime::UNIX_EPOCH + Duration::from_millis(1_762_178_401_137)
-}
-
-fn call(call_id: &str) -> String {
-    format!(r#"{{"type":"function_call","name":"shell","arguments":"{{}}","call_id":"{call_id}"}}"#)
-}
-
-fn output(call_id: &str, text: &str) -> String {
-    serde_json::json!({"type":"function_call_output","call_id":call_id,"output":text}).to_string()
 }
 
 /// One call of the scenario on the session.

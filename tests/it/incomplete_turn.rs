@@ -12,7 +12,10 @@ use agent_history::{
     ResponsesAccumulator, ResumeOptions, Resumed, RolloutWriter, Session, SessionMeta, StreamEnd,
     resume_file,
 };
-use common::{assistant, event_line, item_line, line, meta_line, temp_dir, thread, user};
+use common::{
+    assistant, call, event_line, item_line, line, meta_line, output, rollout_text, temp_dir,
+    thread, user,
+};
 use proptest::prelude::*;
 use serde_json::Value;
 
@@ -174,16 +177,8 @@ fn a_turn_cancelled_after_a_complete_call_is_reported_and_repaired() {
 
 /// Resumes `lines` (each followed by a newline) from every line.
 fn resume_lines(lines: &[String]) -> Resumed {
-    let text: String = lines.iter().map(|line| format!("{line}\n")).collect();
+    let text = rollout_text(lines);
     common::resume_bytes(text.as_bytes(), DEFAULT_TRUNCATION)
-}
-
-fn call(n: u32) -> String {
-    format!(r#"{{"type":"function_call","name":"shell","arguments":"{{}}","call_id":"c{n}"}}"#)
-}
-
-fn output(n: u32) -> String {
-    format!(r#"{{"type":"function_call_output","call_id":"c{n}","output":"ok"}}"#)
 }
 
 fn started(id: &str) -> String {
@@ -200,7 +195,7 @@ fn completed_and_aborted_turns_are_not_incomplete() {
             meta_line(),
             started("t1"),
             item_line(&user("q")),
-            item_line(&call(1)),
+            item_line(&call("c1")),
             event_line(end),
         ]
     };
@@ -239,10 +234,10 @@ fn rollouts_without_turn_events_report_no_incomplete_turn() {
     let lines = vec![
         meta_line(),
         item_line(&user("q")),
-        item_line(&call(1)),
+        item_line(&call("c1")),
         event_line(r#"{"type":"user_message","message":"q2","images":[]}"#),
         item_line(&user("q2")),
-        item_line(&call(2)),
+        item_line(&call("c2")),
     ];
     let resumed = resume_lines(&lines);
     assert!(!resumed.ends_inside_turn());
@@ -258,12 +253,12 @@ fn the_last_started_turn_is_the_incomplete_one() {
         meta_line(),
         started("crashed"),
         item_line(&user("q1")),
-        item_line(&call(1)),
+        item_line(&call("c1")),
         started("again"),
         item_line(&user("q2")),
-        item_line(&call(2)),
-        item_line(&output(2)),
-        item_line(&call(3)),
+        item_line(&call("c2")),
+        item_line(&output("c2", "ok")),
+        item_line(&call("c3")),
     ];
     let turn = resume_lines(&lines)
         .incomplete_turn()
@@ -301,9 +296,9 @@ fn a_compaction_inside_the_open_turn_moves_its_start() {
             item_line(&user("q0")),
             started("t1"),
             item_line(&user("q1")),
-            item_line(&call(1)),
+            item_line(&call("c1")),
             compacted.clone(),
-            item_line(&call(2)),
+            item_line(&call("c2")),
             item_line(&assistant("working")),
         ];
         let resumed = resume_lines(&lines);
@@ -341,7 +336,7 @@ fn a_rollback_inside_the_open_turn_cuts_its_items() {
         item_line(&user("q0")),
         started("t1"),
         item_line(&user("q1")),
-        item_line(&call(1)),
+        item_line(&call("c1")),
         event_line(r#"{"type":"thread_rolled_back","num_turns":1}"#),
     ];
     let resumed = resume_lines(&lines);
@@ -352,7 +347,7 @@ fn a_rollback_inside_the_open_turn_cuts_its_items() {
     // Items recorded after the rollback are the turn's.
     let mut more = lines.clone();
     more.push(item_line(&user("q1 again")));
-    more.push(item_line(&call(2)));
+    more.push(item_line(&call("c2")));
     let turn = resume_lines(&more)
         .incomplete_turn()
         .cloned()
@@ -404,9 +399,10 @@ impl Turns {
             r#"{{"type":"user_message","message":"q{n}","images":[]}}"#
         )));
         self.lines.push(item_line(&user(&format!("q{n}"))));
-        self.lines.push(item_line(&call(2 * n)));
+        self.lines.push(item_line(&call(&format!("c{}", 2 * n))));
         if self.chance(70) {
-            self.lines.push(item_line(&output(2 * n)));
+            self.lines
+                .push(item_line(&output(&format!("c{}", 2 * n), "ok")));
         }
         if self.rich && self.chance(20) {
             let with_replacement = self.chance(50);
@@ -524,12 +520,7 @@ fn summary(turn: Option<&IncompleteTurn>) -> Option<Summary> {
 /// also matches the oracle. Returns how many prefixes ended inside a turn.
 fn check_every_cut(lines: &[String], rich: bool) -> usize {
     let dir = temp_dir();
-    let text = |end: usize| -> String {
-        lines[..end]
-            .iter()
-            .map(|line| format!("{line}\n"))
-            .collect()
-    };
+    let text = |end: usize| rollout_text(&lines[..end]);
     let mut snapshots = Vec::new();
     for end in 1..=lines.len() {
         let prefix = dir.path().join(format!("prefix-{end}.jsonl"));
@@ -601,18 +592,17 @@ proptest! {
 #[cfg(feature = "cli")]
 #[test]
 fn the_command_line_mentions_an_incomplete_last_turn() {
-    use std::process::Command;
     let dir = temp_dir();
     let path = dir.path().join("rollout.jsonl");
     let lines = [
         meta_line(),
         started("turn-9"),
         item_line(&user("q")),
-        item_line(&call(1)),
+        item_line(&call("c1")),
     ];
-    std::fs::write(&path, lines.join("\n") + "\n").expect("written");
+    std::fs::write(&path, rollout_text(&lines)).expect("written");
     let run = |args: &[&str]| {
-        let output = Command::new(env!("CARGO_BIN_EXE_agent-history"))
+        let output = common::cli::command()
             .args(args)
             .arg(&path)
             .output()
@@ -656,7 +646,7 @@ fn the_command_line_mentions_an_incomplete_last_turn() {
         &[event_line(r#"{"type":"task_complete","turn_id":"turn-9"}"#)],
     ]
     .concat();
-    std::fs::write(&path, done.join("\n") + "\n").expect("written");
+    std::fs::write(&path, rollout_text(&done)).expect("written");
     assert!(!run(&["check"]).0.contains("last turn"));
     assert_eq!(turn_of(&run(&["check", "--json"]).0), Value::Null);
 }

@@ -11,18 +11,16 @@ use agent_history::{
     DEFAULT_TRUNCATION, History, ProjectionOptions, READER_LABEL, ReadMode, Rollout, RolloutError,
     SkipReason,
 };
-use common::{assistant, event_line, item_line, jsons, line, meta_line, resume_bytes, user};
+use common::{
+    assistant, event_line, item_line, jsons, line, meta_line, resume_bytes, rollout_text, user,
+};
 
 fn inter_agent(payload: &str) -> String {
     line("inter_agent_communication", payload)
 }
 
-fn text(lines: &[String]) -> String {
-    lines.iter().map(|line| format!("{line}\n")).collect()
-}
-
 fn resume(lines: &[String]) -> agent_history::Resumed {
-    resume_bytes(text(lines).as_bytes(), DEFAULT_TRUNCATION)
+    resume_bytes(rollout_text(lines).as_bytes(), DEFAULT_TRUNCATION)
 }
 
 /// The item JSON Codex's conversion gives, written out from its rule: `type`, then `id` when the
@@ -75,7 +73,7 @@ fn resume_records_each_communication_as_the_agent_message_codex_sends() {
 #[test]
 fn a_line_keeps_its_payload_and_shows_its_item() {
     let rollout = Rollout::read(
-        text(&[meta_line(), inter_agent(WITH_ID)]).as_bytes(),
+        rollout_text(&[meta_line(), inter_agent(WITH_ID)]).as_bytes(),
         READER_LABEL,
         ReadMode::Strict,
     )
@@ -175,8 +173,12 @@ fn a_malformed_communication_is_skipped_and_reported() {
             "{payload}"
         );
 
-        let error = Rollout::read(text(&lines).as_bytes(), READER_LABEL, ReadMode::Strict)
-            .expect_err("strict");
+        let error = Rollout::read(
+            rollout_text(&lines).as_bytes(),
+            READER_LABEL,
+            ReadMode::Strict,
+        )
+        .expect_err("strict");
         assert!(
             matches!(
                 error,

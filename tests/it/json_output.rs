@@ -6,7 +6,9 @@ use crate::common;
 use std::fs;
 
 use agent_history::{Modalities, ProjectionOptions, ResumeOptions, TruncationPolicy, resume_file};
-use common::{THREAD_ID, assistant, event_line, item_line, line, meta_line, temp_dir, user};
+use common::{
+    THREAD_ID, assistant, event_line, item_line, line, meta_line, rollout_text, temp_dir, user,
+};
 use serde_json::{Value, json};
 
 /// A rollout that gives every report something to say: an unanswered call, an orphan output, an
@@ -144,7 +146,7 @@ fn incomplete_turn_fields() {
         item_line(r#"{"type":"function_call","name":"shell","arguments":"{}","call_id":"c3"}"#),
         item_line(r#"{"type":"function_call_output","call_id":"c3","output":"ok"}"#),
     ];
-    fs::write(&path, lines.join("\n") + "\n").unwrap();
+    fs::write(&path, rollout_text(&lines)).unwrap();
     let resumed =
         resume_file(&path, &ResumeOptions::new(TruncationPolicy::Tokens(10_000))).unwrap();
     assert_eq!(
@@ -155,7 +157,7 @@ fn incomplete_turn_fields() {
             {"position": 3, "call_id": "c2", "kind": "custom_tool_call", "family": "custom"}
         ]})
     );
-    fs::write(&path, lines[..4].join("\n") + "\n").unwrap();
+    fs::write(&path, rollout_text(&lines[..4])).unwrap();
     let resumed =
         resume_file(&path, &ResumeOptions::new(TruncationPolicy::Tokens(10_000))).unwrap();
     assert_eq!(to_json(resumed.report())["incomplete_turn"], Value::Null);

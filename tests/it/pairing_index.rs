@@ -3,7 +3,9 @@
 //! `remove_first_item` removes what a scan of the whole history finds (the index's keys survive
 //! removals at the front, at the back and in the middle; these tests hold it to the entries).
 
-use agent_history::{Entry, History, ItemKind, Modalities, ProjectionOptions, summary_text};
+use agent_history::testing::strategies::{OpWeights, fork_op};
+use agent_history::testing::{ForkOp, HistoryOp, MAX_FORKS, place_fork};
+use agent_history::{Entry, History, ItemKind, Modalities, ProjectionOptions};
 use proptest::prelude::*;
 use serde_json::json;
 
@@ -29,27 +31,24 @@ fn item() -> impl Strategy<Value = String> {
     .prop_map(|item| item.to_string())
 }
 
-#[derive(Debug, Clone)]
-enum Step {
-    Record(String),
-    RemoveFirst,
-    Rollback(usize),
-    /// `replace` with the entries whose bit is set.
-    Replace(u64),
-    Compact,
-    /// Continue on a clone, dropping the original (shared index nodes must not leak edits).
-    Fork,
-}
-
-fn step() -> impl Strategy<Value = Step> {
-    prop_oneof![
-        10 => item().prop_map(Step::Record),
-        6 => Just(Step::RemoveFirst),
-        2 => (0..3usize).prop_map(Step::Rollback),
-        1 => any::<u64>().prop_map(Step::Replace),
-        1 => Just(Step::Compact),
-        1 => Just(Step::Fork),
-    ]
+/// The operations, on up to `MAX_FORKS` forks (shared index nodes must not leak edits from one
+/// fork to another): records most often, then front removals, rollbacks, replaces, compactions
+/// and forks; projections, reference context items and forks cut before a turn now and then.
+fn op() -> impl Strategy<Value = ForkOp> {
+    fork_op(
+        item().boxed(),
+        OpWeights {
+            record: 10,
+            project: 1,
+            remove_first: 6,
+            rollback: 2,
+            replace: 1,
+            compact: 1,
+            set_reference_context: 1,
+            fork: 1,
+            fork_before_turn: 1,
+        },
+    )
 }
 
 /// What `remove_first_item` must remove, found by scanning the whole history (the semantics the
@@ -90,61 +89,102 @@ fn jsons(history: &History) -> Vec<String> {
         .collect()
 }
 
-fn run(steps: &[Step]) {
-    let mut history = History::new();
-    for (number, step) in steps.iter().enumerate() {
-        match step {
-            Step::Record(json) => {
-                history.record_json(json.as_str()).expect("recorded");
-            }
-            Step::RemoveFirst => {
-                let want = scanned_removal(&history);
-                let before = jsons(&history);
-                let got: Vec<String> = history
-                    .remove_first_item()
-                    .iter()
-                    .map(|entry| entry.json().to_owned())
-                    .collect();
-                assert_eq!(got, want, "step {number}: removed entries");
+/// The projections read positions from the index (and a text-only one its media sets, which
+/// the history's memo remembers across steps): they must name the same items as the
+/// projections of a history whose index was built from the same entries at once.
+fn check_projections(history: &History, options: &[ProjectionOptions], number: usize) {
+    let mut fresh = History::new();
+    fresh.replace(history.iter().cloned());
+    for options in options {
+        let (ours, built) = match (history.project(options), fresh.project(options)) {
+            (Ok(ours), Ok(built)) => (ours, built),
+            (Err(ours), Err(built)) => {
                 assert_eq!(
-                    history.len() + got.len(),
-                    before.len(),
-                    "step {number}: length"
+                    ours.to_string(),
+                    built.to_string(),
+                    "step {number}: strict errors"
                 );
+                continue;
             }
-            Step::Rollback(n) => history.drop_last_n_user_turns(*n).expect("rolled back"),
-            Step::Replace(keep) => {
-                let kept: Vec<Entry> = history
-                    .iter()
-                    .enumerate()
-                    .filter(|(position, _)| *position < 64 && keep & (1 << position) != 0)
-                    .map(|(_, entry)| entry.clone())
-                    .collect();
-                history.replace(kept);
+            (ours, built) => panic!("step {number}: {ours:?} against {built:?}"),
+        };
+        assert_eq!(ours.report(), built.report(), "step {number}: repairs");
+        let (mut a, mut b) = (Vec::new(), Vec::new());
+        ours.write_json_array(&mut a).expect("written");
+        built.write_json_array(&mut b).expect("written");
+        assert_eq!(a, b, "step {number}: projected items");
+        assert_eq!(ours.json_array_len(), a.len(), "step {number}: length");
+    }
+}
+
+fn run(ops: &[ForkOp]) {
+    let mut forks = vec![History::new()];
+    for (number, op) in ops.iter().enumerate() {
+        let len = forks.len();
+        match op {
+            ForkOp::On { fork, op } => {
+                let history = &mut forks[fork % len];
+                match op {
+                    HistoryOp::Record(json) => {
+                        history.record_json(json.as_str()).expect("recorded");
+                    }
+                    HistoryOp::Project(options) => {
+                        check_projections(history, &[*options], number);
+                    }
+                    HistoryOp::RemoveFirst => {
+                        let want = scanned_removal(history);
+                        let before = jsons(history);
+                        let got: Vec<String> = history
+                            .remove_first_item()
+                            .iter()
+                            .map(|entry| entry.json().to_owned())
+                            .collect();
+                        assert_eq!(got, want, "step {number}: removed entries");
+                        assert_eq!(
+                            history.len() + got.len(),
+                            before.len(),
+                            "step {number}: length"
+                        );
+                    }
+                    HistoryOp::Rollback(n) => {
+                        history.drop_last_n_user_turns(*n).expect("rolled back");
+                    }
+                    HistoryOp::Replace { keep, new } => {
+                        let entries: Vec<Entry> = history.iter().cloned().collect();
+                        let mut kept = keep.pick(&entries);
+                        kept.extend(new.as_ref().map(|json| {
+                            Entry::from_json(json.as_str()).expect("generated items are valid")
+                        }));
+                        history.replace(kept);
+                    }
+                    HistoryOp::Compact(summary) => {
+                        history.compact(summary).expect("compacted");
+                    }
+                    HistoryOp::SetReferenceContext(value) => {
+                        history.set_reference_context_item(value.clone());
+                    }
+                }
             }
-            Step::Compact => {
-                history.compact(&summary_text("s")).expect("compacted");
+            ForkOp::Fork { from, before_turn } => {
+                let fork = match before_turn {
+                    None => forks[from % len].clone(),
+                    Some(turn) => forks[from % len]
+                        .before_user_turn(*turn)
+                        .expect("generated messages parse"),
+                };
+                place_fork(&mut forks, *from, fork, MAX_FORKS);
             }
-            Step::Fork => history = history.clone(),
         }
-        history.assert_invariants();
-        // The projections read positions from the index (and a text-only one its media sets,
-        // which the history's memo remembers across steps): they must name the same items as
-        // the projections of a history whose index was built from the same entries at once.
-        let mut fresh = History::new();
-        fresh.replace(history.iter().cloned());
-        for options in [
-            ProjectionOptions::default(),
-            ProjectionOptions::for_modalities(Modalities::TEXT),
-        ] {
-            let ours = history.project(&options).expect("a lenient projection");
-            let built = fresh.project(&options).expect("a lenient projection");
-            assert_eq!(ours.report(), built.report(), "step {number}: repairs");
-            let (mut a, mut b) = (Vec::new(), Vec::new());
-            ours.write_json_array(&mut a).expect("written");
-            built.write_json_array(&mut b).expect("written");
-            assert_eq!(a, b, "step {number}: projected items");
-            assert_eq!(ours.json_array_len(), a.len(), "step {number}: length");
+        for history in &forks {
+            history.assert_invariants();
+            check_projections(
+                history,
+                &[
+                    ProjectionOptions::default(),
+                    ProjectionOptions::for_modalities(Modalities::TEXT),
+                ],
+                number,
+            );
         }
     }
 }
@@ -156,9 +196,9 @@ proptest! {
     /// index equals a recomputation, and each front removal removes what a scan finds.
     #[test]
     fn the_index_equals_a_recomputation_after_every_step(
-        steps in prop::collection::vec(step(), 1..80)
+        ops in prop::collection::vec(op(), 1..80)
     ) {
-        run(&steps);
+        run(&ops);
     }
 
     /// Long runs of front removals through histories where outputs sit far from their calls, so
@@ -168,9 +208,10 @@ proptest! {
         items in prop::collection::vec(item(), 1..120),
         removals in 1..120usize,
     ) {
-        let mut steps: Vec<Step> = items.into_iter().map(Step::Record).collect();
-        steps.extend(std::iter::repeat_n(Step::RemoveFirst, removals));
-        run(&steps);
+        let on = |op| ForkOp::On { fork: 0, op };
+        let mut ops: Vec<ForkOp> = items.into_iter().map(|json| on(HistoryOp::Record(json))).collect();
+        ops.extend(std::iter::repeat_n(on(HistoryOp::RemoveFirst), removals));
+        run(&ops);
     }
 }
 

@@ -496,7 +496,7 @@ mod serialize_matches_write_body {
 /// that names the file and says what is wrong.
 #[test]
 fn tools_files_are_read_and_checked() {
-    let dir = tempfile::tempdir().expect("a temporary directory");
+    let dir = crate::common::temp_dir();
     let path = dir.path().join("tools.json");
     let shown = path.display().to_string();
     std::fs::write(

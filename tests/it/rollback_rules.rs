@@ -7,24 +7,15 @@
 use crate::common;
 
 use agent_history::{DEFAULT_TRUNCATION, History};
-use common::{assistant, item_line, jsons, line, meta_line, resume_bytes, user};
+use common::{
+    assistant, developer_parts, item_line, jsons, line, message, meta_line, resume_bytes,
+    rollout_text, user, value,
+};
 use serde_json::{Value, json};
 
 fn with_turn(mut item: Value, turn_id: &str) -> String {
     item["internal_chat_message_metadata_passthrough"] = json!({"turn_id": turn_id});
     item.to_string()
-}
-
-fn developer_parts(texts: &[&str]) -> Value {
-    let content: Vec<Value> = texts
-        .iter()
-        .map(|text| json!({"type": "input_text", "text": text}))
-        .collect();
-    json!({"type": "message", "role": "developer", "content": content})
-}
-
-fn message(role: &str, text: &str) -> Value {
-    serde_json::from_str(&common::message(role, text)).expect("json")
 }
 
 const PERMISSIONS: &str = "<permissions instructions>\nsandboxed\n</permissions instructions>";
@@ -44,16 +35,16 @@ fn two_turns(first_turn_ids: bool) -> Vec<String> {
     };
     vec![
         tag(
-            developer_parts(&[PERMISSIONS, SWITCH, PERSISTENT, CUSTOM]),
+            value(&developer_parts(&[PERMISSIONS, SWITCH, PERSISTENT, CUSTOM])),
             "t1",
         ),
-        tag(developer_parts(&[SWITCH]), "t1"),
+        tag(value(&developer_parts(&[SWITCH])), "t1"),
         // Another turn's developer message is not the first turn's.
-        with_turn(developer_parts(&[SWITCH, CUSTOM]), "t0"),
-        tag(message("user", "first"), "t1"),
-        tag(message("assistant", "a1"), "t1"),
-        with_turn(message("user", "second"), "t2"),
-        with_turn(message("assistant", "a2"), "t2"),
+        with_turn(value(&developer_parts(&[SWITCH, CUSTOM])), "t0"),
+        tag(value(&message("user", "first")), "t1"),
+        tag(value(&message("assistant", "a1")), "t1"),
+        with_turn(value(&message("user", "second")), "t2"),
+        with_turn(value(&message("assistant", "a2")), "t2"),
     ]
 }
 
@@ -70,7 +61,7 @@ fn rolling_back_to_the_first_turn_strips_its_settings_fragments() {
     let items = two_turns(true);
     let mut history = recorded(&items);
     history.drop_last_n_user_turns(2).expect("rolled back");
-    let mut stripped = developer_parts(&[PERMISSIONS, CUSTOM]);
+    let mut stripped = value(&developer_parts(&[PERMISSIONS, CUSTOM]));
     // The kinds Codex writes back, aligned with the parts left (none were recorded: unknown).
     stripped["internal_chat_message_metadata_passthrough"] =
         json!({"turn_id": "t1", "content_item_kinds": ["unknown", "unknown"]});
@@ -128,7 +119,10 @@ fn the_surviving_parts_keep_their_content_kinds() {
             ]
         }
     });
-    let user = with_turn(message("user", "turn to roll back"), "rolled-back-turn");
+    let user = with_turn(
+        value(&message("user", "turn to roll back")),
+        "rolled-back-turn",
+    );
     let mut history = recorded(&[developer.to_string(), user]);
     history.drop_last_n_user_turns(1).expect("rolled back");
     let expected = json!({
@@ -156,7 +150,7 @@ fn resume_strips_as_the_live_history_does() {
         "event_msg",
         r#"{"type":"thread_rolled_back","num_turns":2}"#,
     ));
-    let text: String = lines.iter().map(|line| format!("{line}\n")).collect();
+    let text = rollout_text(&lines);
     let resumed = resume_bytes(text.as_bytes(), DEFAULT_TRUNCATION);
     let mut live = recorded(&items);
     live.drop_last_n_user_turns(2).expect("rolled back");

@@ -9,17 +9,10 @@ use agent_history::{
     ResumeOptions, RolloutError, RolloutSink, RolloutWriter, SUMMARY_PREFIX, Session, SessionMeta,
     TruncationPolicy, WriteStep, summary_text,
 };
-use common::{assistant, resume_bytes, resume_path, temp_dir, thread, user};
-
-fn call(call_id: &str) -> String {
-    format!(
-        r#"{{"type":"function_call","id":"fc_{call_id}","name":"shell","arguments":"{{\"command\":[\"ls\"]}}","call_id":"{call_id}"}}"#
-    )
-}
-
-fn output(call_id: &str, text: &str) -> String {
-    serde_json::json!({"type":"function_call_output","call_id":call_id,"output":text}).to_string()
-}
+use common::{
+    LS, assistant, output, resume_bytes, resume_path, rollout_text, shell_call, temp_dir, thread,
+    user,
+};
 
 /// A scripted session: turns with calls, outputs (one large enough to be truncated), an
 /// interrupted call, a system message (filtered) and pretty-printed JSON.
@@ -27,7 +20,7 @@ fn script() -> Vec<String> {
     let mut items = Vec::new();
     for turn in 0..12 {
         items.push(user(&format!("turn {turn}: please look at file {turn}.rs")));
-        items.push(call(&format!("call_{turn}")));
+        items.push(shell_call(&format!("call_{turn}"), LS));
         if turn % 5 != 4 {
             let body = if turn == 3 {
                 "x".repeat(50_000)
@@ -365,7 +358,7 @@ fn fork_shares_structure_and_resumes_to_the_forked_history() {
             .record_json(&user(&format!("question {turn}")))
             .expect("recorded");
         parent
-            .record_json(&call(&format!("c{turn}")))
+            .record_json(&shell_call(&format!("c{turn}"), LS))
             .expect("recorded");
         parent
             .record_json(&output(&format!("c{turn}"), "ok"))
@@ -727,7 +720,7 @@ mod round_trip_property {
                     }
                     Action::Exchange(n, answered) => {
                         let id = format!("c{n}");
-                        session.record_json(&call(&id)).expect("recorded");
+                        session.record_json(&shell_call(&id, LS)).expect("recorded");
                         if *answered {
                             session.record_json(&output(&id, "ok")).expect("recorded");
                         }
@@ -1269,7 +1262,7 @@ fn resume_canonicalizes_client_tool_searches_of_an_older_rollout() {
             r#"{"type":"tool_search_output","call_id":"","status":"completed","execution":"client","tools":[]}"#,
         ),
     ];
-    let bytes = lines.join("\n") + "\n";
+    let bytes = rollout_text(&lines);
     let resumed = resume_bytes(bytes.as_bytes(), DEFAULT_TRUNCATION);
     let history = resumed.history();
     history.assert_invariants();

@@ -227,6 +227,7 @@ fn features(ops: &[HistoryOp]) -> BTreeSet<&'static str> {
                 found.insert("rollback");
                 continue;
             }
+            other => panic!("the history generator made {other:?}"),
         };
         let item: Value = serde_json::from_str(json).expect("item JSON");
         let ty = item["type"].as_str().expect("a type").to_owned();

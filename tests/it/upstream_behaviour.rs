@@ -17,22 +17,13 @@ use agent_history::{
     ProjectionOptions, Reasoning, ReasoningSummary, Recorded, Repair, RepairKind, ResponseItem,
     Role, TruncationPolicy, UnknownItems, Violation, ViolationKind,
 };
-use common::{assistant, developer, jsons, message, user};
+use common::{assistant, developer, developer_parts, jsons, message, user};
 use serde_json::{Value, json};
 use uuid::Uuid;
 
 // ---------------------------------------------------------------------------------------------
 // Helpers: item JSON builders, recording and projecting.
 // ---------------------------------------------------------------------------------------------
-
-/// A developer message whose content is several `input_text` parts.
-fn developer_parts(texts: &[&str]) -> String {
-    let content: Vec<Value> = texts
-        .iter()
-        .map(|text| json!({"type": "input_text", "text": text}))
-        .collect();
-    json!({"type": "message", "role": "developer", "content": content}).to_string()
-}
 
 fn function_call(id: Option<&str>, call_id: &str) -> String {
     let mut item = json!({"type": "function_call"});

@@ -3,10 +3,10 @@
 
 use crate::common;
 
-use std::io::Write as _;
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::Output;
 
+use common::cli::{command, output_with_stdin, text};
 use common::{item_line, meta_line, temp_dir, user};
 use serde_json::Value;
 
@@ -19,23 +19,7 @@ fn fixture(name: &str) -> String {
 }
 
 fn run(args: &[&str], stdin: Option<&[u8]>) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_agent-history"))
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("the binary runs");
-    let mut input = child.stdin.take().expect("stdin");
-    if let Some(bytes) = stdin {
-        input.write_all(bytes).expect("stdin written");
-    }
-    drop(input);
-    child.wait_with_output().expect("output")
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
+    output_with_stdin(command().args(args), stdin.unwrap_or_default())
 }
 
 /// A rollout with a session_meta and one user message.

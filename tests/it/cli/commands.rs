@@ -3,20 +3,10 @@
 use crate::common;
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
-use common::{example, item_line, meta_line, temp_dir, user};
-
-fn run(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_agent-history"))
-        .args(args)
-        .output()
-        .expect("the binary runs")
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8(bytes.to_vec()).expect("UTF-8 output")
-}
+use common::cli::{command, run, run_with_stdin, text};
+use common::{example, item_line, meta_line, rollout_text, temp_dir, user};
 
 #[test]
 fn project_interrupted_prints_call_and_stable_synthetic_output_and_leaves_file_alone() {
@@ -212,7 +202,7 @@ fn check_of_a_clean_rollout_finds_nothing_even_in_strict_mode() {
         item_line(r#"{"type":"function_call","name":"f","arguments":"{}","call_id":"c"}"#),
         item_line(r#"{"type":"function_call_output","call_id":"c","output":"ok"}"#),
     ];
-    std::fs::write(&path, lines.join("\n") + "\n").expect("write");
+    std::fs::write(&path, rollout_text(&lines)).expect("write");
     let output = run(&["check", path.to_str().expect("utf-8 path"), "--strict"]);
     assert!(output.status.success(), "stdout: {}", text(&output.stdout));
     assert!(text(&output.stdout).contains("no findings"));
@@ -246,7 +236,7 @@ fn compacted_with_images() -> (tempfile::TempDir, std::path::PathBuf) {
         item_line(r#"{"type":"ghost_snapshot","ghost_commit":{"id":"abc"}}"#),
         item_line(&image(1)),
     ];
-    std::fs::write(&path, lines.join("\n") + "\n").expect("write");
+    std::fs::write(&path, rollout_text(&lines)).expect("write");
     (dir, path)
 }
 
@@ -446,7 +436,7 @@ fn project_reads_a_rollout_from_a_pipe() {
     use std::io::Write as _;
     use std::process::Stdio;
     let rollout = std::fs::read(example("interrupted.jsonl")).expect("example");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_agent-history"))
+    let mut child = command()
         .args(["project", "/dev/stdin"])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -543,7 +533,7 @@ fn stdout_errors_are_reported_and_a_closed_pipe_ends_quietly() {
             .write(true)
             .open("/dev/full")
             .expect("/dev/full");
-        let output = Command::new(env!("CARGO_BIN_EXE_agent-history"))
+        let output = command()
             .args(args)
             .stdout(full)
             .stderr(Stdio::piped())
@@ -558,7 +548,7 @@ fn stdout_errors_are_reported_and_a_closed_pipe_ends_quietly() {
         assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
 
         // A pipe closed before anything is written.
-        let mut child = Command::new(env!("CARGO_BIN_EXE_agent-history"))
+        let mut child = command()
             .args(args)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -945,7 +935,7 @@ fn write_rollout(dir: &Path, name: &str, lines: &[String]) -> std::path::PathBuf
     let path = dir.join(name);
     let mut all = vec![meta_line()];
     all.extend_from_slice(lines);
-    std::fs::write(&path, all.join("\n") + "\n").expect("write");
+    std::fs::write(&path, rollout_text(&all)).expect("write");
     path
 }
 
@@ -1121,22 +1111,6 @@ fn prefix_errors_name_the_paths_and_what_is_wrong() {
     // A snapshot against its rollout: identical.
     let out = prefix(&[snapshot, path]);
     assert!(out.contains("why: identical"), "{out}");
-}
-
-/// Runs the command with `input` on standard input.
-fn run_with_stdin(args: &[&str], input: &[u8]) -> Output {
-    use std::io::Write as _;
-    use std::process::Stdio;
-    let mut child = Command::new(env!("CARGO_BIN_EXE_agent-history"))
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawns");
-    // A command that fails before reading stdin closes it: a failed write is then expected.
-    let _ = child.stdin.take().expect("stdin").write_all(input);
-    child.wait_with_output().expect("runs")
 }
 
 /// The JSON Lines of an output, parsed.
@@ -1448,7 +1422,7 @@ fn a_closed_pipe_ends_quietly_for_every_report() {
         &["man"],
     ];
     for args in commands {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_agent-history"))
+        let mut child = command()
             .args(args)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())

@@ -1,37 +1,12 @@
 //! `agent-history lint`: exit statuses, the text report and the JSON Lines report, on the
 //! hand-written bodies in `tests/fixtures/lint/` and on the command's own projections.
 
-use std::io::Write as _;
-use std::process::{Command, Output, Stdio};
+use crate::common::cli::{run, run_with_stdin, text};
 
 use serde_json::Value;
 
-fn bin() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_agent-history"))
-}
-
-fn run(args: &[&str]) -> Output {
-    bin().args(args).output().expect("the binary runs")
-}
-
-fn run_with_stdin(args: &[&str], stdin: &[u8]) -> Output {
-    let mut child = bin()
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("the binary runs");
-    child.stdin.take().unwrap().write_all(stdin).unwrap();
-    child.wait_with_output().unwrap()
-}
-
 fn fixture(name: &str) -> String {
     format!("{}/tests/fixtures/lint/{name}", env!("CARGO_MANIFEST_DIR"))
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8(bytes.to_vec()).expect("UTF-8 output")
 }
 
 fn json_lines(bytes: &[u8]) -> Vec<Value> {

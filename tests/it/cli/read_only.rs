@@ -10,11 +10,11 @@
 use crate::common;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::Output;
 use std::time::SystemTime;
 
+use common::cli::{command, output_with_stdin, text};
 use common::{example, temp_dir};
 
 /// One file's state: what a command that only reads must leave as it was.
@@ -118,25 +118,10 @@ fn session_dir(source: &Path) -> tempfile::TempDir {
 }
 
 fn run(args: &[&str], stdin: Option<&[u8]>, cwd: &Path) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_agent-history"))
-        .args(args)
-        .current_dir(cwd)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("the binary runs");
-    let mut input = child.stdin.take().expect("stdin");
-    if let Some(bytes) = stdin {
-        // A command that fails before reading its input closes the pipe: not this test's concern.
-        let _ = input.write_all(bytes);
-    }
-    drop(input);
-    child.wait_with_output().expect("output")
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
+    output_with_stdin(
+        command().args(args).current_dir(cwd),
+        stdin.unwrap_or_default(),
+    )
 }
 
 /// What an invocation is allowed to do, beyond reading.

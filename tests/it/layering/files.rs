@@ -58,7 +58,7 @@ const FILE_ORDER: &[(&str, &str)] = &[
     ("snapshot", "archive < header < error < map < write"),
     (
         "testing",
-        "codex_rollout < crash < properties < steps < fuzzing < strategies",
+        "codex_rollout < crash < properties < ops < steps < fuzzing < strategies",
     ),
 ];
 

@@ -106,68 +106,76 @@ pub(crate) fn machine_features(actions: &[Action]) -> HashSet<&'static str> {
     for action in actions {
         let len = forks.len();
         match action {
-            Action::Record { target, json } => {
-                forks[target % len].record(json);
-            }
-            Action::Project { .. } => {
-                features.insert("project");
-            }
-            Action::RemoveFirst { target } => {
-                let model = &mut forks[target % len];
-                let before = model.values();
-                let removed = model.remove_first_item();
-                if removed.len() == 2 {
-                    features.insert("remove first with counterpart");
-                    let first = &before[0];
-                    let id = str_field(first, "call_id");
-                    let shell = before.iter().position(|i| {
-                        type_of(i) == "local_shell_call" && str_field(i, "call_id") == id
-                    });
-                    let call = before.iter().position(|i| {
-                        type_of(i) == "function_call" && str_field(i, "call_id") == id
-                    });
-                    if type_of(first) == "function_call_output"
-                        && matches!((shell, call), (Some(s), Some(c)) if s < c)
-                    {
-                        features.insert("remove first output: function call after shell call");
+            ForkOp::On { fork, op } => {
+                let model = &mut forks[fork % len];
+                match op {
+                    HistoryOp::Record(json) => {
+                        model.record(json);
+                    }
+                    HistoryOp::Project(_) => {
+                        features.insert("project");
+                    }
+                    HistoryOp::RemoveFirst => {
+                        let before = model.values();
+                        let removed = model.remove_first_item();
+                        if removed.len() == 2 {
+                            features.insert("remove first with counterpart");
+                            let first = &before[0];
+                            let id = str_field(first, "call_id");
+                            let shell = before.iter().position(|i| {
+                                type_of(i) == "local_shell_call" && str_field(i, "call_id") == id
+                            });
+                            let call = before.iter().position(|i| {
+                                type_of(i) == "function_call" && str_field(i, "call_id") == id
+                            });
+                            if type_of(first) == "function_call_output"
+                                && matches!((shell, call), (Some(s), Some(c)) if s < c)
+                            {
+                                features
+                                    .insert("remove first output: function call after shell call");
+                            }
+                        }
+                    }
+                    HistoryOp::Rollback(n) => {
+                        let had_reference = model.has_reference_context;
+                        let boundaries = model
+                            .values()
+                            .iter()
+                            .filter(|i| turn_class(i) == TurnClass::Boundary)
+                            .count();
+                        if *n > 0 && *n < boundaries {
+                            features.insert("rollback inside");
+                        }
+                        if *n > 0 && boundaries == 0 {
+                            features.insert("rollback without boundary");
+                        }
+                        if model.drop_last_n_user_turns(*n) > 0 {
+                            features.insert("rollback trimmed context");
+                        }
+                        if had_reference && !model.has_reference_context {
+                            features.insert("rollback cleared reference context");
+                        }
+                    }
+                    HistoryOp::Replace { keep, new } => {
+                        replace_in_model(model, keep, new_entry(new.as_deref()).as_ref());
+                        features.insert("replace");
+                    }
+                    HistoryOp::SetReferenceContext(value) => {
+                        model.has_reference_context = value.is_some();
+                    }
+                    HistoryOp::Compact(_) => {
+                        features.insert("compact (not modelled)");
                     }
                 }
             }
-            Action::DropLastNTurns { target, n } => {
-                let model = &mut forks[target % len];
-                let had_reference = model.has_reference_context;
-                let boundaries = model
-                    .values()
-                    .iter()
-                    .filter(|i| turn_class(i) == TurnClass::Boundary)
-                    .count();
-                if *n > 0 && *n < boundaries {
-                    features.insert("rollback inside");
-                }
-                if *n > 0 && boundaries == 0 {
-                    features.insert("rollback without boundary");
-                }
-                if model.drop_last_n_user_turns(*n) > 0 {
-                    features.insert("rollback trimmed context");
-                }
-                if had_reference && !model.has_reference_context {
-                    features.insert("rollback cleared reference context");
-                }
-            }
-            Action::Fork { from } => {
+            ForkOp::Fork { from, before_turn } => {
                 let fork = forks[from % len].clone();
-                if len < MAX_FORKS {
-                    forks.push(fork);
+                place_fork(&mut forks, *from, fork, MAX_FORKS);
+                features.insert(if before_turn.is_some() {
+                    "fork before a turn (not modelled)"
                 } else {
-                    forks[(from + 1) % len] = fork;
-                }
-                features.insert("fork");
-            }
-            Action::Replace { .. } => {
-                features.insert("replace");
-            }
-            Action::SetReferenceContext { target } => {
-                forks[target % len].has_reference_context = true;
+                    "fork"
+                });
             }
         }
     }
@@ -258,6 +266,15 @@ pub(crate) fn generators_reach_every_case() {
         assert!(
             count >= 1,
             "`{feature}` in {count} of {machine_samples} action lists\n{report}"
+        );
+    }
+    for feature in [
+        "compact (not modelled)",
+        "fork before a turn (not modelled)",
+    ] {
+        assert!(
+            !machine_counts.contains_key(feature),
+            "the generators make `{feature}`\n{report}"
         );
     }
 }

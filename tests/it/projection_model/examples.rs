@@ -435,14 +435,17 @@ pub(crate) fn rollback_keeps_the_session_prefix_and_trims_context_above_the_cut(
 #[test]
 fn the_samples_reproducer_is_the_checked_in_test() {
     let actions = sample_actions();
-    let mut variants: Vec<usize> = actions.iter().map(variant).collect();
+    let mut variants: Vec<usize> = actions
+        .iter()
+        .map(|action| variant(action).expect("a variant the machine runs"))
+        .collect();
     variants.sort_unstable();
     variants.dedup();
     assert_eq!(variants, (0..VARIANTS).collect::<Vec<_>>());
     // Both ways a fork goes: pushed while there is room, then overwriting.
     let forks = actions
         .iter()
-        .filter(|action| matches!(action, Action::Fork { .. }))
+        .filter(|action| matches!(action, ForkOp::Fork { .. }))
         .count();
     assert!(forks > MAX_FORKS - 1, "{forks}");
     run_machine(&actions).expect("the library and the model agree on the sample");
@@ -461,9 +464,13 @@ fn the_samples_reproducer_is_the_checked_in_test() {
 fn a_broken_model_fails_with_the_reproducer_of_the_steps_so_far() {
     let actions = sample_actions();
     let broken = |forks: &mut Vec<(History, ModelHistory)>, action: &Action| {
-        if let Action::RemoveFirst { target } = action {
+        if let ForkOp::On {
+            fork,
+            op: HistoryOp::RemoveFirst,
+        } = action
+        {
             let len = forks.len();
-            let (history, model) = &mut forks[target % len];
+            let (history, model) = &mut forks[fork % len];
             history.remove_first_item();
             return compare_history(history, model);
         }
@@ -472,10 +479,18 @@ fn a_broken_model_fails_with_the_reproducer_of_the_steps_so_far() {
     let failure = run_machine_with(&actions, broken).expect_err("the broken model is caught");
     let step = actions
         .iter()
-        .position(|action| matches!(action, Action::RemoveFirst { .. }))
+        .position(|action| {
+            matches!(
+                action,
+                ForkOp::On {
+                    op: HistoryOp::RemoveFirst,
+                    ..
+                }
+            )
+        })
         .expect("a removal");
     assert!(
-        failure.starts_with(&format!("step {step} (RemoveFirst")),
+        failure.starts_with(&format!("step {step} (On {{ fork: 0, op: RemoveFirst }})")),
         "{failure}"
     );
     let (_, printed) = failure

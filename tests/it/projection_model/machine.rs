@@ -7,39 +7,30 @@ use super::prelude::*;
 use super::spec::*;
 use super::strategies::*;
 
-/// At most this many live forks.
-pub(crate) const MAX_FORKS: usize = 4;
+/// One step, applied to fork `fork % forks` of both the library and the model: the testing
+/// kit's description of history operations (`agent_history::testing::ForkOp`). The model has
+/// no compaction and no fork before a user turn: the generators here make neither.
+pub(crate) type Action = ForkOp;
 
-/// One step, applied to fork `target % forks` of both the library and the model.
-#[derive(Clone, Debug)]
-pub(crate) enum Action {
-    Record {
-        target: usize,
-        json: String,
-    },
-    Project {
-        target: usize,
-        options: ProjectionOptions,
-    },
-    RemoveFirst {
-        target: usize,
-    },
-    DropLastNTurns {
-        target: usize,
-        n: usize,
-    },
-    /// Clone fork `from`; the clone is appended (or overwrites the next fork when full).
-    Fork {
-        from: usize,
-    },
-    /// `replace` with the entries whose bit in `keep` is set.
-    Replace {
-        target: usize,
-        keep: u32,
-    },
-    SetReferenceContext {
-        target: usize,
-    },
+/// The operations the state machine generates, and how often: every kind the model has.
+pub(crate) const WEIGHTS: OpWeights = OpWeights {
+    record: 8,
+    project: 2,
+    remove_first: 4,
+    rollback: 4,
+    replace: 1,
+    compact: 0,
+    set_reference_context: 2,
+    fork: 1,
+    fork_before_turn: 0,
+};
+
+/// A record of `json` on fork `fork`.
+pub(crate) fn record_on(fork: usize, json: String) -> Action {
+    ForkOp::On {
+        fork,
+        op: HistoryOp::Record(json),
+    }
 }
 
 pub(crate) fn text_message(role: &str, texts: &[&str]) -> Value {
@@ -97,20 +88,11 @@ pub(crate) fn to_json(item: Value) -> String {
 
 pub(crate) fn target() -> impl Strategy<Value = usize> {
     // Most actions go to the first fork, so that forks grow long enough to be interesting.
-    prop_oneof![2 => Just(0usize), 1 => 0..MAX_FORKS]
+    fork_index()
 }
 
 pub(crate) fn action() -> impl Strategy<Value = Action> {
-    prop_oneof![
-        8 => (target(), any_json()).prop_map(|(target, json)| Action::Record { target, json }),
-        2 => (target(), options()).prop_map(|(target, options)| Action::Project { target, options }),
-        4 => target().prop_map(|target| Action::RemoveFirst { target }),
-        4 => (target(), prop_oneof![4 => 0..4usize, 1 => Just(usize::MAX)])
-            .prop_map(|(target, n)| Action::DropLastNTurns { target, n }),
-        1 => target().prop_map(|from| Action::Fork { from }),
-        1 => (target(), any::<u32>()).prop_map(|(target, keep)| Action::Replace { target, keep }),
-        2 => target().prop_map(|target| Action::SetReferenceContext { target }),
-    ]
+    fork_op(any_json().boxed(), WEIGHTS)
 }
 
 /// A run of `Record` actions shaped like a turn: context, the turn's opener, then whatever the
@@ -127,10 +109,7 @@ pub(crate) fn turn() -> impl Strategy<Value = Vec<Action>> {
                 .into_iter()
                 .chain(std::iter::once(opener))
                 .chain(rest)
-                .map(|item| Action::Record {
-                    target,
-                    json: to_json(item),
-                })
+                .map(|item| record_on(target, to_json(item)))
                 .collect()
         })
 }
@@ -162,10 +141,7 @@ pub(crate) fn exchange() -> impl Strategy<Value = Vec<Action>> {
                 [call, output]
             };
             pair.into_iter()
-                .map(|item| Action::Record {
-                    target,
-                    json: to_json(item),
-                })
+                .map(|item| record_on(target, to_json(item)))
                 .collect()
         })
 }
@@ -185,12 +161,15 @@ pub(crate) fn shared_call_id_then_remove() -> impl Strategy<Value = Vec<Action>>
         .prop_map(|(target, items, call_id, removals)| {
             let records = items.into_iter().map(move |mut item| {
                 item["call_id"] = call_id.into();
-                Action::Record {
-                    target,
-                    json: to_json(item),
-                }
+                record_on(target, to_json(item))
             });
-            let removes = std::iter::repeat_n(Action::RemoveFirst { target }, removals);
+            let removes = std::iter::repeat_n(
+                ForkOp::On {
+                    fork: target,
+                    op: HistoryOp::RemoveFirst,
+                },
+                removals,
+            );
             records.chain(removes).collect()
         })
 }
@@ -234,51 +213,68 @@ pub(crate) fn reproducer(actions: &[Action]) -> String {
     for (step, action) in actions.iter().enumerate() {
         let at = |target: &usize| target % forks;
         let lines = match action {
-            Action::Record { target, json } => format!(
-                "forks[{}]\n        .record_json({json:?})\n        .expect(\"step {step}\");",
-                at(target)
-            ),
-            Action::Project { target, options } => format!(
-                "let _ = forks[{}].project(&{});",
-                at(target),
-                options_expression(options)
-            ),
-            Action::RemoveFirst { target } => {
-                format!("forks[{}].remove_first_item();", at(target))
-            }
-            Action::DropLastNTurns { target, n } => {
-                let n = if *n == usize::MAX {
-                    "usize::MAX".to_owned()
-                } else {
-                    n.to_string()
-                };
-                format!(
-                    "forks[{}]\n        .drop_last_n_user_turns({n})\n        .expect(\"step {step}\");",
-                    at(target)
-                )
-            }
-            Action::Fork { from } => {
-                let from = at(from);
-                if forks < MAX_FORKS {
-                    forks += 1;
-                    format!("let fork = forks[{from}].clone();\n    forks.push(fork);")
-                } else {
-                    format!("forks[{}] = forks[{from}].clone();", (from + 1) % forks)
+            ForkOp::On { fork, op } => {
+                let fork = at(fork);
+                match op {
+                    HistoryOp::Record(json) => format!(
+                        "forks[{fork}]\n        .record_json({json:?})\n        .expect(\"step {step}\");"
+                    ),
+                    HistoryOp::Project(options) => format!(
+                        "let _ = forks[{fork}].project(&{});",
+                        options_expression(options)
+                    ),
+                    HistoryOp::RemoveFirst => format!("forks[{fork}].remove_first_item();"),
+                    HistoryOp::Rollback(n) => format!(
+                        "forks[{fork}]\n        .drop_last_n_user_turns({})\n        .expect(\"step {step}\");",
+                        turns_expression(*n)
+                    ),
+                    HistoryOp::Replace { keep, new } => {
+                        let (binding, new) = match new {
+                            Some(json) => (
+                                "let mut kept",
+                                format!("\n    kept.extend(Entry::from_json({json:?}).ok());"),
+                            ),
+                            None => ("let kept", String::new()),
+                        };
+                        format!(
+                            "let entries: Vec<Entry> = forks[{fork}].iter().cloned().collect();\n    \
+                             {binding} = {}.pick(&entries);{new}\n    forks[{fork}].replace(kept);",
+                            selection_expression(keep)
+                        )
+                    }
+                    HistoryOp::Compact(summary) => format!(
+                        "forks[{fork}]\n        .compact({summary:?})\n        .expect(\"step {step}\");"
+                    ),
+                    HistoryOp::SetReferenceContext(value) => format!(
+                        "forks[{fork}].set_reference_context_item({});",
+                        reference_expression(value.as_ref())
+                    ),
                 }
             }
-            Action::Replace { target, keep } => format!(
-                "let kept: Vec<Entry> = forks[{target}]\n        .iter()\n        .enumerate()\n        \
-                 .filter(|(position, _)| *position < 32 && {keep:#b}u32 & (1 << position) != 0)\n        \
-                 .map(|(_, entry)| entry.clone())\n        .collect();\n    forks[{target}].replace(kept);",
-                target = at(target)
-            ),
-            Action::SetReferenceContext { target } => format!(
-                "forks[{}].set_reference_context_item(Some(json!({{\"cwd\": \"/repo\"}})));",
-                at(target)
-            ),
+            ForkOp::Fork { from, before_turn } => {
+                let from = at(from);
+                let fork = match before_turn {
+                    None => format!("forks[{from}].clone()"),
+                    Some(turn) => format!(
+                        "forks[{from}]\n        .before_user_turn({turn})\n        .expect(\"step {step}\")"
+                    ),
+                };
+                if forks < MAX_FORKS {
+                    forks += 1;
+                    format!("let fork = {fork};\n    forks.push(fork);")
+                } else {
+                    format!("forks[{}] = {fork};", (from + 1) % forks)
+                }
+            }
         };
         let _ = writeln!(out, "    // step {step}\n    {lines}");
-        if !matches!(action, Action::Project { .. }) {
+        if !matches!(
+            action,
+            ForkOp::On {
+                op: HistoryOp::Project(_),
+                ..
+            }
+        ) {
             out.push_str("    forks.iter().for_each(History::assert_invariants);\n");
         }
     }
@@ -303,49 +299,90 @@ fn options_expression(options: &ProjectionOptions) -> String {
     )
 }
 
-/// `action` as a Rust expression.
-fn action_expression(action: &Action) -> String {
-    match action {
-        Action::Record { target, json } => {
-            format!(
-                "Action::Record {{\n            target: {target},\n            json: {json:?}.into(),\n        }}"
-            )
-        }
-        Action::Project { target, options } => format!(
-            "Action::Project {{\n            target: {target},\n            options: {},\n        }}",
-            options_expression(options).replace("\n    ", "\n            ")
-        ),
-        Action::RemoveFirst { target } => format!("Action::RemoveFirst {{ target: {target} }}"),
-        Action::DropLastNTurns { target, n } => {
-            let n = if *n == usize::MAX {
-                "usize::MAX".to_owned()
-            } else {
-                n.to_string()
-            };
-            format!("Action::DropLastNTurns {{ target: {target}, n: {n} }}")
-        }
-        Action::Fork { from } => format!("Action::Fork {{ from: {from} }}"),
-        Action::Replace { target, keep } => {
-            format!(
-                "Action::Replace {{\n            target: {target},\n            keep: {keep:#b},\n        }}"
-            )
-        }
-        Action::SetReferenceContext { target } => {
-            format!("Action::SetReferenceContext {{ target: {target} }}")
-        }
+/// A rollback's `n` as a Rust expression.
+fn turns_expression(n: usize) -> String {
+    if n == usize::MAX {
+        "usize::MAX".to_owned()
+    } else {
+        n.to_string()
     }
 }
 
-/// Which variant `action` is (a new variant fails to compile here until the sample below has it).
-pub(crate) fn variant(action: &Action) -> usize {
+/// `keep` as a Rust expression.
+fn selection_expression(keep: &Selection) -> String {
+    match keep {
+        Selection::Mask(bits) => format!("Selection::Mask({bits:#b})"),
+        Selection::Picks(picks) => format!("Selection::Picks(vec!{picks:?})"),
+    }
+}
+
+/// A reference context item as a Rust expression.
+fn reference_expression(value: Option<&Value>) -> String {
+    match value {
+        Some(value) => format!("Some(json!({value}))"),
+        None => "None".to_owned(),
+    }
+}
+
+/// `op` as a Rust expression.
+fn op_expression(op: &HistoryOp) -> String {
+    match op {
+        HistoryOp::Record(json) => format!("HistoryOp::Record({json:?}.into())"),
+        HistoryOp::Project(options) => format!(
+            "HistoryOp::Project({})",
+            options_expression(options).replace("\n    ", "\n                ")
+        ),
+        HistoryOp::RemoveFirst => "HistoryOp::RemoveFirst".to_owned(),
+        HistoryOp::Rollback(n) => format!("HistoryOp::Rollback({})", turns_expression(*n)),
+        HistoryOp::Replace { keep, new } => format!(
+            "HistoryOp::Replace {{\n                keep: {},\n                new: {},\n            }}",
+            selection_expression(keep),
+            match new {
+                Some(json) => format!("Some({json:?}.into())"),
+                None => "None".to_owned(),
+            }
+        ),
+        HistoryOp::Compact(summary) => format!("HistoryOp::Compact({summary:?}.into())"),
+        HistoryOp::SetReferenceContext(value) => format!(
+            "HistoryOp::SetReferenceContext({})",
+            reference_expression(value.as_ref())
+        ),
+    }
+}
+
+/// `action` as a Rust expression.
+fn action_expression(action: &Action) -> String {
     match action {
-        Action::Record { .. } => 0,
-        Action::Project { .. } => 1,
-        Action::RemoveFirst { .. } => 2,
-        Action::DropLastNTurns { .. } => 3,
-        Action::Fork { .. } => 4,
-        Action::Replace { .. } => 5,
-        Action::SetReferenceContext { .. } => 6,
+        ForkOp::On { fork, op } => format!(
+            "ForkOp::On {{\n            fork: {fork},\n            op: {},\n        }}",
+            op_expression(op)
+        ),
+        ForkOp::Fork { from, before_turn } => format!(
+            "ForkOp::Fork {{\n            from: {from},\n            before_turn: {before_turn:?},\n        }}"
+        ),
+    }
+}
+
+/// Which variant `action` is, among those the machine generates (a new variant fails to
+/// compile here until the sample below has it); `None` for those it does not.
+pub(crate) fn variant(action: &Action) -> Option<usize> {
+    match action {
+        ForkOp::On { op, .. } => match op {
+            HistoryOp::Record(_) => Some(0),
+            HistoryOp::Project(_) => Some(1),
+            HistoryOp::RemoveFirst => Some(2),
+            HistoryOp::Rollback(_) => Some(3),
+            HistoryOp::Replace { .. } => Some(5),
+            HistoryOp::SetReferenceContext(_) => Some(6),
+            HistoryOp::Compact(_) => None,
+        },
+        ForkOp::Fork {
+            before_turn: None, ..
+        } => Some(4),
+        ForkOp::Fork {
+            before_turn: Some(_),
+            ..
+        } => None,
     }
 }
 
@@ -356,9 +393,11 @@ pub(crate) const VARIANTS: usize = 7;
 /// turns, strict and lenient projections, item JSON holding `"#` and non-ASCII text), whose
 /// reproducer is checked in as `reproducer_sample.rs`.
 pub(crate) fn sample_actions() -> Vec<Action> {
-    let record = |target: usize, json: &str| Action::Record {
-        target,
-        json: json.to_owned(),
+    let record = |fork: usize, json: &str| record_on(fork, json.to_owned());
+    let on = |fork: usize, op: HistoryOp| ForkOp::On { fork, op };
+    let fork = |from: usize| ForkOp::Fork {
+        from,
+        before_turn: None,
     };
     vec![
         record(
@@ -369,33 +408,35 @@ pub(crate) fn sample_actions() -> Vec<Action> {
             0,
             r#"{"type":"function_call","name":"f","arguments":"{}","call_id":"a"}"#,
         ),
-        Action::Fork { from: 0 },
+        fork(0),
         record(
             1,
             r#"{"type":"function_call_output","call_id":"a","output":"ok"}"#,
         ),
-        Action::Project {
-            target: 1,
-            options: STEP_OPTIONS[1],
-        },
-        Action::Project {
-            target: 0,
-            options: ProjectionOptions::default(),
-        },
-        Action::SetReferenceContext { target: 5 },
-        Action::Fork { from: 1 },
-        Action::Fork { from: 2 },
-        Action::Fork { from: 3 },
-        Action::Replace {
-            target: 2,
-            keep: 0b10,
-        },
-        Action::RemoveFirst { target: 0 },
-        Action::DropLastNTurns { target: 1, n: 1 },
-        Action::DropLastNTurns {
-            target: 3,
-            n: usize::MAX,
-        },
+        on(1, HistoryOp::Project(STEP_OPTIONS[1])),
+        on(0, HistoryOp::Project(ProjectionOptions::default())),
+        on(5, HistoryOp::SetReferenceContext(Some(json!({"cwd": "/repo"})))),
+        fork(1),
+        fork(2),
+        fork(3),
+        on(
+            2,
+            HistoryOp::Replace {
+                keep: Selection::Mask(0b10),
+                new: None,
+            },
+        ),
+        on(
+            3,
+            HistoryOp::Replace {
+                keep: Selection::Picks(vec![1, 0, 1]),
+                new: Some(r#"{"type":"message","role":"user","content":[{"type":"input_text","text":"new"}]}"#.to_owned()),
+            },
+        ),
+        on(0, HistoryOp::RemoveFirst),
+        on(1, HistoryOp::Rollback(1)),
+        on(3, HistoryOp::SetReferenceContext(None)),
+        on(3, HistoryOp::Rollback(usize::MAX)),
     ]
 }
 
@@ -425,73 +466,66 @@ pub(crate) fn apply(
 ) -> Result<(), String> {
     let len = forks.len();
     match action {
-        Action::Record { target, json } => {
-            let (history, model) = &mut forks[target % len];
-            let got = history
-                .record_json(json.as_str())
-                .map_err(|e| format!("record_json failed: {e}"))?;
-            let want = model.record(json);
-            if got != want {
-                return Err(format!("record_json returned {got:?}, model {want:?}"));
+        ForkOp::On { fork, op } => {
+            let (history, model) = &mut forks[fork % len];
+            match op {
+                HistoryOp::Record(json) => {
+                    let got = history
+                        .record_json(json.as_str())
+                        .map_err(|e| format!("record_json failed: {e}"))?;
+                    let want = model.record(json);
+                    if got != want {
+                        return Err(format!("record_json returned {got:?}, model {want:?}"));
+                    }
+                }
+                HistoryOp::Project(options) => {
+                    compare_projection(history, &model.items, options)?;
+                }
+                HistoryOp::RemoveFirst => {
+                    let got: Vec<String> = history
+                        .remove_first_item()
+                        .iter()
+                        .map(|e| e.json().to_owned())
+                        .collect();
+                    let want = model.remove_first_item();
+                    if got != want {
+                        return Err(format!(
+                            "remove_first_item removed {got:#?}, model {want:#?}"
+                        ));
+                    }
+                }
+                HistoryOp::Rollback(n) => {
+                    history
+                        .drop_last_n_user_turns(*n)
+                        .map_err(|error| format!("drop_last_n_user_turns failed: {error}"))?;
+                    model.drop_last_n_user_turns(*n);
+                }
+                HistoryOp::Replace { keep, new } => {
+                    let entries: Vec<Entry> = history.iter().cloned().collect();
+                    let mut kept = keep.pick(&entries);
+                    let new = new_entry(new.as_deref());
+                    replace_in_model(model, keep, new.as_ref());
+                    kept.extend(new);
+                    history.replace(kept);
+                }
+                HistoryOp::SetReferenceContext(value) => {
+                    history.set_reference_context_item(value.clone());
+                    model.has_reference_context = value.is_some();
+                }
+                HistoryOp::Compact(_) => return Err("the model has no compaction".to_owned()),
             }
         }
-        Action::Project { target, options } => {
-            let (history, model) = &forks[target % len];
-            compare_projection(history, &model.items, options)?;
-        }
-        Action::RemoveFirst { target } => {
-            let (history, model) = &mut forks[target % len];
-            let got: Vec<String> = history
-                .remove_first_item()
-                .iter()
-                .map(|e| e.json().to_owned())
-                .collect();
-            let want = model.remove_first_item();
-            if got != want {
-                return Err(format!(
-                    "remove_first_item removed {got:#?}, model {want:#?}"
-                ));
-            }
-        }
-        Action::DropLastNTurns { target, n } => {
-            let (history, model) = &mut forks[target % len];
-            history
-                .drop_last_n_user_turns(*n)
-                .map_err(|error| format!("drop_last_n_user_turns failed: {error}"))?;
-            model.drop_last_n_user_turns(*n);
-        }
-        Action::Fork { from } => {
+        ForkOp::Fork {
+            from,
+            before_turn: None,
+        } => {
             let fork = forks[from % len].clone();
-            if len < MAX_FORKS {
-                forks.push(fork);
-            } else {
-                forks[(from + 1) % len] = fork;
-            }
+            place_fork(forks, *from, fork, MAX_FORKS);
         }
-        Action::Replace { target, keep } => {
-            let (history, model) = &mut forks[target % len];
-            let kept = |position: usize| position < 32 && keep & (1 << position) != 0;
-            let entries: Vec<Entry> = history
-                .iter()
-                .enumerate()
-                .filter(|(position, _)| kept(*position))
-                .map(|(_, entry)| entry.clone())
-                .collect();
-            history.replace(entries);
-            let items = model
-                .items
-                .iter()
-                .enumerate()
-                .filter(|(position, _)| kept(*position))
-                .map(|(_, json)| json.clone())
-                .collect();
-            model.replace(items);
-        }
-        Action::SetReferenceContext { target } => {
-            let (history, model) = &mut forks[target % len];
-            history.set_reference_context_item(Some(json!({"cwd": "/repo"})));
-            model.has_reference_context = true;
-        }
+        ForkOp::Fork {
+            before_turn: Some(_),
+            ..
+        } => return Err("the model has no fork before a user turn".to_owned()),
     }
     for (i, (history, model)) in forks.iter().enumerate() {
         compare_history(history, model).map_err(|e| format!("fork {i}: {e}"))?;
@@ -501,6 +535,19 @@ pub(crate) fn apply(
         }
     }
     Ok(())
+}
+
+/// The new item of a replacement as an entry: it goes in as given (replace does not filter),
+/// and one that is not an item is left out.
+pub(crate) fn new_entry(json: Option<&str>) -> Option<Entry> {
+    json.and_then(|json| Entry::from_json(json).ok())
+}
+
+/// A replacement on the model: the items `keep` selects, then `new`.
+pub(crate) fn replace_in_model(model: &mut ModelHistory, keep: &Selection, new: Option<&Entry>) {
+    let mut items = keep.pick(&model.items);
+    items.extend(new.map(|entry| entry.json().to_owned()));
+    model.replace(items);
 }
 
 pub(crate) fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {

@@ -41,6 +41,8 @@ mod prelude {
     pub(crate) use std::fmt::Write as _;
     pub(crate) use std::panic::{AssertUnwindSafe, catch_unwind};
 
+    pub(crate) use agent_history::testing::strategies::{OpWeights, fork_index, fork_op};
+    pub(crate) use agent_history::testing::{ForkOp, HistoryOp, MAX_FORKS, Selection, place_fork};
     pub(crate) use agent_history::{
         ABORTED_OUTPUT, AUDIO_PLACEHOLDER, Entry, FilterReason, History, IMAGE_PLACEHOLDER,
         ItemKind, Modalities, Projection, ProjectionError, ProjectionOptions, Recorded, Repair,

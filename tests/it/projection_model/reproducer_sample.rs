@@ -40,7 +40,7 @@ fn machine_reproducer() {
         unknown_items: UnknownItems::HoldBack,
     });
     // step 6
-    forks[1].set_reference_context_item(Some(json!({"cwd": "/repo"})));
+    forks[1].set_reference_context_item(Some(json!({"cwd":"/repo"})));
     forks.iter().for_each(History::assert_invariants);
     // step 7
     let fork = forks[1].clone();
@@ -54,71 +54,114 @@ fn machine_reproducer() {
     forks[0] = forks[3].clone();
     forks.iter().for_each(History::assert_invariants);
     // step 10
-    let kept: Vec<Entry> = forks[2]
-        .iter()
-        .enumerate()
-        .filter(|(position, _)| *position < 32 && 0b10u32 & (1 << position) != 0)
-        .map(|(_, entry)| entry.clone())
-        .collect();
+    let entries: Vec<Entry> = forks[2].iter().cloned().collect();
+    let kept = Selection::Mask(0b10).pick(&entries);
     forks[2].replace(kept);
     forks.iter().for_each(History::assert_invariants);
     // step 11
-    forks[0].remove_first_item();
+    let entries: Vec<Entry> = forks[3].iter().cloned().collect();
+    let mut kept = Selection::Picks(vec![1, 0, 1]).pick(&entries);
+    kept.extend(Entry::from_json("{\"type\":\"message\",\"role\":\"user\",\"content\":[{\"type\":\"input_text\",\"text\":\"new\"}]}").ok());
+    forks[3].replace(kept);
     forks.iter().for_each(History::assert_invariants);
     // step 12
-    forks[1]
-        .drop_last_n_user_turns(1)
-        .expect("step 12");
+    forks[0].remove_first_item();
     forks.iter().for_each(History::assert_invariants);
     // step 13
+    forks[1]
+        .drop_last_n_user_turns(1)
+        .expect("step 13");
+    forks.iter().for_each(History::assert_invariants);
+    // step 14
+    forks[3].set_reference_context_item(None);
+    forks.iter().for_each(History::assert_invariants);
+    // step 15
     forks[3]
         .drop_last_n_user_turns(usize::MAX)
-        .expect("step 13");
+        .expect("step 15");
     forks.iter().for_each(History::assert_invariants);
     drop(forks);
 
     // The same steps against the model, compared after each.
     let actions = vec![
-        Action::Record {
-            target: 0,
-            json: "{\"type\":\"message\",\"role\":\"user\",\"content\":[{\"type\":\"input_text\",\"text\":\"# AGENTS.md \\\"quoted\\\" é\"}]}".into(),
+        ForkOp::On {
+            fork: 0,
+            op: HistoryOp::Record("{\"type\":\"message\",\"role\":\"user\",\"content\":[{\"type\":\"input_text\",\"text\":\"# AGENTS.md \\\"quoted\\\" é\"}]}".into()),
         },
-        Action::Record {
-            target: 0,
-            json: "{\"type\":\"function_call\",\"name\":\"f\",\"arguments\":\"{}\",\"call_id\":\"a\"}".into(),
+        ForkOp::On {
+            fork: 0,
+            op: HistoryOp::Record("{\"type\":\"function_call\",\"name\":\"f\",\"arguments\":\"{}\",\"call_id\":\"a\"}".into()),
         },
-        Action::Fork { from: 0 },
-        Action::Record {
-            target: 1,
-            json: "{\"type\":\"function_call_output\",\"call_id\":\"a\",\"output\":\"ok\"}".into(),
+        ForkOp::Fork {
+            from: 0,
+            before_turn: None,
         },
-        Action::Project {
-            target: 1,
-            options: ProjectionOptions {
-                modalities: Modalities { image: false, audio: false },
-                repair: RepairMode::Strict,
-                unknown_items: UnknownItems::Send,
+        ForkOp::On {
+            fork: 1,
+            op: HistoryOp::Record("{\"type\":\"function_call_output\",\"call_id\":\"a\",\"output\":\"ok\"}".into()),
+        },
+        ForkOp::On {
+            fork: 1,
+            op: HistoryOp::Project(ProjectionOptions {
+                    modalities: Modalities { image: false, audio: false },
+                    repair: RepairMode::Strict,
+                    unknown_items: UnknownItems::Send,
+                }),
+        },
+        ForkOp::On {
+            fork: 0,
+            op: HistoryOp::Project(ProjectionOptions {
+                    modalities: Modalities { image: true, audio: false },
+                    repair: RepairMode::Lenient,
+                    unknown_items: UnknownItems::HoldBack,
+                }),
+        },
+        ForkOp::On {
+            fork: 5,
+            op: HistoryOp::SetReferenceContext(Some(json!({"cwd":"/repo"}))),
+        },
+        ForkOp::Fork {
+            from: 1,
+            before_turn: None,
+        },
+        ForkOp::Fork {
+            from: 2,
+            before_turn: None,
+        },
+        ForkOp::Fork {
+            from: 3,
+            before_turn: None,
+        },
+        ForkOp::On {
+            fork: 2,
+            op: HistoryOp::Replace {
+                keep: Selection::Mask(0b10),
+                new: None,
             },
         },
-        Action::Project {
-            target: 0,
-            options: ProjectionOptions {
-                modalities: Modalities { image: true, audio: false },
-                repair: RepairMode::Lenient,
-                unknown_items: UnknownItems::HoldBack,
+        ForkOp::On {
+            fork: 3,
+            op: HistoryOp::Replace {
+                keep: Selection::Picks(vec![1, 0, 1]),
+                new: Some("{\"type\":\"message\",\"role\":\"user\",\"content\":[{\"type\":\"input_text\",\"text\":\"new\"}]}".into()),
             },
         },
-        Action::SetReferenceContext { target: 5 },
-        Action::Fork { from: 1 },
-        Action::Fork { from: 2 },
-        Action::Fork { from: 3 },
-        Action::Replace {
-            target: 2,
-            keep: 0b10,
+        ForkOp::On {
+            fork: 0,
+            op: HistoryOp::RemoveFirst,
         },
-        Action::RemoveFirst { target: 0 },
-        Action::DropLastNTurns { target: 1, n: 1 },
-        Action::DropLastNTurns { target: 3, n: usize::MAX },
+        ForkOp::On {
+            fork: 1,
+            op: HistoryOp::Rollback(1),
+        },
+        ForkOp::On {
+            fork: 3,
+            op: HistoryOp::SetReferenceContext(None),
+        },
+        ForkOp::On {
+            fork: 3,
+            op: HistoryOp::Rollback(usize::MAX),
+        },
     ];
     if let Err(failure) = run_machine(&actions) {
         panic!("{failure}");
