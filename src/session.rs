@@ -498,10 +498,10 @@ impl<S: RolloutSink> Session<S> {
     ///
     /// # Errors
     ///
-    /// [`Error::WorldState`] when the history cannot be read for rendering (nothing changes);
+    /// [`Error::WorldState`] when the history cannot be read for rendering; nothing changes.
     /// [`Error::Item`] or [`Error::RolloutWrite`] when an item or a line could not be recorded
-    /// or written: the items recorded before stay, and the baseline is cleared, so the next
-    /// update renders in full rather than trusting a change that may not have reached the file.
+    /// or written. The items recorded before stay, and the baseline is cleared, so the next
+    /// update renders in full.
     pub fn update_world_state(&mut self, state: &WorldState) -> Result<WorldStateUpdate, Error> {
         let update = self.history.diff_world_state(state)?;
         let written = update
