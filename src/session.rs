@@ -20,28 +20,23 @@ use crate::snapshot::SnapshotHeader;
 use crate::stream::{RecordFailure, StreamTarget};
 use crate::world::{WorldSnapshot, WorldState, WorldStateChange};
 
-/// A history whose every change is appended to a rollout: recorded items as `response_item`
-/// lines (as the history keeps them before truncation — a client `tool_search_call` with its
-/// canonical arguments, see [`History::record_json`]; never filtered items, never projection
-/// repairs),
-/// compactions as `compacted` lines, rollbacks as `thread_rolled_back` events, world states as
-/// `world_state` lines ([`Session::persist_world_state`]). Resuming the file gives a history equal
-/// to this one, entry for entry and world-state baseline included, and one that a later rollback
-/// changes as it changes this one — across compactions too ([`History::drop_last_n_user_turns`]),
-/// also when it is resumed through a snapshot (which holds the states before the compactions it
-/// covers).
+/// A history whose every change is appended to a rollout.
+///
+/// Recorded items become `response_item` lines, as the history keeps them before truncation
+/// (never filtered items, never projection repairs). Compactions become `compacted` lines,
+/// rollbacks `thread_rolled_back` events, world states `world_state` lines
+/// ([`Session::persist_world_state`]). Resuming the file, through a snapshot or not, gives a
+/// history equal to this one, entry for entry and world-state baseline included; a later
+/// rollback changes both alike.
 ///
 /// The history changes first, then the line is written. If the write fails, the error is
 /// returned, the history keeps the change, and the line stays pending in the writer: it is written
 /// before the next line, or by [`Session::flush`].
 ///
-/// A session over a file ([`Session::create`], [`Session::resume`], [`Session::fork`]) holds the
-/// file's lock while it lives, so a second session on the same rollout, in this process or
-/// another, is refused ([`WriteStep::Locked`](crate::rollout::WriteStep::Locked)); dropping the
-/// session releases it. Reading the file (resume, snapshots, the command-line tool) takes no lock.
-///
-/// Other threads read the history through [`Session::share`]: once shared, the session publishes
-/// its history after every operation that changed it.
+/// A session over a file holds the file's lock while it lives, so a second session on the same
+/// rollout is refused ([`WriteStep::Locked`](crate::rollout::WriteStep::Locked)). Reading takes
+/// no lock. Other threads read the history through [`Session::share`]. The whole story:
+/// `docs/architecture.md`, "Sessions".
 ///
 /// # Examples
 ///
@@ -150,13 +145,13 @@ impl Session<FileSink> {
         })
     }
 
-    /// Resumes the session in the rollout at `path` and continues appending to it. The file is
-    /// opened and locked first (see [`FileSink`]: no other session or writer can append to it
-    /// while this one lives, nor between what is read and what is appended), then read — through
-    /// the snapshot [`ResumeOptions::snapshot`] names, when it stands for a prefix of the file —
-    /// and a torn last line is ended with a newline before anything is appended.
-    /// [`ResumeOptions::snapshot_ready`] does not apply: a session resumes every line, since it
-    /// appends after them.
+    /// Resumes the session in the rollout at `path` and continues appending to it.
+    ///
+    /// The file is opened and locked first (see [`FileSink`]), so no other writer can append
+    /// between what is read and what is appended. It is then read, through the snapshot
+    /// [`ResumeOptions::snapshot`] names when it stands for a prefix of the file, and a torn last
+    /// line is ended with a newline. [`ResumeOptions::snapshot_ready`] does not apply: a session
+    /// resumes every line, since it appends after them.
     ///
     /// # Errors
     ///
@@ -206,12 +201,9 @@ impl Session<FileSink> {
     /// [`Session::resume`] with [`ResumeOptions::with_snapshot`] reads only the lines appended
     /// after it. Pending lines are flushed first.
     ///
-    /// The snapshot stands for what resuming the rollout gives, which is this session's history
-    /// (see [`Session`]). To get it without reading
-    /// the whole file, the snapshot already at `path` is tried as a base: refreshing a snapshot
-    /// reads only the lines appended since it was written, whatever they are — unless that
-    /// snapshot cannot be used (an older format version, another rollout), which is then
-    /// replaced after one read of the whole file (see `docs/snapshot-format.md`).
+    /// The snapshot already at `path` is tried as a base, so a refresh reads only the lines
+    /// appended since. One that cannot be used (an older format version, another rollout) is
+    /// replaced after one read of the whole file (`docs/snapshot-format.md`, "Resume").
     ///
     /// # Errors
     ///
@@ -232,11 +224,8 @@ impl Session<FileSink> {
     /// everything), written to a new rollout at `path` whose `session_meta` carries
     /// `forked_from_id`. The new history shares structure with this one.
     ///
-    /// The new rollout holds its `session_meta`, then this session's complete lines (as Codex
-    /// does, so the parent's `session_meta` follows as a non-first one), then a
-    /// `thread_rolled_back` event for the turns left out. Resuming it gives the forked history.
-    /// When any of this fails, the new file is removed again (best effort), so that no fork with
-    /// only some of its lines is left to be resumed.
+    /// Resuming the new rollout gives the forked history (its lines: `docs/rollout-format.md`,
+    /// "Forks"). When writing it fails, the new file is removed again (best effort).
     ///
     /// # Errors
     ///
@@ -496,13 +485,12 @@ impl<S: RolloutSink> Session<S> {
 
     /// Brings the model up to date with `state`: renders it against the history's world-state
     /// baseline and items ([`History::diff_world_state`]), records the items that show the
-    /// change (a `response_item` line each), appends the change as a `world_state` line, and
-    /// once both are written makes the new snapshot the baseline. Without a baseline (a new
-    /// session, or after a compaction or a rollback) every section renders in full; with one,
-    /// only what changed; when nothing changed, nothing is recorded or written. Resuming the
-    /// file gives the same items and the same baseline, so an update right after a resume
-    /// renders nothing new (except the sections that opt out of persistence, which the file
-    /// does not hold: they render once more).
+    /// change (a `response_item` line each), and appends the change as a `world_state` line.
+    /// Once both are written, the new snapshot is the baseline.
+    ///
+    /// Without a baseline (a new session, or after a compaction or a rollback) every section
+    /// renders in full; with one, only what changed. Resuming the file gives the same items and
+    /// baseline (`docs/world-state.md`, "The baseline in the history").
     ///
     /// The items go after everything recorded so far; a caller that places them elsewhere in
     /// its turn uses [`History::diff_world_state`], [`Session::record`] and
@@ -510,10 +498,10 @@ impl<S: RolloutSink> Session<S> {
     ///
     /// # Errors
     ///
-    /// [`Error::WorldState`] when the history cannot be read for rendering (nothing changes);
+    /// [`Error::WorldState`] when the history cannot be read for rendering; nothing changes.
     /// [`Error::Item`] or [`Error::RolloutWrite`] when an item or a line could not be recorded
-    /// or written: the items recorded before stay, and the baseline is cleared, so the next
-    /// update renders in full rather than trusting a change that may not have reached the file.
+    /// or written. The items recorded before stay, and the baseline is cleared, so the next
+    /// update renders in full.
     pub fn update_world_state(&mut self, state: &WorldState) -> Result<WorldStateUpdate, Error> {
         let update = self.history.diff_world_state(state)?;
         let written = update
@@ -542,16 +530,9 @@ impl<S: RolloutSink> Session<S> {
     /// payload. The history does not change, and resuming the file still gives it.
     ///
     /// Lines that resume interprets are refused, and nothing is written: the live history would
-    /// not change while the resumed one would. They are `response_item` and `compacted` lines
-    /// (record and compact through the session instead), `event_msg`s of type
-    /// `thread_rolled_back` (use [`Session::rollback`]), `task_started`, `task_complete` (and
-    /// their aliases `turn_started`, `turn_complete`), `turn_aborted` and `user_message`, which
-    /// delimit and count the turns a later rollback discards; `inter_agent_communication` lines,
-    /// which resume records as `agent_message` items (user turns); and `turn_context` lines, from
-    /// which resume takes the reference context item and the previous-turn settings (and whose
-    /// `turn_id` assigns lines to turns), where the live history takes nothing; and `world_state`
-    /// lines, from which resume rebuilds the world-state baseline (use
-    /// [`Session::persist_world_state`]). An
+    /// not change while the resumed one would. Record, compact, roll back and
+    /// [`persist_world_state`](Session::persist_world_state) through the session instead; the
+    /// refused lines are listed in `docs/rollout-format.md`, "Raw lines through a session". An
     /// `event_msg` payload must be an object with a string `type`. [`RolloutWriter::append_raw`]
     /// writes any line: it keeps no history.
     ///

@@ -1,7 +1,7 @@
 //! What later layers keep for a history and every version of it (a cache), and how far two
 //! versions hold the same entries.
 //!
-//! [`Cache`] is what shared by a history and everything made from it (clones, appends,
+//! [`Cache`] is what is shared by a history and everything made from it (clones, appends,
 //! rollbacks, replaces): one value per type a later layer asks for (the provider layer keeps
 //! its per-target assemblies there, and says how many targets it has). Nothing in it is a
 //! promise about the entries: a user checks what it keeps against the version at hand, for

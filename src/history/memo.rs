@@ -2,19 +2,12 @@
 //! projection for a model without image or audio input can skip the per-item check when nothing
 //! changed since the last one.
 //!
-//! Each entry with media caches its stripped forms in its own shared payload (computed once per
-//! entry). A projection still has to know that every form it will render is computed; checking
-//! costs a lookup per media entry. The memo records, per set of stripped media, the media sets of
-//! the index (`PositionSet`s, cloned in O(1)) for which every media entry's forms were computed.
-//! While the index's sets are the same sets (the same tree of keys: `ptr_eq`), they hold the same
-//! entries: a key names one entry for as long as the index holds it (removals at the front or in
-//! the middle move positions, not keys), and an operation that adds or drops a media entry goes
-//! through the index, which then holds a different set. So a projection that finds its sets in
-//! the memo checks nothing.
-//!
-//! The memo is shared by every clone of a history (an `Arc`): a clone that diverges and strips
-//! its own media overwrites the note, and the other one checks again next time (a lookup per
-//! media entry, never a second strip). It is never compared, persisted or rebuilt.
+//! The memo records, per set of stripped media, the index's media sets (`PositionSet`s) for
+//! which every media entry's forms were computed. While the index holds the same sets (the same
+//! tree of keys, `ptr_eq`), they hold the same entries, so a projection that finds its sets here
+//! checks nothing. The memo is shared by every clone of a history; a clone that diverges
+//! overwrites it, and the other checks again next time (never a second strip). It is never
+//! compared, persisted or rebuilt (`docs/architecture.md`, "Projection").
 
 use std::sync::{Mutex, PoisonError};
 

@@ -359,14 +359,10 @@ impl History {
     /// rewrites it. An item of unknown type is stored (and held back by projection by default).
     ///
     /// Two rules rewrite: truncation of a tool output's body (reported as
-    /// [`Recorded::Stored`]`{ truncated: true, .. }`), and the canonicalization of a client
-    /// `tool_search_call`'s `arguments`, which the durable history keeps in the schema
-    /// `{"query": string, "limit"?: integer}` — unknown keys dropped, `query` first, a `null`
-    /// limit omitted — or, when they do not fit it, as
-    /// `{"query":"[invalid tool_search arguments omitted]"}` (only `arguments` is replaced in the
-    /// text). A client `tool_search_call` without a call id is not recorded
-    /// ([`FilterReason::ClientToolSearchWithoutCallId`]). Server-executed tool searches,
-    /// function-call arguments and custom tool input are never rewritten.
+    /// [`Recorded::Stored`]`{ truncated: true, .. }`), and the canonical `arguments` of a client
+    /// `tool_search_call`. A client `tool_search_call` without a call id is not recorded
+    /// ([`FilterReason::ClientToolSearchWithoutCallId`]). The rules:
+    /// `docs/codex-compatibility.md`, "Recording".
     ///
     /// # Errors
     ///

@@ -64,22 +64,18 @@ impl History {
     }
 
     /// Rolls back the last `n` user turns: the history returns to what it was before the `n`-th
-    /// last user turn began, across compactions too, and the version is bumped once. The `n` user
-    /// turns are those recorded into the history ([`History::reachable_user_turns`]); with fewer,
-    /// all of them are rolled back, and items before the first user turn always survive.
+    /// last user turn began, across compactions too, and the version is bumped once.
     ///
-    /// Within the turns recorded since the last compaction the cut is Codex's: at the `n`-th last
-    /// user-turn boundary, with the context updates directly above it trimmed (the reference
-    /// context item is cleared when one of them also held other text; back at the very first
-    /// turn, the model-switch and persistent-mode fragments of that turn's developer messages
-    /// go too, as `docs/codex-compatibility.md` describes). When `n` is larger, the
-    /// history returns to the state that compaction replaced (kept when it was made, so this is
-    /// exact) and rolls back the remaining turns there; the reference context item is then
-    /// cleared, so that the next turn sends the full context. With no user turn at all the items
-    /// are kept and the version is still bumped, as Codex does. A rollback (`n > 0`) clears the
-    /// world-state baseline, so the next update renders in full. Time: O(t + c) to count the t
-    /// user turns and c earlier states, O(1) for each compaction crossed, O(k log n) for k
-    /// removed items.
+    /// The turns are those recorded into the history ([`History::reachable_user_turns`]); with
+    /// fewer, all of them are rolled back, and items before the first user turn survive. Past the
+    /// last compaction, the history returns to the state the compaction replaced and the
+    /// reference context item is cleared. With no user turn at all the items are kept and the
+    /// version is still bumped, as Codex does. A rollback (`n > 0`) clears the world-state
+    /// baseline. Where the cut falls and what is trimmed above it: `docs/codex-compatibility.md`,
+    /// "Rollback".
+    ///
+    /// Time: O(t + c) to count the t user turns and c earlier states, O(1) for each compaction
+    /// crossed, O(k log n) for k removed items.
     ///
     /// # Errors
     ///

@@ -8,11 +8,9 @@
 //! * an assistant message whose only content part is the communication's JSON (a *structured
 //!   inter-agent instruction*), which starts a user turn ([`is_inter_agent_instruction`]).
 //!
-//! The payload's fields, as Codex reads them: `id` (optional string), `author` and `recipient`
-//! (agent paths), `other_recipients` (agent paths, absent means none), `content` (string),
-//! `encrypted_content` (optional string), `internal_chat_message_metadata_passthrough` (optional
-//! host metadata, an object kept verbatim) and `trigger_turn` (boolean). Other keys are ignored. A payload
-//! without that shape is not a communication: Codex cannot read such a line and skips it.
+//! The payload's fields, as Codex reads them, are listed in `docs/rollout-format.md`, "Types";
+//! other keys are ignored. A payload without that shape is not a communication: Codex cannot
+//! read such a line and skips it.
 
 use serde::Deserialize;
 

@@ -75,21 +75,11 @@ pub(crate) fn ends_with_ignore_case(text: &str, suffix: &str) -> bool {
             .is_some_and(|tail| tail.eq_ignore_ascii_case(suffix))
 }
 
-/// Whether a text is a contextual user fragment. Trimmed, it is one of:
+/// Whether a text is a contextual user fragment: context a harness injects as user text
+/// (`<environment_context>`, user instructions, a hook prompt, …), never a user turn.
 ///
-/// * a fragment between a start and an end marker, compared case-insensitively: user
-///   instructions (`# AGENTS.md instructions for …` ending `</INSTRUCTIONS>`),
-///   `<environment_context>`, `<skill>`, `<user_shell_command>`, `<turn_aborted>`,
-///   `<subagent_notification>`, `<goal_context>`, `<next_prompt_suggestion>`;
-/// * additional context: `<external_context source="…" kind="untrusted">…</external_context>`,
-///   or the older `<external_KEY>…</external_KEY>`;
-/// * internal model context: `<codex_internal_context source="NAME">…</codex_internal_context>`
-///   with `NAME` a lowercase letter then lowercase letters, digits or `_`;
-/// * a hook prompt: `<hook_prompt hook_run_id="ID">…</hook_prompt>` with a non-blank `ID`;
-/// * one of the warnings older Codex versions injected (too many unified exec processes,
-///   `apply_patch` requested through `exec_command`, an account flagged for cyber activity).
-///
-/// The last four are compared case-sensitively, as Codex compares them.
+/// The text is trimmed, then matched against Codex's markers; the list, and which are compared
+/// case-sensitively, is in `docs/codex-compatibility.md`, "History operations".
 ///
 /// # Examples
 ///

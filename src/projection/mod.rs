@@ -353,13 +353,9 @@ impl History {
     /// deterministic and reported, in position order.
     ///
     /// The history is not changed. Time: O(1) when nothing needs repair, O(k log k + k log n) for
-    /// k repairs (the passes' lookups; no node of the history's vector is copied).
-    /// Stripping an item's media is one repair: its stripped form is computed the first time any
-    /// projection needs it (the size of the item) and shared by every later projection of every
-    /// version that holds the entry. Media items cost nothing per projection: the first projection
-    /// after an item with media was recorded looks every media item's form up (O(m log n) for m
-    /// media items), later ones of the same media (of this history or a clone) check nothing, and
-    /// the report lists the media repairs when it is first read.
+    /// k repairs. An item's stripped media form is computed once and shared by every later
+    /// projection; a projection whose media did not change since the last checks none
+    /// (`docs/architecture.md`, "Projection").
     ///
     /// # Errors
     ///

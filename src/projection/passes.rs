@@ -54,13 +54,11 @@ pub(super) fn drop_orphan_outputs(builder: &mut SlotBuilder<'_>) {
 /// Passes 3 and 4: image and audio parts the model cannot take become placeholder text; for
 /// images, a generated image's `result` is cleared.
 ///
-/// A slot that holds its stored item is not replaced: each entry's stripped form is computed
-/// once (kept in its shared payload, see `StrippedForm`), the projection renders the slot as
-/// that form ([`Payload::projected_json`]), and the report lists what stripping changed when it
-/// is first read. Making sure every form is computed costs a lookup per media entry; the
-/// history's [`MediaMemo`](crate::history::MediaMemo) remembers the index's media sets for which
-/// that was done, so that a later projection of this history, or of a clone that holds the same
-/// media entries, checks nothing: O(1) however many media items the history holds.
+/// No slot is replaced: the projection renders a media slot as the entry's stripped form
+/// ([`Payload::projected_json`]), computed once per entry. This pass makes sure every form is
+/// computed, a lookup per media entry, unless the history's
+/// [`MediaMemo`](crate::history::MediaMemo) says it was done for the same media sets: then it
+/// checks nothing. The report lists what stripping changed when it is first read.
 ///
 /// # Errors
 ///

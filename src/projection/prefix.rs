@@ -1,20 +1,12 @@
 //! How much of a prompt two projections share from the start: the part a provider's prompt cache
 //! can reuse when the second is sent after the first.
 //!
-//! Two projections of versions of one history share structure: a clone of a history shares every
-//! leaf of its vector (the chunks of up to 64 entries imbl keeps), an append copies only the tail
-//! leaf, an edit only the leaf it touches. So the walk compares leaves by pointer first: two runs
-//! of slots that start at the same address are the same entries, which render the same bytes in
-//! both (with the same media stripped), and are passed without reading an entry. Only where the
-//! pointers differ are entries compared one by one — an entry's body by pointer, and where that
-//! differs too, the bytes each slot renders (two resumes of one file build equal texts in
-//! different allocations: equal bytes are a shared prefix all the same).
-//!
-//! Why leaves and not whole subtrees: imbl's public API hands out the leaves (`Vector::leaves`)
-//! and whole-vector identity (`Vector::ptr_eq`), but not its interior nodes, so two versions that
-//! share a subtree of a million entries are still walked leaf by leaf: one pointer comparison per
-//! 64 entries. A shared leaf further on says nothing about the entries before it, so the walk
-//! cannot skip ahead by searching either.
+//! Two versions of one history share the leaves of their vectors (an append copies only the
+//! tail leaf, an edit only the leaf it touches). The walk compares leaves by pointer first: a run
+//! of slots that starts at the same address in both is passed without reading an entry. Where
+//! the pointers differ, entries are compared by their body's pointer, then by the bytes each slot
+//! renders. imbl hands out leaves, not interior nodes, so a shared subtree is still walked leaf
+//! by leaf (`docs/prompt-prefix.md`, "What it costs").
 
 use std::sync::Arc;
 
@@ -225,18 +217,13 @@ impl Projection {
     /// sent after `self` (or the other way round: the result is symmetric but for the sides of
     /// [`FirstDifference`]).
     ///
-    /// Two projections of versions of one history share the leaves of their vectors, and a
-    /// shared run of slots is passed with one pointer comparison per leaf (up to 64 entries);
-    /// entries are compared by pointer where leaves differ, and by their bytes only where the
-    /// pointers differ too, so two projections built independently from equal histories (two
-    /// resumes of one rollout) are still found equal, at the cost of comparing their bytes.
+    /// Shared leaves of the two vectors are passed with one pointer comparison each; only
+    /// entries not shared by pointer are compared by their bytes, so two projections built
+    /// independently from equal histories are still found equal. Nothing is allocated.
     ///
-    /// Time, for `p` shared items of which `q` are not shared by pointer, `n` items in `self`:
-    /// O(p / 64) pointer comparisons for the shared leaves, plus O(q) entry comparisons and the
-    /// bytes of those `q` items, plus the bytes of the first differing items up to their first
-    /// difference, plus O(min(p, n − p)) lengths read to count the bytes (forwards over the
-    /// prefix, or backwards from the projection's byte total over the rest; O(m log n) more for
-    /// the total of a projection that strips m media items). Nothing is allocated.
+    /// Time, for `p` shared items of `n`: O(p / 64) pointer comparisons, plus the bytes of the
+    /// items not shared by pointer and of the first differing items, plus O(min(p, n − p))
+    /// lengths read to count the bytes (`docs/prompt-prefix.md`, "What it costs").
     ///
     /// # Examples
     ///

@@ -257,16 +257,13 @@ impl ModelRequest {
         Ok(out)
     }
 
-    /// Writes the request body into `out`, replacing what it held and keeping its capacity: a
-    /// caller that sends one request after another can keep one buffer, whose memory is then
-    /// already mapped and warm, instead of a fresh allocation per request (above the allocator's
-    /// mmap threshold a fresh body is faulted in page by page, which costs more than copying the
-    /// items; see `docs/performance.md`). The same bytes as [`ModelRequest::write_body`].
+    /// Writes the request body into `out`, replacing what it held and keeping its capacity. The
+    /// same bytes as [`ModelRequest::write_body`].
     ///
-    /// The body's size is known before an item is copied — the history keeps its byte total, the
-    /// projection counts what its repairs change — so `out` grows at most once, to at least the
-    /// body's size (exactly that when it was empty; as `Vec::reserve` grows it otherwise). Each
-    /// item's bytes are then copied, walking the projection leaf by leaf.
+    /// A caller that sends one request after another can keep one buffer, whose memory is then
+    /// warm: above the allocator's mmap threshold a fresh body is faulted in page by page, which
+    /// costs more than copying the items (`docs/performance.md`, "The request body"). The body's
+    /// size is known before an item is copied, so `out` grows at most once.
     ///
     /// # Errors
     ///

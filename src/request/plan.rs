@@ -399,26 +399,12 @@ fn once(slot: &mut Option<usize>, kind: &str, at: usize) -> Result<(), ToolPlanE
 /// with a generation number, their JSON serialized once, and an index of which spec handles
 /// which call.
 ///
-/// A [`ToolRegistry`] builds one per change of its tools and hands it out as an `Arc`; a
-/// [`PromptCompiler`](super::PromptCompiler) puts it in each request it makes (the body writer
-/// copies the serialized bytes, so no request serializes a spec again) and the request's
-/// [`StepIdentity`](super::StepIdentity) carries its generation. An executor looks the calls of
-/// the answer up in the request's plan ([`ToolPlan::lookup`]), so they reach the tools the model
-/// was shown even when the registry has changed in between.
-///
-/// What each call family is looked up by:
-///
-/// | call item | the spec that handles it | runner |
-/// |---|---|---|
-/// | `function_call` | the `function` tool of its `name`; with a `namespace`, the `function` member of that name of the `namespace` tool named so | client |
-/// | `custom_tool_call` | the `custom` tool of its `name`; with a `namespace`, a `custom` member as above | client |
-/// | `local_shell_call` | the `local_shell` tool | client |
-/// | `tool_search_call` | the `tool_search` tool | provider when the call's `execution` is `"server"`, client otherwise |
-/// | `web_search_call` | the `web_search` tool (or `web_search_preview`, or a dated variant) | provider |
-/// | `image_generation_call` | the `image_generation` tool | provider |
-///
-/// Tools of other types (`file_search`, `mcp`, …) are sent as given and answer no call. Tools a
-/// tool search loads, or an `additional_tools` item carries, are in the history, not the plan.
+/// A [`ToolRegistry`] builds one per change of its tools and hands it out as an `Arc`. A
+/// [`PromptCompiler`](super::PromptCompiler) puts it in each request it makes, and the body
+/// writer copies its serialized bytes. An executor looks the calls of the answer up in the
+/// request's plan ([`ToolPlan::lookup`]), so they reach the tools the model was shown even when
+/// the registry has changed in between. Which spec handles each call family:
+/// `docs/architecture.md`, "The tool plan of a step".
 ///
 /// # Examples
 ///

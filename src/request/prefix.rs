@@ -69,19 +69,11 @@ impl ModelRequest {
     /// difference lies: the part of the body (model, instructions, input, tools, the settings
     /// after them) and, in the input, the first differing item.
     ///
-    /// The same bytes as comparing [`ModelRequest::body`] of both byte by byte, without writing
-    /// either body: the heads (model and instructions) are written and compared, the inputs are
-    /// compared by the structure their projections share (one pointer comparison per shared
-    /// leaf of up to 64 items, the bytes only of items that are not shared by pointer), and the
-    /// tails (tools and settings) are written only when both inputs are equal or one ends
-    /// where the other goes on.
+    /// The answer is that of comparing both [`ModelRequest::body`]s byte by byte, but neither
+    /// body is written: the inputs are compared by the structure their projections share.
     ///
-    /// Time: the heads' size, plus the cost of
-    /// [`Projection::common_prefix`](crate::projection::Projection::common_prefix) for the
-    /// inputs except that the bytes of the `p` shared items are always counted forwards (O(p)
-    /// lengths read: the body writer drops white space around an item's text, and the history
-    /// keeps the byte total of the texts as stored, not as written), plus the tails' size when
-    /// they are reached.
+    /// Time: the heads' size, plus O(p) for the `p` shared input items, plus the tails' size when
+    /// they are reached (`docs/prompt-prefix.md`, "What it costs").
     ///
     /// # Errors
     ///

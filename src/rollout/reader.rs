@@ -28,45 +28,18 @@ pub const READER_LABEL: &str = "<reader>";
 
 /// A rollout read into memory: its usable lines and the load report.
 ///
-/// [`Rollout::read`] streams a rollout line by line — memory for reading is bounded by the
-/// longest line, and a line longer than [`ReadOptions::max_line_bytes`] is passed over and
-/// reported without being held — and returns the usable lines with a [`LoadReport`]. In the
-/// default [`ReadMode::Lenient`] a line it cannot use is skipped and reported with its 1-based
-/// number, its byte offset and the reason ([`SkipReason`]); one bad line never makes a session
-/// unreadable. The first [`ReadOptions::max_reported`] skipped lines are listed, every one is
-/// counted. [`ReadMode::Strict`] turns the first such line (other than a blank one) into
-/// [`RolloutError::BadLine`].
+/// [`Rollout::read`] streams a rollout line by line, so memory is bounded by the longest line; a
+/// line longer than [`ReadOptions::max_line_bytes`] is passed over without being held. In the
+/// default [`ReadMode::Lenient`] a line it cannot use is skipped and reported in the
+/// [`LoadReport`] with its 1-based number, its byte offset and the reason ([`SkipReason`]). One
+/// bad line never makes a session unreadable. [`ReadMode::Strict`] turns the first such line
+/// (other than a blank one) into [`RolloutError::BadLine`].
 ///
-/// **Salvage.** A UTF-8 byte-order mark at the start of the file is passed over. In lenient mode a
-/// `session_meta` line that is not valid UTF-8 is read with the invalid bytes replaced, and one
-/// without the strict shape (a duplicate key, say) is read leniently for its `id`: a damaged first
-/// line does not make a thread unreadable when its id is intact. Each repair is reported
-/// ([`LoadReport::repaired`]).
-///
-/// What the reader checks: the line is UTF-8 and a JSON envelope (`type` + `payload`); the
-/// payloads that resume interprets have their shape — a `session_meta` has a UUID `id`, a
-/// `response_item` is an item ([`Entry::from_json`](crate::item::Entry::from_json): an unknown
-/// `type` is fine, a known type with the wrong shape is not), a `compacted` has a string
-/// `message` and its `replacement_history` holds items, an `event_msg` has a string `type` (and
-/// the fields of the events resume reads), a `turn_context` is an object. Payloads of other line
-/// types are kept as they are. Each line is parsed once: a `response_item` line keeps the
-/// [`Entry`](crate::item::Entry) the check built ([`RolloutLine::item`]).
-///
-/// Envelope keys other than `type` and `payload` (`timestamp`, `ordinal`, `metadata`) are not
-/// checked: a line without a `timestamp` is used. A line ends at `\n`; a `\r` before it is JSON
-/// white space, so CRLF files read. `ghost_snapshot` items (legacy) are dropped, as lines and
-/// from replacement histories, and counted in [`LoadReport::left_out`], with the other content
-/// resume leaves out by design (see [`LeftOut`]).
-///
-/// **Legacy format.** The format is decided by the first line that is a JSON object: a bare
-/// session meta (an `id` and a `timestamp`, not a `type` + `payload` envelope) makes the file
-/// legacy ([`LoadReport::legacy`]); it is read as the `session_meta` line, every later line as a
-/// bare `response_item`, except `{"record_type":"state",…}` lines, which are passed over
-/// (counted in [`LoadReport::left_out`]).
-///
-/// Not implemented: Codex aborts the load when the first `session_meta` has a `history_mode` it
-/// does not recognise; the recognised values are not known to this project, so `history_mode` is
-/// not read at all.
+/// Each line is parsed once: a `response_item` line keeps the [`Entry`](crate::item::Entry) its
+/// check built ([`RolloutLine::item`]). A damaged first line is salvaged where its id is intact
+/// ([`LoadReport::repaired`]), and a legacy file is recognised by its first object line
+/// ([`LoadReport::legacy`]). What each line must be, what is repaired and what is left out:
+/// `docs/rollout-format.md`, "Reading".
 ///
 /// # Examples
 ///

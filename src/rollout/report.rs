@@ -330,27 +330,12 @@ impl fmt::Display for RepairedLine {
 /// What the reader read, and used, but resume does not bring into the history: content left out
 /// by design, counted by kind. Not a problem, so not in [`LoadReport::skipped`].
 ///
-/// "Left out" means content that never reaches the history whatever the rest of the file says:
-///
-/// * legacy `ghost_snapshot` items, dropped as lines and from compaction replacement histories;
-/// * legacy `{"record_type":"state",…}` lines;
-/// * `response_item` lines holding a `system` message, which the record filter keeps out;
-/// * lines of a type whose payload resume does not turn into items, counted by their `type`:
-///   `token_usage_record` and any other type resume does not interpret. (`world_state` lines are
-///   not left out: resume rebuilds the world-state baseline from them, see
-///   [`WorldStateReport`]. An
-///   `inter_agent_communication` line is turned into the `agent_message` item Codex converts it
-///   into, so it is not left out; one whose payload is not a communication is skipped, as
-///   Codex skips it, and reported in [`LoadReport::skipped`].)
-///
-/// Not counted: `session_meta`, `turn_context` and `event_msg` lines, which carry metadata,
-/// settings and protocol events rather than history content (an `event_msg` such as
-/// `user_message` or `agent_message` repeats what an item holds); and items that a rollback or a
-/// compaction later in the file removes, which are history operations, not content left out.
-///
-/// Memory does not grow with the file: at most [`LeftOut::MAX_LINE_TYPES`] type names of at most
-/// [`LeftOut::MAX_TYPE_NAME_BYTES`] bytes are kept (the type names come from the file); lines of
-/// further types are counted together in [`LeftOut::other_line_types`].
+/// The kinds are legacy `ghost_snapshot` items and state lines, `system` messages, and lines of a
+/// type resume does not turn into items (by their `type`). Metadata, settings and event lines are
+/// not counted, nor items a later rollback or compaction removes; the list is in
+/// `docs/rollout-format.md`, "What resume leaves out". At most [`LeftOut::MAX_LINE_TYPES`] type
+/// names of at most [`LeftOut::MAX_TYPE_NAME_BYTES`] bytes are kept; further types are counted
+/// together in [`LeftOut::other_line_types`].
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 #[non_exhaustive]
 pub struct LeftOut {

@@ -1,14 +1,10 @@
 //! Payload validation: what each line must be for the reader to use it, parsed once into what
 //! resume needs.
 //!
-//! A line is UTF-8 and a JSON envelope (`type` + `payload`). The payloads that resume interprets
-//! must have their shape: a `session_meta` has a UUID `id`, a `response_item` is an item
-//! ([`Entry::from_json`]: an unknown `type` is fine, a known type with the wrong shape is not), a
-//! `compacted` has a string `message` and its `replacement_history` holds items, an `event_msg`
-//! has a string `type` (and the fields of the events resume reads), a `turn_context` is an
-//! object whose `turn_id`, if any, is a string, an `inter_agent_communication` is a communication
-//! (converted here into the `agent_message` item resume records). Payloads of other line types
-//! are kept as they are.
+//! A line is UTF-8 and a JSON envelope (`type` + `payload`); the payloads resume interprets must
+//! have their shape (`docs/rollout-format.md`, "Reading: what is skipped, what fails"). An
+//! `inter_agent_communication` is converted here into the `agent_message` item resume records.
+//! Payloads of other line types are kept as they are.
 
 use std::borrow::Cow;
 use std::sync::Arc;

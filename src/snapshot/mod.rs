@@ -283,22 +283,12 @@ fn io_error(path: &Path, step: SnapshotStep) -> impl FnOnce(std::io::Error) -> S
 /// Opens a snapshot: maps the file, checks the header, verifies the payload digest (unless told
 /// not to), validates the archive once, and builds a history whose entries' JSON stays in the map.
 ///
-/// With a payload of 1 MiB or more, the digest is computed on a second (scoped) thread while
-/// this one validates the archive and builds the history, so that an open takes about as long as
-/// the longer of the two, not their sum, when a second core is free. The result is the same
-/// either way: a digest mismatch is reported whatever decoding found.
-///
-/// The map lives as long as any entry refers to it. The file must not be modified or truncated in
-/// place while any entry refers to it: this library never does (writers replace files by rename),
-/// but another program that writes into the file breaks the guarantees a memory map rests on — the
-/// text read from it may no longer be what was checked, and reading a truncated map kills the
-/// process with `SIGBUS`. This is the contract of every memory-mapped reader.
-///
-/// The digests detect damage, not forgery (see [`SnapshotTrust`]): open a snapshot from elsewhere
-/// with [`SnapshotOptions::untrusted`]. Opened as the program's own, a file crafted with valid
-/// digests can hold entries whose header fields disagree with their JSON, and text that is not
-/// JSON at all, which a request would carry as it is; operations that parse such an entry return
-/// an error rather than guess.
+/// From 1 MiB of payload on, the digest is computed on a second thread while the history is
+/// built; the result is the same either way. The map lives as long as any entry refers to it, and
+/// the file must not be changed in place meanwhile (writers replace files by rename). The
+/// digests detect damage, not forgery: open a snapshot from elsewhere with
+/// [`SnapshotOptions::untrusted`]. The checks and the trust model: `docs/snapshot-format.md`,
+/// "What each field guarantees".
 ///
 /// # Errors
 ///

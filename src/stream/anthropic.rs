@@ -78,24 +78,17 @@ struct OpenBlock {
 }
 
 /// Collects a streamed Anthropic Messages response into the Responses items the history stores,
-/// recording each content block when its `content_block_stop` arrives, in block `index` order
-/// (the output index): a `text` block as an assistant `message` with one `output_text` part, a
-/// `tool_use` block as a `function_call` with `call_id` the block's `id`, its `name`, and
-/// `arguments` the concatenated `input_json_delta`s (or, without any, the `input` the block
-/// started with; `{}` when neither), a JSON string as received. Deltas are shown as they
-/// come ([`Update::Delta`]); every event handled gives one [`Update`].
+/// recording each content block when its `content_block_stop` arrives, in block `index` order:
+/// a `text` block as an assistant `message`, a `tool_use` block as a `function_call`.
 ///
-/// Not recorded: a block without its `content_block_stop` when the stream ends (`message_stop`,
-/// an `error` event, the input's end, a cancel), reported as dropped; `thinking` and
-/// `redacted_thinking` blocks, whose signed text only Anthropic can read back, and blocks of
-/// other types (server tools, their results), which no Responses item this history holds
-/// expresses — both reported in
-/// [`StreamSummary::not_representable`](crate::stream::StreamSummary::not_representable). The
-/// stream completes at `message_stop`; a `message_delta` with a `stop_reason` other than
-/// `end_turn`, `tool_use`, `stop_sequence` or `pause_turn` (for example `max_tokens`) makes it
-/// end incomplete with that reason (the blocks already stopped stay recorded).
+/// Deltas are shown as they come ([`Update::Delta`]). A block not stopped when the stream ends
+/// is dropped and reported. `thinking`, `redacted_thinking` and server-tool blocks have no
+/// Responses item and are reported in
+/// [`StreamSummary::not_representable`](crate::stream::StreamSummary::not_representable). A
+/// `stop_reason` such as `max_tokens` makes the stream end incomplete.
 ///
-/// The methods are [`StreamAccumulator`]'s. `docs/streaming.md` states the contract.
+/// The methods are [`StreamAccumulator`]'s. The rules: `docs/streaming.md`, "Anthropic
+/// Messages".
 pub type AnthropicAccumulator = StreamAccumulator<AnthropicEvents>;
 
 /// How a [`StreamAccumulator`] reads Anthropic Messages events ([`AnthropicAccumulator`]).

@@ -68,25 +68,18 @@ struct FunctionDelta<'a> {
 const MESSAGE: u64 = 0;
 
 /// Collects a streamed Chat Completions response (`chat.completion.chunk` events) into the
-/// Responses items the history stores, recording them when the response finishes — the chunk
-/// with a `finish_reason` — and only then: the assistant `message` (its `content` as one
-/// `output_text` part, its `refusal` as a `refusal` part) first, then one `function_call` per
-/// tool call, in `index` order, with `call_id` the tool call's `id`, `name` and `arguments` (the
-/// concatenated argument deltas, a JSON string, unchecked). Deltas are shown as they come
-/// ([`Update::Delta`]; the message at output index 0, tool call `index` i at i + 1); a chunk can
-/// give several updates, or none.
+/// Responses items the history stores, recording them when the chunk with a `finish_reason`
+/// arrives, and only then: the assistant `message` first, then one `function_call` per tool
+/// call in `index` order.
 ///
-/// What is not recorded: everything when the stream ends before a `finish_reason` (reported
-/// as dropped); at `finish_reason` `length` or `content_filter` (the response was cut) the
-/// message is recorded with `"status":"incomplete"` and the tool calls are dropped, since their
-/// arguments may be cut too; a tool call without an `id` and the deprecated `function_call`
-/// delta, which has none (both reported in
-/// [`StreamSummary::not_representable`](crate::stream::StreamSummary::not_representable));
-/// choices other than index 0 (the history is one conversation; reported); `reasoning_content`
-/// text some compatible servers send, which no Responses item holds (reported too). A chunk with
-/// an `error` object ends the stream as failed.
+/// Deltas are shown as they come ([`Update::Delta`]). A stream that ends before a
+/// `finish_reason` records nothing; one cut at `length` or `content_filter` records the message
+/// as incomplete and drops the tool calls. What has no Responses item (a tool call without an
+/// id, the deprecated `function_call` delta, other choices, `reasoning_content`) is reported in
+/// [`StreamSummary::not_representable`](crate::stream::StreamSummary::not_representable).
 ///
-/// The methods are [`StreamAccumulator`]'s. `docs/streaming.md` states the contract.
+/// The methods are [`StreamAccumulator`]'s. The rules: `docs/streaming.md`, "Chat
+/// Completions".
 pub type ChatAccumulator = StreamAccumulator<ChatChunks>;
 
 /// How a [`StreamAccumulator`] reads Chat Completions chunks ([`ChatAccumulator`]).

@@ -84,27 +84,16 @@ const SKIPPED: &[&str] = &[
 
 /// Collects the items of one streamed OpenAI Responses response and records each into a
 /// [`StreamTarget`] (a [`History`](crate::history::History), a `Session`) when, and only when,
-/// its `response.output_item.done` arrives — exactly the `item` that event carries (its JSON text
-/// as received), in output order. Deltas are shown to the caller ([`Update::Delta`], with the
-/// text assembled so far) and never recorded. When the stream ends without an item's `done`
-/// (cancelled with [`abort`](StreamAccumulator::abort), `response.failed`, `response.incomplete`,
-/// an `error` event, the input's end, bad input), that item is dropped and reported
-/// ([`StreamSummary::dropped`](crate::stream::StreamSummary::dropped)).
+/// its `response.output_item.done` arrives: exactly the `item` that event carries, in
+/// `output_index` order (an item done early is held until the lower indices are recorded).
 ///
-/// **Output order** is the order of `output_index`. An item whose `done` arrives before that of
-/// an item with a lower index is held (checked at once, recorded later) until every lower index
-/// has been recorded; when the stream ends, the held items are recorded in index order, the
-/// lower indices that never completed being skipped. A stream that completes its items in order
-/// (as OpenAI's does) thus records each at its own `done`.
+/// Deltas are shown ([`Update::Delta`]) and never recorded. An item whose `done` never comes
+/// (a cancel, a failed or incomplete response, bad input, the input's end) is dropped and
+/// reported ([`StreamSummary::dropped`](crate::stream::StreamSummary::dropped)). Each event is
+/// parsed once, O(1) work beside appending a delta.
 ///
-/// Every event handled gives one [`Update`] (bad input gives an error instead). Event types it
-/// does not know are ignored and counted.
-///
-/// Work per event: one parse of that event's bytes (the `item` of a `done` is borrowed from it
-/// unparsed, and its `added` parsed for its type and id), O(1) map operations, and appending a
-/// delta to its item's buffer; earlier events are never read again.
-///
-/// The methods are [`StreamAccumulator`]'s. `docs/streaming.md` states the contract.
+/// The methods are [`StreamAccumulator`]'s. The events, the errors and the order:
+/// `docs/streaming.md`, "OpenAI Responses".
 pub type ResponsesAccumulator = StreamAccumulator<ResponsesEvents>;
 
 /// How a [`StreamAccumulator`] reads OpenAI Responses events ([`ResponsesAccumulator`]).

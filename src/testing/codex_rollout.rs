@@ -44,21 +44,15 @@ pub enum CodexRolloutError {
 }
 
 /// A rollout in the shape Codex (CLI 0.1xx) writes, built turn by turn through this library's
-/// [`RolloutWriter`]: the envelope with millisecond timestamps; `session_meta` with base
-/// instructions; per turn `task_started`, `turn_context` (with the turn id and model), the
-/// `user_message` event and the user item, reasoning, exec and patch calls with their
-/// `exec_command_end` / `patch_apply_end` events and outputs, `token_count` events, assistant
-/// messages with their `agent_message` events, and `task_complete` (or `turn_aborted`);
-/// compactions with `context_compacted` and a `compacted` line carrying the replacement history;
-/// rollbacks; legacy `ghost_snapshot` items; `world_state` lines (full snapshots and merge
-/// patches). Timestamps come from a deterministic clock, so the
-/// same calls give the same bytes.
+/// [`RolloutWriter`]: turns with their events, `turn_context` lines, reasoning, exec and patch
+/// calls with their outputs, compactions, rollbacks, legacy `ghost_snapshot` items and
+/// `world_state` lines. Timestamps come from a deterministic clock, so the same calls give the
+/// same bytes.
 ///
 /// Beside the lines it keeps the history they stand for, recorded as a live session would
-/// ([`CodexRollout::history`]): resuming the bytes must give it.
-///
-/// It writes what Codex writes in the lines resume reads; what it writes in the others (event
-/// fields beyond `type`, `turn_context` fields) is shaped like Codex's files but not complete.
+/// ([`CodexRollout::history`]): resuming the bytes must give it. It writes what Codex writes in
+/// the lines resume reads; the other lines are shaped like Codex's but not complete
+/// (`docs/testing.md`, "Rollouts in Codex's shape").
 pub struct CodexRollout {
     writer: RolloutWriter<Vec<u8>>,
     history: History,

@@ -163,24 +163,12 @@ impl WorldState {
     /// updates that bring a history which already shows the `stored` snapshot (`None`: no
     /// snapshot is known) up to date. `history` is the history's items, oldest first.
     ///
-    /// For each section, the previous state is:
+    /// A section's previous state is [`Previous::Known`] from `stored`, [`Previous::Unknown`]
+    /// or [`Previous::Absent`], by the rules of `docs/world-state.md`, "Rendering". A section
+    /// whose known previous snapshot equals its current one is not asked to render.
     ///
-    /// * when `stored` has the section: [`Previous::Known`] with the stored value — unless the
-    ///   section declares a [retained fragment](Section::retained_fragment) and no message of
-    ///   the history holds it ([`Previous::Absent`]: shown again), or the section
-    ///   [cannot read](Section::can_read_snapshot) the stored value ([`Previous::Unknown`]);
-    /// * otherwise, when the history holds the section's
-    ///   [legacy fragment](Section::legacy_fragment): [`Previous::Unknown`];
-    /// * otherwise [`Previous::Absent`].
-    ///
-    /// A section whose previous snapshot is known and equal to its current one is not asked to
-    /// render. The new snapshot has each section's current snapshot; a section with none keeps
-    /// the stored value, a `null` one drops the section; sections the state no longer has are
-    /// left out.
-    ///
-    /// Time: one pass over the history's `user` and `developer` messages when some section
-    /// needs a matcher checked (stopping once every matcher has matched), none otherwise; then
-    /// the sections' own work.
+    /// Time: at most one pass over the history's `user` and `developer` messages, only when a
+    /// section needs a fragment matcher checked; then the sections' own work.
     ///
     /// # Errors
     ///

@@ -2,24 +2,17 @@
 //! (tool calls and outputs, reasoning, tool-search outputs, user and assistant text messages),
 //! without building the typed item.
 //!
-//! The typed item holds every string decoded into an owned `String` — copied out of the input
-//! (through serde_json's scratch buffer when it has escapes), allocated and freed — only for the
-//! entry to read a few ids and the strings' lengths. This reader walks the item's object itself:
-//! each string value is found and measured in one pass over its bytes (`scan.rs`: eight
-//! bytes at a time to the next quote, backslash or control character, each escape decoded in
-//! place to count its length, surrogate pairs checked as serde_json checks them), without a copy
-//! or an allocation; every other value (parts, tools, metadata, a field it does not know) is read
-//! from the cursor on by serde_json, with the model's type or validated in full as the type-first
-//! parser validates it. Letting serde_json skip strings as raw slices and measuring them after
-//! was tried first: the second pass cost what the copy had cost.
+//! The typed item decodes every string into an owned `String` only for the entry to read a few
+//! ids and lengths. This reader walks the item's object itself. Each string value is found and
+//! measured in one pass, without a copy (`scan.rs`). Every other value is read from the cursor by
+//! serde_json, with the model's type, or validated in full.
 //!
-//! Like the type-first parser it decides nothing on its own: it answers only for input where the
-//! typed path builds an item whose header, estimate and output body are the ones it gives, and
-//! gives up (`None`) on everything else — `type` not first, a key with escapes, a duplicate or
-//! missing field, a value of another type, a part it does not read, a string a `str` cannot hold,
-//! trailing characters — and the caller then takes the typed path. [`fields_of`] lists every
-//! field of each item's struct by its JSON name. Proptests compare the two paths (here) and the
-//! scanner with serde_json (in `scan.rs`).
+//! Like the type-first parser it decides nothing on its own. It gives up (`None`) on anything
+//! where the typed path might build another header, estimate or output body: `type` not first, a
+//! key with escapes, a duplicate or missing field, a value of another type, trailing characters.
+//! The caller then takes the typed path. [`fields_of`] lists every field of each item's struct by
+//! its JSON name. Proptests compare the two paths (here) and the scanner with serde_json (in
+//! `scan.rs`). Why and what it gained: `docs/performance.md`, "Parsing items once".
 
 use crate::item::estimate::{encrypted_reasoning_len, tokens_for_bytes};
 use crate::item::ids::{CallId, ItemId};

@@ -1,28 +1,21 @@
 //! The type-first item parser: an item's JSON into the typed model ([`ResponseItem`]) in one
 //! pass, when its `type` comes first.
 //!
-//! `ResponseItem` is an internally tagged enum, and serde's derived deserializer for such an
-//! enum cannot know the variant before it has seen the tag, wherever it is: it buffers the whole
-//! object into a private tree of values first and then deserializes the variant from that tree
-//! — every key and value visited twice, a node allocated for each. Codex (and this library)
-//! writes `type` first in every item, so this parser reads the first key, and when it is `type`
-//! deserializes the variant's struct straight from the rest of the object. The message parts and
-//! tool-output parts inside (also internally tagged) are read the same way.
+//! `ResponseItem` is an internally tagged enum. serde's derived deserializer for it buffers the
+//! whole object into a tree of values before it knows the variant, then reads the variant from
+//! that tree. Codex and this library write `type` first in every item, so this parser reads the
+//! first key and, when it is `type`, deserializes the variant's struct straight from the rest.
+//! The message and tool-output parts inside are read the same way.
 //!
-//! The fast path never decides anything on its own. It succeeds only on input where it builds the
-//! value the derived deserializer builds, and it gives up (`None`) on everything else — `type` not
-//! first, a second `type`, a part whose `type` is not first, any error — and the caller then runs
-//! the derived deserializer, whose result (or error, with its message and position) is the
-//! answer. So accepted and refused items, their values and their error messages are those of the
-//! derived deserializer by construction; the tests below (a proptest over generated items) and the
-//! `record_json` fuzz target compare the two.
+//! The fast path decides nothing on its own. It gives up (`None`) on anything it cannot read as
+//! the derived deserializer would (`type` not first, a second `type`, any error), and the caller
+//! then runs the derived deserializer, whose value or error is the answer. A proptest below and
+//! the `record_json` fuzz target compare the two.
 //!
-//! The structs of the variants are read by their derived `Deserialize` (same defaults, same
-//! field names, same duplicate-field errors), except the three whose part lists are on the hot
-//! path — `message`, `function_call_output`, `custom_tool_call_output` — which are read through
-//! serde "remote" mirrors here: a mirror lists every field of its struct with the same serde
-//! attributes (the compiler checks the names and types; the tests check the attributes), and
-//! reads its parts with the fast part reader.
+//! The variants' structs are read by their derived `Deserialize`, except the three whose part
+//! lists are on the hot path (`message`, `function_call_output`, `custom_tool_call_output`).
+//! Those are read through serde "remote" mirrors that list every field with the same attributes
+//! (the compiler checks names and types, the tests the attributes).
 
 use std::borrow::Cow;
 use std::fmt;

@@ -509,67 +509,11 @@ impl Rollout {
     /// Rebuilds the history these lines record, recording with `truncation`, as Codex resumes a
     /// session. The rollout is not changed. Time: O(n) lines plus the replayed items.
     ///
-    /// It follows Codex's two phases.
-    ///
-    /// **Phase 1, reverse scan.** It reads a few facts of each line (what starts or ends a turn,
-    /// what counts as a user turn, rollbacks, `turn_context` lines, compactions); a snapshot
-    /// stores them for the lines it covers. From the newest line back, lines are grouped into
-    /// turn *segments*. A segment is closed by a `task_started` event (Codex's name; `turn_started` is
-    /// read as the same event, as `turn_complete` is as `task_complete`) whose turn id is
-    /// compatible with the segment's (one of the two is unknown, or they are equal); a
-    /// `task_started` with another id stays inside the segment. The segment's turn id comes from
-    /// `task_complete`,
-    /// `turn_aborted` or a `turn_context`, whichever is newest. A segment *counts as a user turn*
-    /// when it holds a `user_message` event, an `inter_agent_communication` line or a
-    /// `response_item` that is a user-turn boundary. Per segment the scan keeps the newest
-    /// compatible `turn_context` (the previous-turn settings, and the reference context item unless
-    /// a newer `compacted` line of the segment cleared it first) and the newest `compacted` line
-    /// with a `replacement_history`. A `thread_rolled_back {num_turns}` adds to a pending count;
-    /// while it is positive, each finished segment is discarded, and a discarded segment that
-    /// counts as a user turn lowers the count by one. The segments that are kept give, newest
-    /// first: the **base** (the newest kept `compacted` line with a replacement history), the
-    /// previous-turn settings and the reference context item. The scan stops once all three are
-    /// known.
-    ///
-    /// Lines outside any turn — not between a `task_started` and the `task_complete` /
-    /// `turn_aborted` that ends it, which is the whole file in hand-written rollouts, in old Codex
-    /// files and in files this library writes — have no `task_started` to close their segments.
-    /// There each user-turn line starts a segment of its own (a `user_message` event and the
-    /// user-turn item that follows it start one segment together), so rollbacks count the same
-    /// turns as [`History::drop_last_n_user_turns`]. Lines before the first user turn form the
-    /// session-prefix segment, which does not count as a user turn.
-    ///
-    /// Decisions where Codex's behaviour was not known to this project:
-    /// * A segment that does not count as a user turn never hydrates the previous-turn settings or
-    ///   a `Latest` reference context item (a bare `turn_context` does not, as in Codex's tests);
-    ///   if it holds a `compacted` line (a manual compaction turn) it clears the reference context
-    ///   item.
-    /// * Compatibility applies to `turn_context` lines as to `task_started`: a `turn_context`
-    ///   whose turn id differs from the segment's known one is ignored.
-    ///
-    /// **Phase 2, forward replay** into an empty [`History`] with the caller's truncation policy:
-    /// the base's replacement history replaces it, then the lines after the base (all lines when
-    /// there is none) are replayed. `response_item` → [`History::record_entry`] (record filter and
-    /// truncation, as live; the entry the reader built, not parsed again); `compacted` without a
-    /// replacement history (legacy) → [`History::compact`] with its message, as local compaction
-    /// would rebuild it, after which the reference context item is `None`; `event_msg`
-    /// `thread_rolled_back` → [`History::drop_last_n_user_turns`]. A `compacted` line *with* a
-    /// replacement history other than the base is ignored, as Codex ignores every other line: the
-    /// reverse scan picks the newest kept one as the base, so such a line lies in a rolled-back
-    /// segment, and the rollback that discarded it is replayed on the items recorded before it.
-    /// (A rollback across a compaction therefore brings back the items the compaction summarised,
-    /// as in Codex.) `inter_agent_communication` → recorded as the `agent_message` item Codex
-    /// converts the communication into (its `id`, `author`, `recipient` and host metadata, its
-    /// `content` as one `input_text` part; an encrypted one as a header part and its
-    /// `encrypted_content`), which is a user-turn boundary. Everything else is ignored.
-    ///
-    /// **World-state baseline.** The `world_state` lines after the last line that clears the
-    /// baseline (a `compacted` line, a `thread_rolled_back` of at least one turn: the history
-    /// operations replayed for them clear it, live as on resume) are applied in file order: a
-    /// full snapshot replaces the baseline, a patch is merge-applied. A patch without a baseline
-    /// is ignored and a state that is not a valid snapshot or patch drops the baseline; both are
-    /// reported in [`LoadReport::world_state`](super::LoadReport::world_state). The resumed
-    /// history's baseline is therefore the live one's.
+    /// It follows Codex's two phases: a reverse scan groups the lines into turn segments, applies
+    /// rollbacks to them and settles the previous-turn settings and the reference context item;
+    /// a forward replay rebuilds the history through the operations a live session uses. The
+    /// world-state baseline is rebuilt from the `world_state` lines after the last line that
+    /// clears it. Every rule is in `docs/codex-compatibility.md`, "Resume".
     ///
     /// # Errors
     ///

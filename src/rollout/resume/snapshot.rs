@@ -360,17 +360,12 @@ fn hash_prefix(
 
 impl Resumed {
     /// Writes a snapshot of this history to `path`, standing for the rollout prefix it was
-    /// resumed from (with the thread id, previous-turn settings and turn state resume settled
-    /// on). A later [`resume_file`](super::resume_file) with this snapshot then reads only the
-    /// lines after that prefix. The snapshot ([`SNAPSHOT_FORMAT_VERSION`](crate::SNAPSHOT_FORMAT_VERSION))
-    /// also holds the scan facts of the covered lines and the states before the compactions the
-    /// history went through, so that a resume through it continues the prefix exactly, whatever
-    /// lines follow.
+    /// resumed from. A later [`resume_file`](super::resume_file) with this snapshot then reads
+    /// only the lines after that prefix, and continues it exactly whatever lines follow.
     ///
     /// The snapshot replaces, atomically, a snapshot or an empty file at `path`; anything else
-    /// there — the rollout itself (also through a link), another rollout, any other file — is
-    /// left alone and refused ([`Resumed::write_snapshot_with`] and [`Replace::Anything`]
-    /// replace it).
+    /// there (the rollout itself, through a link too, or any other file) is refused
+    /// ([`Resumed::write_snapshot_with`] with [`Replace::Anything`] replaces it).
     ///
     /// # Errors
     ///
