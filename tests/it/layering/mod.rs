@@ -13,6 +13,7 @@
 use std::path::{Path, PathBuf};
 
 mod files;
+mod layout;
 
 /// The layers, lowest first. A module may import from itself and from the layers before it.
 /// `error` only aggregates the layers' errors, so everything but `session` lies below it.
