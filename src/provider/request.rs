@@ -11,8 +11,9 @@ use crate::history::History;
 use crate::request::{ModelRequest, PromptCompiler, RequestError, StepContext, StepIdentity};
 
 use super::Target;
-use super::anthropic;
-use super::chat;
+use super::anthropic::Anthropic;
+use super::assembly::Format;
+use super::chat::Chat;
 use super::options::TargetOptions;
 use super::projection::{Inner, TargetProjection};
 use super::report::{TargetProjectionError, TargetReport};
@@ -69,17 +70,10 @@ impl PromptCompiler {
     ) -> Result<TargetRequest, TargetProjectionError> {
         let projection = history.project_for(target)?;
         let request = self.request(projection.projection().clone(), step);
-        let specs = request.prompt.tools.specs();
         let (tools, dropped, left_out) = match target.target {
             Target::Responses => (Vec::new(), Vec::new(), Vec::new()),
-            Target::ChatCompletions => {
-                let tools = chat::chat_tools(specs);
-                (tools.tools, tools.dropped, left_out(&request, true))
-            }
-            Target::AnthropicMessages => {
-                let tools = anthropic::anthropic_tools(specs);
-                (tools.tools, tools.dropped, left_out(&request, false))
-            }
+            Target::ChatCompletions => for_target::<Chat>(&request),
+            Target::AnthropicMessages => for_target::<Anthropic>(&request),
         };
         let tools = if tools.is_empty() {
             String::new()
@@ -94,6 +88,14 @@ impl PromptCompiler {
             left_out,
         })
     }
+}
+
+/// The tools of `request` converted for target `F`, those left out, and the settings left out.
+fn for_target<F: Format>(
+    request: &ModelRequest,
+) -> (Vec<Value>, Vec<DroppedTool>, Vec<&'static str>) {
+    let (tools, dropped) = F::tools(request.prompt.tools.specs());
+    (tools, dropped, left_out(request, F::SENDS_REASONING_EFFORT))
 }
 
 /// The settings of `request` that Chat Completions and Anthropic Messages bodies have no field
@@ -172,9 +174,9 @@ impl TargetRequest {
     pub fn write_body<W: Write + ?Sized>(&self, out: &mut W) -> Result<(), RequestError> {
         match self.projection.inner() {
             Inner::Responses => self.request.write_body(out),
-            Inner::Chat(messages) => chat::write_body(&self.request, messages, &self.tools, out),
+            Inner::Chat(messages) => Chat::write_body(&self.request, messages, &self.tools, out),
             Inner::Anthropic(messages) => {
-                anthropic::write_body(&self.request, messages, &self.tools, out)
+                Anthropic::write_body(&self.request, messages, &self.tools, out)
             }
         }
     }

@@ -14,8 +14,15 @@ use super::super::assembly::{
 };
 use super::super::options::TargetOptions;
 use super::super::report::{TargetRepair, TargetRepairKind};
+use std::io::Write;
+
+use crate::request::{ModelRequest, RequestError};
+
+use super::super::assembly::Messages;
+use super::super::tools::DroppedTool;
 use super::ANTHROPIC_LEADING_USER_TEXT;
 use super::render::{AFTER_ID, AnthropicItem, Sent, TEXT, TOOL_RESULT_HEAD, TOOL_USE_HEAD};
+use super::request::{anthropic_tools, write_body};
 
 /// The Anthropic Messages target.
 #[derive(Debug)]
@@ -224,6 +231,22 @@ impl Format for Anthropic {
         for fragment in closed {
             out.push(fragment);
         }
+    }
+
+    const SENDS_REASONING_EFFORT: bool = false;
+
+    fn tools(specs: &[Value]) -> (Vec<Value>, Vec<DroppedTool>) {
+        let tools = anthropic_tools(specs);
+        (tools.tools, tools.dropped)
+    }
+
+    fn write_body<W: Write + ?Sized>(
+        request: &ModelRequest,
+        messages: &Messages<Self>,
+        tools: &str,
+        out: &mut W,
+    ) -> Result<(), RequestError> {
+        write_body(request, messages, tools, out)
     }
 
     fn finish(_key: &ProjectionOptions, state: &State) -> Finish<AnthropicItem> {

@@ -7,11 +7,10 @@ mod messages;
 mod render;
 mod request;
 
-use super::assembly::Messages;
+use super::assembly::{Format, Messages};
 
 pub(crate) use messages::Anthropic;
 pub use render::{CUSTOM_TOOL_INPUT_KEY, RAW_ARGUMENTS_KEY};
-pub(crate) use request::write_body;
 pub use request::{
     AnthropicTools, DEFAULT_ANTHROPIC_MAX_TOKENS, anthropic_tool_choice, anthropic_tools,
 };
@@ -22,7 +21,9 @@ pub const ANTHROPIC_LEADING_USER_TEXT: &str = "(conversation continued)";
 
 /// The texts hoisted into the top-level `system` (every non-empty `system`/`developer` message,
 /// in history order).
-pub(crate) fn system_texts(messages: &Messages<Anthropic>) -> impl Iterator<Item = &str> + '_ {
+pub(crate) fn system_texts<F: Format<Item = render::AnthropicItem>>(
+    messages: &Messages<F>,
+) -> impl Iterator<Item = &str> + '_ {
     messages.hoisted().filter_map(|item| match &item.piece {
         render::Sent::System(text) => Some(&**text),
         _ => None,

@@ -7,11 +7,11 @@ use serde_json::{Map, Value, json};
 
 use crate::request::{ModelRequest, RequestError, ToolChoice};
 
-use super::super::assembly::Messages;
+use super::super::assembly::{Format, Messages};
 use super::super::tools::{
     DroppedTool, LOCAL_SHELL_DESCRIPTION, ToolKind, convert_tools, local_shell_schema,
 };
-use super::messages::Anthropic;
+use super::render::AnthropicItem;
 use super::render::CUSTOM_TOOL_INPUT_KEY;
 
 /// The `max_tokens` sent when none is set: the Messages API requires the field and has no
@@ -37,9 +37,9 @@ pub struct AnthropicTools {
 /// # Errors
 ///
 /// [`RequestError::Io`] from the writer.
-pub(crate) fn write_body<W: Write + ?Sized>(
+pub(super) fn write_body<F: Format<Item = AnthropicItem>, W: Write + ?Sized>(
     request: &ModelRequest,
-    messages: &Messages<Anthropic>,
+    messages: &Messages<F>,
     tools: &str,
     out: &mut W,
 ) -> Result<(), RequestError> {

@@ -26,9 +26,11 @@ use imbl::Vector;
 
 use crate::history::History;
 use crate::projection::{Location, Projection};
+use crate::request::{ModelRequest, RequestError};
 
 use super::options::TargetOptions;
 use super::report::{TargetProjectionError, TargetRepair, TargetRepairKind};
+use super::tools::DroppedTool;
 
 #[cfg(feature = "testing")]
 pub use counters::{
@@ -89,6 +91,23 @@ pub(crate) trait Format: Sized + Send + Sync + 'static {
     /// What a projection writes around the fragments built so far, given the state after the
     /// last step (the open message closed, and any per-request touch).
     fn finish(key: &Self::Key, state: &Self::State) -> Finish<Self::Item>;
+
+    /// Whether the request body sends the reasoning effort.
+    const SENDS_REASONING_EFFORT: bool;
+    /// Converts the request's Responses tool specs: the target's tools, and those left out.
+    fn tools(specs: &[serde_json::Value]) -> (Vec<serde_json::Value>, Vec<DroppedTool>);
+    /// Writes the request body of `request` with `messages` and `tools` (the converted tools'
+    /// JSON array, empty when none is left).
+    ///
+    /// # Errors
+    ///
+    /// [`RequestError::Io`] from the writer.
+    fn write_body<W: Write + ?Sized>(
+        request: &ModelRequest,
+        messages: &Messages<Self>,
+        tools: &str,
+        out: &mut W,
+    ) -> Result<(), RequestError>;
 }
 
 /// One step for a target's message builder, in the order pairing chose.

@@ -12,7 +12,14 @@ use crate::projection::ABORTED_OUTPUT;
 use super::super::assembly::{BuildStep, Finish, Format, Fragment, Lead, Out, Rendered, Source};
 use super::super::options::{DeveloperRole, TargetOptions};
 use super::super::report::TargetRepairKind;
+use std::io::Write;
+
+use crate::request::{ModelRequest, RequestError};
+
+use super::super::assembly::Messages;
+use super::super::tools::DroppedTool;
 use super::convert::{AFTER_ID, ChatItem, IMAGES, MessageRole, Piece, TEXT};
+use super::request::{chat_tools, write_body};
 
 /// The Chat Completions target.
 #[derive(Debug)]
@@ -228,6 +235,22 @@ impl Format for Chat {
                 Piece::Call { .. } | Piece::Output { .. } | Piece::Nothing => {}
             },
         }
+    }
+
+    const SENDS_REASONING_EFFORT: bool = true;
+
+    fn tools(specs: &[Value]) -> (Vec<Value>, Vec<DroppedTool>) {
+        let tools = chat_tools(specs);
+        (tools.tools, tools.dropped)
+    }
+
+    fn write_body<W: Write + ?Sized>(
+        request: &ModelRequest,
+        messages: &Messages<Self>,
+        tools: &str,
+        out: &mut W,
+    ) -> Result<(), RequestError> {
+        write_body(request, messages, tools, out)
     }
 
     fn finish(_key: &TargetOptions, state: &State) -> Finish<ChatItem> {

@@ -8,5 +8,4 @@ mod request;
 
 pub use convert::{TOOL_IMAGE_PLACEHOLDER, UNNAMED_TOOL_FUNCTION};
 pub(crate) use messages::Chat;
-pub(crate) use request::write_body;
 pub use request::{ChatTools, chat_tool_choice, chat_tools};

@@ -8,11 +8,11 @@ use serde_json::{Map, Value, json};
 
 use crate::request::{ModelRequest, RequestError, ToolChoice};
 
-use super::super::assembly::Messages;
+use super::super::assembly::{Format, Messages};
 use super::super::tools::{
     DroppedTool, LOCAL_SHELL_DESCRIPTION, ToolKind, convert_tools, local_shell_schema,
 };
-use super::messages::Chat;
+use super::convert::ChatItem;
 
 /// Responses tool specs converted for Chat Completions, and those left out.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -93,9 +93,9 @@ pub fn chat_tool_choice(choice: &ToolChoice) -> Value {
 /// # Errors
 ///
 /// [`RequestError::Io`] from the writer.
-pub(crate) fn write_body<W: Write + ?Sized>(
+pub(super) fn write_body<F: Format<Item = ChatItem>, W: Write + ?Sized>(
     request: &ModelRequest,
-    messages: &Messages<Chat>,
+    messages: &Messages<F>,
     tools: &str,
     out: &mut W,
 ) -> Result<(), RequestError> {

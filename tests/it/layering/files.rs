@@ -36,15 +36,15 @@ const FILE_ORDER: &[(&str, &str)] = &[
     ("request", "plan < prefix < tools"),
     (
         "provider",
-        "options < report < assembly/ < tools < anthropic/ < chat/ < projection < request < \
+        "options < report < tools < assembly/ < anthropic/ < chat/ < projection < request < \
          validate/",
     ),
     (
         "provider/assembly",
         "counters < units < fragments < naming < pairing < memo",
     ),
-    ("provider/anthropic", "render < messages < request"),
-    ("provider/chat", "convert < messages < request"),
+    ("provider/anthropic", "render < request < messages"),
+    ("provider/chat", "convert < request < messages"),
     ("provider/validate", "anthropic < chat < responses"),
     (
         "stream",
