@@ -3,6 +3,7 @@
 use std::fs::File;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use serde_json::value::RawValue;
 
@@ -12,6 +13,7 @@ use crate::history::{
     WorldStateUpdate,
 };
 use crate::item::{Entry, ItemError, ItemKind, ResponseItem, ThreadId, parse_item};
+use crate::request::{PromptCompiler, RequestSettings};
 use crate::rollout::{
     Durability, FileSink, IncompleteTurn, LoadReport, ResumeOptions, ResumeSource, RolloutError,
     RolloutSink, RolloutWriteError, RolloutWriter, SessionMeta, WriteStep, resume_file,
@@ -64,6 +66,9 @@ pub struct Session<S: RolloutSink = FileSink> {
     history: History,
     writer: RolloutWriter<S>,
     thread_id: ThreadId,
+    /// The base instructions its `session_meta` records ("" when none), for
+    /// [`Session::compiler`].
+    base_instructions: Arc<str>,
     assign_ids: bool,
     /// Publishes the history to the readers of [`Session::share`], once there are any.
     publisher: Option<HistoryPublisher>,
@@ -140,6 +145,7 @@ impl Session<FileSink> {
             history: History::with_truncation(truncation),
             writer,
             thread_id: meta.id,
+            base_instructions: instructions_of(&meta),
             assign_ids: true,
             publisher: None,
         })
@@ -188,6 +194,11 @@ impl Session<FileSink> {
                 history: resumed.history,
                 writer,
                 thread_id: resumed.report.thread_id,
+                base_instructions: resumed
+                    .report
+                    .base_instructions
+                    .as_ref()
+                    .map_or_else(|| Arc::from(""), |found| Arc::from(found.text.as_str())),
                 assign_ids: true,
                 publisher: None,
             },
@@ -263,10 +274,16 @@ impl Session<FileSink> {
             history,
             writer,
             thread_id: meta.id,
+            base_instructions: instructions_of(&meta),
             assign_ids: self.assign_ids,
             publisher: None,
         })
     }
+}
+
+/// The text of `meta`'s base instructions, "" when it records none.
+fn instructions_of(meta: &SessionMeta) -> Arc<str> {
+    Arc::from(meta.base_instructions_text().unwrap_or_default())
 }
 
 /// Appends every newline-terminated line of the rollout at `from` to `writer`, verbatim. A torn
@@ -301,9 +318,17 @@ impl<S: RolloutSink> Session<S> {
             history,
             writer,
             thread_id,
+            base_instructions: Arc::from(""),
             assign_ids: true,
             publisher: None,
         }
+    }
+
+    /// A request compiler with `settings` and this session's base instructions (those its
+    /// `session_meta` records, [`SessionMeta::with_base_instructions`]; empty when none), so
+    /// that they are given once, when the session is created.
+    pub fn compiler(&self, settings: RequestSettings) -> PromptCompiler {
+        PromptCompiler::new(settings).with_base_instructions(Arc::clone(&self.base_instructions))
     }
 
     /// Whether items recorded without an id get one (`<prefix>_<UUIDv7>`, as Codex assigns at
@@ -492,6 +517,9 @@ impl<S: RolloutSink> Session<S> {
     /// renders in full; with one, only what changed. Resuming the file gives the same items and
     /// baseline (`docs/world-state.md`, "The baseline in the history").
     ///
+    /// The returned [`WorldStateUpdate::items`] are the recorded copies, with the ids recording
+    /// gave them: they are in the history already.
+    ///
     /// The items go after everything recorded so far; a caller that places them elsewhere in
     /// its turn uses [`History::diff_world_state`], [`Session::record`] and
     /// [`Session::persist_world_state`] itself.
@@ -503,11 +531,20 @@ impl<S: RolloutSink> Session<S> {
     /// or written. The items recorded before stay, and the baseline is cleared, so the next
     /// update renders in full.
     pub fn update_world_state(&mut self, state: &WorldState) -> Result<WorldStateUpdate, Error> {
-        let update = self.history.diff_world_state(state)?;
-        let written = update
-            .items
+        let mut update = self.history.diff_world_state(state)?;
+        let rendered = std::mem::take(&mut update.items);
+        let written = rendered
             .iter()
-            .try_for_each(|item| self.record(item).map(drop))
+            .try_for_each(|item| {
+                // Hand back the copy the history holds (with the id recording gave it), so
+                // that nobody records the rendered one again.
+                if let Recorded::Stored { position, .. } = self.record(item)?
+                    && let Some(entry) = self.history.get(position)
+                {
+                    update.items.push(entry.to_item()?);
+                }
+                Ok(())
+            })
             .and_then(|()| match &update.change {
                 Some(change) => Ok(self.writer.append_world_state(change)?),
                 None => Ok(()),

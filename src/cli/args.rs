@@ -196,6 +196,17 @@ pub struct ProjectArgs {
     /// when reasoning is set, nothing otherwise.
     #[arg(long, requires = "request", value_name = "LIST")]
     pub include: Option<String>,
+    /// `prompt_cache_key`: KEY, or with no value the session's thread id (what Codex sends).
+    /// Left out by default, as the library leaves it out unless `RequestSettings` sets it.
+    #[arg(
+        long,
+        requires = "request",
+        value_name = "KEY",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "",
+    )]
+    pub prompt_cache_key: Option<String>,
 }
 
 /// The arguments of `check`.

@@ -280,11 +280,13 @@ fn write_request(
     let settings = RequestSettings {
         model: args.model.clone().unwrap_or_default(),
         reasoning,
-        // Codex keys the prompt cache by thread; the other APIs have no such field.
-        prompt_cache_key: input
-            .thread_id
-            .filter(|_| target.target == Target::Responses)
-            .map(|id| id.to_string()),
+        // Only when asked for (the library's default); bare, the flag means the thread id, as
+        // Codex keys the prompt cache by thread. The other APIs leave it out and say so.
+        prompt_cache_key: match args.prompt_cache_key.as_deref() {
+            None => None,
+            Some("") => input.thread_id.map(|id| id.to_string()),
+            Some(key) => Some(key.to_owned()),
+        },
         max_output_tokens: args.max_tokens,
         ..RequestSettings::default()
     };

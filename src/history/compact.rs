@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use crate::item::{
     ContentItem, Entry, ItemError, ItemKind, Message, ResponseItem, Role, SUMMARY_PREFIX,
-    approx_token_count, is_contextual_user_text, is_summary_text,
+    approx_token_count, is_contextual_user_text, is_summary_text, kinds_mark_context,
 };
 
 use super::History;
@@ -55,7 +55,8 @@ fn is_real_user_input(texts: &[&str]) -> bool {
     !contextual && !summary && !texts.is_empty()
 }
 
-/// The text of `entry` when it is a real user message (its text parts joined with `\n`).
+/// The text of `entry` when it is a real user message (its text parts joined with `\n`); a
+/// message its content kinds mark as context (a world-state render) is none.
 ///
 /// # Errors
 ///
@@ -68,6 +69,9 @@ pub(crate) fn real_user_text(entry: &Entry) -> Result<Option<String>, ItemError>
     let ResponseItem::Message(message) = entry.to_item()? else {
         return Ok(None);
     };
+    if kinds_mark_context(message.meta.as_ref(), message.content.len()) {
+        return Ok(None);
+    }
     let texts: Vec<&str> = message
         .content
         .iter()

@@ -11,8 +11,10 @@ use super::History;
 /// messages), the change to write to the rollout, and the new baseline.
 #[derive(Debug, Clone, PartialEq)]
 pub struct WorldStateUpdate {
-    /// The items that show the change to the model, in order (none when nothing changed). The
-    /// caller records them, after the items already in the history.
+    /// The items that show the change to the model, in order (none when nothing changed). From
+    /// [`History::update_world_state`] they are still to record, after the items already in the
+    /// history; from [`Session::update_world_state`](crate::Session::update_world_state) they
+    /// are the copies it recorded.
     pub items: Vec<ResponseItem>,
     /// The updates the items were merged from, in section order (a caller assembling a fresh
     /// initial context puts the prefix ones first: [`split_prefix_updates`](crate::world::split_prefix_updates)).

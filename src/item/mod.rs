@@ -40,7 +40,8 @@ pub use turn::{
     SUMMARY_PREFIX, is_contextual_developer_text, is_contextual_user_text, is_summary_text,
 };
 pub(crate) use turn::{
-    TurnRole, ends_with_ignore_case, is_first_turn_settings_text, starts_with_ignore_case,
+    TurnRole, ends_with_ignore_case, is_first_turn_settings_text, kinds_mark_context,
+    starts_with_ignore_case,
 };
 pub(crate) use work::count_conversion;
 #[cfg(feature = "testing")]

@@ -524,6 +524,31 @@ pub struct FunctionCallOutput {
     pub meta: Option<Metadata>,
 }
 
+impl FunctionCallOutput {
+    /// The text output of the call `call_id`: what a tool runner records once the tool ran.
+    ///
+    /// ```
+    /// use agent_history::{FunctionCallOutput, ResponseItem};
+    ///
+    /// let item = ResponseItem::FunctionCallOutput(FunctionCallOutput::text("call_1", "ok"));
+    /// assert_eq!(
+    ///     serde_json::to_string(&item)?,
+    ///     r#"{"type":"function_call_output","call_id":"call_1","output":"ok"}"#
+    /// );
+    /// # Ok::<(), serde_json::Error>(())
+    /// ```
+    pub fn text(call_id: impl Into<CallId>, text: impl Into<String>) -> Self {
+        FunctionCallOutput {
+            id: None,
+            call_id: Some(call_id.into()),
+            name: None,
+            namespace: None,
+            output: OutputPayload::text(text),
+            meta: None,
+        }
+    }
+}
+
 /// `custom_tool_call`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CustomToolCall {

@@ -7,6 +7,8 @@
 //! The classification belongs to the item layer: an entry records whether it starts a user turn
 //! when it is built, so that the history can count turns without parsing.
 
+use serde_json::Value;
+
 use super::inter_agent::is_inter_agent_instruction;
 use super::model::{ContentItem, ResponseItem, Role};
 
@@ -38,6 +40,31 @@ const APPLY_PATCH_WARNING: (&str, &str) = (
     "Warning: apply_patch was requested via ",
     "Use the apply_patch tool instead of exec_command.",
 );
+
+/// Whether a user message's host metadata marks all of it as rendered context: its
+/// `content_item_kinds` names one kind per part, and none is a kind of real user input. The world
+/// state writes its fragments' kinds there (`environment.instructions`, …), as Codex does for the
+/// context it injects (`agents_md.instructions`, `skills.selected_skill_instructions`, …), so such
+/// a message is context whatever its text.
+pub(crate) fn kinds_mark_context(meta: Option<&Value>, parts: usize) -> bool {
+    let Some(Value::Array(kinds)) = meta.and_then(|meta| meta.get("content_item_kinds")) else {
+        return false;
+    };
+    kinds.len() == parts
+        && parts > 0
+        && kinds
+            .iter()
+            .all(|kind| kind.as_str().is_some_and(|kind| !is_user_input_kind(kind)))
+}
+
+/// A content kind of what the user typed or attached: Codex's `user.` kinds (`user.text`,
+/// `user.image`, …) and the placeholders a text-only projection puts in place of user media.
+/// `user.instructions` is not one: it is the kind a world-state section with the id `user`
+/// renders (`JsonSection` kinds are `<id>.instructions`).
+fn is_user_input_kind(kind: &str) -> bool {
+    (kind.starts_with("user.") && kind != "user.instructions")
+        || matches!(kind, "images.unsupported" | "audio.unsupported")
+}
 
 /// Text prefixes of contextual fragments found in developer messages.
 const DEVELOPER_FRAGMENT_PREFIXES: &[&str] = &[
@@ -219,7 +246,7 @@ pub(crate) enum TurnRole {
 }
 
 /// Classifies a typed item for turn counting: an `agent_message`, a user message that is neither
-/// contextual nor a summary, and an assistant message holding a structured inter-agent instruction
+/// contextual (by its text or its content kinds) nor a summary, and an assistant message holding a structured inter-agent instruction
 /// start a user turn; contextual user and developer messages are context updates.
 pub(crate) fn turn_role_of(item: &ResponseItem) -> TurnRole {
     let message = match item {
@@ -229,7 +256,9 @@ pub(crate) fn turn_role_of(item: &ResponseItem) -> TurnRole {
     };
     match message.role {
         Role::User => {
-            if texts(&message.content).any(is_contextual_user_text) {
+            if texts(&message.content).any(is_contextual_user_text)
+                || kinds_mark_context(message.meta.as_ref(), message.content.len())
+            {
                 TurnRole::ContextUpdate { mixed: false }
             } else if texts(&message.content).next().is_some_and(is_summary_text) {
                 TurnRole::Other

@@ -178,7 +178,8 @@ pub struct RequestSettings {
     pub reasoning: Option<ReasoningConfig>,
     /// Output verbosity.
     pub verbosity: Option<Verbosity>,
-    /// The prompt cache key (Codex uses the thread id); omitted when `None`.
+    /// The prompt cache key; omitted when `None`, the default. Codex sends the thread id
+    /// (`Some(thread_id.to_string())`), as `project --request --prompt-cache-key` does.
     pub prompt_cache_key: Option<String>,
     /// Service tier; omitted when `None`.
     pub service_tier: Option<String>,

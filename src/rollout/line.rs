@@ -248,6 +248,22 @@ impl SessionMeta {
             base_instructions: None,
         }
     }
+
+    /// These metadata with base instructions `text` (Codex's `{"text": …}` shape): the
+    /// instructions a resume reports and [`Session::compiler`](crate::Session::compiler) sends.
+    pub fn with_base_instructions(mut self, text: impl Into<String>) -> SessionMeta {
+        self.base_instructions = Some(serde_json::json!({ "text": text.into() }));
+        self
+    }
+
+    /// The text of the base instructions, read as a resume reads them (`None` when absent or
+    /// of a shape the reader does not know).
+    pub(crate) fn base_instructions_text(&self) -> Option<String> {
+        match instructions_of(self.base_instructions.clone()) {
+            InstructionsField::Set(instructions) => Some(instructions.text),
+            InstructionsField::Unset | InstructionsField::Unknown(_) => None,
+        }
+    }
 }
 
 /// A session's base instructions, as a `session_meta` line records them in `base_instructions`:
@@ -315,6 +331,11 @@ pub(crate) fn base_instructions_field(payload: &str) -> InstructionsField {
             Err(error) => return InstructionsField::Unknown(format!("unreadable ({error})")),
         },
     };
+    instructions_of(value)
+}
+
+/// Reads a `base_instructions` value as [`base_instructions_field`] does.
+fn instructions_of(value: Option<Value>) -> InstructionsField {
     match value {
         None | Some(Value::Null) => InstructionsField::Unset,
         Some(Value::String(text)) => InstructionsField::Set(BaseInstructions::new(text)),

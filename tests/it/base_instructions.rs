@@ -232,6 +232,51 @@ fn a_resumed_session_builds_its_request_with_the_recorded_instructions() {
     );
 }
 
+/// The common path gives the instructions once: `SessionMeta::with_base_instructions` records
+/// them, and `Session::compiler` sends them, from the created session, its resume and through a
+/// snapshot; a session whose `session_meta` records none sends `""`.
+#[test]
+fn instructions_given_at_creation_reach_every_request_of_the_session() {
+    let dir = temp_dir();
+    let path = dir.path().join("rollout.jsonl");
+    let snapshot = dir.path().join("rollout.snap");
+    let settings = || RequestSettings {
+        model: "m".into(),
+        ..RequestSettings::default()
+    };
+    let instructions_of = |session: &Session| -> Value {
+        let request = session
+            .compiler(settings())
+            .compile(session.history(), StepContext::default())
+            .expect("lenient");
+        let body: Value = serde_json::from_slice(&request.body().expect("body")).expect("JSON");
+        body["instructions"].clone()
+    };
+    let meta = SessionMeta::new(thread("compiler")).with_base_instructions("Be brief.");
+    assert_eq!(meta.base_instructions, Some(json!({"text": "Be brief."})));
+    let mut session =
+        Session::create(&path, meta, DEFAULT_TRUNCATION, Durability::Flush).expect("created");
+    session.record_json(&user("hi")).expect("recorded");
+    assert_eq!(instructions_of(&session), "Be brief.");
+    session.write_snapshot(&snapshot).expect("snapshot");
+    drop(session);
+    for options in [
+        ResumeOptions::default(),
+        ResumeOptions::default().with_snapshot(&snapshot),
+    ] {
+        let resumed = Session::resume(&path, &options, Durability::Flush).expect("resumed");
+        assert_eq!(instructions_of(resumed.session()), "Be brief.");
+    }
+    let bare = Session::create(
+        dir.path().join("bare.jsonl"),
+        SessionMeta::new(thread("bare")),
+        DEFAULT_TRUNCATION,
+        Durability::Flush,
+    )
+    .expect("created");
+    assert_eq!(instructions_of(&bare), "");
+}
+
 /// Through a snapshot whose prefix records no instructions, the later lines are read for them,
 /// as a full resume reads every line: a resume through the snapshot reports what a full resume
 /// does, wherever the first `session_meta` that records them lies.

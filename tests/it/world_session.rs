@@ -5,8 +5,8 @@
 use crate::common;
 
 use agent_history::{
-    DEFAULT_TRUNCATION, Durability, History, JsonSection, PromptCompiler, RequestSettings,
-    ResumeOptions, Session, SessionMeta, StepContext, WorldState, resume_file,
+    DEFAULT_TRUNCATION, Durability, FragmentRole, History, JsonSection, PromptCompiler,
+    RequestSettings, ResumeOptions, Session, SessionMeta, StepContext, WorldState, resume_file,
 };
 use common::{assistant, jsons, temp_dir, thread, user};
 use serde_json::json;
@@ -157,4 +157,111 @@ fn world_state_reaches_a_request_only_through_history_items() {
         body.to_string()
     };
     assert!(!without_input.contains("Be brief.") && !without_input.contains("/repo"));
+}
+
+/// The world state of `docs/world-state.md`: rules for the developer, the environment as a
+/// user-role section.
+fn documented_world(cwd: &str) -> WorldState {
+    let mut state = WorldState::new();
+    state
+        .add(JsonSection::new(
+            "repository_rules",
+            json!("Run `cargo test`."),
+        ))
+        .expect("a new id");
+    state
+        .add(
+            JsonSection::new("environment", json!({"cwd": cwd, "shell": "bash"}))
+                .with_role(FragmentRole::User),
+        )
+        .expect("a new id");
+    state
+}
+
+fn texts(history: &History) -> Vec<String> {
+    jsons(history)
+        .iter()
+        .map(|json| {
+            let value: serde_json::Value = serde_json::from_str(json).unwrap();
+            value["content"][0]["text"]
+                .as_str()
+                .unwrap_or("")
+                .to_owned()
+        })
+        .collect()
+}
+
+/// A user-role world-state message is context: it starts no turn, so rollback, fork and the
+/// turn counts of `check` and `stats` see the two turns the user typed.
+#[test]
+fn a_user_role_world_state_message_is_context_not_a_user_turn() {
+    let dir = temp_dir();
+    let path = dir.path().join("rollout.jsonl");
+    let mut session = Session::create(
+        &path,
+        SessionMeta::new(thread("world-user-role")),
+        DEFAULT_TRUNCATION,
+        Durability::Flush,
+    )
+    .expect("created");
+    session
+        .update_world_state(&documented_world("/repo"))
+        .expect("updated");
+    session.record_json(&user("one")).expect("recorded");
+    session.record_json(&assistant("a1")).expect("recorded");
+    let changed = session
+        .update_world_state(&documented_world("/repo/sub"))
+        .expect("updated");
+    assert_eq!(changed.items.len(), 1, "the environment, as a user message");
+    // What comes back is the copy the session recorded, id and all, not one to record again.
+    let recorded: serde_json::Value =
+        serde_json::from_str(jsons(session.history()).last().unwrap()).unwrap();
+    assert!(recorded["id"].is_string(), "{recorded}");
+    assert_eq!(serde_json::to_value(&changed.items[0]).unwrap(), recorded);
+    session.record_json(&user("two")).expect("recorded");
+    session.record_json(&assistant("a2")).expect("recorded");
+    assert_eq!(session.history().len(), 7);
+    assert_eq!(session.history().user_turn_count(), 2);
+
+    // Dropping the last turn removes "two" and its answer, and the update trimmed above it.
+    let mut dropped = session.history().clone();
+    dropped.drop_last_n_user_turns(1).expect("dropped");
+    let first_turn = texts(&dropped);
+    assert_eq!(first_turn.len(), 4, "{first_turn:?}");
+    assert_eq!(first_turn[2..], ["one".to_owned(), "a1".to_owned()]);
+
+    // A fork before turn 2 keeps turn one only.
+    let fork_path = dir.path().join("fork.jsonl");
+    let fork = session
+        .fork(
+            2,
+            &fork_path,
+            SessionMeta::new(thread("world-user-role-fork")),
+            Durability::Flush,
+        )
+        .expect("forked");
+    assert_eq!(texts(fork.history()), first_turn);
+    drop(fork);
+
+    // `check` and `stats` count the two turns.
+    for command in ["check", "stats"] {
+        let output = std::process::Command::new(env!("CARGO_BIN_EXE_agent-history"))
+            .args([command, "--json"])
+            .arg(&path)
+            .output()
+            .expect("ran");
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert!(
+            stdout.contains("\"user_turns\":2"),
+            "{command}: {stdout} {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+
+    // A rollback of one turn does the same, and the file resumes to it.
+    session.rollback(1).expect("rolled back");
+    assert_eq!(texts(session.history()), first_turn);
+    let resumed = resume_file(&path, &ResumeOptions::default()).expect("resumed");
+    assert_eq!(resumed.history(), session.history());
+    assert_eq!(resumed.history().user_turn_count(), 1);
 }

@@ -22,7 +22,7 @@ use crate::item::model::{
     MessagePhase, Metadata as MetadataValue, ReasoningContent, ReasoningSummary, Role,
 };
 use crate::item::output::{OutputBody, PartsCost};
-use crate::item::turn::{is_contextual_user_text, is_summary_text};
+use crate::item::turn::{is_contextual_user_text, is_summary_text, kinds_mark_context};
 
 use super::scan::{Cursor, RawStr, ValuesLen};
 use super::typed::Validated;
@@ -216,6 +216,7 @@ struct Read<'a> {
     tools: usize,
     role: Option<Role>,
     content: Vec<MessageText>,
+    meta: Option<MetadataValue>,
 }
 
 impl<'a> Read<'a> {
@@ -265,9 +266,7 @@ impl<'a> Read<'a> {
             Field::EncryptedFunctionArgs => {
                 cursor.value::<Option<Vec<RawStr<'a>>>>()?;
             }
-            Field::Meta => {
-                cursor.value::<Option<MetadataValue>>()?;
-            }
+            Field::Meta => self.meta = cursor.value::<Option<MetadataValue>>()?,
             string => self.strings[string as usize] = cursor.nullable_string()?,
         }
         Some(())
@@ -362,7 +361,7 @@ fn header_of(kind: ItemKind, read: &Read<'_>) -> Option<ItemHeader> {
                 return None;
             }
             header.user_turn = match role {
-                Role::User => user_turn_of(&read.content),
+                Role::User => user_turn_of(&read.content, read.meta.as_ref()),
                 Role::Assistant => instruction_turn_of(&read.content),
                 // Developer context and system messages (which the record filter drops) are
                 // left to the typed path.
@@ -453,12 +452,14 @@ impl MessageText {
     }
 }
 
-/// Whether a user message with these parts starts a user turn (see `turn_role_of`): not when a
-/// text is a contextual fragment, nor when its first text is a summary.
-fn user_turn_of(parts: &[MessageText]) -> bool {
-    !(parts
-        .iter()
-        .any(|part| part.text().is_some_and(is_contextual_user_text))
+/// Whether a user message with these parts and host metadata starts a user turn (see
+/// `turn_role_of`): not when a text is a contextual fragment or the content kinds mark it as
+/// context, nor when its first text is a summary.
+fn user_turn_of(parts: &[MessageText], meta: Option<&MetadataValue>) -> bool {
+    !(kinds_mark_context(meta, parts.len())
+        || parts
+            .iter()
+            .any(|part| part.text().is_some_and(is_contextual_user_text))
         || parts
             .first()
             .is_some_and(|part| part.text().is_some_and(is_summary_text)))

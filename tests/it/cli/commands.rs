@@ -48,6 +48,7 @@ fn project_request_writes_the_whole_body() {
         "gpt-5.1-codex",
         "--instructions",
         "Be brief.",
+        "--prompt-cache-key",
     ]);
     assert!(output.status.success(), "stderr: {}", text(&output.stderr));
     let body: serde_json::Value = serde_json::from_slice(&output.stdout).expect("JSON body");
@@ -80,6 +81,21 @@ fn project_request_writes_the_whole_body() {
         body["prompt_cache_key"],
         "5973b6c0-94b8-487b-a530-2aeb6098ae0c"
     );
+}
+
+#[test]
+fn project_request_takes_a_prompt_cache_key_of_its_own() {
+    let path = example("interrupted.jsonl");
+    let path = path.to_str().expect("utf-8 path");
+    let body = body_of(&run(&[
+        "project",
+        path,
+        "--request",
+        "--model",
+        "m",
+        "--prompt-cache-key=tenant-7",
+    ]));
+    assert_eq!(body["prompt_cache_key"], "tenant-7");
 }
 
 #[test]
@@ -633,9 +649,9 @@ fn body_of(output: &Output) -> serde_json::Value {
     serde_json::from_slice(&output.stdout).expect("JSON body")
 }
 
-/// Without flags beyond the model, the body is what it was before the request settings existed,
-/// byte for byte: Codex's `tool_choice`, `store`, `stream`, `include`, no tools, and (the example
-/// records none) empty instructions.
+/// Without flags beyond the model, the body holds Codex's `tool_choice`, `store`, `stream`,
+/// `include`, no tools, (the example records none) empty instructions, and no
+/// `prompt_cache_key`: as in the library, only `--prompt-cache-key` sets one.
 #[test]
 fn project_request_default_body_is_unchanged() {
     let path = example("interrupted.jsonl");
@@ -652,8 +668,7 @@ fn project_request_default_body_is_unchanged() {
         concat!(
             r#"{"model":"m","instructions":"","input":[{"type":"function_call","id":"fc_existing","name":"shell","arguments":"{\"command\":[\"cargo\",\"test\"]}","call_id":"missing-output-call"},"#,
             r#"{"type":"function_call_output","id":"fco_742749b0-3645-5d32-a172-676827826a07","call_id":"missing-output-call","output":"aborted"}],"#,
-            r#""tools":[],"tool_choice":"auto","parallel_tool_calls":false,"reasoning":null,"store":false,"stream":true,"include":[],"#,
-            r#""prompt_cache_key":"5973b6c0-94b8-487b-a530-2aeb6098ae0c"}"#,
+            r#""tools":[],"tool_choice":"auto","parallel_tool_calls":false,"reasoning":null,"store":false,"stream":true,"include":[]}"#,
             "\n"
         )
     );
@@ -787,10 +802,11 @@ fn project_request_sends_the_tools_of_a_file_and_the_settings_given() {
         "high",
         "--reasoning-summary",
         "auto",
+        "--prompt-cache-key",
     ]);
     let stdout = text(&output.stdout);
     assert!(
-        stdout.contains(r#""tools":[{"type":"function","name":"shell","parameters":{"type":"object"}},{"type":"web_search"}],"tool_choice":"required","parallel_tool_calls":true,"reasoning":{"effort":"high","summary":"auto"},"store":true,"stream":false,"include":["reasoning.encrypted_content"],"#),
+        stdout.contains(r#""tools":[{"type":"function","name":"shell","parameters":{"type":"object"}},{"type":"web_search"}],"tool_choice":"required","parallel_tool_calls":true,"reasoning":{"effort":"high","summary":"auto"},"store":true,"stream":false,"include":["reasoning.encrypted_content"],"prompt_cache_key":"5973b6c0-94b8-487b-a530-2aeb6098ae0c"}"#),
         "{stdout}"
     );
     body_of(&output);

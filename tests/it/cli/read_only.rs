@@ -222,6 +222,7 @@ fn invocations() -> Vec<Invocation> {
             "auto",
             "--include",
             "reasoning.encrypted_content",
+            "--prompt-cache-key",
         ]),
         reads(&[
             "project",
@@ -536,7 +537,8 @@ fn help_flags(subcommand: &str) -> (BTreeSet<String>, BTreeMap<String, String>) 
             continue;
         }
         let mut short = None;
-        for token in line.split([' ', ',', '=']) {
+        // `[` starts an optional value (`--prompt-cache-key[=<KEY>]`).
+        for token in line.split([' ', ',', '=', '[']) {
             if let Some(name) = token.strip_prefix("--") {
                 let flag = format!("--{name}");
                 if flag != "--help" && flag != "--version" {
