@@ -2,7 +2,7 @@
 
 use std::process::ExitCode;
 
-use agent_history::{Replace, ResumeOptions};
+use agent_history::{ExistingFile, Replace, ResumeOptions};
 
 use super::args::SnapshotArgs;
 use super::input::resume;
@@ -26,10 +26,15 @@ pub fn run(args: SnapshotArgs) -> anyhow::Result<ExitCode> {
     let header = resumed
         .write_snapshot_with(&output, replace)
         .map_err(|error| match error {
-            // The error has no source: the hint can join its message.
-            agent_history::SnapshotError::WouldReplace { .. } => {
-                anyhow::anyhow!("{error} (pass --force to replace it)")
-            }
+            // The error has no source: the hint can join its message. `--force` replaces any
+            // regular file but the rollout read, so the hint is only for a file it would replace.
+            agent_history::SnapshotError::WouldReplace {
+                found:
+                    ExistingFile::JsonLines { .. }
+                    | ExistingFile::Other { .. }
+                    | ExistingFile::DanglingLink,
+                ..
+            } if !force => anyhow::anyhow!("{error} (pass --force to replace it)"),
             other => other.into(),
         })?;
     // Status, not output: stdout stays free for a pipeline.

@@ -31,7 +31,8 @@ pub enum Replace {
     /// from (also through a link) are refused with [`SnapshotError::WouldReplace`].
     #[default]
     SnapshotsOnly,
-    /// Whatever is there (the command line's `--force`). A directory still cannot be replaced.
+    /// Whatever regular file is there (the command line's `--force`) but the rollout the
+    /// snapshot is made from. A directory, a device, a FIFO or a socket cannot be replaced.
     Anything,
 }
 
@@ -71,16 +72,18 @@ fn check_target(path: &Path, target: SnapshotTarget<'_>) -> Result<(), SnapshotE
         // and the error says so better than the rename's.
         return refuse(ExistingFile::Directory);
     }
-    if target.replace == Replace::Anything {
-        return Ok(());
+    if !metadata.is_file() {
+        // Nor a device, a FIFO or a socket: replacing `/dev/null` by a rename is never meant.
+        return refuse(ExistingFile::Special);
     }
     if let Some(source) = target.source
         && is_same_file(path, &metadata, source)
     {
+        // Nor the rollout being read: no command modifies the session it reads.
         return refuse(ExistingFile::SourceRollout);
     }
-    if !metadata.is_file() {
-        return refuse(ExistingFile::Special);
+    if target.replace == Replace::Anything {
+        return Ok(());
     }
     let bytes = metadata.len();
     if bytes == 0 || is_snapshot(path) {
@@ -99,6 +102,14 @@ fn check_target(path: &Path, target: SnapshotTarget<'_>) -> Result<(), SnapshotE
     } else {
         refuse(ExistingFile::Other { bytes })
     }
+}
+
+/// The file a symbolic link at `path` points to, when it is one and its target exists: the
+/// snapshot replaces that file and the link stays, as writing through the link would. `None`
+/// for anything else (a dangling link is checked, and replaced, as itself).
+fn through_link(path: &Path) -> Option<std::path::PathBuf> {
+    let is_link = std::fs::symlink_metadata(path).is_ok_and(|found| found.file_type().is_symlink());
+    is_link.then(|| std::fs::canonicalize(path).ok()).flatten()
 }
 
 /// Whether `path` (whose metadata is `metadata`) is the file at `other`: the same device and
@@ -165,6 +176,8 @@ pub(crate) fn write_snapshot_on<St: SnapshotStorage>(
     state: &PrefixState,
     facts: &[PrefixFact],
 ) -> Result<SnapshotHeader, SnapshotError> {
+    let resolved = through_link(path);
+    let path = resolved.as_deref().unwrap_or(path);
     storage.check_target(path, target)?;
     let payload =
         payload_of(history, state, facts).map_err(|detail| SnapshotError::InvalidArchive {

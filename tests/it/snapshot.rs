@@ -1212,6 +1212,7 @@ fn an_untrusted_snapshot_has_every_entry_checked_against_its_json() {
 #[test]
 fn writing_a_snapshot_replaces_only_snapshots_unless_told() {
     use agent_history::{ExistingFile, Replace};
+    use std::os::unix::fs::FileTypeExt as _;
     let dir = temp_dir();
     let (rollout, snapshot, resumed) = snapshot_of(dir.path(), small_rollout().as_bytes(), "r");
     let original = std::fs::read(&rollout).expect("rollout");
@@ -1219,10 +1220,9 @@ fn writing_a_snapshot_replaces_only_snapshots_unless_told() {
         Err(SnapshotError::WouldReplace { found, .. }) => found,
         other => panic!("{}: {other:?}", path.display()),
     };
-    assert_eq!(
-        refused(&rollout, Replace::SnapshotsOnly),
-        ExistingFile::SourceRollout
-    );
+    for replace in [Replace::SnapshotsOnly, Replace::Anything] {
+        assert_eq!(refused(&rollout, replace), ExistingFile::SourceRollout);
+    }
     let notes = dir.path().join("notes");
     std::fs::write(&notes, b"\x00\x01").expect("written");
     assert_eq!(
@@ -1239,12 +1239,40 @@ fn writing_a_snapshot_replaces_only_snapshots_unless_told() {
         refused(dir.path(), Replace::Anything),
         ExistingFile::Directory
     );
+    // Nor does anything replace a FIFO (or a device): only regular files are replaced.
+    let fifo = dir.path().join("fifo");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .expect("mkfifo runs");
+    assert!(made.success());
+    assert_eq!(refused(&fifo, Replace::Anything), ExistingFile::Special);
+    assert!(
+        std::fs::symlink_metadata(&fifo)
+            .expect("still there")
+            .file_type()
+            .is_fifo()
+    );
     assert_eq!(std::fs::read(&rollout).expect("rollout"), original);
     assert_eq!(std::fs::read(&notes).expect("notes"), b"\x00\x01");
 
     resumed
         .write_snapshot(&snapshot)
         .expect("a snapshot is replaced");
+    // Through a link, the file it points to is replaced and the link stays a link.
+    let link = dir.path().join("link.snap");
+    std::os::unix::fs::symlink(&snapshot, &link).expect("symlink");
+    std::fs::write(&snapshot, b"").expect("emptied");
+    resumed
+        .write_snapshot(&link)
+        .expect("written through the link");
+    assert!(
+        std::fs::symlink_metadata(&link)
+            .expect("the link")
+            .file_type()
+            .is_symlink()
+    );
+    assert!(is_snapshot(&snapshot));
     resumed
         .write_snapshot_with(&notes, Replace::Anything)
         .expect("anything is replaced when told");

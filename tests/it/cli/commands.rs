@@ -490,18 +490,34 @@ fn snapshot_refuses_to_replace_what_is_not_a_snapshot() {
     let path = |path: &std::path::Path| path.to_str().expect("utf-8 path").to_owned();
     let input = path(&rollout);
     for (target, what) in [
-        (&rollout, "the rollout the snapshot is made from"),
-        (&symlink, "the rollout the snapshot is made from"),
-        (&hard_link, "the rollout the snapshot is made from"),
         (&other, "a file of JSON lines"),
         (&notes, "a file of 8 bytes, not a snapshot"),
-        (&dir.path().to_owned(), "a directory"),
     ] {
         let output = run(&["snapshot", &input, "-o", &path(target)]);
         assert!(!output.status.success(), "{}", target.display());
         let stderr = text(&output.stderr);
         assert!(stderr.contains(what), "{stderr}");
-        assert!(stderr.contains("--force"), "{stderr}");
+        assert!(stderr.contains("pass --force"), "{stderr}");
+    }
+    // What `--force` cannot replace either (the rollout read, by any name, and a directory)
+    // gets no hint to pass it, with or without it.
+    let directory = dir.path().to_owned();
+    for (target, what) in [
+        (&rollout, "the rollout the snapshot is made from"),
+        (&symlink, "the rollout the snapshot is made from"),
+        (&hard_link, "the rollout the snapshot is made from"),
+        (&directory, "a directory"),
+    ] {
+        for force in [&[][..], &["--force"][..]] {
+            let target = path(target);
+            let mut args = vec!["snapshot", &input, "-o", &target];
+            args.extend_from_slice(force);
+            let output = run(&args);
+            assert!(!output.status.success(), "{target} {force:?}");
+            let stderr = text(&output.stderr);
+            assert!(stderr.contains(what), "{stderr}");
+            assert!(!stderr.contains("pass --force"), "{stderr}");
+        }
     }
     assert_eq!(std::fs::read(&rollout).expect("rollout"), original);
     assert_eq!(std::fs::read(&other).expect("other"), original);
