@@ -79,9 +79,9 @@ pub use provider::{
 // The stream layer: a streamed model response (OpenAI Responses, Chat Completions, Anthropic
 // Messages) recorded as complete items only.
 pub use stream::{
-    AnthropicAccumulator, ChatAccumulator, DeltaKind, NotUtf8Event, PartialItem, RecordFailure,
-    ResponsesAccumulator, SseDecoder, SseEvent, StreamAccumulator, StreamEnd, StreamError,
-    StreamSummary, StreamTarget, Update,
+    AnthropicAccumulator, ChatAccumulator, DeltaKind, MAX_EVENT_BYTES, NotUtf8Event, PartialItem,
+    RecordFailure, ResponsesAccumulator, SseDecoder, SseEvent, StreamAccumulator, StreamEnd,
+    StreamError, StreamSummary, StreamTarget, Update,
 };
 
 // The snapshot layer: memory-mapped archives of a history.

@@ -188,7 +188,8 @@ impl Session<FileSink> {
         }
         // After reading, so that the report still tells a torn tail.
         sink.end_torn_line(path)?;
-        let writer = RolloutWriter::with_sink(sink, path, durability);
+        let writer =
+            RolloutWriter::with_sink(sink, path, durability).after_lines(resumed.report.lines);
         Ok(ResumedSession {
             session: Session {
                 history: resumed.history,

@@ -150,6 +150,9 @@ pub enum WriteStep {
     Create,
     /// Opening an existing rollout file for appending.
     OpenForAppend,
+    /// Appending to something that is not a regular file (a FIFO, a device, a directory): it
+    /// was not opened, since opening a FIFO for writing would wait for a reader.
+    NotAFile,
     /// Another writer holds the file's lock ([`FileSink`](super::FileSink)): a second session or
     /// writer on one rollout would interleave its lines with the first one's. The source's kind is
     /// [`WouldBlock`](std::io::ErrorKind::WouldBlock).
@@ -163,7 +166,9 @@ pub enum WriteStep {
         /// The line's type.
         line_type: LineKind,
     },
-    /// Writing the line with this number (1-based among the lines this writer was given).
+    /// Writing the line with this number: 1-based in the file for a resumed session
+    /// ([`RolloutWriter::after_lines`](super::RolloutWriter::after_lines)), else among the lines
+    /// this writer was given.
     Write {
         /// The line's type; `None` for a line copied verbatim from another rollout.
         line_type: Option<LineKind>,
@@ -198,6 +203,7 @@ impl fmt::Display for WriteStep {
         match self {
             WriteStep::Create => f.write_str("create the file"),
             WriteStep::OpenForAppend => f.write_str("open the file for appending"),
+            WriteStep::NotAFile => f.write_str("append to it: it is not a regular file"),
             WriteStep::Locked => f.write_str("open it for writing: it is locked by another writer"),
             WriteStep::Lock => f.write_str("lock the file for writing"),
             WriteStep::Build { line_type } => write!(f, "build a {line_type} line"),

@@ -97,6 +97,7 @@ impl FileSink {
     ///
     /// # Errors
     ///
+    /// [`WriteStep::NotAFile`] for a FIFO, a device or a directory (never opened);
     /// [`WriteStep::OpenForAppend`] with the I/O error of opening the file or ending its torn
     /// line; [`WriteStep::Locked`] when another writer holds the lock, [`WriteStep::Lock`] when
     /// locking failed otherwise.
@@ -114,6 +115,14 @@ impl FileSink {
     ///
     /// As [`FileSink::open_append`].
     pub(crate) fn open_locked(path: &Path) -> Result<FileSink, RolloutWriteError> {
+        // Checked before opening: a FIFO's open for writing blocks until a reader comes.
+        match std::fs::metadata(path) {
+            Ok(metadata) if !metadata.is_file() => {
+                let source = io::Error::from(io::ErrorKind::InvalidInput);
+                return Err(error(path, WriteStep::NotAFile, source));
+            }
+            _ => {}
+        }
         let file = OpenOptions::new()
             .read(true)
             .append(true)

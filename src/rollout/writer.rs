@@ -69,6 +69,9 @@ pub struct RolloutWriter<S: RolloutSink = FileSink> {
     lines_written: u64,
     /// Lines written and flushed (and synced, per the setting).
     durable_lines: u64,
+    /// Lines the file held before this writer's first (see [`RolloutWriter::after_lines`]), so
+    /// that errors give a line's number in the file.
+    lines_before: u64,
     clock: fn() -> SystemTime,
 }
 
@@ -200,8 +203,16 @@ impl<S: RolloutSink> RolloutWriter<S> {
             lines_built: 0,
             lines_written: 0,
             durable_lines: 0,
+            lines_before: 0,
             clock: SystemTime::now,
         }
+    }
+
+    /// Numbers the lines in errors as lines of a file that already holds `lines` lines (a
+    /// resumed session's), so that a failed write names the line of the file.
+    pub fn after_lines(mut self, lines: u64) -> Self {
+        self.lines_before = lines;
+        self
     }
 
     /// Replaces the clock that stamps lines (for reproducible files in tests).
@@ -463,7 +474,7 @@ impl<S: RolloutSink> RolloutWriter<S> {
             return Err(self.error(
                 WriteStep::Write {
                     line_type: None,
-                    line: self.lines_built + 1,
+                    line: self.lines_before + self.lines_built + 1,
                 },
                 io::Error::new(
                     io::ErrorKind::InvalidInput,
@@ -569,7 +580,7 @@ impl<S: RolloutSink> RolloutWriter<S> {
         WriteStep::Write {
             // Every line in `pending` has its type queued, so the queue has a front here.
             line_type: self.pending_kinds.front().cloned().flatten(),
-            line: self.lines_written + 1,
+            line: self.lines_before + self.lines_written + 1,
         }
     }
 

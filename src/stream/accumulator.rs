@@ -5,7 +5,7 @@ use crate::stream::StreamTarget;
 use crate::stream::core::{Core, Fault};
 use crate::stream::error::StreamError;
 use crate::stream::report::{StreamEnd, StreamSummary, Update};
-use crate::stream::sse::SseDecoder;
+use crate::stream::sse::{MAX_EVENT_BYTES, SseDecoder};
 
 /// How one streaming format's events are handled: the part of an accumulator that differs
 /// between OpenAI Responses, Chat Completions and Anthropic Messages. Implemented by the three
@@ -68,7 +68,18 @@ impl<F: Format> StreamAccumulator<F> {
         mut on_update: impl FnMut(Update<'_>),
     ) -> Result<(), T::Error> {
         self.sse.push(bytes);
-        while let Some(event) = self.sse.next_event() {
+        loop {
+            let Some(event) = self.sse.next_event() else {
+                if self.sse.oversized() {
+                    let event = self.core.count();
+                    let fault = Fault::Input(StreamError::EventTooLarge {
+                        event,
+                        limit: MAX_EVENT_BYTES,
+                    });
+                    return self.settle(Err(fault), target);
+                }
+                break;
+            };
             match event {
                 Ok(event) => {
                     self.push(event.name.as_deref(), &event.data, target, &mut on_update)?;

@@ -87,4 +87,13 @@ pub enum StreamError {
         /// The number the event would have had.
         event: u64,
     },
+    /// A server-sent event grew past the bound without ending (no blank line, or no line end
+    /// at all): the stream is refused rather than held in memory.
+    #[error("event {event}: longer than {limit} bytes without ending")]
+    EventTooLarge {
+        /// The number the event would have had.
+        event: u64,
+        /// The bound ([`MAX_EVENT_BYTES`](crate::MAX_EVENT_BYTES)).
+        limit: usize,
+    },
 }

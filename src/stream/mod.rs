@@ -59,7 +59,7 @@ pub use chat::ChatAccumulator;
 pub use error::StreamError;
 pub use report::{DeltaKind, PartialItem, StreamEnd, StreamSummary, Update};
 pub use responses::ResponsesAccumulator;
-pub use sse::{NotUtf8Event, SseDecoder, SseEvent};
+pub use sse::{MAX_EVENT_BYTES, NotUtf8Event, SseDecoder, SseEvent};
 #[cfg(feature = "testing")]
 pub use work::stream_bytes_parsed;
 

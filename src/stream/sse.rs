@@ -27,7 +27,9 @@ pub struct NotUtf8Event;
 /// blank line), so a stream cut inside an event loses that event whole.
 ///
 /// Work: every byte is looked at once, when it is fed; a line split across chunks is kept
-/// until its end arrives.
+/// until its end arrives. Memory is bounded: an event whose unfinished bytes pass
+/// [`MAX_EVENT_BYTES`] is dropped and the decoder says so ([`SseDecoder::oversized`]); it then
+/// holds nothing more until the stream is given up.
 #[derive(Debug, Default)]
 pub struct SseDecoder {
     /// The bytes of the current, unfinished line.
@@ -48,7 +50,14 @@ pub struct SseDecoder {
     bad_utf8: bool,
     /// Whether each event of `ready` had a line that was not UTF-8, in the same order.
     bad_events: VecDeque<bool>,
+    /// An event grew past [`MAX_EVENT_BYTES`]: nothing more is kept.
+    oversized: bool,
 }
+
+/// The most bytes one server-sent event may hold before it ends (its lines and its data), as
+/// a rollout line is bounded: 512 MiB. A stream without line ends (`/dev/zero`) is refused
+/// once it passes the bound, instead of growing until memory runs out.
+pub const MAX_EVENT_BYTES: usize = 512 * 1024 * 1024;
 
 impl SseDecoder {
     /// A decoder at the start of a stream.
@@ -57,7 +66,34 @@ impl SseDecoder {
     }
 
     /// Feeds the next bytes; the events they complete are queued for [`SseDecoder::next_event`].
-    pub fn push(&mut self, mut bytes: &[u8]) {
+    pub fn push(&mut self, bytes: &[u8]) {
+        self.push_bounded(bytes, MAX_EVENT_BYTES);
+    }
+
+    /// [`push`](Self::push) with another bound than [`MAX_EVENT_BYTES`] (for tests).
+    pub(crate) fn push_bounded(&mut self, bytes: &[u8], limit: usize) {
+        if self.oversized {
+            return;
+        }
+        // Fed in slices, so that the bound is checked before a slice's bytes are kept.
+        for slice in bytes.chunks(64 * 1024) {
+            self.push_slice(slice);
+            if self.line.len() + self.data.len() > limit {
+                self.oversized = true;
+                self.line = Vec::new();
+                self.data = String::new();
+                return;
+            }
+        }
+    }
+
+    /// Whether an event passed the bound: the stream is to be refused (nothing is decoded any
+    /// more).
+    pub fn oversized(&self) -> bool {
+        self.oversized
+    }
+
+    fn push_slice(&mut self, mut bytes: &[u8]) {
         if !self.started {
             // Wait for three bytes (or a non-BOM byte) to decide about a byte-order mark.
             self.line.extend_from_slice(bytes);
@@ -193,6 +229,28 @@ mod tests {
             assert_eq!(all(&mut decoder), expected, "chunks of {size}");
             assert!(!decoder.has_partial_event());
         }
+    }
+
+    #[test]
+    fn an_event_past_the_bound_is_dropped_and_nothing_more_is_held() {
+        let mut decoder = SseDecoder::new();
+        decoder.push_bounded(b"data: short\n\n", 100);
+        assert!(!decoder.oversized());
+        // No line end, as from `/dev/zero`: refused once past the bound, whatever the chunking.
+        for _ in 0..10 {
+            decoder.push_bounded(&[0; 30], 100);
+        }
+        assert!(decoder.oversized());
+        assert!(decoder.line.capacity() == 0 && decoder.data.capacity() == 0);
+        // The event completed before it is still there; later bytes are not decoded.
+        decoder.push_bounded(b"\n\ndata: later\n\n", 100);
+        assert_eq!(all(&mut decoder), [(None, "short".to_owned())]);
+        // Many data lines of one event count too.
+        let mut decoder = SseDecoder::new();
+        for _ in 0..20 {
+            decoder.push_bounded(b"data: 0123456789\n", 100);
+        }
+        assert!(decoder.oversized());
     }
 
     #[test]

@@ -245,3 +245,87 @@ fn the_text_report_names_each_dropped_item() {
         "{stdout}"
     );
 }
+
+/// A stream with no line end (`/dev/zero`) is refused once an event passes the bound, in
+/// bounded memory, and nothing is appended.
+#[test]
+fn a_stream_without_line_ends_is_refused_at_the_event_bound() {
+    let dir = temp_dir();
+    let (path, before) = rollout(dir.path());
+    let output = run(
+        &[
+            "append",
+            path.to_str().expect("utf-8"),
+            "--stream",
+            "/dev/zero",
+        ],
+        None,
+    );
+    assert_eq!(output.status.code(), Some(3), "{}", text(&output.stderr));
+    let stderr = text(&output.stderr);
+    assert!(
+        stderr.contains("event 1: longer than 536870912 bytes without ending"),
+        "{stderr}"
+    );
+    assert_eq!(std::fs::read(&path).expect("rollout"), before);
+}
+
+/// `append` to a FIFO (or anything but a regular file) is refused at once, before opening it
+/// (opening a FIFO for writing would wait for a reader forever).
+#[test]
+fn append_refuses_what_is_not_a_regular_file() {
+    let dir = temp_dir();
+    let fifo = dir.path().join("fifo.jsonl");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .expect("mkfifo runs");
+    assert!(made.success());
+    for target in [fifo.as_path(), dir.path()] {
+        let output = run(
+            &[
+                "append",
+                target.to_str().expect("utf-8"),
+                "--stream",
+                &fixture("parallel_calls.sse"),
+            ],
+            None,
+        );
+        assert_eq!(output.status.code(), Some(3), "{}", text(&output.stderr));
+        let stderr = text(&output.stderr);
+        assert!(stderr.contains("it is not a regular file"), "{stderr}");
+    }
+}
+
+/// When the file cannot grow (here a file-size limit, as a full disk), the error names the
+/// line of the file that could not be written, not its number among this run's lines.
+#[test]
+fn a_failed_write_names_the_line_of_the_file() {
+    let dir = temp_dir();
+    let path = dir.path().join("rollout.jsonl");
+    let mut content = format!("{}\n", meta_line());
+    for turn in 0..4 {
+        content.push_str(&item_line(&user(&format!("turn {turn}"))));
+        content.push('\n');
+    }
+    std::fs::write(&path, &content).expect("written");
+    // The limit (in 512-byte blocks) leaves room for less than one more line; SIGXFSZ is
+    // ignored, so the write fails with EFBIG instead of killing the process.
+    let blocks = content.len().div_ceil(512);
+    let script =
+        format!("trap '' XFSZ; ulimit -f {blocks}; exec \"$0\" append \"$1\" --stream \"$2\"");
+    let output = std::process::Command::new("sh")
+        .args(["-c", &script, env!("CARGO_BIN_EXE_agent-history")])
+        .arg(&path)
+        .arg(fixture("parallel_calls.sse"))
+        .output()
+        .expect("sh runs");
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(3), "{stderr}");
+    assert!(stderr.contains("response_item line 6"), "{stderr}");
+    assert!(
+        std::fs::read(&path)
+            .expect("rollout")
+            .starts_with(content.as_bytes())
+    );
+}
