@@ -7,7 +7,7 @@ use agent_history::{
     DeveloperRole, DroppedTool, History, ProjectionOptions, PromptCompiler, ReasoningConfig,
     RepairReport, RequestSettings, ResponseOptions, ResumeOptions, ResumeSource, SnapshotOptions,
     SnapshotTrust, StepContext, Target, TargetOptions, TargetReport, ThreadId, ToolPlan,
-    UnknownItems, is_snapshot, open_snapshot, read_tools, resume_file,
+    UnknownItems, is_snapshot, open_snapshot, read_tools,
 };
 use anyhow::Context as _;
 use serde_json::{Map, Value};
@@ -178,7 +178,7 @@ fn load_rollout(args: &ProjectArgs, report: &mut Map<String, Value>) -> anyhow::
     let resumed = match &args.snapshot {
         Some(snapshot) => {
             let options = ResumeOptions::new(truncation).with_snapshot(snapshot);
-            let resumed = resume_file(&args.rollout, &options)?;
+            let resumed = resume(&args.rollout, &options)?;
             match resumed.source() {
                 ResumeSource::Snapshot { covered } => status_text!(
                     args.json,

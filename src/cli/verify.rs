@@ -4,15 +4,15 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use agent_history::{
-    FallbackReason, ResumeOptions, ResumeSource, SnapshotHeader, SnapshotOptions, is_snapshot,
-    open_snapshot, resume_file,
+    ResumeOptions, ResumeSource, SnapshotHeader, SnapshotOptions, is_snapshot, open_snapshot,
+    resume_file, resume_reader,
 };
 use anyhow::Context as _;
 use serde::Serialize;
 
 use super::Usage;
 use super::args::VerifyArgs;
-use super::input::{Source, each};
+use super::input::{STDIN_LABEL, Source, each, is_stdin};
 use super::output::{self, error_line, finish, json_line, line, stdout};
 
 /// What `verify` found in one snapshot.
@@ -131,17 +131,20 @@ fn verify(path: &PathBuf, rollout: Option<&PathBuf>) -> anyhow::Result<Verified>
     let rollout = match rollout {
         None => None,
         Some(rollout) => {
-            let mut options = ResumeOptions::default().with_snapshot(path);
-            let mut resumed = resume_file(rollout, &options)?;
             // The snapshot records the truncation it was written with; compare with that one.
-            if let ResumeSource::Fallback(FallbackReason::TruncationMismatch { snapshot, .. }) =
-                resumed.source()
-            {
-                options.truncation = *snapshot;
-                resumed = resume_file(rollout, &options)?;
-            }
+            // One reading, so that `-` (standard input) works too.
+            let options = ResumeOptions::new(opened.history().truncation()).with_snapshot(path);
+            let resumed = if is_stdin(rollout) {
+                resume_reader(std::io::stdin().lock(), STDIN_LABEL, &options)?
+            } else {
+                resume_file(rollout, &options)?
+            };
             Some(Matched {
-                path: rollout.display().to_string(),
+                path: if is_stdin(rollout) {
+                    STDIN_LABEL.to_owned()
+                } else {
+                    rollout.display().to_string()
+                },
                 matches: matches!(resumed.source(), ResumeSource::Snapshot { .. }),
                 source: serde_json::to_value(resumed.source())?,
                 why: match resumed.source() {

@@ -778,8 +778,56 @@ fn a_snapshot_is_used_whatever_lines_follow() {
     }
 }
 
+/// A stream (standard input) is checked against a snapshot as a file is: its covered prefix
+/// is read and kept, so that the snapshot is used when it stands for it, and otherwise the full
+/// resume replays the kept bytes and the rest, with the reason.
 #[test]
-fn strict_reading_and_streams_do_not_use_a_snapshot_and_say_why() {
+fn a_stream_resumes_through_a_snapshot_or_falls_back_with_its_bytes() {
+    let dir = temp_dir();
+    let text = std::fs::read(example("session.jsonl")).expect("example");
+    let half = text.len() / 2;
+    let cut = half
+        + text[half..]
+            .iter()
+            .position(|&b| b == b'\n')
+            .expect("a line")
+        + 1;
+    let (_, snapshot_path, _) = snapshot_of(dir.path(), &text[..cut], "half");
+    let options = ResumeOptions::new(DEFAULT_TRUNCATION).with_snapshot(&snapshot_path);
+    let full =
+        resume_reader(text.as_slice(), READER_LABEL, &ResumeOptions::default()).expect("resumes");
+    let through = resume_reader(text.as_slice(), READER_LABEL, &options).expect("resumes");
+    assert!(through.used_snapshot(), "{:?}", through.source());
+    assert_eq!(through.history(), full.history());
+    // Another stream: the snapshot does not stand for its start, and nothing of it is lost.
+    let mut other = text.clone();
+    let at = other
+        .iter()
+        .position(|&b| b == b'u')
+        .expect("a byte to change");
+    other[at] = b'U';
+    let changed = resume_reader(other.as_slice(), READER_LABEL, &options).expect("resumes");
+    let plain =
+        resume_reader(other.as_slice(), READER_LABEL, &ResumeOptions::default()).expect("resumes");
+    assert!(matches!(
+        changed.fallback_reason(),
+        Some(FallbackReason::PrefixChanged)
+    ));
+    assert_eq!(changed.history(), plain.history());
+    assert_eq!(changed.report(), plain.report());
+    // A stream shorter than the prefix: every byte of it is still read.
+    let short = resume_reader(&text[..cut / 2], READER_LABEL, &options).expect("resumes");
+    let plain =
+        resume_reader(&text[..cut / 2], READER_LABEL, &ResumeOptions::default()).expect("resumes");
+    assert!(matches!(
+        short.fallback_reason(),
+        Some(FallbackReason::RolloutShorter { .. })
+    ));
+    assert_eq!(short.history(), plain.history());
+}
+
+#[test]
+fn strict_reading_does_not_use_a_snapshot_and_says_why() {
     let dir = temp_dir();
     let text = std::fs::read(example("interrupted.jsonl")).expect("example");
     let (rollout_path, snapshot_path, _) = snapshot_of(dir.path(), &text, "interrupted");
@@ -791,13 +839,6 @@ fn strict_reading_and_streams_do_not_use_a_snapshot_and_say_why() {
         resumed.fallback_reason(),
         Some(FallbackReason::StrictMode)
     ));
-    let options = ResumeOptions::new(DEFAULT_TRUNCATION).with_snapshot(&snapshot_path);
-    let resumed = resume_reader(text.as_slice(), READER_LABEL, &options).expect("resumes");
-    assert!(matches!(
-        resumed.fallback_reason(),
-        Some(FallbackReason::NotAFile)
-    ));
-    assert_eq!(resumed.history().len(), 1);
     // A snapshot that is not there: the full resume, with the open error as the reason.
     let missing = ResumeOptions::new(DEFAULT_TRUNCATION).with_snapshot(dir.path().join("none"));
     let resumed = resume_file(&rollout_path, &missing).expect("resumes");
@@ -899,6 +940,52 @@ fn a_snapshot_that_covers_lines_but_no_bytes_falls_back() {
         "{:?}",
         result.source()
     );
+}
+
+/// A header whose count of covered lines disagrees with the prefix it covers (digest intact,
+/// header digest recomputed: only a crafted file) is not used, and `verify --rollout` says why
+/// instead of claiming a match of its `u64::MAX` lines; the lines after it keep their numbers.
+#[test]
+fn a_header_that_miscounts_its_lines_falls_back() {
+    let dir = temp_dir();
+    let text = std::fs::read(example("interrupted.jsonl")).expect("example");
+    let (rollout_path, snapshot_path, _) = snapshot_of(dir.path(), &text, "r");
+    let mut later = text.clone();
+    later.extend_from_slice(b"{not json\n");
+    std::fs::write(&rollout_path, &later).expect("a bad line after the prefix");
+    let lines = text.iter().filter(|&&byte| byte == b'\n').count() as u64;
+    for wrong in [u64::MAX, lines + 1, lines - 1] {
+        set_covered_prefix(&snapshot_path, wrong, &text);
+        let result = resume_with(&rollout_path, &snapshot_path, DEFAULT_TRUNCATION);
+        let full = common::resume_path(&rollout_path, DEFAULT_TRUNCATION);
+        assert_eq!(result.history(), full.history());
+        assert_eq!(
+            result.report(),
+            full.report(),
+            "the bad line keeps its number"
+        );
+        match result.fallback_reason() {
+            Some(FallbackReason::LineCountMismatch {
+                covered_lines,
+                prefix_lines,
+            }) => assert_eq!((*covered_lines, *prefix_lines), (wrong, lines)),
+            other => panic!("{other:?}"),
+        }
+        let output = common::cli::run(&[
+            "verify",
+            snapshot_path.to_str().expect("utf-8"),
+            "--rollout",
+            rollout_path.to_str().expect("utf-8"),
+            "--json",
+        ]);
+        let report: serde_json::Value =
+            serde_json::from_slice(&output.stdout).expect("a JSON report");
+        assert_eq!(report["rollout"]["matches"], false, "{report}");
+        assert_eq!(
+            report["rollout"]["source"]["fallback"]["reason"],
+            "line_count_mismatch"
+        );
+    }
 }
 
 #[test]

@@ -122,8 +122,6 @@ pub enum ResumeSource {
 pub enum FallbackReason {
     /// Strict reading checks every line, and a snapshot cannot vouch for those it covers.
     StrictMode,
-    /// The input is a stream, not a file: its prefix cannot be checked and then read again.
-    NotAFile,
     /// The snapshot cannot be opened, or is damaged.
     Unreadable(SnapshotError),
     /// The snapshot was written with another truncation policy.
@@ -148,6 +146,14 @@ pub enum FallbackReason {
     PrefixChanged,
     /// The covered prefix does not end at a line boundary.
     NotAtLineBoundary,
+    /// The snapshot's header counts another number of lines than its covered prefix holds
+    /// (only a damaged or crafted header can).
+    LineCountMismatch {
+        /// The lines the header says it covers.
+        covered_lines: u64,
+        /// The lines the covered prefix holds.
+        prefix_lines: u64,
+    },
     /// The snapshot has an older format version, which this build does not read
     /// ([`SnapshotError::OlderVersion`]). A snapshot written from this resume has the supported
     /// one.
@@ -184,7 +190,6 @@ impl FallbackReason {
     pub fn name(&self) -> &'static str {
         match self {
             FallbackReason::StrictMode => "strict_mode",
-            FallbackReason::NotAFile => "not_a_file",
             FallbackReason::Unreadable(_) => "unreadable",
             FallbackReason::TruncationMismatch { .. } => "truncation_mismatch",
             FallbackReason::LegacyFormat => "legacy_format",
@@ -192,6 +197,7 @@ impl FallbackReason {
             FallbackReason::RolloutShorter { .. } => "rollout_shorter",
             FallbackReason::PrefixChanged => "prefix_changed",
             FallbackReason::NotAtLineBoundary => "not_at_line_boundary",
+            FallbackReason::LineCountMismatch { .. } => "line_count_mismatch",
             FallbackReason::OldVersion { .. } => "old_version",
         }
     }
@@ -207,7 +213,6 @@ impl Serialize for FallbackReason {
         map.serialize_entry("reason", self.name())?;
         match self {
             FallbackReason::StrictMode
-            | FallbackReason::NotAFile
             | FallbackReason::Unreadable(_)
             | FallbackReason::LegacyFormat
             | FallbackReason::NoSessionMeta
@@ -231,6 +236,13 @@ impl Serialize for FallbackReason {
                 map.serialize_entry("found", found)?;
                 map.serialize_entry("supported", supported)?;
             }
+            FallbackReason::LineCountMismatch {
+                covered_lines,
+                prefix_lines,
+            } => {
+                map.serialize_entry("covered_lines", covered_lines)?;
+                map.serialize_entry("prefix_lines", prefix_lines)?;
+            }
         }
         map.serialize_entry("message", &self.to_string())?;
         map.end()
@@ -243,9 +255,6 @@ impl fmt::Display for FallbackReason {
             FallbackReason::StrictMode => f.write_str(
                 "strict reading checks every line, and a snapshot cannot vouch for the lines it covers",
             ),
-            FallbackReason::NotAFile => {
-                f.write_str("the rollout is a stream, whose prefix cannot be checked and read again")
-            }
             FallbackReason::Unreadable(error) => {
                 write!(f, "the snapshot cannot be used: {}", with_sources(error))
             }
@@ -273,6 +282,13 @@ impl fmt::Display for FallbackReason {
             FallbackReason::NotAtLineBoundary => {
                 f.write_str("the prefix the snapshot covers does not end at a line boundary")
             }
+            FallbackReason::LineCountMismatch {
+                covered_lines,
+                prefix_lines,
+            } => write!(
+                f,
+                "the snapshot's header says it covers {covered_lines} line(s); the prefix it covers holds {prefix_lines}"
+            ),
             FallbackReason::OldVersion { found, supported } => write!(
                 f,
                 "the snapshot has format version {found}, older than version {supported}, the only one this build reads"
@@ -453,8 +469,9 @@ pub fn resume_file(
 }
 
 /// Resumes a history from rollout bytes read from `reader`; errors name `label` (see
-/// [`READER_LABEL`](super::READER_LABEL)). A snapshot named in the options is not used: a stream
-/// cannot be checked against it and read again ([`FallbackReason::NotAFile`]).
+/// [`READER_LABEL`](super::READER_LABEL)). With [`ResumeOptions::snapshot`], the stream's first
+/// bytes are checked against the snapshot as a file's are; they are kept in memory meanwhile
+/// (as many as the snapshot covers), so that a fallback can replay them.
 ///
 /// # Errors
 ///
@@ -464,11 +481,10 @@ pub fn resume_reader(
     label: impl AsRef<Path>,
     options: &ResumeOptions,
 ) -> Result<Resumed, RolloutError> {
-    let mut resumed = resume_lines(reader, label.as_ref(), options)?;
-    if options.snapshot.is_some() {
-        resumed.source = ResumeSource::Fallback(FallbackReason::NotAFile);
+    match &options.snapshot {
+        Some(snapshot) => snapshot::resume_stream(reader, label.as_ref(), snapshot, options),
+        None => resume_lines(reader, label.as_ref(), options),
     }
-    Ok(resumed)
 }
 
 /// Reads every line from `reader` and replays them.
@@ -800,27 +816,6 @@ mod tests {
         );
     }
 
-    /// A stream given with a snapshot falls back (`not_a_file`) to the full resume.
-    #[test]
-    fn a_stream_with_a_snapshot_falls_back_and_says_why() {
-        let mut lines = vec![meta()];
-        lines.extend(turn("t1", true));
-        let bytes = text(&lines);
-        let plain = resume_reader(bytes.as_bytes(), "s", &ResumeOptions::default()).expect("ok");
-        let options = ResumeOptions::default().with_snapshot("/nowhere.snap");
-        let resumed = resume_reader(bytes.as_bytes(), "s", &options).expect("resumes");
-        assert!(matches!(
-            resumed.fallback_reason(),
-            Some(FallbackReason::NotAFile)
-        ));
-        assert!(matches!(
-            resumed.source(),
-            ResumeSource::Fallback(FallbackReason::NotAFile)
-        ));
-        assert!(!resumed.used_snapshot());
-        assert_eq!(resumed.history(), plain.history());
-    }
-
     /// Through a snapshot: the entries it supplied have no line number, the later lines' entries
     /// have theirs; the source names the covered prefix, and the compacted lines (not read) are
     /// not reported. The history is the full resume's.
@@ -949,7 +944,6 @@ mod tests {
     fn every_fallback_reason_serializes_as_the_json_page_lists_it() {
         let reasons = [
             FallbackReason::StrictMode,
-            FallbackReason::NotAFile,
             FallbackReason::Unreadable(SnapshotError::NotAFile {
                 path: PathBuf::from("/s.snap"),
             }),
@@ -969,6 +963,10 @@ mod tests {
                 found: 2,
                 supported: 4,
             },
+            FallbackReason::LineCountMismatch {
+                covered_lines: 3,
+                prefix_lines: 2,
+            },
         ];
         let documented = documented_reasons();
         let mut names = std::collections::BTreeSet::new();
@@ -976,7 +974,6 @@ mod tests {
         for reason in reasons {
             let (name, fields) = match &reason {
                 FallbackReason::StrictMode => ("strict_mode", json!({})),
-                FallbackReason::NotAFile => ("not_a_file", json!({})),
                 FallbackReason::Unreadable(_) => ("unreadable", json!({})),
                 FallbackReason::TruncationMismatch { .. } => (
                     "truncation_mismatch",
@@ -994,6 +991,10 @@ mod tests {
                 FallbackReason::OldVersion { .. } => {
                     ("old_version", json!({"found": 2, "supported": 4}))
                 }
+                FallbackReason::LineCountMismatch { .. } => (
+                    "line_count_mismatch",
+                    json!({"covered_lines": 3, "prefix_lines": 2}),
+                ),
             };
             assert_eq!(reason.name(), name);
             // The message is the reason in words, with its figures.
@@ -1001,6 +1002,9 @@ mod tests {
             let words = match &reason {
                 FallbackReason::RolloutShorter { .. } => "has 10 bytes; the snapshot covers 20",
                 FallbackReason::OldVersion { .. } => "format version 2, older than version 4",
+                FallbackReason::LineCountMismatch { .. } => {
+                    "covers 3 line(s); the prefix it covers holds 2"
+                }
                 FallbackReason::Unreadable(_) => "the snapshot cannot be used: ",
                 _ => " ",
             };

@@ -68,10 +68,71 @@ pub(super) fn resume(
     options: &ResumeOptions,
 ) -> Result<Resumed, Stop> {
     let (opened, thread_id) = open_usable(snapshot, options)?;
-    let covered = opened.header().rollout;
     let mut file = open_rollout(rollout)?;
     let mut hasher = blake3::Hasher::new();
-    check_prefix(&mut file, covered, &mut hasher, rollout)?;
+    check_prefix(&mut file, opened.header().rollout, &mut hasher, rollout)?;
+    resume_after_prefix(opened, thread_id, file, rollout, snapshot, options, hasher)
+}
+
+/// Resumes a rollout read from a stream (standard input) through `snapshot`: the covered
+/// prefix is read and kept while it is checked, so that when the snapshot cannot stand for it
+/// the full resume replays those bytes and the rest of the stream, with the reason.
+pub(super) fn resume_stream(
+    mut reader: impl Read,
+    label: &Path,
+    snapshot: &Path,
+    options: &ResumeOptions,
+) -> Result<Resumed, RolloutError> {
+    let full = |reader: &mut dyn Read, reason| {
+        let mut resumed = super::resume_lines(reader, label, options)?;
+        resumed.source = ResumeSource::Fallback(reason);
+        Ok(resumed)
+    };
+    let (opened, thread_id) = match open_usable(snapshot, options) {
+        Ok(usable) => usable,
+        Err(reason) => return full(&mut reader, reason),
+    };
+    let covered = opened.header().rollout;
+    let mut prefix = Vec::new();
+    Read::by_ref(&mut reader)
+        .take(covered.bytes)
+        .read_to_end(&mut prefix)
+        .map_err(|source| RolloutError::Io {
+            path: label.to_owned(),
+            source,
+        })?;
+    let mut hasher = blake3::Hasher::new();
+    let checked =
+        check_prefix(&mut prefix.as_slice(), covered, &mut hasher, label).and_then(|()| {
+            resume_after_prefix(
+                opened,
+                thread_id,
+                &mut reader,
+                label,
+                snapshot,
+                options,
+                hasher,
+            )
+        });
+    match checked {
+        Ok(resumed) => Ok(resumed),
+        Err(Stop::Error(error)) => Err(error),
+        Err(Stop::Fallback(reason)) => full(&mut prefix.as_slice().chain(reader), reason),
+    }
+}
+
+/// Resumes from the opened snapshot plus the lines `file` holds after the covered prefix (already
+/// read and checked, its bytes in `hasher`).
+fn resume_after_prefix(
+    opened: Snapshot,
+    thread_id: ThreadId,
+    file: impl Read,
+    rollout: &Path,
+    snapshot: &Path,
+    options: &ResumeOptions,
+    mut hasher: blake3::Hasher,
+) -> Result<Resumed, Stop> {
+    let covered = opened.header().rollout;
     let mut tail = Vec::new();
     let source = LineSource {
         format: Some(Format::Envelope),
@@ -163,6 +224,15 @@ fn check_prefix(
     // covering nothing (which would replay the whole rollout onto its history).
     if prefix.last != Some(b'\n') {
         return Err(FallbackReason::NotAtLineBoundary.into());
+    }
+    // The digest vouches for the bytes, not for the header's count of their lines (a crafted
+    // header can say anything): the lines after the prefix are numbered from it.
+    if prefix.lines != covered.lines {
+        return Err(FallbackReason::LineCountMismatch {
+            covered_lines: covered.lines,
+            prefix_lines: prefix.lines,
+        }
+        .into());
     }
     Ok(())
 }
@@ -329,6 +399,8 @@ struct Prefix {
     bytes: u64,
     /// The last byte hashed.
     last: Option<u8>,
+    /// Newlines among them: the lines of the prefix.
+    lines: u64,
 }
 
 /// Hashes the first `len` bytes of `file` (fewer if it is shorter), leaving it positioned after
@@ -341,6 +413,7 @@ fn hash_prefix(
     let mut prefix = Prefix {
         bytes: 0,
         last: None,
+        lines: 0,
     };
     let mut buffer = vec![0u8; 64 * 1024];
     let mut limited = Read::by_ref(file).take(len);
@@ -352,6 +425,7 @@ fn hash_prefix(
             Err(error) => return Err(error),
         };
         hasher.update(&buffer[..read]);
+        prefix.lines += memchr::memchr_iter(b'\n', &buffer[..read]).count() as u64;
         prefix.last = buffer[..read].last().copied();
         prefix.bytes += read as u64;
     }

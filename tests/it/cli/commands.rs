@@ -1720,3 +1720,37 @@ fn project_strict_repairs_trailing_calls_codex_repairs_and_refuses_a_trailing_cu
         "{stderr}"
     );
 }
+
+/// `-` (standard input) works with `--snapshot` and `verify --rollout` as a file does: the
+/// snapshot is used when it stands for the stream's start.
+#[test]
+fn standard_input_resumes_through_a_snapshot_and_is_verified_against_one() {
+    let dir = temp_dir();
+    let path = example("session.jsonl");
+    let rollout = path.to_str().expect("utf-8 path");
+    let bytes = std::fs::read(&path).expect("example");
+    let snapshot = dir.path().join("s.snap");
+    let snapshot = snapshot.to_str().expect("utf-8 path");
+    assert!(run(&["snapshot", rollout, "-o", snapshot]).status.success());
+
+    let from_file = run(&["project", rollout, "--snapshot", snapshot]);
+    let from_stdin = run_with_stdin(&["project", "-", "--snapshot", snapshot], &bytes);
+    assert!(from_stdin.status.success(), "{}", text(&from_stdin.stderr));
+    assert_eq!(from_stdin.stdout, from_file.stdout);
+    assert!(
+        text(&from_stdin.stderr).contains("(fast path)"),
+        "{}",
+        text(&from_stdin.stderr)
+    );
+
+    let verified = run_with_stdin(&["verify", snapshot, "--rollout", "-", "--json"], &bytes);
+    assert!(verified.status.success(), "{}", text(&verified.stderr));
+    let report: serde_json::Value = serde_json::from_slice(&verified.stdout).expect("JSON");
+    assert_eq!(report["rollout"]["matches"], true, "{report}");
+    assert_eq!(report["rollout"]["path"], "<stdin>");
+    let mut other = bytes.clone();
+    other.splice(0..0, b"\n".iter().copied());
+    let verified = run_with_stdin(&["verify", snapshot, "--rollout", "-", "--json"], &other);
+    let report: serde_json::Value = serde_json::from_slice(&verified.stdout).expect("JSON");
+    assert_eq!(report["rollout"]["matches"], false, "{report}");
+}
