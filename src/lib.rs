@@ -107,5 +107,10 @@ pub use session::{ResumedSession, Session};
 // Any error of the crate.
 pub use error::Error;
 
+/// `docs/library.md`, whose examples are compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../docs/library.md")]
+pub struct LibraryDoc;
+
 #[cfg(feature = "testing")]
 pub mod testing;
