@@ -37,19 +37,44 @@ pub fn quiet() -> bool {
 macro_rules! status {
     ($($arg:tt)*) => {{
         if !$crate::cli::output::quiet() {
+            let text = format!($($arg)*);
             let _ = std::io::Write::write_fmt(
                 &mut std::io::stderr(),
-                format_args!("{}\n", format_args!($($arg)*)),
+                format_args!("{}\n", $crate::cli::output::terminal_safe(&text)),
             );
         }
     }};
+}
+
+/// `text` with every control character but line feed and tab escaped (`\u{1b}`): a report
+/// that prints text from its input (an item type, a line type, an error message, a call id)
+/// cannot recolour, overwrite or hide what the terminal shows.
+pub fn terminal_safe(text: &str) -> std::borrow::Cow<'_, str> {
+    let unsafe_char = |c: char| c.is_control() && c != '\n' && c != '\t';
+    if !text.chars().any(unsafe_char) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut safe = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        if unsafe_char(c) {
+            safe.extend(c.escape_unicode());
+        } else {
+            safe.push(c);
+        }
+    }
+    std::borrow::Cow::Owned(safe)
 }
 
 /// Writes an error line to stderr, `--quiet` or not.
 pub fn error_line(error: &anyhow::Error) {
     // `{:#}` prints the error and its sources on one line: the library's errors say what failed
     // and leave the cause to `source()`.
-    let _ = writeln!(io::stderr(), "agent-history: error: {error:#}");
+    let text = format!("{error:#}");
+    let _ = writeln!(
+        io::stderr(),
+        "agent-history: error: {}",
+        terminal_safe(&text)
+    );
 }
 
 /// Whether an error comes from writing to a pipe whose reader has gone.
@@ -85,7 +110,8 @@ pub fn json_line(out: &mut impl Write, value: &impl Serialize) -> anyhow::Result
 
 /// Writes a line of text to `out`.
 pub fn line(out: &mut impl Write, text: impl std::fmt::Display) -> anyhow::Result<()> {
-    writeln!(out, "{text}").context("cannot write to stdout")
+    let text = text.to_string();
+    writeln!(out, "{}", terminal_safe(&text)).context("cannot write to stdout")
 }
 
 /// Groups larger than this are printed as one line with a count, not one line each.

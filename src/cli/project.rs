@@ -281,7 +281,7 @@ fn write_request(
         model: args.model.clone().unwrap_or_default(),
         reasoning,
         // Only when asked for (the library's default); bare, the flag means the thread id, as
-        // Codex keys the prompt cache by thread. The other APIs leave it out and say so.
+        // Codex keys the prompt cache by thread. The other APIs leave it out, and stderr says so.
         prompt_cache_key: match args.prompt_cache_key.as_deref() {
             None => None,
             Some("") => input.thread_id.map(|id| id.to_string()),
@@ -316,6 +316,11 @@ fn write_request(
     };
     if let Some(api) = api {
         report_dropped_tools(request.dropped_tools(), api, args.json, report)?;
+        // Settings given that the body has no field for (`prompt_cache_key`, …).
+        for setting in request.left_out() {
+            status_text!(args.json, "{setting} left out: {api} has no such field");
+        }
+        report.insert("left_out".into(), serde_json::to_value(request.left_out())?);
     }
     Ok(Projected {
         repairs: request.report().projection().clone(),

@@ -96,6 +96,23 @@ fn project_request_takes_a_prompt_cache_key_of_its_own() {
         "--prompt-cache-key=tenant-7",
     ]));
     assert_eq!(body["prompt_cache_key"], "tenant-7");
+    // Chat Completions has no such field: left out, and said so.
+    let output = run(&[
+        "project",
+        path,
+        "--target",
+        "chat",
+        "--request",
+        "--model",
+        "m",
+        "--prompt-cache-key=tenant-7",
+    ]);
+    assert!(body_of(&output).get("prompt_cache_key").is_none());
+    let stderr = text(&output.stderr);
+    assert!(
+        stderr.contains("prompt_cache_key left out: Chat Completions has no such field"),
+        "{stderr}"
+    );
 }
 
 #[test]
@@ -1753,4 +1770,53 @@ fn standard_input_resumes_through_a_snapshot_and_is_verified_against_one() {
     let verified = run_with_stdin(&["verify", snapshot, "--rollout", "-", "--json"], &other);
     let report: serde_json::Value = serde_json::from_slice(&verified.stdout).expect("JSON");
     assert_eq!(report["rollout"]["matches"], false, "{report}");
+}
+
+/// Text from the input that reaches a report (an unknown item type, an unknown line type, a
+/// call id, a parser's message) has its control characters escaped: a crafted rollout cannot
+/// recolour, overwrite or hide report lines.
+#[test]
+fn control_characters_from_the_input_never_reach_the_terminal_raw() {
+    let dir = temp_dir();
+    let path = dir.path().join("hostile.jsonl");
+    let lines = [
+        meta_line(),
+        item_line(r#"{"type":"evil\u001b[2J\r","id":"x1"}"#),
+        common::line(r"weird\u001b]0;title\u0007", "{}"),
+        item_line(
+            r#"{"type":"function_call","id":"fc_1","name":"shell","arguments":"{}","call_id":"c\u001b[31m\r"}"#,
+        ),
+        "{\"bad\u{1b}[8m".to_owned(),
+        item_line(&user("hi")),
+    ];
+    std::fs::write(&path, rollout_text(&lines)).expect("written");
+    let rollout = path.to_str().expect("utf-8 path");
+    let body = dir.path().join("body.json");
+    std::fs::write(
+        &body,
+        r#"{"input":[{"type":"function_call","name":"f","arguments":"{}","call_id":"b\u001b[5m"}]}"#,
+    )
+    .expect("written");
+    let body = body.to_str().expect("utf-8 path");
+    for args in [
+        &["check", rollout][..],
+        &["stats", rollout],
+        &["project", rollout],
+        &["project", rollout, "--target", "chat"],
+        &["lint", "--target", "responses", body],
+    ] {
+        let output = run(args);
+        for (stream, bytes) in [("stdout", &output.stdout), ("stderr", &output.stderr)] {
+            // `project` prints the items' JSON on stdout: there the escapes are JSON's own.
+            let raw = bytes
+                .iter()
+                .any(|&byte| byte == 0x1b || byte == 0x07 || byte == b'\r');
+            assert!(!raw, "{args:?} {stream}: {}", text(bytes));
+        }
+        let all = format!("{}{}", text(&output.stdout), text(&output.stderr));
+        assert!(
+            all.contains("\\u{1b}") || all.contains("\\u001b"),
+            "{args:?} shows the character escaped: {all}"
+        );
+    }
 }

@@ -172,9 +172,9 @@ fn writes(args: &[&'static str], files: &'static [&'static str]) -> Invocation {
     }
 }
 
-/// Every invocation of the commands that promise not to modify a rollout. `snapshot R -o R
-/// --force` is the README's one exception ("unless `snapshot --force` is pointed at one") and is
-/// not run; `append` is checked apart.
+/// Every invocation of the commands that promise not to modify a rollout, `snapshot R -o R
+/// --force` among them (the rollout read is never replaced); `snapshot --force` pointed at
+/// another rollout replaces it, the README's one exception; `append` is checked apart.
 fn invocations() -> Vec<Invocation> {
     let mut all = vec![
         // project: every flag, every target, the rollout by path, by link, as a snapshot path,
@@ -341,6 +341,8 @@ fn invocations() -> Vec<Invocation> {
         ),
         writes(&["snapshot", ROLLOUT, "-o", TOOLS, "--force"], &[TOOLS]),
         reads(&["snapshot", ROLLOUT, "-o", ROLLOUT]),
+        reads(&["snapshot", ROLLOUT, "-o", ROLLOUT, "--force"]),
+        reads(&["snapshot", ROLLOUT, "-o", LINK, "--force"]),
         reads(&["snapshot", ROLLOUT, "-o", LINK]),
         reads(&["snapshot", LINK, "-o", ROLLOUT]),
         reads(&["snapshot", ROLLOUT, "-o", SUB_ROLLOUT]),
