@@ -1,12 +1,12 @@
 //! Reading sessions: paths, directories and standard input; rollouts and snapshots told apart;
 //! one progress bar over the bytes read.
 
-use std::io::{self, IsTerminal as _, Read};
+use std::io::{self, IsTerminal as _};
 use std::path::{Path, PathBuf};
 
 use agent_history::{
-    ResumeOptions, Resumed, Snapshot, SnapshotOptions, is_snapshot, open_rollout, open_snapshot,
-    resume_reader,
+    ResumeOptions, Resumed, RolloutError, Snapshot, SnapshotOptions, is_snapshot, open_rollout,
+    open_snapshot, resume_reader,
 };
 use anyhow::Context as _;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -124,7 +124,7 @@ fn resume_with(
     bar: &ProgressBar,
 ) -> anyhow::Result<Resumed> {
     Ok(match source {
-        Source::Stdin => resume_reader(bar.wrap_read(io::stdin().lock()), STDIN_LABEL, options)?,
+        Source::Stdin => resume_reader(bar.wrap_read(stdin_rollout()?), STDIN_LABEL, options)?,
         Source::File(path) => resume_reader(bar.wrap_read(open_rollout(path)?), path, options)?,
     })
 }
@@ -176,25 +176,35 @@ pub fn resume(path: &Path, options: &ResumeOptions) -> anyhow::Result<Resumed> {
     resumed
 }
 
-/// Standard input's bytes, once read: `prefix - --at-line N` compares two points of it.
-static STDIN_BYTES: std::sync::OnceLock<Vec<u8>> = std::sync::OnceLock::new();
-
-/// The whole of a rollout (`-`: standard input, read once and kept for a second reading).
-pub fn read_all(path: &Path) -> anyhow::Result<Vec<u8>> {
-    let mut bytes = Vec::new();
-    if is_stdin(path) {
-        if let Some(kept) = STDIN_BYTES.get() {
-            return Ok(kept.clone());
+/// Standard input as a rollout stream. A device other than a terminal (`< /dev/zero`, which
+/// would never end) or a directory is refused before anything is read, as
+/// [`open_rollout`] refuses one named by its path.
+pub fn stdin_rollout() -> anyhow::Result<io::StdinLock<'static>> {
+    let stdin = io::stdin();
+    if !stdin.is_terminal() {
+        use std::os::fd::AsFd as _;
+        use std::os::unix::fs::FileTypeExt as _;
+        let kind = stdin
+            .as_fd()
+            .try_clone_to_owned()
+            .map(std::fs::File::from)
+            .and_then(|file| file.metadata())
+            .context("cannot read standard input")?
+            .file_type();
+        let what = if kind.is_dir() {
+            Some("a directory")
+        } else if kind.is_char_device() || kind.is_block_device() {
+            Some("a device")
+        } else {
+            None
+        };
+        if let Some(what) = what {
+            return Err(RolloutError::NotAFile {
+                path: PathBuf::from(STDIN_LABEL),
+                what,
+            }
+            .into());
         }
-        io::stdin()
-            .lock()
-            .read_to_end(&mut bytes)
-            .context("cannot read standard input")?;
-        let _ = STDIN_BYTES.set(bytes.clone());
-    } else {
-        open_rollout(path)?
-            .read_to_end(&mut bytes)
-            .with_context(|| format!("cannot read {}", path.display()))?;
     }
-    Ok(bytes)
+    Ok(stdin.lock())
 }

@@ -5,12 +5,12 @@ use std::io::Read as _;
 use std::path::Path;
 use std::process::ExitCode;
 
-use agent_history::{Finding, Target, validate};
+use agent_history::{Finding, Target, open_rollout, validate};
 use anyhow::Context as _;
 use serde::Serialize;
 
 use super::args::LintArgs;
-use super::input::{STDIN_LABEL, is_stdin};
+use super::input::{STDIN_LABEL, is_stdin, stdin_rollout};
 use super::output::{self, error_line, finish, json_line, line, stdout};
 
 /// The result of linting one body.
@@ -130,18 +130,28 @@ pub fn run(args: LintArgs) -> anyhow::Result<ExitCode> {
 
 /// Reads a file (or standard input) as one JSON value.
 fn read_json(path: &Path, label: &str) -> anyhow::Result<serde_json::Value> {
-    let bytes = if is_stdin(path) {
-        let mut bytes = Vec::new();
-        std::io::stdin()
-            .lock()
+    let mut bytes = Vec::new();
+    // A directory or a device (`/dev/zero` would never end) is refused before it is read, as a
+    // rollout is; a FIFO (`<(…)`) is read.
+    let read = if is_stdin(path) {
+        stdin_rollout()?
+            .take(MAX_BODY_BYTES + 1)
             .read_to_end(&mut bytes)
-            .context("cannot read standard input")?;
-        bytes
     } else {
-        std::fs::read(path).with_context(|| format!("cannot read {label}"))?
+        open_rollout(path)?
+            .take(MAX_BODY_BYTES + 1)
+            .read_to_end(&mut bytes)
     };
+    read.with_context(|| format!("cannot read {label}"))?;
+    if bytes.len() as u64 > MAX_BODY_BYTES {
+        anyhow::bail!("{label} is larger than {MAX_BODY_BYTES} bytes, more than a request body");
+    }
     serde_json::from_slice(&bytes).with_context(|| format!("{label} is not JSON"))
 }
+
+/// The largest body `lint` reads: 64 MiB, twice the 32 MB Anthropic documents as its largest
+/// request (parsed, a body takes about 15 times its size in memory).
+const MAX_BODY_BYTES: u64 = 64 * 1024 * 1024;
 
 /// The text report of one body: one line per finding, then a count.
 fn write_text(out: &mut impl std::io::Write, linted: &Linted) -> anyhow::Result<()> {

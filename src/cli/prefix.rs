@@ -1,19 +1,19 @@
 //! `prefix`: how much of the prompt input two sessions share.
 
-use std::io::Write as _;
+use std::io::{Read, Write as _};
 use std::path::Path;
 use std::process::ExitCode;
 
 use agent_history::{
     ContentItem, Entry, FirstDifference, History, ProjectionOptions, ResponseItem, ResumeOptions,
     Role, SnapshotOptions, SnapshotTrust, is_contextual_developer_text, is_contextual_user_text,
-    is_snapshot, is_summary_text, open_snapshot, resume_reader,
+    is_snapshot, is_summary_text, open_rollout, open_snapshot, resume_reader,
 };
 use anyhow::Context as _;
 
 use super::Usage;
 use super::args::PrefixArgs;
-use super::input::{STDIN_LABEL, is_stdin, read_all, resume};
+use super::input::{is_stdin, resume, stdin_rollout};
 use super::output::{finish, stdout};
 
 /// Runs `prefix`.
@@ -27,6 +27,11 @@ pub fn run(args: PrefixArgs) -> anyhow::Result<ExitCode> {
         trusted,
     } = args;
     let options = ResumeOptions::new(truncation);
+    if is_stdin(&a) && b.as_deref().is_some_and(is_stdin) {
+        return Err(
+            Usage("`-` (standard input) can be read only once: give it as A or B".into()).into(),
+        );
+    }
     let (left, right) = match (b, at_line.as_slice()) {
         (Some(b), []) => (
             Side::load(&a, None, &options, trusted)?,
@@ -96,55 +101,109 @@ impl Side {
                 history: opened.into_history(),
             });
         }
-        if is_stdin(path) && lines.is_none() {
-            let bytes = read_all(path)?;
-            return Ok(Side {
-                label: path.display().to_string(),
-                history: resume_reader(bytes.as_slice(), STDIN_LABEL, options)?.into_history(),
-            });
-        }
+        let label = path.display().to_string();
         let Some(lines) = lines else {
+            // Streamed: a file, standard input read once, or the copy of it another point of
+            // it was read from.
+            let history = match SPOOL.get().filter(|_| is_stdin(path)) {
+                Some(spool) => resume(spool, options)?,
+                None => resume(path, options)?,
+            };
             return Ok(Side {
-                label: path.display().to_string(),
-                history: resume(path, options)?.into_history(),
+                label,
+                history: history.into_history(),
             });
         };
-        let bytes = read_all(path)?;
-        let end = first_lines_end(&bytes, lines).ok_or_else(|| {
-            anyhow::anyhow!(
-                "--at-line {lines}: {} has only {} line(s)",
-                path.display(),
-                line_count(&bytes)
-            )
-        })?;
-        let resumed = resume_reader(&bytes[..end], path, options)?;
+        // The first `lines` lines, streamed from the file (standard input is spooled to a
+        // temporary file first, so that two points of it can be read).
+        let spool = spooled_stdin(path)?;
+        let file = spool.unwrap_or(path);
+        let mut first = FirstLines::new(open_rollout(file)?, lines);
+        let resumed = resume_reader(&mut first, file, options)?;
+        if !first.complete() {
+            anyhow::bail!(
+                "--at-line {lines}: {label} has only {} line(s)",
+                first.seen()
+            );
+        }
         Ok(Side {
-            label: format!("{} (first {lines} line(s))", path.display()),
+            label: format!("{label} (first {lines} line(s))"),
             history: resumed.into_history(),
         })
     }
 }
 
-/// Where the first `lines` lines of `bytes` end (after the last one's newline, or at the end
-/// of a last line without one); `None` when there are fewer.
-fn first_lines_end(bytes: &[u8], lines: u64) -> Option<usize> {
-    if lines == 0 {
-        return Some(0);
+/// The copy of standard input (see [`spooled_stdin`]).
+static SPOOL: std::sync::OnceLock<tempfile::TempPath> = std::sync::OnceLock::new();
+
+/// Standard input, copied once to a temporary file (on disk, not in memory) that lives as long
+/// as the process, when `path` is `-`: `prefix - --at-line N` reads two points of it.
+fn spooled_stdin(path: &Path) -> anyhow::Result<Option<&'static Path>> {
+    if !is_stdin(path) {
+        return Ok(None);
     }
-    let mut seen = 0;
-    for at in memchr::memchr_iter(b'\n', bytes) {
-        seen += 1;
-        if seen == lines {
-            return Some(at + 1);
-        }
+    if SPOOL.get().is_none() {
+        let mut file = tempfile::NamedTempFile::new().context("cannot spool standard input")?;
+        let mut stdin = stdin_rollout()?;
+        std::io::copy(&mut stdin, &mut file).context("cannot spool standard input")?;
+        let _ = SPOOL.set(file.into_temp_path());
     }
-    (seen + 1 == lines && bytes.last().is_some_and(|byte| *byte != b'\n')).then_some(bytes.len())
+    Ok(SPOOL.get().map(|spool| &**spool))
 }
 
-/// The number of lines of `bytes` (a last line without its newline counts).
-fn line_count(bytes: &[u8]) -> usize {
-    let newlines = memchr::memchr_iter(b'\n', bytes).count();
-    newlines + usize::from(bytes.last().is_some_and(|byte| *byte != b'\n'))
+/// A reader of the first `lines` lines of `inner` (up to and including the last one's
+/// newline, or to the end of a last line without one).
+struct FirstLines<R> {
+    inner: R,
+    lines: u64,
+    seen: u64,
+    /// The last byte passed on, to count a last line without its newline.
+    last: Option<u8>,
+    done: bool,
+}
+
+impl<R: Read> FirstLines<R> {
+    fn new(inner: R, lines: u64) -> Self {
+        FirstLines {
+            inner,
+            lines,
+            seen: 0,
+            last: None,
+            done: lines == 0,
+        }
+    }
+
+    /// Lines passed on (a last line without its newline counts).
+    fn seen(&self) -> u64 {
+        self.seen + u64::from(self.last.is_some_and(|byte| byte != b'\n'))
+    }
+
+    /// Whether all `lines` lines were there.
+    fn complete(&self) -> bool {
+        self.seen() >= self.lines
+    }
+}
+
+impl<R: Read> Read for FirstLines<R> {
+    fn read(&mut self, buffer: &mut [u8]) -> std::io::Result<usize> {
+        if self.done {
+            return Ok(0);
+        }
+        let read = self.inner.read(buffer)?;
+        let mut end = read;
+        for at in memchr::memchr_iter(b'\n', &buffer[..read]) {
+            self.seen += 1;
+            if self.seen == self.lines {
+                end = at + 1;
+                self.done = true;
+                break;
+            }
+        }
+        if end > 0 {
+            self.last = Some(buffer[end - 1]);
+        }
+        Ok(end)
+    }
 }
 
 /// The report of `prefix`.
@@ -212,6 +271,12 @@ fn why(left: &Side, right: &Side, difference: &FirstDifference) -> String {
     let fewer_turns = b.user_turn_count() < a.user_turn_count();
     match (&difference.left, &difference.right) {
         (None, None) => "identical: the whole input is reusable".to_owned(),
+        // Nothing in common is no rollback or edit of one session: say so rather than guess.
+        (Some(_), Some(_)) if difference.item == 0 => {
+            "nothing shared: the inputs differ from their first item (two unrelated sessions, \
+             or one rewritten from its start)"
+                .to_owned()
+        }
         (None, Some(_)) => "appended: B extends A, all of A is reusable".to_owned(),
         (Some(_), None) if fewer_turns => format!(
             "rollback: B has fewer user turns ({} < {}), the items after B's end were removed",

@@ -12,7 +12,7 @@ use serde::Serialize;
 
 use super::Usage;
 use super::args::VerifyArgs;
-use super::input::{STDIN_LABEL, Source, each, is_stdin};
+use super::input::{STDIN_LABEL, Source, each, is_stdin, stdin_rollout};
 use super::output::{self, error_line, finish, json_line, line, stdout};
 
 /// What `verify` found in one snapshot.
@@ -135,7 +135,7 @@ fn verify(path: &PathBuf, rollout: Option<&PathBuf>) -> anyhow::Result<Verified>
             // One reading, so that `-` (standard input) works too.
             let options = ResumeOptions::new(opened.history().truncation()).with_snapshot(path);
             let resumed = if is_stdin(rollout) {
-                resume_reader(std::io::stdin().lock(), STDIN_LABEL, &options)?
+                resume_reader(stdin_rollout()?, STDIN_LABEL, &options)?
             } else {
                 resume_file(rollout, &options)?
             };

@@ -1820,3 +1820,46 @@ fn control_characters_from_the_input_never_reach_the_terminal_raw() {
         );
     }
 }
+
+/// `prefix -` reads standard input once (a copy on disk, not in memory, when two points of it
+/// are read) and gives what the file gives; a device as standard input is refused before it is
+/// read; two sessions with nothing in common are called that, not a rollback.
+#[test]
+fn prefix_streams_its_input_refuses_a_device_and_names_unrelated_sessions() {
+    let dir = temp_dir();
+    let path = write_rollout(dir.path(), "s.jsonl", &turns(5));
+    let bytes = std::fs::read(&path).expect("rollout");
+    let path = path.to_str().expect("utf-8 path");
+    for args in [
+        &["--at-line", "7"][..],
+        &["--at-line", "7", "--at-line", "11"],
+    ] {
+        let from_file = prefix(&[&[path][..], args].concat());
+        let stdin = run_with_stdin(&[&["prefix", "-"][..], args].concat(), &bytes);
+        assert!(stdin.status.success(), "{}", text(&stdin.stderr));
+        assert_eq!(text(&stdin.stdout), from_file.replace(path, "-"));
+    }
+    let too_far = run_with_stdin(&["prefix", "-", "--at-line", "99"], &bytes);
+    assert_eq!(too_far.status.code(), Some(3));
+    assert!(text(&too_far.stderr).contains("- has only 11 line(s)"));
+
+    let zero = command()
+        .args(["prefix", "-", path])
+        .stdin(std::fs::File::open("/dev/zero").expect("/dev/zero"))
+        .output()
+        .expect("runs");
+    assert_eq!(zero.status.code(), Some(3));
+    assert!(
+        text(&zero.stderr).contains("<stdin> is a device"),
+        "{}",
+        text(&zero.stderr)
+    );
+    assert_eq!(run(&["prefix", "-", "-"]).status.code(), Some(2));
+
+    let mut other = turns(2);
+    other[0] = item_line(&user("a question of another session"));
+    let other = write_rollout(dir.path(), "other.jsonl", &other);
+    let out = prefix(&[path, other.to_str().expect("utf-8 path")]);
+    assert!(out.contains("shared: 0 item(s)"), "{out}");
+    assert!(out.contains("why: nothing shared"), "{out}");
+}

@@ -1,7 +1,8 @@
 //! `agent-history lint`: exit statuses, the text report and the JSON Lines report, on the
 //! hand-written bodies in `tests/fixtures/lint/` and on the command's own projections.
 
-use crate::common::cli::{run, run_with_stdin, text};
+use crate::common;
+use crate::common::cli::{command, run, run_with_stdin, text};
 
 use serde_json::Value;
 
@@ -216,4 +217,42 @@ fn the_commands_own_projections_pass() {
             );
         }
     }
+}
+
+/// A device is refused before it is read, and a body past 64 MiB once that much is read:
+/// memory stays bounded whatever the input.
+#[test]
+fn devices_and_oversized_bodies_are_refused_in_bounded_memory() {
+    let output = run(&["lint", "--target", "responses", "/dev/zero"]);
+    assert_eq!(output.status.code(), Some(3));
+    assert!(
+        text(&output.stderr).contains("/dev/zero is a device"),
+        "{}",
+        text(&output.stderr)
+    );
+    let zero = command()
+        .args(["lint", "--target", "responses", "-"])
+        .stdin(std::fs::File::open("/dev/zero").expect("/dev/zero"))
+        .output()
+        .expect("runs");
+    assert_eq!(zero.status.code(), Some(3));
+    assert!(text(&zero.stderr).contains("<stdin> is a device"));
+
+    let dir = common::temp_dir();
+    let big = dir.path().join("big.json");
+    let mut body = vec![b' '; 64 * 1024 * 1024];
+    body.extend_from_slice(b"{}");
+    std::fs::write(&big, &body).expect("written");
+    let output = run(&[
+        "lint",
+        "--target",
+        "responses",
+        big.to_str().expect("utf-8"),
+    ]);
+    assert_eq!(output.status.code(), Some(3));
+    assert!(
+        text(&output.stderr).contains("is larger than 67108864 bytes"),
+        "{}",
+        text(&output.stderr)
+    );
 }
