@@ -880,14 +880,21 @@ impl PairingIndex {
         self.positions_of(&self.user_turns)
     }
 
-    /// Number of entries at `position` or after it that start a user turn. Time: O(t) for the
-    /// t of them.
+    /// Number of entries at `position` or after it that start a user turn. Time: O(b) for the b
+    /// that start one before `position` (counted instead: after a compaction, `position` is the
+    /// end of its replacement history, which holds few of them, while the state's own turns
+    /// can be many).
     pub(crate) fn user_turns_from(&self, position: usize) -> usize {
         if position >= self.positions.len() {
             return 0;
         }
+        if position == 0 {
+            return self.user_turns.len();
+        }
         let key = self.positions.key(position);
-        self.user_turns.range(key..).count()
+        let before = self.user_turns.range(..key).count();
+        crate::item::count_turn_steps(before + 1);
+        self.user_turns.len() - before
     }
 
     /// Positions of calls with no output, ascending.

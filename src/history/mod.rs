@@ -127,6 +127,9 @@ struct Rare {
     /// The states before each compaction (or other [`History::replace`]) that a rollback can
     /// return to, oldest first (`rollback.rs`).
     earlier: Vector<Arc<rollback::Earlier>>,
+    /// The sum of the earlier states' own user turns (kept with `earlier`, so that counting the
+    /// turns a rollback can undo does not walk every state).
+    earlier_turns: usize,
     /// Which media sets' stripped forms are all computed, shared by clones (`memo.rs`); a copy
     /// of the other fields shares it too.
     media_memo: Arc<MediaMemo>,
@@ -189,6 +192,7 @@ impl History {
                 reference_context_item: None,
                 turns_from: 0,
                 earlier: Vector::new(),
+                earlier_turns: 0,
                 media_memo: Arc::default(),
                 cache: Arc::default(),
                 world_state: None,
@@ -686,6 +690,11 @@ impl History {
         assert!(
             !self.rare.earlier.is_empty() || self.rare.turns_from == 0,
             "a history with no earlier state has turns before its own"
+        );
+        assert_eq!(
+            self.rare.earlier_turns,
+            self.earlier_turns_recounted(),
+            "the earlier states' turn total differs from a recount"
         );
         for entry in &self.entries {
             assert!(

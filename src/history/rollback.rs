@@ -32,6 +32,8 @@ pub(super) struct Earlier {
     tokens: u128,
     bytes: u64,
     turns_from: usize,
+    /// Its own user turns (see [`History::reachable_user_turns`]), counted once when it is kept.
+    own_turns: usize,
 }
 
 impl History {
@@ -45,16 +47,11 @@ impl History {
     /// Number of user turns a rollback can undo: those recorded since the history began that it
     /// still holds, across compactions, each counted once (a user message that a compaction kept
     /// in its replacement history is not a turn of its own). Equals
-    /// [`History::user_turn_count`] when the history was never replaced. Time: O(t) for t turns
-    /// held in the current state, plus O(c) for c earlier states.
+    /// [`History::user_turn_count`] when the history was never replaced. Time: O(1), plus O(r)
+    /// for the r user messages the last compaction's replacement history holds (the earlier
+    /// states' counts are kept with them).
     pub fn reachable_user_turns(&self) -> usize {
-        let earlier: usize = self
-            .rare
-            .earlier
-            .iter()
-            .map(|state| own_turns(&state.index, state.turns_from))
-            .sum();
-        earlier + own_turns(&self.index, self.rare.turns_from)
+        self.rare.earlier_turns + own_turns(&self.index, self.rare.turns_from)
     }
 
     /// Number of states before a compaction (or another [`History::replace`]) that a rollback
@@ -108,6 +105,7 @@ impl History {
             let Some(earlier) = target.rare_mut().earlier.pop_back() else {
                 break;
             };
+            target.rare_mut().earlier_turns -= earlier.own_turns;
             n -= own;
             target.restore(&earlier);
             crossed = true;
@@ -147,14 +145,36 @@ impl History {
 
     /// Keeps the current state as one a rollback can return to (before a replace).
     pub(super) fn keep_earlier_state(&mut self) {
+        let own_turns = own_turns(&self.index, self.rare.turns_from);
         let state = Arc::new(Earlier {
             entries: self.entries.clone(),
             index: self.index.clone(),
             tokens: self.tokens,
             bytes: self.bytes,
             turns_from: self.rare.turns_from,
+            own_turns,
         });
-        self.rare_mut().earlier.push_back(state);
+        let rare = self.rare_mut();
+        rare.earlier.push_back(state);
+        rare.earlier_turns += own_turns;
+    }
+
+    /// The earlier states' own user turns, counted again (for the invariant check).
+    #[cfg(any(test, feature = "testing"))]
+    pub(super) fn earlier_turns_recounted(&self) -> usize {
+        let recount = |state: &Arc<Earlier>| {
+            let turns = state
+                .index
+                .user_turns()
+                .filter(|&p| p >= state.turns_from)
+                .count();
+            assert_eq!(
+                turns, state.own_turns,
+                "an earlier state's own turns differ"
+            );
+            turns
+        };
+        self.rare.earlier.iter().map(recount).sum()
     }
 
     /// The first position whose user turns are the current state's own (0 when there is no
@@ -185,18 +205,24 @@ impl History {
         turns_from: usize,
         earlier: impl IntoIterator<Item = (Vector<Entry>, usize)>,
     ) {
-        self.rare_mut().earlier = earlier
+        let earlier: Vector<Arc<Earlier>> = earlier
             .into_iter()
             .map(|(entries, turns_from)| {
+                let index = PairingIndex::build(entries.leaves().flatten(), entries.len());
+                let turns_from = turns_from.min(entries.len());
                 Arc::new(Earlier {
-                    index: PairingIndex::build(entries.leaves().flatten(), entries.len()),
+                    own_turns: own_turns(&index, turns_from),
+                    index,
                     tokens: entries.iter().map(|entry| u128::from(entry.tokens())).sum(),
                     bytes: super::json_bytes(&entries),
-                    turns_from: turns_from.min(entries.len()),
+                    turns_from,
                     entries,
                 })
             })
             .collect();
+        let rare = self.rare_mut();
+        rare.earlier_turns = earlier.iter().map(|state| state.own_turns).sum();
+        rare.earlier = earlier;
         self.set_turns_from(if self.rare.earlier.is_empty() {
             0
         } else {
@@ -208,7 +234,9 @@ impl History {
     /// the history holds now count as turns (resume does this after a legacy compaction, whose
     /// earlier states it does not rebuild).
     pub(crate) fn forget_earlier_states(&mut self) {
-        self.rare_mut().earlier = Vector::new();
+        let rare = self.rare_mut();
+        rare.earlier = Vector::new();
+        rare.earlier_turns = 0;
         self.set_turns_from(0);
     }
 

@@ -43,6 +43,6 @@ pub(crate) use turn::{
     TurnRole, ends_with_ignore_case, is_first_turn_settings_text, kinds_mark_context,
     starts_with_ignore_case,
 };
-pub(crate) use work::count_conversion;
+pub(crate) use work::{count_conversion, count_turn_steps};
 #[cfg(feature = "testing")]
-pub use work::{entry_reads, item_conversions};
+pub use work::{entry_reads, item_conversions, turn_steps};

@@ -7,6 +7,23 @@
 thread_local! {
     static CONVERSIONS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
     static READS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+    static TURN_STEPS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// Counts `steps` user-turn boundaries visited to count a history's turns (see [`turn_steps`]).
+#[inline]
+pub(crate) fn count_turn_steps(steps: usize) {
+    #[cfg(feature = "testing")]
+    TURN_STEPS.with(|count| count.set(count.get() + steps as u64));
+    #[cfg(not(feature = "testing"))]
+    let _ = steps;
+}
+
+/// How many user-turn boundaries this thread visited so far to count turns (the turns a
+/// rollback can undo, across compactions). Compare two readings around an operation.
+#[cfg(feature = "testing")]
+pub fn turn_steps() -> u64 {
+    TURN_STEPS.with(std::cell::Cell::get)
 }
 
 /// Counts one item conversion.

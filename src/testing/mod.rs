@@ -23,7 +23,7 @@ pub mod properties;
 mod steps;
 pub mod strategies;
 
-pub use crate::item::{entry_reads, item_conversions};
+pub use crate::item::{entry_reads, item_conversions, turn_steps};
 pub use crate::projection::{media_checks, media_strips, prefix_slots_read};
 pub use crate::provider::{
     target_names_tried, target_older_versions_resumed, target_renderings, target_slots_assembled,

@@ -871,6 +871,60 @@ fn resuming_legacy_compactions_is_linear_in_the_file() {
     );
 }
 
+/// Rollbacks after compactions resume in work linear in the file: a one-turn rollback counts
+/// the turns it can undo from the states' kept counts, not by walking every state before it
+/// (50,000 turns, each compacted, then one more turn rolled back, took 77 s). Ten times the
+/// cycles, at most eleven times the turn boundaries visited and the item conversions; and the
+/// history is what the live one does.
+#[test]
+fn rollbacks_after_compactions_resume_in_linear_work() {
+    let work = |cycles: u32| {
+        let mut lines = vec![meta()];
+        let mut live = History::with_truncation(DEFAULT_TRUNCATION);
+        for n in 0..cycles {
+            let question = user(&format!("question {n}"));
+            let replacement = [question.clone(), user(&summary_text("so far"))];
+            lines.push(item(&question));
+            lines.push(compacted("so far", Some(&replacement)));
+            lines.push(item(&user(&format!("follow-up {n}"))));
+            lines.push(event(r#"{"type":"thread_rolled_back","num_turns":1}"#));
+            live.record_json(question.as_str()).expect("recorded");
+            live.replace(
+                replacement
+                    .iter()
+                    .map(|json| Entry::from_json(json.as_str()).expect("an item")),
+            );
+            live.record_json(user(&format!("follow-up {n}")))
+                .expect("recorded");
+            live.drop_last_n_user_turns(1).expect("rolled back");
+        }
+        let bytes = rollout(&lines);
+        let (steps, conversions) = (
+            agent_history::testing::turn_steps(),
+            agent_history::testing::item_conversions(),
+        );
+        let resumed = resume_bytes(bytes.as_bytes(), DEFAULT_TRUNCATION);
+        let work = (
+            agent_history::testing::turn_steps() - steps,
+            agent_history::testing::item_conversions() - conversions,
+        );
+        assert_eq!(jsons(resumed.history()), jsons(&live));
+        assert_eq!(resumed.history().compactions_reachable(), cycles as usize);
+        resumed.history().assert_invariants();
+        work
+    };
+    let (small_steps, small_conversions) = work(300);
+    let (large_steps, large_conversions) = work(3_000);
+    assert!(
+        large_steps <= small_steps * 11,
+        "300 cycles: {small_steps} turn steps; 3,000 cycles: {large_steps}"
+    );
+    assert!(
+        large_conversions <= small_conversions * 11,
+        "300 cycles: {small_conversions} conversions; 3,000 cycles: {large_conversions}"
+    );
+}
+
 /// A Codex-shaped session as Codex writes it (turn events spelled `task_started` /
 /// `task_complete`), four turns that each hold two user messages (the second steers the turn),
 /// token counts and exec events between items, and a mid-turn compaction in turn 3.
