@@ -113,6 +113,8 @@ pub enum BinaryContent {
     Gzip,
     /// It starts with the zstd magic `28 b5 2f fd`.
     Zstd,
+    /// It starts with a UTF-16 byte-order mark (`ff fe` or `fe ff`): text, but not UTF-8.
+    Utf16,
     /// It holds NUL bytes.
     NulBytes,
 }
@@ -124,6 +126,8 @@ impl BinaryContent {
             Some(BinaryContent::Gzip)
         } else if start.starts_with(&[0x28, 0xb5, 0x2f, 0xfd]) {
             Some(BinaryContent::Zstd)
+        } else if start.starts_with(&[0xff, 0xfe]) || start.starts_with(&[0xfe, 0xff]) {
+            Some(BinaryContent::Utf16)
         } else if memchr::memchr(0, start).is_some() {
             Some(BinaryContent::NulBytes)
         } else {
@@ -137,6 +141,9 @@ impl fmt::Display for BinaryContent {
         f.write_str(match self {
             BinaryContent::Gzip => "it is gzip-compressed (decompress it first)",
             BinaryContent::Zstd => "it is zstd-compressed (decompress it first)",
+            BinaryContent::Utf16 => {
+                "it is UTF-16 text (a UTF-16 byte-order mark), and a rollout is UTF-8 (convert it first)"
+            }
             BinaryContent::NulBytes => "it holds NUL bytes, so it is binary, not JSON lines",
         })
     }

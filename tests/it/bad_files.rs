@@ -120,6 +120,29 @@ fn compressed_or_binary_rollouts_say_what_they_look_like() {
             b"\x7fELF\x02\x01\x01\x00\x00\n".to_vec(),
             BinaryContent::NulBytes,
         ),
+        // A rollout saved as UTF-16 (little- and big-endian): text, but not UTF-8.
+        (
+            [
+                &[0xff, 0xfe][..],
+                &"{\"type\"}\n"
+                    .encode_utf16()
+                    .flat_map(u16::to_le_bytes)
+                    .collect::<Vec<u8>>(),
+            ]
+            .concat(),
+            BinaryContent::Utf16,
+        ),
+        (
+            [
+                &[0xfe, 0xff][..],
+                &"{\"type\"}\n"
+                    .encode_utf16()
+                    .flat_map(u16::to_be_bytes)
+                    .collect::<Vec<u8>>(),
+            ]
+            .concat(),
+            BinaryContent::Utf16,
+        ),
     ] {
         let dir = temp_dir();
         let path = dir.path().join("given.jsonl");
