@@ -6,6 +6,7 @@ use agent_history::{ExistingFile, Replace, ResumeOptions};
 
 use super::args::SnapshotArgs;
 use super::input::resume;
+use super::output::report_load;
 
 /// Runs `snapshot`.
 pub fn run(args: SnapshotArgs) -> anyhow::Result<ExitCode> {
@@ -18,6 +19,8 @@ pub fn run(args: SnapshotArgs) -> anyhow::Result<ExitCode> {
     // The snapshot covers the complete lines: a last line without its newline (torn, or
     // still being written) is left to the resume that replays what follows.
     let resumed = resume(&rollout, &ResumeOptions::new(truncation).snapshot_ready())?;
+    // What reading found (skipped and repaired lines): the snapshot keeps it for later resumes.
+    report_load(&resumed);
     let replace = if force {
         Replace::Anything
     } else {

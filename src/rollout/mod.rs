@@ -18,6 +18,7 @@ mod reader;
 mod report;
 mod resume;
 mod sink;
+mod stored_report;
 mod validate;
 mod writer;
 

@@ -16,6 +16,7 @@ use super::report::{
     LeftOut, LineRepair, LoadReport, ReadMode, ReadOptions, RepairedLine, SkipCounts, SkipReason,
     SkippedLine, WorldStateReport,
 };
+use super::stored_report::PrefixReport;
 use super::validate::{
     Format, Ignored, Parsed, parse_envelope, parse_legacy, parse_legacy_meta, sniff_format,
 };
@@ -204,6 +205,9 @@ pub(super) struct LineSource<'a> {
     pub(super) hasher: Option<&'a mut blake3::Hasher>,
     /// The session's base instructions, when the lines before settled them.
     pub(super) instructions: Instructions,
+    /// The report of the lines before (a snapshot's covered prefix), which this read continues:
+    /// its lists fill up to their limits in file order, its counts go on.
+    pub(super) before: PrefixReport,
 }
 
 /// What the lines before the first one read (a snapshot's prefix) settled about the session's
@@ -229,6 +233,7 @@ impl<'a> LineSource<'a> {
             complete_lines_only: false,
             hasher: None,
             instructions: Instructions::Seek,
+            before: PrefixReport::default(),
         }
     }
 }
@@ -259,6 +264,7 @@ pub(super) fn read_lines(
         complete_lines_only,
         mut hasher,
         instructions,
+        before,
     } = source;
     let (base_instructions, seek_instructions) = match instructions {
         Instructions::Seek => (None, true),
@@ -269,17 +275,17 @@ pub(super) fn read_lines(
         options,
         format,
         lines: lines_before,
-        skipped: Vec::new(),
-        skip_counts: SkipCounts::default(),
+        skipped: before.skipped,
+        skip_counts: before.skip_counts,
         torn_tail: false,
-        repaired: Vec::new(),
+        repaired: before.repaired,
         thread_id,
         base_instructions,
         // The first `session_meta` that records instructions wins.
         seek_instructions,
         legacy: false,
-        left_out: LeftOut::default(),
-        world_state: WorldStateReport::default(),
+        left_out: before.left_out,
+        world_state: before.world_state,
         visit,
         non_blank: false,
         unfinished: 0,

@@ -359,6 +359,26 @@ impl LeftOut {
     /// The longest line type name counted by name, in bytes.
     pub const MAX_TYPE_NAME_BYTES: usize = 64;
 
+    /// Counts as these (a snapshot's stored report gives them back).
+    pub(crate) fn from_parts(
+        ghost_snapshots: u64,
+        state_lines: u64,
+        system_messages: u64,
+        line_types: Vec<(String, u64)>,
+        other_line_types: u64,
+    ) -> LeftOut {
+        LeftOut {
+            ghost_snapshots,
+            state_lines,
+            system_messages,
+            line_types: line_types
+                .into_iter()
+                .map(|(name, count)| (name.into_boxed_str(), count))
+                .collect(),
+            other_line_types,
+        }
+    }
+
     /// Counts one more line of type `name`. Time: O(log [`MAX_LINE_TYPES`](Self::MAX_LINE_TYPES)).
     pub(crate) fn count_line_type(&mut self, name: &str) {
         if let Some(count) = self.line_types.get_mut(name) {
@@ -454,7 +474,8 @@ impl fmt::Display for LeftOut {
     }
 }
 
-/// What reading a rollout found besides its usable lines.
+/// What reading a rollout found besides its usable lines. Through a snapshot it is the same
+/// as without: the snapshot keeps its covered lines' report, and reading goes on from it.
 ///
 /// Serializes as an object with every field under its own name (`thread_id` as its UUID text,
 /// `base_instructions` as `{text, provenance?}` or null); `docs/json-output.md` is the schema.
@@ -494,9 +515,7 @@ pub struct LoadReport {
     pub left_out: LeftOut,
     /// The `world_state` lines read, and what rebuilding the world-state baseline from them
     /// found: patches ignored for want of a baseline, states that are not a valid snapshot or
-    /// patch. The reader counts the lines; resume fills in the rest. Through a snapshot, these
-    /// are the lines after the prefix it covers (those of the prefix were reported when the
-    /// snapshot's resume read them).
+    /// patch. The reader counts the lines; resume fills in the rest.
     pub world_state: WorldStateReport,
     /// The rollout's last turn when it was started and neither completed nor aborted: a
     /// `task_started` (or `turn_started`) event with no `task_complete`, `turn_complete` or

@@ -33,6 +33,8 @@ pub(crate) struct PayloadCore {
     pub(crate) previous_turn_settings: Option<String>,
     /// The session's base instructions (`{text, provenance?}`) from the covered prefix.
     pub(crate) base_instructions: Option<String>,
+    /// The load report of the covered prefix (JSON of the rollout layer's own stored form).
+    pub(crate) load_report: Option<String>,
     /// The entry table: the current state's entries first, in order (as many as the header's
     /// entry count), then the entries only earlier states hold.
     pub(crate) entries: Vec<StoredEntry>,
@@ -245,6 +247,7 @@ pub(crate) mod borrowed {
         pub(crate) reference_context_item: Option<String>,
         pub(crate) previous_turn_settings: Option<String>,
         pub(crate) base_instructions: Option<String>,
+        pub(crate) load_report: Option<String>,
         #[rkyv(omit_bounds)]
         pub(crate) entries: Vec<EntryRef<'a>>,
         pub(crate) turns_from: u64,
@@ -425,6 +428,7 @@ mod tests {
                     reference_context_item: Some("{}".into()),
                     previous_turn_settings: Some("{\"model\":\"m\"}".into()),
                     base_instructions: Some("{\"text\":\"be brief\"}".into()),
+                    load_report: None,
                     entries: (0..40).map(owned_entry).collect(),
                     turns_from: 1,
                     earlier: earlier(),
@@ -444,6 +448,7 @@ mod tests {
                     reference_context_item: Some("{}".into()),
                     previous_turn_settings: Some("{\"model\":\"m\"}".into()),
                     base_instructions: Some("{\"text\":\"be brief\"}".into()),
+                    load_report: None,
                     entries: entries.iter().map(borrowed_entry).collect(),
                     turns_from: 1,
                     earlier: earlier(),

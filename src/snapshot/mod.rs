@@ -54,6 +54,9 @@ pub struct PrefixState {
     /// The session's base instructions, as the first `session_meta` of the covered prefix that
     /// records them does (`{text, provenance?}`); `None` when none does.
     pub base_instructions: Option<Box<RawValue>>,
+    /// The load report of the covered prefix, in the rollout layer's stored form: a resume
+    /// through the snapshot reports what a resume of every line does.
+    pub(crate) load_report: Option<Box<RawValue>>,
     /// The covered prefix ends inside a turn (lines appended later may belong to it).
     pub ends_inside_turn: bool,
     /// The rollout is in the legacy pre-envelope format.
@@ -480,6 +483,7 @@ fn decode_state(
             "previous turn settings",
         )?,
         base_instructions: raw(core.base_instructions.as_ref(), "base instructions")?,
+        load_report: raw(core.load_report.as_ref(), "load report")?,
         ends_inside_turn: flags & 1 != 0,
         legacy: flags & 2 != 0,
         legacy_compaction: flags & 4 != 0,
@@ -809,6 +813,7 @@ mod tests {
             reference_context_item: None,
             previous_turn_settings: None,
             base_instructions: None,
+            load_report: None,
             entries: (0..entries).map(|_| entry(1)).collect(),
             turns_from: 0,
             earlier: Vec::new(),
@@ -1217,7 +1222,7 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
-        let golden = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/snapshot-v4.snap");
+        let golden = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/snapshot-v5.snap");
         let untrusted = open_snapshot(&golden, SnapshotOptions::untrusted()).expect("opens");
         assert_eq!(untrusted.trust(), SnapshotTrust::Untrusted);
         assert_eq!(SnapshotOptions::untrusted().trust, SnapshotTrust::Untrusted);

@@ -244,6 +244,7 @@ fn payload_of<'a>(
         reference_context_item: history.reference_context_item().map(ToString::to_string),
         previous_turn_settings: raw_text(&state.previous_turn_settings),
         base_instructions: raw_text(&state.base_instructions),
+        load_report: raw_text(&state.load_report),
         entries,
         turns_from: history.turns_from() as u64,
         earlier,
@@ -812,6 +813,7 @@ mod tests {
             thread_id: Some(ThreadId::random()),
             previous_turn_settings: raw(r#"{"model":"m","cwd":"/w"}"#),
             base_instructions: raw(r#"{"text":"be brief"}"#),
+            load_report: raw(r#"{"stored":"opaque to this layer"}"#),
             ends_inside_turn: true,
             legacy: false,
             legacy_compaction: true,
@@ -938,6 +940,10 @@ mod tests {
             text(state.base_instructions.as_deref())
         );
         assert_eq!(
+            text(read_state.load_report.as_deref()),
+            text(state.load_report.as_deref())
+        );
+        assert_eq!(
             (
                 read_state.ends_inside_turn,
                 read_state.legacy,
@@ -1041,12 +1047,16 @@ mod tests {
                 file("late", &[b" ".repeat(64), b"{".to_vec()].concat()),
                 ExistingFile::Other { bytes: 65 },
             ),
-            (PathBuf::from("/dev/null"), ExistingFile::Special),
         ] {
             assert_eq!(refused(&path, ONLY_SNAPSHOTS), found, "{}", path.display());
             FileSystem
                 .check_target(&path, anything)
                 .unwrap_or_else(|error| panic!("{}: {error}", path.display()));
+        }
+        // A device is not replaced even when anything may be.
+        let null = PathBuf::from("/dev/null");
+        for target in [ONLY_SNAPSHOTS, anything] {
+            assert_eq!(refused(&null, target), ExistingFile::Special);
         }
         let rollout = dir.path().join("rollout");
         let before = std::fs::read(&rollout).expect("read");
@@ -1078,7 +1088,7 @@ mod tests {
 
     /// A FIFO and a socket are not regular files: refused as such at once (what is found is not
     /// opened, so a FIFO without a writer does not block the check), the write refused with them
-    /// left in place; `Replace::Anything` replaces them.
+    /// left in place, also with `Replace::Anything`.
     #[test]
     fn a_fifo_or_a_socket_is_refused_without_being_opened() {
         let dir = tempfile::tempdir().expect("dir");
@@ -1109,14 +1119,13 @@ mod tests {
                 .expect("still there")
                 .file_type();
             assert!(!kind.is_file() && !kind.is_symlink(), "{}", path.display());
-            FileSystem
-                .check_target(path, anything)
-                .unwrap_or_else(|error| panic!("{}: {error}", path.display()));
+            assert_eq!(refused(path, anything), ExistingFile::Special);
         }
     }
 
     /// The rollout a snapshot is made from is refused under its own name and through a hard or
-    /// symbolic link; another file beside it is not the rollout.
+    /// symbolic link, also when anything else may be replaced; another file beside it is not
+    /// the rollout.
     #[test]
     fn the_source_rollout_is_refused_through_any_link() {
         let dir = tempfile::tempdir().expect("dir");
@@ -1139,15 +1148,11 @@ mod tests {
                 "{}",
                 path.display()
             );
-            FileSystem
-                .check_target(
-                    path,
-                    SnapshotTarget {
-                        replace: Replace::Anything,
-                        ..from_rollout
-                    },
-                )
-                .expect("replaced when told");
+            let anything = SnapshotTarget {
+                replace: Replace::Anything,
+                ..from_rollout
+            };
+            assert_eq!(refused(path, anything), ExistingFile::SourceRollout);
         }
         FileSystem
             .check_target(&snapshot, from_rollout)

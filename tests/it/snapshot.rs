@@ -228,8 +228,12 @@ fn every_truncation_and_every_changed_byte_is_an_error() {
     // (covered by the payload digest).
     let expected = |at: usize, error: &SnapshotError| match at {
         0..8 => matches!(error, SnapshotError::BadMagic { .. }),
-        // No flip of the version (4) gives an older one (1 to 3).
-        8..12 => matches!(error, SnapshotError::UnsupportedVersion { .. }),
+        // A flip of the version (5) gives an older one (4, 1 to 4 being older) or one no build
+        // wrote.
+        8..12 => matches!(
+            error,
+            SnapshotError::UnsupportedVersion { .. } | SnapshotError::OlderVersion { found: 4, .. }
+        ),
         12..15 => matches!(error, SnapshotError::UnsupportedFormat { .. }),
         15..256 => {
             matches!(error, SnapshotError::BadHeader { detail, .. } if detail == "header digest mismatch")
@@ -282,7 +286,7 @@ fn version_and_format_errors_say_what_was_found() {
             error,
             SnapshotError::UnsupportedVersion {
                 found: 7,
-                supported: 4,
+                supported: 5,
                 ..
             }
         ),
@@ -295,7 +299,7 @@ fn version_and_format_errors_say_what_was_found() {
             error,
             SnapshotError::OlderVersion {
                 found: 2,
-                supported: 4,
+                supported: 5,
                 ..
             }
         ),
@@ -304,7 +308,7 @@ fn version_and_format_errors_say_what_was_found() {
     assert!(
         error
             .to_string()
-            .contains("has format version 2, older than version 4"),
+            .contains("has format version 2, older than version 5"),
         "{error}"
     );
     let error = refused(12, &[2]);
@@ -320,7 +324,7 @@ fn version_and_format_errors_say_what_was_found() {
     assert!(matches!(error, SnapshotError::BadMagic { .. }), "{error}");
 }
 
-/// The golden snapshots of the older format versions (1 to 3, each written from
+/// The golden snapshots of the older format versions (1 to 4, each written from
 /// `snapshot-v<n>.jsonl` by the build of that version) are refused: opening one, as the
 /// program's own or untrusted, is `OlderVersion` naming its version and the supported one; a
 /// resume of its rollout through it falls back (`old_version`, both versions) to exactly what a
@@ -408,16 +412,16 @@ fn older_golden_snapshots_are_refused_and_resume_reads_the_rollout_instead() {
     }
 }
 
-/// The golden snapshot of format version 4, written from `snapshot-v4.jsonl` (`snapshot-v3.jsonl`
+/// The golden snapshot of format version 5, written from `snapshot-v5.jsonl` (`snapshot-v3.jsonl`
 /// followed by a turn that never completed: `task_started`, a user message, a function call
-/// without output): read by every build, and
+/// without output; the same lines as `snapshot-v4.jsonl`): read by every build, and
 /// rewritten byte for byte from the same rollout and from the opened file. Regenerate (only with
 /// a new format version) with `AGENT_HISTORY_WRITE_GOLDEN=1 cargo test --test snapshot golden`.
 #[test]
-fn golden_snapshot_v4_reads_and_rewrites_identically() {
+fn golden_snapshot_v5_reads_and_rewrites_identically() {
     let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
-    let golden = fixtures.join("snapshot-v4.snap");
-    let rollout = fixtures.join("snapshot-v4.jsonl");
+    let golden = fixtures.join("snapshot-v5.snap");
+    let rollout = fixtures.join("snapshot-v5.jsonl");
     let resumed = resume_file(
         &rollout,
         &ResumeOptions::new(DEFAULT_TRUNCATION).snapshot_ready(),
@@ -427,7 +431,7 @@ fn golden_snapshot_v4_reads_and_rewrites_identically() {
         resumed.write_snapshot(&golden).expect("golden written");
     }
     let opened = open_snapshot(&golden, SnapshotOptions::untrusted()).expect("golden opens");
-    assert_eq!(opened.header().format_version, 4);
+    assert_eq!(opened.header().format_version, 5);
     let open_turn = opened
         .state()
         .open_turn
@@ -463,7 +467,7 @@ fn golden_snapshot_v4_reads_and_rewrites_identically() {
     assert_eq!(
         std::fs::read(&again).expect("file"),
         golden_bytes,
-        "the writer no longer produces format version 4 byte for byte"
+        "the writer no longer produces format version 5 byte for byte"
     );
     let copy = dir.path().join("copy.snap");
     opened.write(&copy).expect("written");
@@ -1498,4 +1502,51 @@ fn a_crafted_token_count_that_saturates_the_total_survives_a_rollback() {
     assert_eq!(kept, 2);
     assert_eq!(history.estimated_tokens(), kept);
     history.assert_invariants();
+}
+
+/// The load report through a snapshot is the one without: the covered prefix's byte-order mark,
+/// blank and malformed lines, left-out line types and world-state issues are kept in the
+/// snapshot, and the lines after it continue them (lists up to their limits, in file order).
+#[test]
+fn the_load_report_through_a_snapshot_is_the_one_without() {
+    let dir = temp_dir();
+    let prefix = [
+        meta_line(),
+        String::new(),
+        "{not json".to_owned(),
+        item_line(&user("one")),
+        line("token_usage_record", r#"{"total":3}"#),
+        line("world_state", r#"{"full":false,"state":{"x":1}}"#),
+    ];
+    let later = [
+        "{also not json".to_owned(),
+        String::new(),
+        item_line(&user("two")),
+        line("token_usage_record", r#"{"total":4}"#),
+    ];
+    let text = |lines: &[String]| format!("\u{feff}{}", common::rollout_text(lines));
+    let (rollout, snapshot, covered) = snapshot_of(dir.path(), text(&prefix).as_bytes(), "r");
+    assert_eq!(covered.report().skip_counts.total(), 2);
+    assert_eq!(covered.report().repaired.len(), 1, "the byte-order mark");
+    assert_eq!(covered.report().world_state.ignored_patches, 1);
+    let whole: Vec<String> = prefix.iter().chain(&later).cloned().collect();
+    std::fs::write(&rollout, text(&whole)).expect("the later lines");
+    let through = resume_with(&rollout, &snapshot, DEFAULT_TRUNCATION);
+    assert!(through.used_snapshot(), "{:?}", through.source());
+    let full = common::resume_path(&rollout, DEFAULT_TRUNCATION);
+    assert_eq!(through.report(), full.report());
+    assert_eq!(full.report().skip_counts.total(), 4);
+    assert_eq!(full.report().left_out.line_type("token_usage_record"), 2);
+    // The CLI says so too: `project --snapshot` reports the prefix's skipped lines.
+    let output = common::cli::run(&[
+        "project",
+        rollout.to_str().expect("utf-8"),
+        "--snapshot",
+        snapshot.to_str().expect("utf-8"),
+    ]);
+    let stderr = common::cli::text(&output.stderr);
+    assert!(
+        stderr.contains("4 skipped (2 blank, 2 malformed)") && stderr.contains("line 3"),
+        "{stderr}"
+    );
 }

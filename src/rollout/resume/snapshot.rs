@@ -22,6 +22,7 @@ use super::super::line::{Facts, RolloutLine};
 use super::super::line::{InstructionsField, base_instructions_field};
 use super::super::reader::{Instructions, LineSource, open_rollout, read_lines};
 use super::super::report::{LoadReport, ReadMode};
+use super::super::stored_report::PrefixReport;
 use super::super::validate::Format;
 use super::replay::{Replay, Replayed};
 use super::scan::{self, Reference, ScanFact, line_facts, prefix_fact, reverse_scan, stored_fact};
@@ -133,8 +134,19 @@ fn resume_after_prefix(
     mut hasher: blake3::Hasher,
 ) -> Result<Resumed, Stop> {
     let covered = opened.header().rollout;
+    // The reader goes on from the prefix's report, so that the report is a full resume's.
+    let before = match &opened.state().load_report {
+        Some(stored) => PrefixReport::from_json(stored).map_err(|detail| {
+            FallbackReason::Unreadable(SnapshotError::InvalidArchive {
+                path: snapshot.to_owned(),
+                detail,
+            })
+        })?,
+        None => PrefixReport::default(),
+    };
     let mut tail = Vec::new();
     let source = LineSource {
+        before,
         format: Some(Format::Envelope),
         instructions: known_instructions(opened.state()),
         lines_before: covered.lines,
@@ -481,6 +493,7 @@ impl Resumed {
             thread_id: Some(self.thread_id()),
             previous_turn_settings: self.previous_turn_settings.clone(),
             base_instructions,
+            load_report: Some(PrefixReport::of(&self.report).to_json()),
             ends_inside_turn: self.ends_inside_turn,
             legacy: self.report.legacy,
             legacy_compaction: self.legacy_compaction,

@@ -50,7 +50,15 @@ pub(super) fn rebuild_baseline(
     report: &mut WorldStateReport,
 ) -> Option<Arc<WorldSnapshot>> {
     let (mut baseline, interpreted) = match lines.iter().rposition(clears_baseline) {
-        Some(last) => (None, &lines[last + 1..]),
+        Some(last) => {
+            // What a snapshot's prefix replayed is cleared too: a full resume interprets none
+            // of those lines (its `report` starts from the prefix's, `lines` included).
+            report.replayed = 0;
+            report.ignored_patches = 0;
+            report.invalid = 0;
+            report.issues.clear();
+            (None, &lines[last + 1..])
+        }
         None => (start, lines),
     };
     for line in interpreted {

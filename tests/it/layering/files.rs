@@ -52,7 +52,7 @@ const FILE_ORDER: &[(&str, &str)] = &[
     ),
     (
         "rollout",
-        "line < report < error < sink < validate < reader < resume/ < writer",
+        "line < report < stored_report < error < sink < validate < reader < resume/ < writer",
     ),
     ("rollout/resume", "scan < turn < replay < world < snapshot"),
     ("snapshot", "archive < header < error < map < write"),

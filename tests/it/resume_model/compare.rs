@@ -135,6 +135,14 @@ pub fn snapshot_disagreement(through: &Resumed, full: &Resumed) -> Option<String
             facts(full)
         ));
     }
+    // The whole load report: skipped, repaired and left-out lines of the covered prefix too.
+    if through.report() != full.report() {
+        return Some(format!(
+            "load report:\n through {:?}\n full    {:?}",
+            through.report(),
+            full.report()
+        ));
+    }
     for turns in 1..=b.reachable_user_turns() + 1 {
         let (mut a, mut b) = (a.clone(), b.clone());
         a.drop_last_n_user_turns(turns).expect("rolls back");
