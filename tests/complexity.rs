@@ -808,3 +808,41 @@ fn a_tool_heavy_assembly_keeps_a_bounded_number_of_bytes_per_entry() {
         }
     }
 }
+
+/// Claim: lines that add nothing to the history cost about their text to keep while a rollout
+/// resumes (`docs/reliability.md`, "Hostile input to the commands"). A rollout of 2,000
+/// `turn_context` lines of a realistic size is resumed with the allocator counting: the peak of
+/// live heap bytes stays under twice the file's size. Keeping each payload parsed, as resume
+/// did, took about seven times the file (1 GB for 200,000 such lines, 146 MB).
+#[test]
+fn turn_context_lines_cost_about_their_text_while_resuming() {
+    let _serial = serial();
+    let meta = line(
+        "session_meta",
+        r#"{"id":"0f1e7c52-3d8a-4b7e-9c11-6a2b5d4e8f90","timestamp":"2026-11-03T14:00:00.000Z"}"#,
+    );
+    let mut text = format!("{meta}\n");
+    for turn in 0..2_000 {
+        let payload = format!(
+            r#"{{"turn_id":"t{turn}","cwd":"/home/user/project","approval_policy":"on-request","sandbox_policy":{{"mode":"workspace-write","network_access":false,"writable_roots":["/home/user/project","/tmp"]}},"model":"gpt-5.1-codex","effort":"medium","summary":"auto","user_instructions":"{}","truncation_policy":{{"mode":"tokens","limit":10000}}}}"#,
+            "Be careful. ".repeat(20)
+        );
+        text.push_str(&line("turn_context", &payload));
+        text.push('\n');
+    }
+    let directory = tempfile::tempdir().expect("a temporary directory");
+    let rollout = directory.path().join("turn-contexts.jsonl");
+    std::fs::write(&rollout, &text).expect("write the rollout");
+    let profiler = dhat::Profiler::builder().testing().build();
+    let resumed = resume_file(&rollout, &ResumeOptions::new(DEFAULT_TRUNCATION)).expect("resumes");
+    let stats = dhat::HeapStats::get();
+    drop(profiler);
+    assert_eq!(resumed.report().lines, 2_001);
+    let file = text.len() as u64;
+    println!("peak {} bytes for a file of {file}", stats.max_bytes);
+    assert!(
+        (stats.max_bytes as u64) < 2 * file,
+        "peak {} bytes while resuming a file of {file} bytes",
+        stats.max_bytes
+    );
+}

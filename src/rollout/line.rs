@@ -148,11 +148,10 @@ pub(crate) enum Facts {
     Compacted(Arc<CompactedPayload>),
     /// An `event_msg`.
     Event(Event),
-    /// A `turn_context`: its turn id and the payload as a value (the reference context item).
-    TurnContext {
-        turn_id: Option<TurnId>,
-        value: Arc<Value>,
-    },
+    /// A `turn_context` and its turn id. The payload is parsed again only for the line resume
+    /// settles on (the reference context item): a parsed value takes several times the text's
+    /// memory, and a long session holds a `turn_context` line per turn until resume is done.
+    TurnContext { turn_id: Option<TurnId> },
     /// A `world_state` line of the right shape (`{"full": bool, "state": …}`); whether it is a
     /// whole snapshot. Its `state` is read only when resume needs it (see `resume/world.rs`).
     WorldState { full: bool },

@@ -466,8 +466,5 @@ fn parse_turn_context(payload: &str) -> Result<Facts, String> {
             ));
         }
     };
-    Ok(Facts::TurnContext {
-        turn_id,
-        value: Arc::new(value),
-    })
+    Ok(Facts::TurnContext { turn_id })
 }

@@ -886,12 +886,13 @@ fn two_outputs_for_one_call_are_both_kept() {
 // The catalogue in `docs/reliability.md`
 // ---------------------------------------------------------------------------------------------
 
-/// The source of the test named `file::name` in the catalogue: `src/…` for a unit test, else the
+/// The source of the test named `file::name` in the catalogue: `src/…` for a unit test,
+/// `tests/….rs` for a test binary of its own, else the
 /// module of the integration tests `tests/it/file.rs` or `tests/it/file/` (`a::b` is
 /// `tests/it/a/b.rs`).
 fn test_sources(file: &str) -> Vec<String> {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-    if file.starts_with("src/") {
+    if file.starts_with("src/") || file.starts_with("tests/") {
         return vec![std::fs::read_to_string(root.join(file)).unwrap_or_default()];
     }
     let module = root.join("tests/it").join(file.replace("::", "/"));

@@ -586,12 +586,16 @@ fn forget_unread_text(line: &mut RolloutLine) {
     }
 }
 
-/// The payload of a `turn_context` line, as a value (the reference context item).
+/// The payload of a `turn_context` line, as a value (the reference context item). The reader
+/// parsed it once to check it, so it parses again.
 fn turn_context_value(line: &RolloutLine) -> Option<std::sync::Arc<serde_json::Value>> {
-    match line.facts() {
-        Facts::TurnContext { value, .. } => Some(value.clone()),
-        _ => None,
-    }
+    let Facts::TurnContext { .. } = line.facts() else {
+        return None;
+    };
+    let raw = turn_context_raw(line)?;
+    serde_json::from_str(raw.get())
+        .ok()
+        .map(std::sync::Arc::new)
 }
 
 /// The payload of a `turn_context` line, as its text (the previous-turn settings).

@@ -381,8 +381,10 @@ impl Context<'_> {
             Context::Stored(text) => serde_json::from_str(text)
                 .map(Arc::new)
                 .map_err(|error| unreadable_payload(snapshot, &error)),
-            Context::Line(line) => match line.facts() {
-                Facts::TurnContext { value, .. } => Ok(value.clone()),
+            Context::Line(line) => match (line.facts(), turn_context_raw(line)) {
+                (Facts::TurnContext { .. }, Some(raw)) => serde_json::from_str(raw.get())
+                    .map(Arc::new)
+                    .map_err(|error| unreadable_payload(snapshot, &error)),
                 _ => Err(unreadable_payload(snapshot, &"not a turn_context line")),
             },
         }
