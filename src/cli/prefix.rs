@@ -13,7 +13,7 @@ use anyhow::Context as _;
 
 use super::Usage;
 use super::args::PrefixArgs;
-use super::input::{is_stdin, resume, stdin_rollout};
+use super::input::{STDIN_LABEL, is_stdin, resume, stdin_rollout};
 use super::output::{finish, stdout};
 
 /// Runs `prefix`.
@@ -106,7 +106,7 @@ impl Side {
             // Streamed: a file, standard input read once, or the copy of it another point of
             // it was read from.
             let history = match SPOOL.get().filter(|_| is_stdin(path)) {
-                Some(spool) => resume(spool, options)?,
+                Some(spool) => resume_reader(open_rollout(spool)?, STDIN_LABEL, options)?,
                 None => resume(path, options)?,
             };
             return Ok(Side {
@@ -117,9 +117,14 @@ impl Side {
         // The first `lines` lines, streamed from the file (standard input is spooled to a
         // temporary file first, so that two points of it can be read).
         let spool = spooled_stdin(path)?;
-        let file = spool.unwrap_or(path);
-        let mut first = FirstLines::new(open_rollout(file)?, lines);
-        let resumed = resume_reader(&mut first, file, options)?;
+        let mut first = FirstLines::new(open_rollout(spool.unwrap_or(path))?, lines);
+        // Errors name what was given (`<stdin>`), not the copy.
+        let named = if spool.is_some() {
+            Path::new(STDIN_LABEL)
+        } else {
+            path
+        };
+        let resumed = resume_reader(&mut first, named, options)?;
         if !first.complete() {
             anyhow::bail!(
                 "--at-line {lines}: {label} has only {} line(s)",

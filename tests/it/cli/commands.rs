@@ -1842,6 +1842,19 @@ fn prefix_streams_its_input_refuses_a_device_and_names_unrelated_sessions() {
     let too_far = run_with_stdin(&["prefix", "-", "--at-line", "99"], &bytes);
     assert_eq!(too_far.status.code(), Some(3));
     assert!(text(&too_far.stderr).contains("- has only 11 line(s)"));
+    // Errors name standard input, not the copy of it.
+    for args in [
+        &["prefix", "-", "--at-line", "1"][..],
+        &["prefix", "-", path],
+    ] {
+        let bad = run_with_stdin(args, b"not a rollout\n");
+        assert_eq!(bad.status.code(), Some(3));
+        let stderr = text(&bad.stderr);
+        assert!(
+            stderr.contains("<stdin>") && !stderr.contains("/tmp"),
+            "{stderr}"
+        );
+    }
 
     let zero = command()
         .args(["prefix", "-", path])
