@@ -180,31 +180,42 @@ pub fn resume(path: &Path, options: &ResumeOptions) -> anyhow::Result<Resumed> {
 /// would never end) or a directory is refused before anything is read, as
 /// [`open_rollout`] refuses one named by its path.
 pub fn stdin_rollout() -> anyhow::Result<io::StdinLock<'static>> {
-    let stdin = io::stdin();
-    if !stdin.is_terminal() {
-        use std::os::fd::AsFd as _;
-        use std::os::unix::fs::FileTypeExt as _;
-        let kind = stdin
-            .as_fd()
-            .try_clone_to_owned()
-            .map(std::fs::File::from)
-            .and_then(|file| file.metadata())
-            .context("cannot read standard input")?
-            .file_type();
-        let what = if kind.is_dir() {
-            Some("a directory")
-        } else if kind.is_char_device() || kind.is_block_device() {
-            Some("a device")
-        } else {
-            None
-        };
-        if let Some(what) = what {
-            return Err(RolloutError::NotAFile {
-                path: PathBuf::from(STDIN_LABEL),
-                what,
-            }
-            .into());
+    if let Some(what) = stdin_unreadable()? {
+        return Err(RolloutError::NotAFile {
+            path: PathBuf::from(STDIN_LABEL),
+            what,
         }
+        .into());
     }
-    Ok(stdin.lock())
+    Ok(io::stdin().lock())
+}
+
+/// What standard input is when it cannot be read as a stream that ends: `a directory` or `a
+/// device` (a terminal is read). `None` for a file, a pipe or a terminal.
+pub fn stdin_unreadable() -> anyhow::Result<Option<&'static str>> {
+    use std::os::fd::AsFd as _;
+    let stdin = io::stdin();
+    if stdin.is_terminal() {
+        return Ok(None);
+    }
+    let metadata = stdin
+        .as_fd()
+        .try_clone_to_owned()
+        .map(std::fs::File::from)
+        .and_then(|file| file.metadata())
+        .context("cannot read standard input")?;
+    Ok(unreadable_kind(&metadata))
+}
+
+/// `a directory` or `a device` for what cannot be read as a stream that ends.
+pub fn unreadable_kind(metadata: &std::fs::Metadata) -> Option<&'static str> {
+    use std::os::unix::fs::FileTypeExt as _;
+    let kind = metadata.file_type();
+    if kind.is_dir() {
+        Some("a directory")
+    } else if kind.is_char_device() || kind.is_block_device() {
+        Some("a device")
+    } else {
+        None
+    }
 }

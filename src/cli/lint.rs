@@ -1,16 +1,17 @@
 //! `lint`: request bodies (or bare `input` / `messages` arrays) from any client, checked against
 //! one model API's rules without sending anything.
 
+use std::fs::File;
 use std::io::Read as _;
 use std::path::Path;
 use std::process::ExitCode;
 
-use agent_history::{Finding, Target, open_rollout, validate};
+use agent_history::{Finding, Target, validate};
 use anyhow::Context as _;
 use serde::Serialize;
 
 use super::args::LintArgs;
-use super::input::{STDIN_LABEL, is_stdin, stdin_rollout};
+use super::input::{STDIN_LABEL, is_stdin, stdin_unreadable, unreadable_kind};
 use super::output::{self, error_line, finish, json_line, line, stdout};
 
 /// The result of linting one body.
@@ -133,14 +134,24 @@ fn read_json(path: &Path, label: &str) -> anyhow::Result<serde_json::Value> {
     let mut bytes = Vec::new();
     // A directory or a device (`/dev/zero` would never end) is refused before it is read, as a
     // rollout is; a FIFO (`<(…)`) is read.
+    let not_a_body = |what| anyhow::anyhow!("{label} is {what}, not a request body");
     let read = if is_stdin(path) {
-        stdin_rollout()?
+        if let Some(what) = stdin_unreadable()? {
+            return Err(not_a_body(what));
+        }
+        std::io::stdin()
+            .lock()
             .take(MAX_BODY_BYTES + 1)
             .read_to_end(&mut bytes)
     } else {
-        open_rollout(path)?
-            .take(MAX_BODY_BYTES + 1)
-            .read_to_end(&mut bytes)
+        let file = File::open(path).with_context(|| format!("cannot read {label}"))?;
+        let metadata = file
+            .metadata()
+            .with_context(|| format!("cannot read {label}"))?;
+        if let Some(what) = unreadable_kind(&metadata) {
+            return Err(not_a_body(what));
+        }
+        file.take(MAX_BODY_BYTES + 1).read_to_end(&mut bytes)
     };
     read.with_context(|| format!("cannot read {label}"))?;
     if bytes.len() as u64 > MAX_BODY_BYTES {

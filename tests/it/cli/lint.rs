@@ -226,7 +226,7 @@ fn devices_and_oversized_bodies_are_refused_in_bounded_memory() {
     let output = run(&["lint", "--target", "responses", "/dev/zero"]);
     assert_eq!(output.status.code(), Some(3));
     assert!(
-        text(&output.stderr).contains("/dev/zero is a device"),
+        text(&output.stderr).contains("/dev/zero is a device, not a request body"),
         "{}",
         text(&output.stderr)
     );
@@ -236,7 +236,7 @@ fn devices_and_oversized_bodies_are_refused_in_bounded_memory() {
         .output()
         .expect("runs");
     assert_eq!(zero.status.code(), Some(3));
-    assert!(text(&zero.stderr).contains("<stdin> is a device"));
+    assert!(text(&zero.stderr).contains("<stdin> is a device, not a request body"));
 
     let dir = common::temp_dir();
     let big = dir.path().join("big.json");
