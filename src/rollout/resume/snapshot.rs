@@ -103,22 +103,42 @@ pub(super) fn resume_stream(
             source,
         })?;
     let mut hasher = blake3::Hasher::new();
+    // The later lines are kept as they are read too: a snapshot can still turn out unusable
+    // once they are read (its facts disagree with its flags), and the full resume needs them.
+    let mut later = Kept {
+        inner: reader,
+        kept: Vec::new(),
+    };
     let checked =
         check_prefix(&mut prefix.as_slice(), covered, &mut hasher, label).and_then(|()| {
             resume_after_prefix(
-                opened,
-                thread_id,
-                &mut reader,
-                label,
-                snapshot,
-                options,
-                hasher,
+                opened, thread_id, &mut later, label, snapshot, options, hasher,
             )
         });
     match checked {
         Ok(resumed) => Ok(resumed),
         Err(Stop::Error(error)) => Err(error),
-        Err(Stop::Fallback(reason)) => full(&mut prefix.as_slice().chain(reader), reason),
+        Err(Stop::Fallback(reason)) => {
+            let Kept { inner, kept } = later;
+            full(
+                &mut prefix.as_slice().chain(kept.as_slice()).chain(inner),
+                reason,
+            )
+        }
+    }
+}
+
+/// A reader that keeps a copy of what it read.
+struct Kept<R> {
+    inner: R,
+    kept: Vec<u8>,
+}
+
+impl<R: Read> Read for Kept<R> {
+    fn read(&mut self, buffer: &mut [u8]) -> std::io::Result<usize> {
+        let read = self.inner.read(buffer)?;
+        self.kept.extend_from_slice(&buffer[..read]);
+        Ok(read)
     }
 }
 
@@ -518,7 +538,7 @@ impl Resumed {
 
 #[cfg(test)]
 mod tests {
-    use super::super::{FallbackReason, ResumeOptions, resume_file};
+    use super::super::{FallbackReason, ResumeOptions, resume_file, resume_reader};
     use super::hash_prefix;
     use crate::history::DEFAULT_TRUNCATION;
     use crate::snapshot::write_snapshot;
@@ -607,6 +627,18 @@ mod tests {
             assert_eq!(through.history(), full.history());
             assert_eq!(through.ends_inside_turn(), full.ends_inside_turn());
             assert_eq!(through.incomplete_turn(), full.incomplete_turn());
+            // From a stream, found only once the later lines are read: they were kept, and the
+            // full resume has them.
+            let bytes = std::fs::read(&rollout).expect("read");
+            let streamed = resume_reader(bytes.as_slice(), "stream", &options).expect("resumes");
+            assert!(matches!(
+                streamed.fallback_reason(),
+                Some(FallbackReason::Unreadable(
+                    SnapshotError::InvalidArchive { .. }
+                ))
+            ));
+            assert_eq!(streamed.history(), full.history());
+            assert_eq!(streamed.report(), full.report());
         }
     }
 
