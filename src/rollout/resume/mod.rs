@@ -470,8 +470,8 @@ pub fn resume_file(
 
 /// Resumes a history from rollout bytes read from `reader`; errors name `label` (see
 /// [`READER_LABEL`](super::READER_LABEL)). With [`ResumeOptions::snapshot`], the stream's first
-/// bytes are checked against the snapshot as a file's are; they are kept in memory meanwhile
-/// (as many as the snapshot covers), so that a fallback can replay them.
+/// bytes are checked against the snapshot as a file's are; what is read of the stream is kept in
+/// memory until the resume through the snapshot is done, so that a fallback can replay it.
 ///
 /// # Errors
 ///
