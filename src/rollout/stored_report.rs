@@ -42,9 +42,25 @@ impl PrefixReport {
     /// The stored JSON.
     pub(crate) fn to_json(&self) -> Box<RawValue> {
         let stored = Stored {
-            skipped: self.skipped.iter().map(StoredSkip::of).collect(),
+            skipped: self
+                .skipped
+                .iter()
+                .map(|skipped| StoredAt {
+                    line: skipped.line,
+                    offset: skipped.offset,
+                    what: StoredReason::of(&skipped.reason),
+                })
+                .collect(),
             skip_counts: StoredCounts::of(&self.skip_counts),
-            repaired: self.repaired.iter().map(StoredRepair::of).collect(),
+            repaired: self
+                .repaired
+                .iter()
+                .map(|repaired| StoredAt {
+                    line: repaired.line,
+                    offset: repaired.offset,
+                    what: StoredLineRepair::of(&repaired.repair),
+                })
+                .collect(),
             left_out: StoredLeftOut::of(&self.left_out),
             world_state: StoredWorld::of(&self.world_state),
         };
@@ -64,13 +80,21 @@ impl PrefixReport {
             skipped: stored
                 .skipped
                 .into_iter()
-                .map(StoredSkip::into_line)
+                .map(|at| SkippedLine {
+                    line: at.line,
+                    offset: at.offset,
+                    reason: at.what.into_reason(),
+                })
                 .collect(),
             skip_counts: stored.skip_counts.into_counts(),
             repaired: stored
                 .repaired
                 .into_iter()
-                .map(StoredRepair::into_line)
+                .map(|at| RepairedLine {
+                    line: at.line,
+                    offset: at.offset,
+                    repair: at.what.into_repair(),
+                })
                 .collect(),
             left_out: stored.left_out.into_left_out(),
             world_state: stored.world_state.into_report(),
@@ -84,18 +108,19 @@ fn empty() -> Box<RawValue> {
 
 #[derive(Serialize, Deserialize)]
 struct Stored {
-    skipped: Vec<StoredSkip>,
+    skipped: Vec<StoredAt<StoredReason>>,
     skip_counts: StoredCounts,
-    repaired: Vec<StoredRepair>,
+    repaired: Vec<StoredAt<StoredLineRepair>>,
     left_out: StoredLeftOut,
     world_state: StoredWorld,
 }
 
+/// What was found at a line: its number, its offset and what.
 #[derive(Serialize, Deserialize)]
-struct StoredSkip {
+struct StoredAt<T> {
     line: u64,
     offset: u64,
-    reason: StoredReason,
+    what: T,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -109,9 +134,9 @@ enum StoredReason {
     TooLong { bytes: u64, limit: usize },
 }
 
-impl StoredSkip {
-    fn of(line: &SkippedLine) -> StoredSkip {
-        let reason = match &line.reason {
+impl StoredReason {
+    fn of(reason: &SkipReason) -> StoredReason {
+        match reason {
             SkipReason::Blank => StoredReason::Blank,
             SkipReason::InvalidUtf8 => StoredReason::InvalidUtf8,
             SkipReason::InvalidJson(why) => StoredReason::InvalidJson(why.clone()),
@@ -122,16 +147,11 @@ impl StoredSkip {
                 bytes: *bytes,
                 limit: *limit,
             },
-        };
-        StoredSkip {
-            line: line.line,
-            offset: line.offset,
-            reason,
         }
     }
 
-    fn into_line(self) -> SkippedLine {
-        let reason = match self.reason {
+    fn into_reason(self) -> SkipReason {
+        match self {
             StoredReason::Blank => SkipReason::Blank,
             StoredReason::InvalidUtf8 => SkipReason::InvalidUtf8,
             StoredReason::InvalidJson(why) => SkipReason::InvalidJson(why),
@@ -139,11 +159,6 @@ impl StoredSkip {
             StoredReason::InvalidPayload(why) => SkipReason::InvalidPayload(why),
             StoredReason::InvalidItem(why) => SkipReason::InvalidItem(why),
             StoredReason::TooLong { bytes, limit } => SkipReason::TooLong { bytes, limit },
-        };
-        SkippedLine {
-            line: self.line,
-            offset: self.offset,
-            reason,
         }
     }
 }
@@ -187,13 +202,6 @@ impl StoredCounts {
 }
 
 #[derive(Serialize, Deserialize)]
-struct StoredRepair {
-    line: u64,
-    offset: u64,
-    repair: StoredLineRepair,
-}
-
-#[derive(Serialize, Deserialize)]
 enum StoredLineRepair {
     ByteOrderMark,
     LossyUtf8,
@@ -201,9 +209,9 @@ enum StoredLineRepair {
     UnknownBaseInstructions(String),
 }
 
-impl StoredRepair {
-    fn of(line: &RepairedLine) -> StoredRepair {
-        let repair = match &line.repair {
+impl StoredLineRepair {
+    fn of(repair: &LineRepair) -> StoredLineRepair {
+        match repair {
             LineRepair::ByteOrderMark => StoredLineRepair::ByteOrderMark,
             LineRepair::LossyUtf8 => StoredLineRepair::LossyUtf8,
             LineRepair::LenientSessionMeta(why) => {
@@ -212,27 +220,17 @@ impl StoredRepair {
             LineRepair::UnknownBaseInstructions(why) => {
                 StoredLineRepair::UnknownBaseInstructions(why.clone())
             }
-        };
-        StoredRepair {
-            line: line.line,
-            offset: line.offset,
-            repair,
         }
     }
 
-    fn into_line(self) -> RepairedLine {
-        let repair = match self.repair {
+    fn into_repair(self) -> LineRepair {
+        match self {
             StoredLineRepair::ByteOrderMark => LineRepair::ByteOrderMark,
             StoredLineRepair::LossyUtf8 => LineRepair::LossyUtf8,
             StoredLineRepair::LenientSessionMeta(why) => LineRepair::LenientSessionMeta(why),
             StoredLineRepair::UnknownBaseInstructions(why) => {
                 LineRepair::UnknownBaseInstructions(why)
             }
-        };
-        RepairedLine {
-            line: self.line,
-            offset: self.offset,
-            repair,
         }
     }
 }
@@ -277,14 +275,7 @@ struct StoredWorld {
     replayed: u64,
     ignored_patches: u64,
     invalid: u64,
-    issues: Vec<StoredIssue>,
-}
-
-#[derive(Serialize, Deserialize)]
-struct StoredIssue {
-    line: u64,
-    offset: u64,
-    problem: StoredProblem,
+    issues: Vec<StoredAt<StoredProblem>>,
 }
 
 /// [`WorldStateProblem`], with [`WorldStateError`]'s variants spelled out.
@@ -309,10 +300,10 @@ impl StoredWorld {
             issues: report
                 .issues
                 .iter()
-                .map(|issue| StoredIssue {
+                .map(|issue| StoredAt {
                     line: issue.line,
                     offset: issue.offset,
-                    problem: StoredProblem::of(&issue.problem),
+                    what: StoredProblem::of(&issue.problem),
                 })
                 .collect(),
         }
@@ -330,7 +321,7 @@ impl StoredWorld {
                 .map(|issue| WorldStateIssue {
                     line: issue.line,
                     offset: issue.offset,
-                    problem: issue.problem.into_problem(),
+                    problem: issue.what.into_problem(),
                 })
                 .collect(),
         }
