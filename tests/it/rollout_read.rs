@@ -375,7 +375,7 @@ fn a_file_without_session_meta_is_an_error() {
         "{not json".to_owned(),
         String::new(),
     ]);
-    let invalid = Rollout::read(&b"\xff\xfe\n\n"[..], READER_LABEL, ReadMode::Lenient)
+    let invalid = Rollout::read(&b"\xff\xff\n\n"[..], READER_LABEL, ReadMode::Lenient)
         .expect_err("not empty, but no meta");
     assert!(
         matches!(invalid, RolloutError::NoSessionMeta { lines: 2, .. }),
