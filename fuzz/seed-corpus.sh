@@ -16,7 +16,8 @@ trap 'rm -rf "$work"' EXIT
 mkdir -p "$corpus"/{record_json,rollout_read,resume_snapshot,snapshot_file}
 
 cargo build --quiet --bin agent-history
-cli=target/debug/agent-history
+# Where cargo put it: CARGO_TARGET_DIR when set (a CI run with a target directory of its own).
+cli="${CARGO_TARGET_DIR:-target}/debug/agent-history"
 
 # A snapshot-file input: the mode byte, the 256 header bytes, the payload (after byte 4096).
 snapshot_input() { # mode file output
