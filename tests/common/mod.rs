@@ -148,6 +148,15 @@ pub fn resume_path(path: &Path, truncation: TruncationPolicy) -> Resumed {
     agent_history::resume_file(path, &ResumeOptions::new(truncation)).expect("resumes")
 }
 
+/// Makes a FIFO at `path` (with the system's `mkfifo`).
+pub fn fifo(path: &Path) {
+    let made = std::process::Command::new("mkfifo")
+        .arg(path)
+        .status()
+        .expect("mkfifo runs");
+    assert!(made.success(), "mkfifo {}", path.display());
+}
+
 /// Resumes rollout bytes from every line.
 pub fn resume_bytes(bytes: &[u8], truncation: TruncationPolicy) -> Resumed {
     agent_history::resume_reader(

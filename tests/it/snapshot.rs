@@ -1332,11 +1332,7 @@ fn writing_a_snapshot_replaces_only_snapshots_unless_told() {
     );
     // Nor does anything replace a FIFO (or a device): only regular files are replaced.
     let fifo = dir.path().join("fifo");
-    let made = std::process::Command::new("mkfifo")
-        .arg(&fifo)
-        .status()
-        .expect("mkfifo runs");
-    assert!(made.success());
+    common::fifo(&fifo);
     assert_eq!(refused(&fifo, Replace::Anything), ExistingFile::Special);
     assert!(
         std::fs::symlink_metadata(&fifo)

@@ -588,7 +588,7 @@ fn forget_unread_text(line: &mut RolloutLine) {
 
 /// The payload of a `turn_context` line, as a value (the reference context item). The reader
 /// parsed it once to check it, so it parses again.
-fn turn_context_value(line: &RolloutLine) -> Option<std::sync::Arc<serde_json::Value>> {
+pub(super) fn turn_context_value(line: &RolloutLine) -> Option<std::sync::Arc<serde_json::Value>> {
     let Facts::TurnContext { .. } = line.facts() else {
         return None;
     };

@@ -18,7 +18,7 @@ use crate::snapshot::{
 };
 
 use super::super::error::RolloutError;
-use super::super::line::{Facts, RolloutLine};
+use super::super::line::RolloutLine;
 use super::super::line::{InstructionsField, base_instructions_field};
 use super::super::reader::{Instructions, LineSource, open_rollout, read_lines};
 use super::super::report::{LoadReport, ReadMode};
@@ -28,7 +28,10 @@ use super::replay::{Replay, Replayed};
 use super::scan::{self, Reference, ScanFact, line_facts, prefix_fact, reverse_scan, stored_fact};
 use super::turn::Tracked;
 use super::world;
-use super::{Covered, FallbackReason, ResumeOptions, ResumeSource, Resumed, turn_context_raw};
+use super::{
+    Covered, FallbackReason, ResumeOptions, ResumeSource, Resumed, turn_context_raw,
+    turn_context_value,
+};
 
 /// Why a resume through a snapshot stopped: the rollout cannot be read, or the snapshot cannot
 /// stand for its prefix (the rollout must then be resumed in full).
@@ -401,12 +404,8 @@ impl Context<'_> {
             Context::Stored(text) => serde_json::from_str(text)
                 .map(Arc::new)
                 .map_err(|error| unreadable_payload(snapshot, &error)),
-            Context::Line(line) => match (line.facts(), turn_context_raw(line)) {
-                (Facts::TurnContext { .. }, Some(raw)) => serde_json::from_str(raw.get())
-                    .map(Arc::new)
-                    .map_err(|error| unreadable_payload(snapshot, &error)),
-                _ => Err(unreadable_payload(snapshot, &"not a turn_context line")),
-            },
+            Context::Line(line) => turn_context_value(line)
+                .ok_or_else(|| unreadable_payload(snapshot, &"not a turn_context line")),
         }
     }
 }

@@ -276,11 +276,7 @@ fn a_stream_without_line_ends_is_refused_at_the_event_bound() {
 fn append_refuses_what_is_not_a_regular_file() {
     let dir = temp_dir();
     let fifo = dir.path().join("fifo.jsonl");
-    let made = std::process::Command::new("mkfifo")
-        .arg(&fifo)
-        .status()
-        .expect("mkfifo runs");
-    assert!(made.success());
+    common::fifo(&fifo);
     for target in [fifo.as_path(), dir.path()] {
         let output = run(
             &[
