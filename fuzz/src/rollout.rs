@@ -10,13 +10,15 @@ use agent_history::{
 const FIRST_BUFFER: usize = 64 * 1024;
 
 /// What the first buffer of `data` looks like when it is not text, written from the rule the
-/// error documents (gzip magic, zstd magic, or a NUL byte), not from the reader's code.
+/// error documents (gzip magic, zstd magic, a UTF-16 byte-order mark, or a NUL byte), not from the reader's code.
 pub fn binary_start(data: &[u8]) -> Option<BinaryContent> {
     let start = &data[..data.len().min(FIRST_BUFFER)];
     if start.starts_with(&[0x1f, 0x8b]) {
         Some(BinaryContent::Gzip)
     } else if start.starts_with(&[0x28, 0xb5, 0x2f, 0xfd]) {
         Some(BinaryContent::Zstd)
+    } else if start.starts_with(&[0xff, 0xfe]) || start.starts_with(&[0xfe, 0xff]) {
+        Some(BinaryContent::Utf16)
     } else if start.contains(&0) {
         Some(BinaryContent::NulBytes)
     } else {
