@@ -93,12 +93,14 @@ pub use snapshot::{
 
 // The rollout layer: reading, resuming and writing Codex rollout files.
 pub use rollout::{
-    BaseInstructions, BinaryContent, Compactions, DEFAULT_MAX_LINE_BYTES, DEFAULT_MAX_REPORTED,
-    Durability, FallbackReason, FileSink, IncompleteTurn, LeftOut, LineKind, LineRepair,
-    LoadReport, OpenCall, READER_LABEL, ReadMode, ReadOptions, RepairedLine, ResumeOptions,
-    ResumeSource, Resumed, Rollout, RolloutError, RolloutLine, RolloutSink, RolloutWriteError,
-    RolloutWriter, SessionMeta, SkipCounts, SkipReason, SkippedLine, WorldStateIssue,
-    WorldStateProblem, WorldStateReport, WriteStep, open_rollout, resume_file, resume_reader,
+    BaseInstructions, BinaryContent, CODEX_HOME_VAR, Compactions, DEFAULT_MAX_LINE_BYTES,
+    DEFAULT_MAX_REPORTED, Durability, FallbackReason, FileSink, HistoryBase, HistoryMode,
+    IncompleteTurn, LeftOut, LineKind, LineRepair, LineageFile, LineageProblem, LoadReport,
+    OpenCall, OrdinalDamage, Pagination, READER_LABEL, ReadMode, ReadOptions, RepairedLine,
+    ResumeOptions, ResumeSource, Resumed, Rollout, RolloutError, RolloutLine, RolloutSink,
+    RolloutWriteError, RolloutWriter, SessionMeta, SkipCounts, SkipReason, SkippedLine,
+    WorldStateIssue, WorldStateProblem, WorldStateReport, WriteStep, codex_home, open_rollout,
+    resume_file, resume_reader, rollout_file_ids,
 };
 
 // The session layer: a history and its rollout kept in step.

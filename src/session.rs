@@ -163,7 +163,8 @@ impl Session<FileSink> {
     ///
     /// [`Error::RolloutWrite`] when the file cannot be opened for appending or locked
     /// ([`WriteStep::Locked`](crate::rollout::WriteStep::Locked) when another writer holds it)
-    /// or is in the legacy format ([`WriteStep::LegacyFormat`]), [`Error::Rollout`] when it
+    /// or is in the legacy format ([`WriteStep::LegacyFormat`]) or paginated
+    /// ([`WriteStep::Paginated`]), [`Error::Rollout`] when it
     /// cannot be read as a rollout.
     pub fn resume(
         path: impl AsRef<Path>,
@@ -177,11 +178,18 @@ impl Session<FileSink> {
         };
         let mut sink = FileSink::open_locked(path)?;
         let resumed = resume_file(path, &options)?;
-        if resumed.report.legacy {
+        let refused = if resumed.report.legacy {
             // What this writer appends would read back as unknown items of the legacy format.
+            Some(WriteStep::LegacyFormat)
+        } else if resumed.report.pagination.is_some() {
+            Some(WriteStep::Paginated)
+        } else {
+            None
+        };
+        if let Some(step) = refused {
             return Err(RolloutWriteError {
                 path: path.to_owned(),
-                step: WriteStep::LegacyFormat,
+                step,
                 source: std::io::Error::from(std::io::ErrorKind::InvalidInput),
             }
             .into());

@@ -4,7 +4,7 @@
 use std::fmt;
 use std::path::PathBuf;
 
-use crate::item::ItemError;
+use crate::item::{ItemError, ThreadId};
 
 use super::line::LineKind;
 use super::report::{SkipReason, SkippedLine};
@@ -41,6 +41,17 @@ pub enum RolloutError {
         path: PathBuf,
         /// What it looks like.
         looks_like: BinaryContent,
+    },
+    /// A paginated file continues another rollout's prefix (its `history_base`), and that
+    /// rollout could not be followed: the history without it would be partial.
+    #[error("{} continues rollout {rollout_id}, which cannot be followed: {problem}", path.display())]
+    Lineage {
+        /// The file whose base names the rollout.
+        path: PathBuf,
+        /// The rollout id it names.
+        rollout_id: ThreadId,
+        /// What is wrong.
+        problem: LineageProblem,
     },
     /// The file has no non-blank line.
     #[error("{} is an empty session file", path.display())]
@@ -203,6 +214,9 @@ pub enum WriteStep {
     /// lines, which a legacy file's reader would take for unknown items, so a session does not
     /// continue such a file (resume it, and start a new session from its history).
     LegacyFormat,
+    /// Appending to a paginated rollout: its lines carry ordinals, which this writer does not
+    /// write yet, and a line without one would damage the file for Codex.
+    Paginated,
 }
 
 impl fmt::Display for WriteStep {
@@ -227,6 +241,9 @@ impl fmt::Display for WriteStep {
             WriteStep::SyncDirectory => f.write_str("sync the directory that holds it"),
             WriteStep::LegacyFormat => f.write_str(
                 "append to it: it is in the legacy format, which this writer does not write",
+            ),
+            WriteStep::Paginated => f.write_str(
+                "append to it: it is a paginated rollout, whose numbered lines this writer does not write yet",
             ),
             WriteStep::Interpreted {
                 line_type,
@@ -255,4 +272,71 @@ pub struct RolloutWriteError {
     /// The I/O error.
     #[source]
     pub source: std::io::Error,
+}
+
+/// Why a lineage could not be followed ([`RolloutError::Lineage`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum LineageProblem {
+    /// No Codex home is known: none was given, `CODEX_HOME` is not set, and the file is not
+    /// under a `sessions/` or `archived_sessions/` tree.
+    NoCodexHome,
+    /// No file of that rollout id is under the home's `sessions/` or `archived_sessions/`.
+    Missing {
+        /// The Codex home searched.
+        home: PathBuf,
+    },
+    /// The rollout id is already in the lineage.
+    Cycle,
+    /// The cut is past the end of the ancestor.
+    CutPastEnd {
+        /// The ancestor.
+        ancestor: PathBuf,
+        /// Where the cut is.
+        end_byte_offset: u64,
+        /// The ancestor's length.
+        length: u64,
+    },
+    /// The cut would take nothing but the ancestor's `session_meta` (`end_ordinal_exclusive` is 0).
+    CutBeforeHistory,
+    /// The lineage has more files than a line's place can name (65,536).
+    TooLong,
+    /// The ancestor is not a paginated file.
+    NotPaginated {
+        /// The ancestor.
+        ancestor: PathBuf,
+    },
+}
+
+impl fmt::Display for LineageProblem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            LineageProblem::NoCodexHome => f.write_str(
+                "no Codex home to search: give one (--codex-home), set CODEX_HOME, or keep the file under its home's sessions/",
+            ),
+            LineageProblem::Missing { home } => write!(
+                f,
+                "no rollout of that id under {}/sessions or {}/archived_sessions",
+                home.display(),
+                home.display()
+            ),
+            LineageProblem::Cycle => f.write_str("it is already in the lineage (a cycle)"),
+            LineageProblem::CutPastEnd {
+                ancestor,
+                end_byte_offset,
+                length,
+            } => write!(
+                f,
+                "the cut at byte {end_byte_offset} is past the end of {} ({length} bytes)",
+                ancestor.display()
+            ),
+            LineageProblem::CutBeforeHistory => {
+                f.write_str("the cut (end_ordinal_exclusive 0) would include its session metadata")
+            }
+            LineageProblem::TooLong => f.write_str("the lineage has more than 65,536 files"),
+            LineageProblem::NotPaginated { ancestor } => {
+                write!(f, "{} is not a paginated rollout", ancestor.display())
+            }
+        }
+    }
 }

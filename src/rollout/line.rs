@@ -12,6 +12,8 @@ use serde_json::value::RawValue;
 
 use crate::item::{Entry, OutputBody, ThreadId, TurnId, json_type};
 
+use super::paginated::{HistoryBase, HistoryMode};
+
 /// The rollout item type of a line: the envelope's `type`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum LineKind {
@@ -80,7 +82,35 @@ pub struct RolloutLine {
     pub offset: u64,
     /// The line's type.
     pub kind: LineKind,
+    /// The envelope's `ordinal`: every line of a paginated file has one, a legacy file's none.
+    pub ordinal: Option<u64>,
+    /// In a lineage ([`Rollout::with_lineage`](super::Rollout::with_lineage)), the file the line
+    /// is in: 0 for the file read, `k` for its `k`-th ancestor.
+    pub(crate) file: u16,
     pub(crate) content: LineContent,
+}
+
+/// Where a line is, as the replay keeps it for each entry: its number, and the file of a
+/// lineage it is in (see [`RolloutLine::file`]) in the bits above [`Place::FILE_SHIFT`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Place(u64);
+
+impl Place {
+    /// Line numbers stay below 2^48 (a file of 2^48 lines is over 256 TiB).
+    const FILE_SHIFT: u32 = 48;
+
+    /// Unknown (an entry a snapshot supplied).
+    pub(crate) const UNKNOWN: Place = Place(0);
+
+    /// The 1-based line number in its file (0 when unknown).
+    pub(crate) fn line(self) -> u64 {
+        self.0 & ((1 << Self::FILE_SHIFT) - 1)
+    }
+
+    /// The file of the lineage (0: the file read).
+    pub(crate) fn file(self) -> usize {
+        (self.0 >> Self::FILE_SHIFT) as usize
+    }
 }
 
 impl RolloutLine {
@@ -113,6 +143,11 @@ impl RolloutLine {
         }
     }
 
+    /// Where the line is, for the replay's bookkeeping.
+    pub(crate) fn place(&self) -> Place {
+        Place(self.number | (u64::from(self.file) << Place::FILE_SHIFT))
+    }
+
     /// Whether the line is a `response_item` that starts a user turn.
     pub(crate) fn is_user_turn_item(&self) -> bool {
         self.item()
@@ -142,8 +177,8 @@ pub(crate) enum LineContent {
 pub(crate) enum Facts {
     /// Nothing resume interprets.
     None,
-    /// A `session_meta` and its thread id.
-    SessionMeta(ThreadId),
+    /// A `session_meta`: its thread id, history mode and base.
+    SessionMeta(MetaFacts),
     /// A `compacted` line.
     Compacted(Arc<CompactedPayload>),
     /// An `event_msg`.
@@ -155,6 +190,17 @@ pub(crate) enum Facts {
     /// A `world_state` line of the right shape (`{"full": bool, "state": …}`); whether it is a
     /// whole snapshot. Its `state` is read only when resume needs it (see `resume/world.rs`).
     WorldState { full: bool },
+}
+
+/// What the reader takes from a `session_meta` line.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct MetaFacts {
+    /// The thread id.
+    pub(crate) id: ThreadId,
+    /// `history_mode` (legacy when absent).
+    pub(crate) mode: HistoryMode,
+    /// `history_base`, when the file continues another's prefix.
+    pub(crate) base: Option<HistoryBase>,
 }
 
 /// A `compacted` payload, checked.

@@ -2,7 +2,8 @@
 //! `docs/rollout-format.md`), and resume from them.
 //!
 //! * `line.rs` — the line types; `validate.rs` — what each line must be, parsed once;
-//!   `report.rs` — what reading found; `reader.rs` — the streaming line loop and [`Rollout`].
+//!   `report.rs` — what reading found; `paginated.rs` — Codex's paginated files (mode, base,
+//!   ordinals); `lineage.rs` — the files a paginated file continues; `reader.rs` — the streaming line loop and [`Rollout`].
 //! * `resume/` — [`Rollout::resume`] and [`resume_file`]: one pipeline whatever the source
 //!   (every line, or a snapshot plus the lines after it, with a [`FallbackReason`] when a snapshot
 //!   cannot be used), one result ([`Resumed`]).
@@ -14,6 +15,8 @@
 
 mod error;
 mod line;
+mod lineage;
+mod paginated;
 mod reader;
 mod report;
 mod resume;
@@ -22,12 +25,14 @@ mod stored_report;
 mod validate;
 mod writer;
 
-pub use error::{BinaryContent, RolloutError, RolloutWriteError, WriteStep};
+pub use error::{BinaryContent, LineageProblem, RolloutError, RolloutWriteError, WriteStep};
 pub use line::{BaseInstructions, LineKind, RolloutLine, SessionMeta};
+pub use lineage::{CODEX_HOME_VAR, codex_home, rollout_file_ids};
+pub use paginated::{HistoryBase, HistoryMode, OrdinalDamage, Pagination};
 pub use reader::{READER_LABEL, Rollout, open_rollout};
 pub use report::{
-    DEFAULT_MAX_LINE_BYTES, DEFAULT_MAX_REPORTED, IncompleteTurn, LeftOut, LineRepair, LoadReport,
-    OpenCall, ReadMode, ReadOptions, RepairedLine, SkipCounts, SkipReason, SkippedLine,
+    DEFAULT_MAX_LINE_BYTES, DEFAULT_MAX_REPORTED, IncompleteTurn, LeftOut, LineRepair, LineageFile,
+    LoadReport, OpenCall, ReadMode, ReadOptions, RepairedLine, SkipCounts, SkipReason, SkippedLine,
     WorldStateIssue, WorldStateProblem, WorldStateReport,
 };
 pub use resume::{

@@ -12,9 +12,10 @@ use super::error::{BinaryContent, RolloutError};
 use super::line::{
     BaseInstructions, Facts, InstructionsField, LineKind, RolloutLine, base_instructions_field,
 };
+use super::paginated::{HistoryMode, Pagination};
 use super::report::{
-    LeftOut, LineRepair, LoadReport, ReadMode, ReadOptions, RepairedLine, SkipCounts, SkipReason,
-    SkippedLine, WorldStateReport,
+    LeftOut, LineRepair, LineageFile, LoadReport, ReadMode, ReadOptions, RepairedLine, SkipCounts,
+    SkipReason, SkippedLine, WorldStateReport,
 };
 use super::stored_report::PrefixReport;
 use super::validate::{
@@ -69,6 +70,8 @@ pub struct Rollout {
     pub report: LoadReport,
     /// The file, or the label of the reader.
     path: PathBuf,
+    /// The files of the thread's lineage, when it was followed ([`Rollout::with_lineage`]).
+    pub(super) lineage: Vec<LineageFile>,
 }
 
 /// Opens a rollout for reading: a regular file, or a FIFO or socket read as a stream. A directory
@@ -141,6 +144,7 @@ impl Rollout {
             lines,
             report: read.report,
             path: label.to_owned(),
+            lineage: Vec::new(),
         })
     }
 
@@ -178,6 +182,7 @@ impl Rollout {
             lines,
             report,
             path,
+            lineage: Vec::new(),
         }
     }
 }
@@ -284,6 +289,7 @@ pub(super) fn read_lines(
         // The first `session_meta` that records instructions wins.
         seek_instructions,
         legacy: false,
+        pagination: before.pagination,
         left_out: before.left_out,
         world_state: before.world_state,
         visit,
@@ -414,6 +420,8 @@ struct ReadState<'v> {
     /// Whether the `session_meta` lines read may give the base instructions (a whole file).
     seek_instructions: bool,
     legacy: bool,
+    /// Set by the first `session_meta` when it declares a paginated file.
+    pagination: Option<Pagination>,
     /// What resume leaves out, counted as lines are read.
     left_out: LeftOut,
     world_state: WorldStateReport,
@@ -453,6 +461,7 @@ impl ReadState<'_> {
                 content,
                 ghost_snapshots,
                 repair,
+                ordinal,
             }) => {
                 self.left_out.ghost_snapshots += ghost_snapshots;
                 repairs.extend(repair);
@@ -463,12 +472,23 @@ impl ReadState<'_> {
                     number,
                     offset,
                     kind,
+                    ordinal,
+                    file: 0,
                     content,
                 };
-                if let Facts::SessionMeta(id) = line.facts()
+                if let Facts::SessionMeta(meta) = line.facts()
                     && self.thread_id.is_none()
                 {
-                    self.thread_id = Some(*id);
+                    self.thread_id = Some(meta.id);
+                    if meta.mode == HistoryMode::Paginated {
+                        self.pagination = Some(Pagination {
+                            base: meta.base,
+                            ..Pagination::default()
+                        });
+                    }
+                }
+                if let Some(pagination) = &mut self.pagination {
+                    pagination.note(number, offset, ordinal, self.options.max_reported);
                 }
                 if line.kind == LineKind::SessionMeta
                     && self.seek_instructions
@@ -689,6 +709,7 @@ impl ReadState<'_> {
             thread_id,
             base_instructions: self.base_instructions,
             legacy: self.legacy,
+            pagination: self.pagination,
             left_out: self.left_out,
             world_state: self.world_state,
             incomplete_turn: None,

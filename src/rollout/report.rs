@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
+use std::path::PathBuf;
 
 use serde::Serialize;
 use serde::ser::{SerializeMap, SerializeStruct};
@@ -11,6 +12,7 @@ use crate::item::{CallId, Family, ItemKind, ThreadId, TurnId};
 use crate::world::WorldStateError;
 
 use super::line::BaseInstructions;
+use super::paginated::{HistoryBase, HistoryMode, Pagination};
 
 /// How the reader treats a line it cannot use.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Hash)]
@@ -510,6 +512,9 @@ pub struct LoadReport {
     pub base_instructions: Option<BaseInstructions>,
     /// The file is in the legacy, pre-envelope format.
     pub legacy: bool,
+    /// For a paginated file (`history_mode: "paginated"` in its first `session_meta`): the base it
+    /// continues and what its ordinals showed. `None` for a legacy file.
+    pub pagination: Option<Pagination>,
     /// What resume leaves out: legacy ghost snapshots and state lines, `system` messages, lines
     /// of types resume does not turn into items, counted by kind.
     pub left_out: LeftOut,
@@ -762,10 +767,42 @@ impl fmt::Display for WorldStateProblem {
 }
 
 impl LoadReport {
+    /// The thread's history mode: paginated when [`pagination`](LoadReport::pagination) is
+    /// there.
+    pub fn history_mode(&self) -> HistoryMode {
+        match self.pagination {
+            Some(_) => HistoryMode::Paginated,
+            None => HistoryMode::Legacy,
+        }
+    }
+
     /// The listed skipped lines other than blank ones.
     pub fn malformed(&self) -> impl Iterator<Item = &SkippedLine> {
         self.skipped
             .iter()
             .filter(|line| line.reason.is_malformed())
     }
+}
+
+/// One file of a lineage ([`Rollout::lineage`](super::Rollout::lineage)), oldest first.
+///
+/// Serializes as `{"rollout_id", "path", "cut", "lines", "first_ordinal", "last_ordinal"}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct LineageFile {
+    /// Its rollout id (from its name; its thread id when the name does not give one).
+    pub rollout_id: ThreadId,
+    /// The file.
+    pub path: PathBuf,
+    /// Where the next newer file cut it (`None` for the newest file).
+    pub cut: Option<HistoryBase>,
+    /// How many of its usable lines the thread's history takes.
+    pub lines: usize,
+    /// The lowest and highest ordinal of those lines.
+    pub first_ordinal: Option<u64>,
+    /// See `first_ordinal`.
+    pub last_ordinal: Option<u64>,
+    /// What reading the file (up to its cut) found.
+    #[serde(skip)]
+    pub report: LoadReport,
 }

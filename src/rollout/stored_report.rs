@@ -12,6 +12,7 @@ use serde_json::value::RawValue;
 
 use crate::world::WorldStateError;
 
+use super::paginated::Pagination;
 use super::report::{
     LeftOut, LineRepair, LoadReport, RepairedLine, SkipCounts, SkipReason, SkippedLine,
     WorldStateIssue, WorldStateProblem, WorldStateReport,
@@ -25,6 +26,7 @@ pub(crate) struct PrefixReport {
     pub(crate) repaired: Vec<RepairedLine>,
     pub(crate) left_out: LeftOut,
     pub(crate) world_state: WorldStateReport,
+    pub(crate) pagination: Option<Pagination>,
 }
 
 impl PrefixReport {
@@ -36,6 +38,7 @@ impl PrefixReport {
             repaired: report.repaired.clone(),
             left_out: report.left_out.clone(),
             world_state: report.world_state.clone(),
+            pagination: report.pagination.clone(),
         }
     }
 
@@ -63,6 +66,7 @@ impl PrefixReport {
                 .collect(),
             left_out: StoredLeftOut::of(&self.left_out),
             world_state: StoredWorld::of(&self.world_state),
+            pagination: self.pagination.clone(),
         };
         // Strings, integers and maps with string keys: serializing cannot fail.
         serde_json::value::to_raw_value(&stored).unwrap_or_else(|_| empty())
@@ -98,6 +102,7 @@ impl PrefixReport {
                 .collect(),
             left_out: stored.left_out.into_left_out(),
             world_state: stored.world_state.into_report(),
+            pagination: stored.pagination,
         })
     }
 }
@@ -113,6 +118,10 @@ struct Stored {
     repaired: Vec<StoredAt<StoredLineRepair>>,
     left_out: StoredLeftOut,
     world_state: StoredWorld,
+    /// Stored in its public form, which is all of it. Absent in the snapshots of a legacy file
+    /// (and in those written before paginated files were read).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pagination: Option<Pagination>,
 }
 
 /// What was found at a line: its number, its offset and what.

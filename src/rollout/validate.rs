@@ -18,7 +18,8 @@ use crate::item::{
     json_type, parse_item, with_sources,
 };
 
-use super::line::{CompactedPayload, Event, Facts, LineContent, LineKind};
+use super::line::{CompactedPayload, Event, Facts, LineContent, LineKind, MetaFacts};
+use super::paginated::{HistoryBase, HistoryMode};
 use super::report::{LineRepair, SkipReason};
 
 /// What a line that parsed becomes.
@@ -31,6 +32,8 @@ pub(super) enum Parsed {
         ghost_snapshots: u64,
         /// What was repaired to use the line (a salvaged `session_meta`).
         repair: Option<LineRepair>,
+        /// The envelope's `ordinal` (paginated files).
+        ordinal: Option<u64>,
     },
     /// A line that is read and deliberately not used.
     Ignored(Ignored),
@@ -90,6 +93,7 @@ pub(super) fn parse_legacy_meta(text: &str, salvage: bool) -> Result<Parsed, Ski
         content: LineContent::Payload { raw: value, facts },
         ghost_snapshots: 0,
         repair,
+        ordinal: None,
     })
 }
 
@@ -101,6 +105,8 @@ pub(super) fn parse_envelope(text: &str, salvage: bool) -> Result<Parsed, SkipRe
         #[serde(rename = "type", borrow)]
         kind: Cow<'a, str>,
         payload: Box<RawValue>,
+        #[serde(default)]
+        ordinal: Option<u64>,
     }
     if let Some(parsed) = response_item_line(text) {
         return Ok(parsed);
@@ -116,6 +122,7 @@ pub(super) fn parse_envelope(text: &str, salvage: bool) -> Result<Parsed, SkipRe
     };
     let kind = LineKind::from_type(&envelope.kind);
     let raw = envelope.payload;
+    let ordinal = envelope.ordinal;
     let mut ghost_snapshots = 0;
     let mut repair = None;
     let facts = match &kind {
@@ -135,6 +142,7 @@ pub(super) fn parse_envelope(text: &str, salvage: bool) -> Result<Parsed, SkipRe
                     },
                     ghost_snapshots: 0,
                     repair: None,
+                    ordinal,
                 },
                 None => Parsed::Ignored(Ignored::GhostSnapshot),
             });
@@ -161,6 +169,7 @@ pub(super) fn parse_envelope(text: &str, salvage: bool) -> Result<Parsed, SkipRe
                 },
                 ghost_snapshots: 0,
                 repair: None,
+                ordinal,
             });
         }
         LineKind::WorldState => parse_world_state(raw.get()).map_err(SkipReason::InvalidPayload)?,
@@ -171,6 +180,7 @@ pub(super) fn parse_envelope(text: &str, salvage: bool) -> Result<Parsed, SkipRe
         content: LineContent::Payload { raw, facts },
         ghost_snapshots,
         repair,
+        ordinal,
     })
 }
 
@@ -197,13 +207,17 @@ fn parse_world_state(payload: &str) -> Result<Facts, String> {
 /// text between the fixed head and the closing brace, and it is parsed once, as the item it is:
 /// the envelope is not parsed first, nor the payload's bytes validated twice.
 ///
+/// A paginated file's line has an `"ordinal":N,` between the timestamp and the type, read here
+/// too.
+///
 /// Such a line is a valid envelope (the head is valid JSON by the checks made here, the payload
 /// by the item's parse), so [`parse_envelope`]'s generic path would find the same payload text
 /// and make the same entry of it. `None` for any other line, and for a payload that is not an
 /// item: the generic path then reads the line and says what is wrong with it.
 fn response_item_line(text: &str) -> Option<Parsed> {
     const HEAD: &str = "{\"timestamp\":\"";
-    const AFTER_TIMESTAMP: &str = "\",\"type\":\"response_item\",\"payload\":";
+    const ORDINAL: &str = "\",\"ordinal\":";
+    const TYPE: &str = "\"type\":\"response_item\",\"payload\":";
     let rest = text.strip_prefix(HEAD)?;
     let stamp_end = memchr::memchr(b'"', rest.as_bytes())?;
     // A JSON string without escapes holds no backslash and no control character.
@@ -213,8 +227,21 @@ fn response_item_line(text: &str) -> Option<Parsed> {
     {
         return None;
     }
-    let payload = rest[stamp_end..]
-        .strip_prefix(AFTER_TIMESTAMP)?
+    let after_stamp = &rest[stamp_end..];
+    let (ordinal, typed) = match after_stamp.strip_prefix(ORDINAL) {
+        Some(numbered) => {
+            let digits = numbered.bytes().take_while(u8::is_ascii_digit).count();
+            // JSON has no leading zeros; a number that does not fit is left to the slow path.
+            if digits == 0 || (digits > 1 && numbered.starts_with('0')) {
+                return None;
+            }
+            let ordinal = numbered[..digits].parse::<u64>().ok()?;
+            (Some(ordinal), numbered[digits..].strip_prefix(',')?)
+        }
+        None => (None, after_stamp.strip_prefix("\",")?),
+    };
+    let payload = typed
+        .strip_prefix(TYPE)?
         .strip_suffix('}')?
         // JSON's white space only: any other character there is not JSON.
         .trim_end_matches([' ', '\t', '\n', '\r']);
@@ -235,6 +262,7 @@ fn response_item_line(text: &str) -> Option<Parsed> {
         },
         ghost_snapshots: 0,
         repair: None,
+        ordinal,
     })
 }
 
@@ -261,6 +289,7 @@ pub(super) fn parse_legacy(text: &str) -> Result<Parsed, SkipReason> {
             },
             ghost_snapshots: 0,
             repair: None,
+            ordinal: None,
         },
         None => Parsed::Ignored(Ignored::GhostSnapshot),
     })
@@ -342,30 +371,49 @@ fn is_ghost_snapshot(json: &str) -> bool {
 /// reading's message as the repair: one bad field must not make the thread unreadable.
 fn session_meta(payload: &str, salvage: bool) -> Result<(Facts, Option<LineRepair>), SkipReason> {
     #[derive(Deserialize)]
-    struct SessionMetaId {
+    struct SessionMetaHead {
         id: ThreadId,
+        #[serde(default)]
+        history_mode: HistoryMode,
+        #[serde(default)]
+        history_base: Option<HistoryBase>,
     }
     let strict = expect_object(payload, "session_meta").and_then(|()| {
-        serde_json::from_str::<SessionMetaId>(payload)
-            .map(|meta| meta.id)
+        serde_json::from_str::<SessionMetaHead>(payload)
+            .map(|meta| MetaFacts {
+                id: meta.id,
+                mode: meta.history_mode,
+                base: meta.history_base,
+            })
             .map_err(|error| format!("session_meta: {error}"))
     });
     match strict {
-        Ok(id) => Ok((Facts::SessionMeta(id), None)),
-        Err(why) => {
-            let lenient = salvage
-                .then(|| serde_json::from_str::<serde_json::Map<String, Value>>(payload).ok())
-                .flatten()
-                .and_then(|meta| meta.get("id")?.as_str()?.parse::<ThreadId>().ok());
-            match lenient {
-                Some(id) => Ok((
-                    Facts::SessionMeta(id),
-                    Some(LineRepair::LenientSessionMeta(why)),
-                )),
-                None => Err(SkipReason::InvalidPayload(why)),
-            }
-        }
+        Ok(meta) => Ok((Facts::SessionMeta(meta), None)),
+        Err(why) => match salvage.then(|| lenient_meta(payload)).flatten() {
+            Some(meta) => Ok((
+                Facts::SessionMeta(meta),
+                Some(LineRepair::LenientSessionMeta(why)),
+            )),
+            None => Err(SkipReason::InvalidPayload(why)),
+        },
     }
+}
+
+/// A damaged `session_meta` read for what a resume needs: its id, and its mode and base where
+/// they are intact. A mode that is there and not known is never salvaged (Codex refuses the
+/// file): a paginated file read as a legacy one would lose its lineage.
+fn lenient_meta(payload: &str) -> Option<MetaFacts> {
+    let meta = serde_json::from_str::<serde_json::Map<String, Value>>(payload).ok()?;
+    let id = meta.get("id")?.as_str()?.parse::<ThreadId>().ok()?;
+    let mode = match meta.get("history_mode") {
+        None | Some(Value::Null) => HistoryMode::Legacy,
+        Some(mode) => HistoryMode::deserialize(mode).ok()?,
+    };
+    let base = match meta.get("history_base") {
+        None | Some(Value::Null) => None,
+        Some(base) => Some(HistoryBase::deserialize(base).ok()?),
+    };
+    Some(MetaFacts { id, mode, base })
 }
 
 /// Parses and checks a `compacted` payload; also returns how many ghost snapshots its
@@ -467,4 +515,53 @@ fn parse_turn_context(payload: &str) -> Result<Facts, String> {
         }
     };
     Ok(Facts::TurnContext { turn_id })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ITEM: &str =
+        r#"{"type":"message","role":"user","content":[{"type":"input_text","text":"hi"}]}"#;
+
+    /// The ordinal the hot path reads, or `None` when it leaves the line to the slow path.
+    fn hot_ordinal(head: &str) -> Option<Option<u64>> {
+        let line = format!(
+            r#"{{"timestamp":"2026-09-20T08:00:00.000Z"{head}"type":"response_item","payload":{ITEM}}}"#
+        );
+        match response_item_line(&line)? {
+            Parsed::Line { ordinal, .. } => Some(ordinal),
+            Parsed::Ignored(_) => None,
+        }
+    }
+
+    #[test]
+    fn the_hot_path_reads_a_paginated_lines_ordinal_and_leaves_odd_numbers_to_the_slow_path() {
+        assert_eq!(hot_ordinal(","), Some(None));
+        assert_eq!(hot_ordinal(r#","ordinal":0,"#), Some(Some(0)));
+        assert_eq!(hot_ordinal(r#","ordinal":1234,"#), Some(Some(1234)));
+        for odd in [
+            r#","ordinal":01,"#,
+            r#","ordinal":1.0,"#,
+            r#","ordinal":-1,"#,
+            r#","ordinal":99999999999999999999,"#,
+            r#","ordinal":,"#,
+        ] {
+            assert_eq!(hot_ordinal(odd), None, "{odd}");
+        }
+        // The slow path reads what is JSON (a leading zero is not) and refuses what is no u64.
+        let slow = |head: &str| {
+            let line =
+                format!(r#"{{"timestamp":"t"{head}"type":"response_item","payload":{ITEM}}}"#);
+            match parse_envelope(&line, false) {
+                Ok(Parsed::Line { ordinal, .. }) => Ok(ordinal),
+                Ok(Parsed::Ignored(_)) => Ok(None),
+                Err(reason) => Err(reason.to_string()),
+            }
+        };
+        assert_eq!(slow(r#","ordinal" : 7 ,"#), Ok(Some(7)));
+        assert!(slow(r#","ordinal":1.5,"#).is_err());
+        assert!(slow(r#","ordinal":-1,"#).is_err());
+        assert!(slow(r#","ordinal":"3","#).is_err());
+    }
 }

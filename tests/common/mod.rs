@@ -4,6 +4,7 @@
 
 #[cfg(feature = "cli")]
 pub mod cli;
+pub mod paginated;
 pub mod pairing;
 
 use std::path::{Path, PathBuf};

@@ -91,6 +91,7 @@ fn load_report_fields() {
         report["world_state"],
         json!({"lines": 0, "replayed": 0, "ignored_patches": 0, "invalid": 0, "issues": []})
     );
+    assert_eq!(report["pagination"], json!(null), "a legacy file");
     let keys: Vec<&str> = report
         .as_object()
         .unwrap()
@@ -108,6 +109,7 @@ fn load_report_fields() {
             "thread_id",
             "base_instructions",
             "legacy",
+            "pagination",
             "left_out",
             "world_state",
             "incomplete_turn"

@@ -50,6 +50,7 @@ mod codex_shaped_sessions;
 mod crash_simulation;
 mod incomplete_turn;
 mod inter_agent;
+mod paginated;
 mod resume;
 mod resume_model;
 mod rollout_read;

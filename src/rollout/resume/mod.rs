@@ -23,9 +23,9 @@ use crate::item::{ThreadId, with_sources};
 use crate::snapshot::{PrefixFact, RolloutPosition, SnapshotError};
 
 use super::error::RolloutError;
-use super::line::{Facts, LineContent, LineKind, RolloutLine};
+use super::line::{Facts, LineContent, LineKind, Place, RolloutLine};
 use super::reader::{LineSource, Rollout, open_rollout, read_lines};
-use super::report::{IncompleteTurn, LoadReport, ReadMode, ReadOptions};
+use super::report::{IncompleteTurn, LineageFile, LoadReport, ReadMode, ReadOptions};
 use replay::Replay;
 use scan::{Reference, line_facts, reverse_scan, stored_fact};
 
@@ -46,6 +46,9 @@ pub struct ResumeOptions {
     /// and record the prefix they make up in [`Resumed::covered`], so that
     /// [`Resumed::write_snapshot`] can write a snapshot that stands for it.
     pub snapshot_ready: bool,
+    /// The Codex home in which the ancestors of a paginated file with a base are found; when
+    /// `None`, [`codex_home`](super::codex_home) finds it.
+    pub codex_home: Option<PathBuf>,
 }
 
 impl Default for ResumeOptions {
@@ -62,6 +65,7 @@ impl ResumeOptions {
             read: ReadOptions::default(),
             snapshot: None,
             snapshot_ready: false,
+            codex_home: None,
         }
     }
 
@@ -86,6 +90,14 @@ impl ResumeOptions {
     pub fn with_snapshot(self, path: impl Into<PathBuf>) -> Self {
         ResumeOptions {
             snapshot: Some(path.into()),
+            ..self
+        }
+    }
+
+    /// The same options, finding the ancestors of a paginated file under the Codex home `home`.
+    pub fn with_codex_home(self, home: impl Into<PathBuf>) -> Self {
+        ResumeOptions {
+            codex_home: Some(home.into()),
             ..self
         }
     }
@@ -313,8 +325,10 @@ pub struct Resumed {
     pub(crate) source: ResumeSource,
     /// The prefix the history stands for, recorded with [`ResumeOptions::snapshot_ready`].
     pub(crate) covered: Option<Covered>,
-    /// For each entry, the 1-based number of its line (0 when unknown).
-    pub(crate) entry_lines: Vec<u64>,
+    /// For each entry, where its line is ([`Place::UNKNOWN`] for a snapshot's entries).
+    pub(crate) entry_lines: Vec<Place>,
+    /// The files of the rollout's lineage, oldest first (empty for a file on its own).
+    pub(crate) lineage: Vec<LineageFile>,
     /// A `compacted` line without replacement history was rebuilt by local compaction (in the
     /// lines read, or in the prefix a snapshot covers).
     pub(crate) legacy_compaction: bool,
@@ -431,8 +445,32 @@ impl Resumed {
     pub fn entry_line(&self, position: usize) -> Option<u64> {
         self.entry_lines
             .get(position)
-            .copied()
+            .map(|place| place.line())
             .filter(|&line| line > 0)
+    }
+
+    /// The file the line of [`entry_line`](Resumed::entry_line) is in: the rollout's own path,
+    /// or in a lineage the ancestor's. `None` where `entry_line` is.
+    pub fn entry_file(&self, position: usize) -> Option<&Path> {
+        let place = self
+            .entry_lines
+            .get(position)
+            .filter(|place| place.line() > 0)?;
+        match place.file() {
+            0 => Some(&self.path),
+            back => self
+                .lineage
+                .len()
+                .checked_sub(back + 1)
+                .and_then(|index| self.lineage.get(index))
+                .map(|file| file.path.as_path()),
+        }
+    }
+
+    /// The files of a paginated rollout's lineage, oldest first, the rollout itself last (see
+    /// [`Rollout::lineage`]); empty for a rollout resumed on its own.
+    pub fn lineage(&self) -> &[LineageFile] {
+        &self.lineage
     }
 }
 
@@ -509,8 +547,11 @@ fn resume_lines(
         bytes: read.end,
         digest: hasher.finalize(),
     });
-    let rollout = Rollout::from_parts(lines, read.report, label.to_owned());
+    let rollout = Rollout::from_parts(lines, read.report, label.to_owned())
+        .with_lineage(options.codex_home.as_deref(), options.read)?;
     let mut resumed = rollout.resume(options.truncation)?;
+    // A snapshot stands for one file's prefix: not yet for a lineage's files.
+    let position = position.filter(|_| rollout.lineage().is_empty());
     resumed.covered = position.map(|position| Covered {
         position,
         facts: line_facts(&rollout.lines, false)
@@ -561,13 +602,14 @@ impl Rollout {
             previous_turn_settings: scan.settings.and_then(turn_context_raw),
             ends_inside_turn: scan::ends_inside_turn(&facts),
             compactions: Some(Compactions {
-                base: replay.base,
+                base: replay.base.map(Place::line),
                 lines: count_compacted(&self.lines),
                 legacy_rebuilt: replay.legacy_compaction,
             }),
             source: ResumeSource::Rollout,
             covered: None,
             entry_lines: replay.entry_lines,
+            lineage: self.lineage.clone(),
             legacy_compaction: replay.legacy_compaction,
             open_turn: replay.open_turn.as_ref().and_then(turn::Tracked::stored),
         })

@@ -16,7 +16,7 @@ use crate::history::{History, Recorded, UserWindow, real_user_text};
 use crate::item::ItemError;
 
 use super::super::error::RolloutError;
-use super::super::line::{Event, Facts, LineContent, RolloutLine};
+use super::super::line::{Event, Facts, LineContent, Place, RolloutLine};
 use super::turn::{Start, Tracked};
 
 /// A legacy compaction not yet built into a history: what it kept, and what was recorded since.
@@ -30,10 +30,10 @@ struct PendingCompaction {
     /// Its summary text.
     summary: String,
     /// Its line.
-    line: u64,
+    line: Place,
     /// The items recorded since, in a history of their own (same policy), and their lines.
     since: History,
-    since_lines: Vec<u64>,
+    since_lines: Vec<Place>,
     /// The version the history has after the compactions so far.
     version: u64,
 }
@@ -42,12 +42,12 @@ struct PendingCompaction {
 pub(super) struct Replay {
     history: History,
     /// For each entry, the 1-based number of its line (0 when unknown: an entry of a snapshot).
-    entry_lines: Vec<u64>,
+    entry_lines: Vec<Place>,
     /// The `compacted` line the current state of the history began with, if any.
-    base: Option<u64>,
+    base: Option<Place>,
     /// For each earlier state of the history (oldest first, as the history keeps them): its
     /// entries' lines and its base.
-    earlier: Vec<(Vec<u64>, Option<u64>)>,
+    earlier: Vec<(Vec<Place>, Option<Place>)>,
     /// A `compacted` line without replacement history was rebuilt by local compaction.
     legacy_compaction: bool,
     pending: Option<PendingCompaction>,
@@ -59,10 +59,14 @@ impl Replay {
     /// Starts from `history`, whose entries' lines are `entry_lines`, inside `open_turn` if the
     /// lines before were. The entries of its earlier states (a snapshot's) have line 0
     /// (unknown), and no base.
-    pub(super) fn new(history: History, entry_lines: Vec<u64>, open_turn: Option<Tracked>) -> Self {
+    pub(super) fn new(
+        history: History,
+        entry_lines: Vec<Place>,
+        open_turn: Option<Tracked>,
+    ) -> Self {
         let earlier = history
             .earlier_states()
-            .map(|(entries, _)| (vec![0; entries.len()], None))
+            .map(|(entries, _)| (vec![Place::UNKNOWN; entries.len()], None))
             .collect();
         Replay {
             history,
@@ -113,13 +117,13 @@ impl Replay {
                 None => {
                     let recorded = self.history.record_entry_with(entry.clone(), *output)?;
                     if let Recorded::Stored { .. } = recorded {
-                        self.entry_lines.push(line.number);
+                        self.entry_lines.push(line.place());
                     }
                 }
                 Some(pending) => {
                     let recorded = pending.since.record_entry_with(entry.clone(), *output)?;
                     if let Recorded::Stored { position, .. } = recorded {
-                        pending.since_lines.push(line.number);
+                        pending.since_lines.push(line.place());
                         // The stored entry (truncation does not touch messages).
                         if let Some(stored) = pending.since.get(position)
                             && let Some(text) = real_user_text(stored)?
@@ -131,16 +135,16 @@ impl Replay {
             },
             LineContent::Payload { facts, .. } => match facts {
                 Facts::Compacted(compacted) => match &compacted.replacement_history {
-                    None => self.compact_legacy(&compacted.message, line.number)?,
+                    None => self.compact_legacy(&compacted.message, line.place())?,
                     Some(replacement_history) => {
                         self.settle()?;
                         self.history.replace(replacement_history.iter().cloned());
                         if let Some(turn) = &mut self.open_turn {
                             turn.start = Start::At(self.history.len());
                         }
-                        let lines = vec![line.number; self.history.len()];
+                        let lines = vec![line.place(); self.history.len()];
                         let before = std::mem::replace(&mut self.entry_lines, lines);
-                        self.earlier.push((before, self.base.replace(line.number)));
+                        self.earlier.push((before, self.base.replace(line.place())));
                     }
                 },
                 Facts::Event(Event::ThreadRolledBack { num_turns }) => {
@@ -193,7 +197,7 @@ impl Replay {
 
     /// A legacy compaction: the window of real user messages keeps what local compaction keeps;
     /// the compacted history is built later ([`Replay::settle`]).
-    fn compact_legacy(&mut self, summary: &str, line: u64) -> Result<(), ItemError> {
+    fn compact_legacy(&mut self, summary: &str, line: Place) -> Result<(), ItemError> {
         let (mut window, version) = match self.pending.take() {
             Some(pending) => (pending.window, pending.version),
             None => (UserWindow::of(&self.history)?, self.history.version()),
@@ -251,7 +255,10 @@ impl Replay {
     /// [`RolloutError::Replay`], naming the last legacy compaction, when its history cannot be
     /// built.
     pub(super) fn finish(mut self, path: &Path) -> Result<Replayed, RolloutError> {
-        let line = self.pending.as_ref().map_or(0, |pending| pending.line);
+        let line = self
+            .pending
+            .as_ref()
+            .map_or(0, |pending| pending.line.line());
         self.settle().map_err(|source| RolloutError::Replay {
             path: path.to_owned(),
             line,
@@ -271,10 +278,10 @@ impl Replay {
 pub(super) struct Replayed {
     pub(super) history: History,
     /// For each entry, the 1-based number of its line (0 when unknown: an entry of a snapshot).
-    pub(super) entry_lines: Vec<u64>,
+    pub(super) entry_lines: Vec<Place>,
     /// The `compacted` line (with a replacement history) the history's current state began
     /// with, if any.
-    pub(super) base: Option<u64>,
+    pub(super) base: Option<Place>,
     /// A `compacted` line without replacement history was rebuilt by local compaction.
     pub(super) legacy_compaction: bool,
     /// The turn the replayed lines end inside, if any (its start in the history).

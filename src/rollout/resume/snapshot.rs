@@ -18,8 +18,8 @@ use crate::snapshot::{
 };
 
 use super::super::error::RolloutError;
-use super::super::line::RolloutLine;
 use super::super::line::{InstructionsField, base_instructions_field};
+use super::super::line::{Place, RolloutLine};
 use super::super::reader::{Instructions, LineSource, open_rollout, read_lines};
 use super::super::report::{LoadReport, ReadMode};
 use super::super::stored_report::PrefixReport;
@@ -343,7 +343,7 @@ fn replay_onto(
     scanned: Scanned,
 ) -> Result<Resumed, RolloutError> {
     let start = history.world_state_baseline().cloned().map(Arc::new);
-    let entry_lines = vec![0; history.len()];
+    let entry_lines = vec![Place::UNKNOWN; history.len()];
     let open_turn = state.open_turn.as_ref().map(Tracked::from_stored);
     let mut replay = Replay::new(history, entry_lines, open_turn);
     replay.lines(tail, rollout)?;
@@ -372,6 +372,7 @@ fn replay_onto(
         source: ResumeSource::Rollout,
         covered: None,
         entry_lines,
+        lineage: Vec::new(),
         legacy_compaction,
         open_turn: open_turn.as_ref().and_then(Tracked::stored),
     })
