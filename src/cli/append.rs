@@ -5,8 +5,8 @@ use std::io::{self, Read};
 use std::process::ExitCode;
 
 use agent_history::{
-    AnthropicAccumulator, ChatAccumulator, Durability, ResponsesAccumulator, ResumeOptions,
-    Session, StreamEnd, StreamSummary, Target, Update,
+    AnthropicAccumulator, ChatAccumulator, Durability, ResponsesAccumulator, Session, StreamEnd,
+    StreamSummary, Target, Update,
 };
 use anyhow::Context as _;
 use serde::Serialize;
@@ -71,8 +71,12 @@ pub fn run(args: AppendArgs) -> anyhow::Result<ExitCode> {
             .with_context(|| format!("cannot open the event stream {}", stream.display()))?;
         (Box::new(file), stream.display().to_string())
     };
-    let resumed = Session::resume(&rollout, &ResumeOptions::default(), Durability::SyncData)
-        .with_context(|| format!("cannot append to {}", rollout.display()))?;
+    let resumed = Session::resume(
+        &rollout,
+        &super::input::resume_options(None),
+        Durability::SyncData,
+    )
+    .with_context(|| format!("cannot append to {}", rollout.display()))?;
     let mut session = resumed.into_session();
     let mut accumulator = match format {
         Target::Responses => Accumulator::Responses(ResponsesAccumulator::new()),

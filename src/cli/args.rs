@@ -33,6 +33,10 @@ pub struct Cli {
     /// Print only errors: no status lines, no reports (the exit status tells the outcome).
     #[arg(short, long, global = true)]
     pub quiet: bool,
+    /// The Codex home in which the files a paginated rollout continues are found (forks and
+    /// reverts). Default: the home whose `sessions/` tree the rollout is in, else `$CODEX_HOME`.
+    #[arg(long, global = true, value_name = "DIR")]
+    pub codex_home: Option<PathBuf>,
     /// The subcommand.
     #[command(subcommand)]
     pub command: Command,

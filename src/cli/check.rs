@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::process::ExitCode;
 
 use agent_history::{
-    History, LoadReport, Modalities, ProjectionOptions, RepairKind, ResumeOptions,
+    History, HistoryMode, LineageFile, LoadReport, Modalities, ProjectionOptions, RepairKind,
 };
 use serde::Serialize;
 
@@ -17,6 +17,9 @@ use super::output::{self, collapse, error_line, finish, json_line, line, stdout}
 struct Finding {
     /// What kind of finding, a stable snake_case name.
     kind: &'static str,
+    /// The file the line is in, when it is not the session's own: an ancestor in a paginated
+    /// thread's lineage (`null` otherwise).
+    file: Option<String>,
     /// The rollout line it is on (`null` in a snapshot, which has no lines).
     line: Option<u64>,
     /// The byte offset of that line, for lines the reader skipped or repaired.
@@ -34,9 +37,14 @@ struct Finding {
 impl Finding {
     /// Where the finding is, as the text report says it.
     fn at(&self) -> String {
+        let of = self
+            .file
+            .as_ref()
+            .map(|file| format!(" of {file}"))
+            .unwrap_or_default();
         match (self.line, self.offset, self.position) {
-            (Some(line), Some(offset), _) => format!("line {line} (byte {offset})"),
-            (Some(line), None, _) => format!("line {line}"),
+            (Some(line), Some(offset), _) => format!("line {line}{of} (byte {offset})"),
+            (Some(line), None, _) => format!("line {line}{of}"),
             (None, _, Some(position)) => format!("item {position}"),
             (None, _, None) => String::new(),
         }
@@ -62,6 +70,11 @@ struct Checked {
     input: &'static str,
     /// Lines read (for a snapshot: the rollout lines it covers).
     lines: u64,
+    /// `"legacy"` or `"paginated"` (`null` for a snapshot).
+    history_mode: Option<HistoryMode>,
+    /// A paginated thread's files, oldest first, the session's own last (empty when it has no
+    /// base).
+    lineage: Vec<LineageFile>,
     /// Items in the history.
     items: usize,
     /// User turns.
@@ -97,7 +110,7 @@ struct Summary {
 /// Runs `check`.
 pub fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
     let sources = sessions(&args.paths)?;
-    let options = ResumeOptions::default();
+    let options = super::input::resume_options(None);
     let results = each(&sources, output::quiet(), |source, bar| {
         Ok(checked(source.label(), load(source, &options, bar)?))
     });
@@ -168,6 +181,42 @@ fn write_text(out: &mut impl std::io::Write, checked: &Checked) -> anyhow::Resul
             checked.path, checked.items, checked.user_turns
         ),
     )?;
+    if let Some(pagination) = checked
+        .load
+        .as_ref()
+        .and_then(|load| load.pagination.as_ref())
+    {
+        let ordinals = match (pagination.first_ordinal, pagination.last_ordinal) {
+            (Some(first), Some(last)) => format!("ordinals {first} to {last}"),
+            _ => "no ordinals".to_owned(),
+        };
+        line(out, format!("paginated history: {ordinals}"))?;
+    }
+    if !checked.lineage.is_empty() {
+        line(
+            out,
+            format!("lineage: {} file(s), oldest first", checked.lineage.len()),
+        )?;
+        for file in &checked.lineage {
+            let ordinals = match (file.first_ordinal, file.last_ordinal) {
+                (Some(first), Some(last)) => format!(", ordinals {first} to {last}"),
+                _ => String::new(),
+            };
+            let cut = file
+                .cut
+                .map(|cut| format!(", cut at byte {}", cut.end_byte_offset))
+                .unwrap_or_default();
+            line(
+                out,
+                format!(
+                    "  {} ({}): {} line(s){ordinals}{cut}",
+                    file.rollout_id,
+                    file.path.display(),
+                    file.lines
+                ),
+            )?;
+        }
+    }
     if let Some(load) = &checked.load
         && !load.left_out.is_empty()
     {
@@ -234,19 +283,42 @@ fn checked(path: String, loaded: Loaded) -> Checked {
             let base = resumed
                 .compactions()
                 .and_then(|compactions| compactions.base);
+            let own = resumed.path().to_owned();
+            let other_file =
+                |file: &std::path::Path| (file != own).then(|| file.display().to_string());
             let mut findings = repairs(
                 resumed.history(),
-                |position| resumed.entry_line(position),
+                |position| {
+                    (
+                        resumed.entry_line(position),
+                        resumed.entry_file(position).and_then(other_file),
+                    )
+                },
                 base,
             );
-            findings.extend(load_findings(resumed.report()));
-            findings.sort_by_key(|finding| finding.line.unwrap_or(u64::MAX));
+            let lineage = resumed.lineage();
+            // The ancestors' reports (the last file of a lineage is the session's own).
+            for file in lineage.iter().take(lineage.len().saturating_sub(1)) {
+                findings.extend(load_findings(&file.report, other_file(&file.path)));
+            }
+            findings.extend(load_findings(resumed.report(), None));
+            // In the lineage's order (oldest file first), then by line.
+            let rank = |finding: &Finding| {
+                let file = finding.file.as_ref().and_then(|file| {
+                    lineage
+                        .iter()
+                        .position(|ancestor| ancestor.path.display().to_string() == *file)
+                });
+                (file.unwrap_or(usize::MAX), finding.line.unwrap_or(u64::MAX))
+            };
+            findings.sort_by_key(rank);
             let report = resumed.report();
             let listed = report.malformed().count() as u64;
             if report.skip_counts.malformed() > listed {
                 let more = report.skip_counts.malformed() - listed;
                 findings.push(Finding {
                     kind: "unlisted_skipped_lines",
+                    file: None,
                     line: None,
                     offset: None,
                     position: None,
@@ -259,6 +331,8 @@ fn checked(path: String, loaded: Loaded) -> Checked {
                 path,
                 input: "rollout",
                 lines: report.lines,
+                history_mode: Some(report.history_mode()),
+                lineage: lineage.to_vec(),
                 items: resumed.history().len(),
                 user_turns: resumed.history().user_turn_count(),
                 needs_repair: needs_repair(resumed.history()),
@@ -273,11 +347,13 @@ fn checked(path: String, loaded: Loaded) -> Checked {
                 path,
                 input: "snapshot",
                 lines: opened.header().rollout.lines,
+                history_mode: None,
+                lineage: Vec::new(),
                 items: history.len(),
                 user_turns: history.user_turn_count(),
                 needs_repair: needs_repair(history),
                 load: None,
-                findings: repairs(history, |_| None, None),
+                findings: repairs(history, |_| (None, None), None),
             }
         }
     }
@@ -306,7 +382,7 @@ struct ReplacementMedia {
 /// reported once, with totals.
 fn repairs(
     history: &History,
-    line_of: impl Fn(usize) -> Option<u64>,
+    line_of: impl Fn(usize) -> (Option<u64>, Option<String>),
     base: Option<u64>,
 ) -> Vec<Finding> {
     let mut findings = Vec::new();
@@ -317,8 +393,8 @@ fn repairs(
         return findings;
     };
     for repair in projection.report().repairs() {
-        let line = line_of(repair.at.position);
-        if line.is_some() && line == base {
+        let (line, file) = line_of(repair.at.position);
+        if line.is_some() && file.is_none() && line == base {
             let counted = match &repair.kind {
                 RepairKind::StrippedImages { parts } => {
                     Some((&mut replacement_images, *parts as u64))
@@ -390,6 +466,7 @@ fn repairs(
         };
         findings.push(Finding {
             kind,
+            file,
             line,
             offset: None,
             position: Some(repair.at.position),
@@ -407,6 +484,7 @@ fn repairs(
                 );
                 findings.push(Finding {
                     kind: "replacement_media",
+                    file: None,
                     line: Some(line),
                     offset: None,
                     position: None,
@@ -419,9 +497,21 @@ fn repairs(
     findings
 }
 
-/// The lines the reader skipped or repaired, as findings.
-fn load_findings(report: &LoadReport) -> Vec<Finding> {
+/// The lines the reader skipped or repaired, and a paginated file's ordinal damage, as findings;
+/// `file` names the file when it is not the session's own.
+fn load_findings(report: &LoadReport, file: Option<String>) -> Vec<Finding> {
     let mut findings = Vec::new();
+    let mut add = |kind, line, offset, message: String, group: String| {
+        findings.push(Finding {
+            kind,
+            file: file.clone(),
+            line,
+            offset,
+            position: None,
+            message,
+            group,
+        });
+    };
     for skipped in report.malformed() {
         let torn = report.torn_tail && skipped.line == report.lines;
         let message = format!(
@@ -433,24 +523,65 @@ fn load_findings(report: &LoadReport) -> Vec<Finding> {
             },
             skipped.reason
         );
-        findings.push(Finding {
-            kind: if torn { "torn_tail" } else { "skipped_line" },
-            line: Some(skipped.line),
-            offset: Some(skipped.offset),
-            position: None,
-            group: "skipped line".to_owned(),
+        let kind = if torn { "torn_tail" } else { "skipped_line" };
+        add(
+            kind,
+            Some(skipped.line),
+            Some(skipped.offset),
             message,
-        });
+            "skipped line".to_owned(),
+        );
     }
     for repaired in &report.repaired {
-        findings.push(Finding {
-            kind: "repaired_line",
-            line: Some(repaired.line),
-            offset: Some(repaired.offset),
-            position: None,
-            message: format!("repaired: {}", repaired.repair),
-            group: format!("repaired: {}", repaired.repair),
-        });
+        let message = format!("repaired: {}", repaired.repair);
+        add(
+            "repaired_line",
+            Some(repaired.line),
+            Some(repaired.offset),
+            message.clone(),
+            message,
+        );
+    }
+    if let Some(pagination) = &report.pagination {
+        for damage in &pagination.damage {
+            let message = format!(
+                "ordinal {} {} ordinal {} (a paginated file's ordinals only go up; Codex's projection stops here)",
+                damage.ordinal,
+                if damage.ordinal == damage.highest_before {
+                    "repeats"
+                } else {
+                    "goes back below"
+                },
+                damage.highest_before
+            );
+            let group = "ordinal repeats or goes back".to_owned();
+            add(
+                "ordinal_damage",
+                Some(damage.line),
+                Some(damage.offset),
+                message,
+                group,
+            );
+        }
+        let unlisted = pagination.damaged - pagination.damage.len() as u64;
+        if unlisted > 0 {
+            let message =
+                format!("{unlisted} more line(s) whose ordinal repeats or goes back, not listed");
+            add(
+                "unlisted_ordinal_damage",
+                None,
+                None,
+                message.clone(),
+                message,
+            );
+        }
+        if pagination.without_ordinal > 0 {
+            let message = format!(
+                "{} line(s) of a paginated file without an ordinal",
+                pagination.without_ordinal
+            );
+            add("missing_ordinal", None, None, message.clone(), message);
+        }
     }
     findings
 }

@@ -3,10 +3,11 @@
 
 use std::io::{self, IsTerminal as _};
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
 use agent_history::{
-    ResumeOptions, Resumed, RolloutError, Snapshot, SnapshotOptions, is_snapshot, open_rollout,
-    open_snapshot, resume_reader,
+    DEFAULT_TRUNCATION, ResumeOptions, Resumed, RolloutError, Snapshot, SnapshotOptions,
+    is_snapshot, open_rollout, open_snapshot, resume_reader,
 };
 use anyhow::Context as _;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -22,6 +23,24 @@ pub fn is_stdin(path: &Path) -> bool {
 
 /// The name of standard input in reports and errors.
 pub const STDIN_LABEL: &str = "<stdin>";
+
+/// `--codex-home`, for the whole run.
+static CODEX_HOME: OnceLock<Option<PathBuf>> = OnceLock::new();
+
+/// Sets `--codex-home` for the whole run (once).
+pub fn set_codex_home(home: Option<PathBuf>) {
+    let _ = CODEX_HOME.set(home);
+}
+
+/// How every command resumes a rollout: `truncation` (the default policy when `None`), and the
+/// Codex home `--codex-home` gives for a paginated rollout's lineage.
+pub fn resume_options(truncation: Option<agent_history::TruncationPolicy>) -> ResumeOptions {
+    let options = ResumeOptions::new(truncation.unwrap_or(DEFAULT_TRUNCATION));
+    match CODEX_HOME.get().and_then(Option::as_ref) {
+        Some(home) => options.with_codex_home(home),
+        None => options,
+    }
+}
 
 /// Where one session is read from.
 #[derive(Debug, Clone)]

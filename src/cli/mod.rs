@@ -31,6 +31,7 @@ use output::is_broken_pipe;
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
     output::set_quiet(cli.quiet);
+    input::set_codex_home(cli.codex_home.clone());
     match run(cli) {
         Ok(code) => code,
         // A reader that stopped reading (`| head`) is not an error: end quietly, as other

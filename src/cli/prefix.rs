@@ -26,7 +26,7 @@ pub fn run(args: PrefixArgs) -> anyhow::Result<ExitCode> {
         truncation,
         trusted,
     } = args;
-    let options = ResumeOptions::new(truncation);
+    let options = super::input::resume_options(Some(truncation));
     if is_stdin(&a) && b.as_deref().is_some_and(is_stdin) {
         return Err(
             Usage("`-` (standard input) can be read only once: give it as A or B".into()).into(),

@@ -177,7 +177,7 @@ fn load_rollout(args: &ProjectArgs, report: &mut Map<String, Value>) -> anyhow::
         .unwrap_or(ResumeOptions::default().truncation);
     let resumed = match &args.snapshot {
         Some(snapshot) => {
-            let options = ResumeOptions::new(truncation).with_snapshot(snapshot);
+            let options = super::input::resume_options(Some(truncation)).with_snapshot(snapshot);
             let resumed = resume(&args.rollout, &options)?;
             match resumed.source() {
                 ResumeSource::Snapshot { covered } => status_text!(
@@ -196,7 +196,10 @@ fn load_rollout(args: &ProjectArgs, report: &mut Map<String, Value>) -> anyhow::
             }
             resumed
         }
-        None => resume(&args.rollout, &ResumeOptions::new(truncation))?,
+        None => resume(
+            &args.rollout,
+            &super::input::resume_options(Some(truncation)),
+        )?,
     };
     report.insert("input".into(), "rollout".into());
     report.insert("source".into(), serde_json::to_value(resumed.source())?);

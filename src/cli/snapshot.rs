@@ -2,7 +2,7 @@
 
 use std::process::ExitCode;
 
-use agent_history::{ExistingFile, Replace, ResumeOptions};
+use agent_history::{ExistingFile, Replace};
 
 use super::args::SnapshotArgs;
 use super::input::resume;
@@ -18,7 +18,10 @@ pub fn run(args: SnapshotArgs) -> anyhow::Result<ExitCode> {
     } = args;
     // The snapshot covers the complete lines: a last line without its newline (torn, or
     // still being written) is left to the resume that replays what follows.
-    let resumed = resume(&rollout, &ResumeOptions::new(truncation).snapshot_ready())?;
+    let resumed = resume(
+        &rollout,
+        &super::input::resume_options(Some(truncation)).snapshot_ready(),
+    )?;
     // What reading found (skipped and repaired lines): the snapshot keeps it for later resumes.
     report_load(&resumed);
     let replace = if force {

@@ -3,7 +3,7 @@
 use std::fmt::Write as _;
 use std::process::ExitCode;
 
-use agent_history::{HistoryStats, LoadReport, ResumeOptions, SnapshotHeader};
+use agent_history::{HistoryMode, HistoryStats, LineageFile, LoadReport, SnapshotHeader};
 use serde::Serialize;
 
 use super::args::StatsArgs;
@@ -21,6 +21,11 @@ struct SessionStats {
     input: &'static str,
     /// The session's thread id (`null` for a snapshot that covers no `session_meta`).
     thread_id: Option<String>,
+    /// `"legacy"` or `"paginated"` (`null` for a snapshot).
+    history_mode: Option<HistoryMode>,
+    /// A paginated thread's files, oldest first, the session's own last (empty when it has no
+    /// base).
+    lineage: Vec<LineageFile>,
     /// `compacted` lines in the rollout (`null` for a snapshot).
     compactions: Option<u64>,
     /// What reading the rollout found (`null` for a snapshot).
@@ -53,7 +58,7 @@ struct Totals {
 /// Runs `stats`.
 pub fn run(args: StatsArgs) -> anyhow::Result<ExitCode> {
     let sources = sessions(&args.paths)?;
-    let options = ResumeOptions::default();
+    let options = super::input::resume_options(None);
     let results = each(&sources, output::quiet(), |source, bar| {
         Ok(session_stats(source.label(), load(source, &options, bar)?))
     });
@@ -127,6 +132,8 @@ fn session_stats(path: String, loaded: Loaded) -> SessionStats {
             path,
             input: "rollout",
             thread_id: Some(resumed.thread_id().to_string()),
+            history_mode: Some(resumed.report().history_mode()),
+            lineage: resumed.lineage().to_vec(),
             compactions: Some(
                 resumed
                     .compactions()
@@ -141,6 +148,8 @@ fn session_stats(path: String, loaded: Loaded) -> SessionStats {
             path,
             input: "snapshot",
             thread_id: opened.state().thread_id.map(|id| id.to_string()),
+            history_mode: None,
+            lineage: Vec::new(),
             compactions: None,
             stats: opened.history().stats(),
             load: None,
@@ -172,6 +181,17 @@ fn text(session: &SessionStats) -> String {
                 ""
             }
         );
+        if let Some(pagination) = &load.pagination {
+            let _ = writeln!(
+                out,
+                "history        paginated ({} file(s){})",
+                session.lineage.len().max(1),
+                match pagination.damaged {
+                    0 => String::new(),
+                    n => format!(", {n} line(s) with a repeated or decreasing ordinal"),
+                }
+            );
+        }
         let left_out = &load.left_out;
         let _ = writeln!(
             out,

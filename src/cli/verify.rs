@@ -4,8 +4,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use agent_history::{
-    ResumeOptions, ResumeSource, SnapshotHeader, SnapshotOptions, is_snapshot, open_snapshot,
-    resume_file, resume_reader,
+    ResumeSource, SnapshotHeader, SnapshotOptions, is_snapshot, open_snapshot, resume_file,
+    resume_reader,
 };
 use anyhow::Context as _;
 use serde::Serialize;
@@ -133,7 +133,8 @@ fn verify(path: &PathBuf, rollout: Option<&PathBuf>) -> anyhow::Result<Verified>
         Some(rollout) => {
             // The snapshot records the truncation it was written with; compare with that one.
             // One reading, so that `-` (standard input) works too.
-            let options = ResumeOptions::new(opened.history().truncation()).with_snapshot(path);
+            let options = super::input::resume_options(Some(opened.history().truncation()))
+                .with_snapshot(path);
             let resumed = if is_stdin(rollout) {
                 resume_reader(stdin_rollout()?, STDIN_LABEL, &options)?
             } else {

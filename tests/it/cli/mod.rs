@@ -6,4 +6,5 @@ mod append;
 mod chat_target;
 mod commands;
 mod lint;
+mod paginated;
 mod read_only;

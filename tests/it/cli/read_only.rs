@@ -365,6 +365,23 @@ fn invocations() -> Vec<Invocation> {
         reads(&["prefix", "--quiet", ROLLOUT, SNAPSHOT]),
         reads(&["lint", "--quiet", "--target", "chat", BODY]),
         reads_stdin(&["project", "-", "--quiet"], ROLLOUT),
+        // `--codex-home` (where a paginated file's ancestors are looked up) on every command.
+        reads(&["project", ROLLOUT, "--codex-home", SUBDIR]),
+        reads(&["check", "--codex-home", SUBDIR, ROLLOUT, SNAPSHOT]),
+        reads(&["stats", "--codex-home", ".", "."]),
+        reads(&[
+            "verify",
+            SNAPSHOT,
+            "--rollout",
+            ROLLOUT,
+            "--codex-home",
+            ".",
+        ]),
+        reads(&["prefix", ROLLOUT, SNAPSHOT, "--codex-home", SUBDIR]),
+        reads(&["lint", "--codex-home", ".", "--target", "chat", BODY]),
+        reads(&["snapshot", ROLLOUT, "-o", ROLLOUT, "--codex-home", "."]),
+        reads(&["man", "--codex-home", "."]),
+        reads(&["completions", "--codex-home", ".", "zsh"]),
     ];
     for shell in ["bash", "zsh", "fish", "elvish", "powershell"] {
         all.push(reads(&["completions", shell]));
@@ -469,8 +486,9 @@ fn append_keeps_the_old_bytes_as_a_prefix_and_touches_nothing_else() {
         )
         .expect("fixture")
     };
-    let cases: [(&[&str], Option<Vec<u8>>); 6] = [
+    let cases: [(&[&str], Option<Vec<u8>>); 7] = [
         (&["--stream", EVENTS], None),
+        (&["--stream", EVENTS, "--codex-home", SUBDIR], None),
         (
             &["--stream", EVENTS, "--format", "responses", "--json"],
             None,
@@ -595,7 +613,13 @@ fn every_flag_and_subcommand_is_exercised() {
     }
     // `append`'s flags, as its test uses them.
     note(&[
-        "append", "--stream", "--format", "--json", "--strict", "--quiet",
+        "append",
+        "--stream",
+        "--format",
+        "--json",
+        "--strict",
+        "--quiet",
+        "--codex-home",
     ]);
     let subcommands = subcommands();
     assert!(subcommands.len() >= 10, "{subcommands:?}");
