@@ -2,7 +2,7 @@
 # Seeds fuzz/corpus/<target>/ (not committed: fuzz/corpus is ignored) from real inputs, so that
 # the targets that read files start from valid ones: the bundled sessions (examples/rollouts/),
 # the hand-written rollouts of fuzz/seeds/rollouts/ (every item kind, compactions and a rollback,
-# the legacy format), the Codex-shaped rollouts of the goldens
+# the legacy format), a compressed rollout (fuzz/seeds/compressed/), the Codex-shaped rollouts of the goldens
 # (tests/fixtures/snapshot-v{2,3,4,5}.jsonl), snapshots of all of them written by the command-line
 # tool, and the golden snapshot tests/fixtures/snapshot-v5.snap (with an earlier state, a
 # world-state baseline and an open turn); the snapshots the tool writes are checked with `agent-history verify` first. Run from
@@ -45,6 +45,8 @@ done
 # Inputs that are not text (gzip and zstd magic, a NUL byte), which the reader names as such.
 printf '\000\000\000\037\213\010\000' >"$corpus/rollout_read/gzip"
 printf '\000\000\000\050\265\057\375' >"$corpus/rollout_read/zstd"
+# A compressed rollout (examples/rollouts/session.jsonl through `zstd -19`), read as its text.
+{ printf '\000\000\000'; cat fuzz/seeds/compressed/session.jsonl.zst; } >"$corpus/rollout_read/session-zst"
 { printf '\007'; printf '{"type":"x"\000}\n'; cat examples/rollouts/interrupted.jsonl; } >"$corpus/resume_snapshot/nul"
 for snapshot in "${snapshots[@]}"; do
   name=$(basename "$snapshot" .snap)

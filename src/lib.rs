@@ -98,9 +98,9 @@ pub use rollout::{
     IncompleteTurn, LeftOut, LineKind, LineRepair, LineageFile, LineageProblem, LoadReport,
     OpenCall, OrdinalDamage, Pagination, READER_LABEL, ReadMode, ReadOptions, RepairedLine,
     ResumeOptions, ResumeSource, Resumed, Rollout, RolloutError, RolloutLine, RolloutSink,
-    RolloutWriteError, RolloutWriter, SessionMeta, SkipCounts, SkipReason, SkippedLine,
-    WorldStateIssue, WorldStateProblem, WorldStateReport, WriteStep, codex_home, open_rollout,
-    resume_file, resume_reader, rollout_file_ids,
+    RolloutText, RolloutWriteError, RolloutWriter, SessionMeta, SkipCounts, SkipReason,
+    SkippedLine, WorldStateIssue, WorldStateProblem, WorldStateReport, WriteStep, codex_home,
+    is_compressed, open_rollout, resume_file, resume_reader, rollout_file_ids,
 };
 
 // The session layer: a history and its rollout kept in step.

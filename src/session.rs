@@ -16,7 +16,8 @@ use crate::item::{Entry, ItemError, ItemKind, ResponseItem, ThreadId, parse_item
 use crate::request::{PromptCompiler, RequestSettings};
 use crate::rollout::{
     Durability, FileSink, IncompleteTurn, LoadReport, ResumeOptions, ResumeSource, RolloutError,
-    RolloutSink, RolloutWriteError, RolloutWriter, SessionMeta, WriteStep, resume_file,
+    RolloutSink, RolloutText, RolloutWriteError, RolloutWriter, SessionMeta, WriteStep,
+    resume_file,
 };
 use crate::snapshot::SnapshotHeader;
 use crate::stream::{RecordFailure, StreamTarget};
@@ -163,8 +164,9 @@ impl Session<FileSink> {
     ///
     /// [`Error::RolloutWrite`] when the file cannot be opened for appending or locked
     /// ([`WriteStep::Locked`](crate::rollout::WriteStep::Locked) when another writer holds it)
-    /// or is in the legacy format ([`WriteStep::LegacyFormat`]) or paginated
-    /// ([`WriteStep::Paginated`]), [`Error::Rollout`] when it
+    /// or is in the legacy format ([`WriteStep::LegacyFormat`]), paginated
+    /// ([`WriteStep::Paginated`]) or compressed ([`WriteStep::Compressed`]), [`Error::Rollout`]
+    /// when it
     /// cannot be read as a rollout.
     pub fn resume(
         path: impl AsRef<Path>,
@@ -178,7 +180,10 @@ impl Session<FileSink> {
         };
         let mut sink = FileSink::open_locked(path)?;
         let resumed = resume_file(path, &options)?;
-        let refused = if resumed.report.legacy {
+        let refused = if is_compressed_file(path)? {
+            // A line appended to compressed data would not decompress.
+            Some(WriteStep::Compressed)
+        } else if resumed.report.legacy {
             // What this writer appends would read back as unknown items of the legacy format.
             Some(WriteStep::LegacyFormat)
         } else if resumed.report.pagination.is_some() {
@@ -288,6 +293,16 @@ impl Session<FileSink> {
             publisher: None,
         })
     }
+}
+
+/// Whether the file at `path` holds zstd-compressed data.
+fn is_compressed_file(path: &Path) -> Result<bool, Error> {
+    let io_error = |source| RolloutError::Io {
+        path: path.to_owned(),
+        source,
+    };
+    let file = File::open(path).map_err(io_error)?;
+    Ok(RolloutText::new(file).map_err(io_error)?.is_compressed())
 }
 
 /// The text of `meta`'s base instructions, "" when it records none.

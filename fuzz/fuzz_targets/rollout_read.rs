@@ -3,7 +3,8 @@
 //! The first three input bytes choose the options: bit 0 of the first puts a valid
 //! `session_meta` line before the rest (so that the fuzzed lines get past "no session meta"),
 //! the second sets `max_line_bytes` (8 × it, or the default when 0), the third `max_reported`
-//! (0 to 3). The rest are the rollout's bytes.
+//! (0 to 3). The rest are the rollout's bytes; when they start a zstd frame, the checks are of
+//! the text it decompresses to.
 //!
 //! Checked: nothing panics; a lenient read gives lines or `Empty` / `NoSessionMeta`, a strict
 //! read also `BadLine` naming a real line, when a lenient read skips a malformed line (the first
@@ -25,7 +26,7 @@ use agent_history::{
 };
 use agent_history_fuzz::projection_options;
 use agent_history_fuzz::reference::project_and_check;
-use agent_history_fuzz::rollout::{Lines, binary_start, check_read, check_strict};
+use agent_history_fuzz::rollout::{Lines, Text, binary_start, check_read, check_strict, text_of};
 use libfuzzer_sys::fuzz_target;
 
 const META: &str = r#"{"timestamp":"2026-11-03T14:00:00.000Z","type":"session_meta","payload":{"id":"0f1e7c52-3d8a-4b7e-9c11-6a2b5d4e8f90","timestamp":"2026-11-03T14:00:00.000Z"}}"#;
@@ -57,7 +58,27 @@ fuzz_target!(|input: &[u8]| {
         data.push(b'\n');
     }
     data.extend_from_slice(body);
-    let data = &data[..];
+    // An input that starts a zstd frame is read as the text it decompresses to: the reader gets
+    // the input, the checks below the text. One that does not decompress fails a lenient read
+    // (which reads to the end) as I/O.
+    let input = &data[..];
+    let decompressed;
+    let data = match text_of(input) {
+        Text::Plain => input,
+        Text::Decompressed(text) => {
+            decompressed = text;
+            &decompressed[..]
+        }
+        Text::Damaged => {
+            let read = Rollout::read(input, READER_LABEL, ReadMode::Lenient);
+            assert!(
+                matches!(read, Err(RolloutError::Io { .. })),
+                "damaged compressed input read as {read:?}"
+            );
+            return;
+        }
+        Text::TooLarge => return,
+    };
 
     let options = |mode| {
         ReadOptions::from(mode)
@@ -69,10 +90,10 @@ fuzz_target!(|input: &[u8]| {
 
     let mut reads = Vec::new();
     for options in [lenient, strict] {
-        let read = Rollout::read(data, READER_LABEL, options);
+        let read = Rollout::read(input, READER_LABEL, options);
         check_read(data, options, &read);
         let mut streamed = 0;
-        let stream = Rollout::stream(data, READER_LABEL, options, |_| streamed += 1);
+        let stream = Rollout::stream(input, READER_LABEL, options, |_| streamed += 1);
         match (&read, &stream) {
             (Ok(read), Ok(report)) => {
                 assert_eq!(&read.report, report, "stream and read report differently");
@@ -88,7 +109,7 @@ fuzz_target!(|input: &[u8]| {
     check_strict(data, max_reported, &lenient_read, &strict_read);
     // A strict resume reads as a strict read does: it fails on the same line, or resumes.
     let strict_resume = resume_reader(
-        data,
+        input,
         READER_LABEL,
         &ResumeOptions::new(DEFAULT_TRUNCATION).read_with(strict),
     );
@@ -154,12 +175,12 @@ fuzz_target!(|input: &[u8]| {
     project_and_check(history, &projection_options(4));
 
     let resume_options = ResumeOptions::new(DEFAULT_TRUNCATION).read_with(lenient);
-    let from_reader = resume_reader(data, READER_LABEL, &resume_options).expect("resumes");
+    let from_reader = resume_reader(input, READER_LABEL, &resume_options).expect("resumes");
     same_history(&resumed, &from_reader);
     assert_eq!(from_reader.report(), resumed.report());
 
     // Snapshot-ready: only newline-terminated lines, and the prefix they make up.
-    match resume_reader(data, READER_LABEL, &resume_options.snapshot_ready()) {
+    match resume_reader(input, READER_LABEL, &resume_options.snapshot_ready()) {
         Ok(ready) => {
             let covered = ready
                 .covered()

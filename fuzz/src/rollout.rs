@@ -26,6 +26,39 @@ pub fn binary_start(data: &[u8]) -> Option<BinaryContent> {
     }
 }
 
+/// What the reader reads of an input: the input itself, or the text a zstd frame at its start
+/// decompresses to (decoded here by the zstd library directly, not through the reader).
+pub enum Text {
+    /// Not compressed: the input is the text.
+    Plain,
+    /// The decompressed text.
+    Decompressed(Vec<u8>),
+    /// Compressed data that does not decompress: every read fails.
+    Damaged,
+    /// More text than a fuzz run should hold (a small frame can expand a thousandfold).
+    TooLarge,
+}
+
+/// The most decompressed text checked: 8 MiB.
+const MAX_TEXT: u64 = 8 * 1024 * 1024;
+
+/// What the reader reads of `input` (see [`Text`]).
+pub fn text_of(input: &[u8]) -> Text {
+    use std::io::Read as _;
+    if !input.starts_with(&[0x28, 0xb5, 0x2f, 0xfd]) {
+        return Text::Plain;
+    }
+    let Ok(decoder) = zstd::stream::read::Decoder::new(input) else {
+        return Text::Damaged;
+    };
+    let mut text = Vec::new();
+    match decoder.take(MAX_TEXT + 1).read_to_end(&mut text) {
+        Err(_) => Text::Damaged,
+        Ok(_) if text.len() as u64 > MAX_TEXT => Text::TooLarge,
+        Ok(_) => Text::Decompressed(text),
+    }
+}
+
 /// The lines of `data` as the reader cuts them: each line's offset, its content (without the
 /// `\n`) and whether a `\n` ended it.
 pub struct Lines<'a> {

@@ -54,13 +54,13 @@ pub enum Command {
     /// Lint sessions: unpaired calls, orphan outputs, media a text-only model would lose,
     /// unknown item types, skipped and torn lines, each with its line number.
     ///
-    /// Takes rollouts, snapshots, directories (every `rollout-*.jsonl` under them) and `-`
+    /// Takes rollouts, snapshots, directories (every `rollout-*.jsonl[.zst]` under them) and `-`
     /// (a rollout on standard input); several are read in parallel and summarized at the end.
     #[command(after_help = EXIT_STATUS)]
     Check(CheckArgs),
     /// Summarize sessions: items by kind, bytes, token estimate, user turns, compactions.
     ///
-    /// Takes rollouts, snapshots, directories (every `rollout-*.jsonl` under them) and `-`;
+    /// Takes rollouts, snapshots, directories (every `rollout-*.jsonl[.zst]` under them) and `-`;
     /// several are read in parallel and summarized at the end.
     #[command(after_help = EXIT_STATUS)]
     Stats(StatsArgs),

@@ -70,7 +70,7 @@ impl Source {
 }
 
 /// The sessions the command-line paths name: `-` is standard input, a directory is every
-/// `rollout-*.jsonl` under it (recursively, as Codex lays sessions out by date, in name order),
+/// `rollout-*.jsonl` and `rollout-*.jsonl.zst` under it (recursively, as Codex lays sessions out by date, in name order),
 /// anything else is the file itself (whose errors, such as not existing, are its session's).
 pub fn sessions(paths: &[PathBuf]) -> anyhow::Result<Vec<Source>> {
     let mut sources = Vec::new();
@@ -85,14 +85,14 @@ pub fn sessions(paths: &[PathBuf]) -> anyhow::Result<Vec<Source>> {
                 let name = entry.file_name().to_string_lossy();
                 if entry.file_type().is_file()
                     && name.starts_with("rollout-")
-                    && name.ends_with(".jsonl")
+                    && (name.ends_with(".jsonl") || name.ends_with(".jsonl.zst"))
                 {
                     sources.push(Source::File(entry.into_path()));
                 }
             }
             if sources.len() == before {
                 status!(
-                    "{}: no rollout-*.jsonl file under this directory",
+                    "{}: no rollout-*.jsonl[.zst] file under this directory",
                     path.display()
                 );
             }
@@ -109,7 +109,9 @@ pub fn sessions(paths: &[PathBuf]) -> anyhow::Result<Vec<Source>> {
         anyhow::bail!("`-` (standard input) can be read only once");
     }
     if sources.is_empty() {
-        anyhow::bail!("no session to read: the directories given hold no rollout-*.jsonl file");
+        anyhow::bail!(
+            "no session to read: the directories given hold no rollout-*.jsonl[.zst] file"
+        );
     }
     Ok(sources)
 }

@@ -6,8 +6,9 @@ use std::process::ExitCode;
 
 use agent_history::{
     ContentItem, Entry, FirstDifference, History, ProjectionOptions, ResponseItem, ResumeOptions,
-    Role, SnapshotOptions, SnapshotTrust, is_contextual_developer_text, is_contextual_user_text,
-    is_snapshot, is_summary_text, open_rollout, open_snapshot, resume_reader,
+    Role, RolloutText, SnapshotOptions, SnapshotTrust, is_contextual_developer_text,
+    is_contextual_user_text, is_snapshot, is_summary_text, open_rollout, open_snapshot,
+    resume_reader,
 };
 use anyhow::Context as _;
 
@@ -117,7 +118,11 @@ impl Side {
         // The first `lines` lines, streamed from the file (standard input is spooled to a
         // temporary file first, so that two points of it can be read).
         let spool = spooled_stdin(path)?;
-        let mut first = FirstLines::new(open_rollout(spool.unwrap_or(path))?, lines);
+        // Lines of the text, so of what a compressed file decompresses to.
+        let mut first = FirstLines::new(
+            RolloutText::new(open_rollout(spool.unwrap_or(path))?)?,
+            lines,
+        );
         // Errors name what was given (`<stdin>`), not the copy.
         let named = if spool.is_some() {
             Path::new(STDIN_LABEL)

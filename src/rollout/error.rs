@@ -122,7 +122,8 @@ pub enum RolloutError {
 pub enum BinaryContent {
     /// It starts with the gzip magic `1f 8b`.
     Gzip,
-    /// It starts with the zstd magic `28 b5 2f fd`.
+    /// It starts with the zstd magic `28 b5 2f fd` once decompressed: compressed twice (the
+    /// reader decompresses zstd data once, `RolloutText`).
     Zstd,
     /// It starts with a UTF-16 byte-order mark (`ff fe` or `fe ff`): text, but not UTF-8.
     Utf16,
@@ -151,7 +152,9 @@ impl fmt::Display for BinaryContent {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
             BinaryContent::Gzip => "it is gzip-compressed (decompress it first)",
-            BinaryContent::Zstd => "it is zstd-compressed (decompress it first)",
+            BinaryContent::Zstd => {
+                "it is zstd-compressed twice (decompress it once first)"
+            }
             BinaryContent::Utf16 => {
                 "it is UTF-16 text (a UTF-16 byte-order mark), and a rollout is UTF-8 (convert it first)"
             }
@@ -217,6 +220,9 @@ pub enum WriteStep {
     /// Appending to a paginated rollout: its lines carry ordinals, which this writer does not
     /// write yet, and a line without one would damage the file for Codex.
     Paginated,
+    /// Appending to a zstd-compressed rollout (`.jsonl.zst`): a plain line after compressed data
+    /// would not decompress. Codex compresses only the files it no longer writes.
+    Compressed,
 }
 
 impl fmt::Display for WriteStep {
@@ -244,6 +250,9 @@ impl fmt::Display for WriteStep {
             ),
             WriteStep::Paginated => f.write_str(
                 "append to it: it is a paginated rollout, whose numbered lines this writer does not write yet",
+            ),
+            WriteStep::Compressed => f.write_str(
+                "append to it: it is zstd-compressed (decompress it to a .jsonl file to continue it)",
             ),
             WriteStep::Interpreted {
                 line_type,

@@ -3,7 +3,8 @@
 //!
 //! * `line.rs` — the line types; `validate.rs` — what each line must be, parsed once;
 //!   `report.rs` — what reading found; `paginated.rs` — Codex's paginated files (mode, base,
-//!   ordinals); `lineage.rs` — the files a paginated file continues; `reader.rs` — the streaming line loop and [`Rollout`].
+//!   ordinals); `lineage.rs` — the files a paginated file continues; `compressed.rs` — zstd
+//!   rollouts read as their text; `reader.rs` — the streaming line loop and [`Rollout`].
 //! * `resume/` — [`Rollout::resume`] and [`resume_file`]: one pipeline whatever the source
 //!   (every line, or a snapshot plus the lines after it, with a [`FallbackReason`] when a snapshot
 //!   cannot be used), one result ([`Resumed`]).
@@ -13,6 +14,7 @@
 //! This layer sits above the snapshot layer: its resume decides when a snapshot may stand for a
 //! rollout's prefix, and writes snapshots of what it resumed.
 
+mod compressed;
 mod error;
 mod line;
 mod lineage;
@@ -25,6 +27,7 @@ mod stored_report;
 mod validate;
 mod writer;
 
+pub use compressed::{RolloutText, is_compressed};
 pub use error::{BinaryContent, LineageProblem, RolloutError, RolloutWriteError, WriteStep};
 pub use line::{BaseInstructions, LineKind, RolloutLine, SessionMeta};
 pub use lineage::{CODEX_HOME_VAR, codex_home, rollout_file_ids};

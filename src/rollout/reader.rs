@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 
 use crate::item::{ItemKind, Role, ThreadId};
 
+use super::compressed::{READ_BUFFER_BYTES, RolloutText};
 use super::error::{BinaryContent, RolloutError};
 use super::line::{
     BaseInstructions, Facts, InstructionsField, LineKind, RolloutLine, base_instructions_field,
@@ -109,8 +110,20 @@ pub fn open_rollout(path: impl AsRef<Path>) -> Result<File, RolloutError> {
     Ok(file)
 }
 
+/// The text of a rollout read from `reader`: its bytes, or what they decompress to when they are
+/// zstd-compressed (`compressed.rs`). Every reader of rollout bytes starts here.
+pub(super) fn rollout_text<R: Read>(
+    reader: R,
+    label: &Path,
+) -> Result<RolloutText<R>, RolloutError> {
+    RolloutText::new(reader).map_err(|source| RolloutError::Io {
+        path: label.to_owned(),
+        source,
+    })
+}
+
 impl Rollout {
-    /// Reads the rollout file at `path`. The file is only read.
+    /// Reads the rollout file at `path` (plain or zstd-compressed). The file is only read.
     ///
     /// # Errors
     ///
@@ -139,7 +152,9 @@ impl Rollout {
         let label = label.as_ref();
         let mut lines = Vec::new();
         let source = LineSource::whole(label, options.into());
-        let read = read_lines(reader, source, &mut |line| lines.push(line))?;
+        let read = read_lines(rollout_text(reader, label)?, source, &mut |line| {
+            lines.push(line)
+        })?;
         Ok(Rollout {
             lines,
             report: read.report,
@@ -162,8 +177,9 @@ impl Rollout {
         options: impl Into<ReadOptions>,
         mut visit: impl FnMut(RolloutLine),
     ) -> Result<LoadReport, RolloutError> {
-        let source = LineSource::whole(label.as_ref(), options.into());
-        Ok(read_lines(reader, source, &mut visit)?.report)
+        let label = label.as_ref();
+        let source = LineSource::whole(label, options.into());
+        Ok(read_lines(rollout_text(reader, label)?, source, &mut visit)?.report)
     }
 
     /// The thread id: the `id` of the first `session_meta` line.
@@ -302,7 +318,7 @@ pub(super) fn read_lines(
         path: label.to_owned(),
         source,
     };
-    let mut reader = BufReader::with_capacity(64 * 1024, reader);
+    let mut reader = BufReader::with_capacity(READ_BUFFER_BYTES, reader);
     // The current line: its bytes while within the limit, and its length in any case.
     let mut line = Vec::new();
     let mut length = 0u64;
@@ -1044,10 +1060,6 @@ mod tests {
             (
                 &b"\x1f\x8b\x08\x00rest\n"[..],
                 "it is gzip-compressed (decompress it first)",
-            ),
-            (
-                &b"\x28\xb5\x2f\xfd\x00rest\n"[..],
-                "it is zstd-compressed (decompress it first)",
             ),
             (
                 &b"{\"a\":\0}\n"[..],

@@ -112,8 +112,10 @@ fn compressed_or_binary_rollouts_say_what_they_look_like() {
             [&[0x1f, 0x8b, 8, 0][..], b"\x00\x00\n\xff\xfe"].concat(),
             BinaryContent::Gzip,
         ),
+        // Compressed twice: the reader decompresses once, and finds zstd's magic again.
         (
-            [&[0x28, 0xb5, 0x2f, 0xfd][..], b"\x04\x00\x58\n"].concat(),
+            zstd::encode_all(&[0x28, 0xb5, 0x2f, 0xfd, 0x04, 0x00, 0x58, b'\n'][..], 3)
+                .expect("compresses"),
             BinaryContent::Zstd,
         ),
         (
@@ -170,6 +172,15 @@ fn compressed_or_binary_rollouts_say_what_they_look_like() {
             "{streamed:?}"
         );
     }
+    // zstd's magic and then no zstd frame: the error says the data does not decompress.
+    let fake = [&[0x28, 0xb5, 0x2f, 0xfd][..], b"\x04\x00\x58\n"].concat();
+    let error = resume_reader(&fake[..], READER_LABEL, &ResumeOptions::default())
+        .expect_err("not zstd data");
+    assert!(
+        matches!(&error, RolloutError::Io { source, .. }
+            if source.to_string().starts_with("compressed (zstd) data does not decompress after 0 byte(s)")),
+        "{error:?}"
+    );
     // A rollout whose later lines hold a NUL byte is still a rollout: the bad line is skipped.
     let text = format!("{meta}{}\nnul\0here\n", item_line(&user("hi")));
     let resumed = resume_reader(text.as_bytes(), READER_LABEL, &ResumeOptions::default())

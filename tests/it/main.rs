@@ -47,6 +47,7 @@ mod validate;
 // Rollouts, resume and snapshots.
 mod base_instructions;
 mod codex_shaped_sessions;
+mod compressed;
 mod crash_simulation;
 mod incomplete_turn;
 mod inter_agent;

@@ -24,7 +24,7 @@ use crate::snapshot::{PrefixFact, RolloutPosition, SnapshotError};
 
 use super::error::RolloutError;
 use super::line::{Facts, LineContent, LineKind, Place, RolloutLine};
-use super::reader::{LineSource, Rollout, open_rollout, read_lines};
+use super::reader::{LineSource, Rollout, open_rollout, read_lines, rollout_text};
 use super::report::{IncompleteTurn, LineageFile, LoadReport, ReadMode, ReadOptions};
 use replay::Replay;
 use scan::{Reference, line_facts, reverse_scan, stored_fact};
@@ -499,7 +499,7 @@ pub fn resume_file(
             Err(snapshot::Stop::Error(error)) => return Err(error),
         },
     };
-    let mut resumed = resume_lines(open_rollout(path)?, path, options)?;
+    let mut resumed = resume_lines(rollout_text(open_rollout(path)?, path)?, path, options)?;
     if let Some(reason) = fallback {
         resumed.source = ResumeSource::Fallback(reason);
     }
@@ -519,9 +519,11 @@ pub fn resume_reader(
     label: impl AsRef<Path>,
     options: &ResumeOptions,
 ) -> Result<Resumed, RolloutError> {
+    let label = label.as_ref();
+    let text = rollout_text(reader, label)?;
     match &options.snapshot {
-        Some(snapshot) => snapshot::resume_stream(reader, label.as_ref(), snapshot, options),
-        None => resume_lines(reader, label.as_ref(), options),
+        Some(snapshot) => snapshot::resume_stream(text, label, snapshot, options),
+        None => resume_lines(text, label, options),
     }
 }
 

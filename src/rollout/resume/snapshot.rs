@@ -20,7 +20,7 @@ use crate::snapshot::{
 use super::super::error::RolloutError;
 use super::super::line::{InstructionsField, base_instructions_field};
 use super::super::line::{Place, RolloutLine};
-use super::super::reader::{Instructions, LineSource, open_rollout, read_lines};
+use super::super::reader::{Instructions, LineSource, open_rollout, read_lines, rollout_text};
 use super::super::report::{LoadReport, ReadMode};
 use super::super::stored_report::PrefixReport;
 use super::super::validate::Format;
@@ -72,7 +72,7 @@ pub(super) fn resume(
     options: &ResumeOptions,
 ) -> Result<Resumed, Stop> {
     let (opened, thread_id) = open_usable(snapshot, options)?;
-    let mut file = open_rollout(rollout)?;
+    let mut file = rollout_text(open_rollout(rollout)?, rollout)?;
     let mut hasher = blake3::Hasher::new();
     check_prefix(&mut file, opened.header().rollout, &mut hasher, rollout)?;
     resume_after_prefix(opened, thread_id, file, rollout, snapshot, options, hasher)

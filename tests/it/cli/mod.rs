@@ -5,6 +5,7 @@ mod anthropic_target;
 mod append;
 mod chat_target;
 mod commands;
+mod compressed;
 mod lint;
 mod paginated;
 mod read_only;

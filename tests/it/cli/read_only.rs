@@ -74,6 +74,7 @@ const SUB_SNAPSHOT: &str = "sessions/b.snap";
 const TOOLS: &str = "tools.json";
 const BODY: &str = "body.json";
 const EVENTS: &str = "events.sse";
+const COMPRESSED: &str = "rollout-c.jsonl.zst";
 
 /// Lays out a session directory around a copy of `source`: the rollout, a symbolic link to it, a
 /// snapshot of it, a subdirectory with another copy and its snapshot, a tools file, a request
@@ -85,6 +86,8 @@ fn session_dir(source: &Path) -> tempfile::TempDir {
     std::os::unix::fs::symlink(at(ROLLOUT), at(LINK)).expect("symlink");
     std::fs::create_dir(at(SUBDIR)).expect("subdirectory");
     std::fs::copy(source, at(SUB_ROLLOUT)).expect("rollout copied");
+    let compressed = zstd::encode_all(&std::fs::read(source).expect("rollout")[..], 3);
+    std::fs::write(at(COMPRESSED), compressed.expect("compressed")).expect("written");
     for (rollout, snapshot) in [(ROLLOUT, SNAPSHOT), (SUB_ROLLOUT, SUB_SNAPSHOT)] {
         let output = run(
             &[
@@ -365,6 +368,12 @@ fn invocations() -> Vec<Invocation> {
         reads(&["prefix", "--quiet", ROLLOUT, SNAPSHOT]),
         reads(&["lint", "--quiet", "--target", "chat", BODY]),
         reads_stdin(&["project", "-", "--quiet"], ROLLOUT),
+        // A compressed rollout, read as its text and never replaced.
+        reads(&["project", COMPRESSED, "--snapshot", SNAPSHOT]),
+        reads(&["check", COMPRESSED, "--json"]),
+        reads(&["snapshot", COMPRESSED, "-o", COMPRESSED, "--force"]),
+        reads(&["snapshot", ROLLOUT, "-o", COMPRESSED]),
+        reads(&["verify", SNAPSHOT, "--rollout", COMPRESSED]),
         // `--codex-home` (where a paginated file's ancestors are looked up) on every command.
         reads(&["project", ROLLOUT, "--codex-home", SUBDIR]),
         reads(&["check", "--codex-home", SUBDIR, ROLLOUT, SNAPSHOT]),
@@ -486,7 +495,7 @@ fn append_keeps_the_old_bytes_as_a_prefix_and_touches_nothing_else() {
         )
         .expect("fixture")
     };
-    let cases: [(&[&str], Option<Vec<u8>>); 7] = [
+    let cases: [(&[&str], Option<Vec<u8>>); 8] = [
         (&["--stream", EVENTS], None),
         (&["--stream", EVENTS, "--codex-home", SUBDIR], None),
         (
@@ -503,6 +512,7 @@ fn append_keeps_the_old_bytes_as_a_prefix_and_touches_nothing_else() {
         ),
         (&["--stream", ROLLOUT], None),
         (&["--stream", SNAPSHOT, "--json"], None),
+        (&["--stream", COMPRESSED], None),
     ];
     for name in ["session.jsonl", "interrupted.jsonl", "codex-session.jsonl"] {
         let dir = session_dir(&example(name));
@@ -527,8 +537,8 @@ fn append_keeps_the_old_bytes_as_a_prefix_and_touches_nothing_else() {
                 assert_eq!(before, after, "another file changed: {context}");
             }
         }
-        // Refused: not a rollout.
-        for target in [SNAPSHOT, EVENTS, BODY] {
+        // Refused: not a rollout, or a compressed one.
+        for target in [SNAPSHOT, EVENTS, BODY, COMPRESSED] {
             let before = tree(dir.path());
             let output = run(&["append", target, "--stream", EVENTS], None, dir.path());
             assert_eq!(
