@@ -15,9 +15,9 @@ use crate::history::{
 use crate::item::{Entry, ItemError, ItemKind, ResponseItem, ThreadId, parse_item};
 use crate::request::{PromptCompiler, RequestSettings};
 use crate::rollout::{
-    Durability, FileSink, IncompleteTurn, LoadReport, ResumeOptions, ResumeSource, RolloutError,
-    RolloutSink, RolloutText, RolloutWriteError, RolloutWriter, SessionMeta, WriteStep,
-    resume_file,
+    Durability, FileSink, HistoryBase, IncompleteTurn, LoadReport, Pagination, ResumeOptions,
+    ResumeSource, RolloutError, RolloutSink, RolloutText, RolloutWriteError, RolloutWriter,
+    SessionMeta, WriteStep, resume_file, rollout_file_ids,
 };
 use crate::snapshot::SnapshotHeader;
 use crate::stream::{RecordFailure, StreamTarget};
@@ -164,9 +164,9 @@ impl Session<FileSink> {
     ///
     /// [`Error::RolloutWrite`] when the file cannot be opened for appending or locked
     /// ([`WriteStep::Locked`](crate::rollout::WriteStep::Locked) when another writer holds it)
-    /// or is in the legacy format ([`WriteStep::LegacyFormat`]), paginated
-    /// ([`WriteStep::Paginated`]) or compressed ([`WriteStep::Compressed`]), [`Error::Rollout`]
-    /// when it
+    /// or is in the legacy format ([`WriteStep::LegacyFormat`]), compressed
+    /// ([`WriteStep::Compressed`]), or paginated without an ordinal to continue from
+    /// ([`WriteStep::Paginated`]), [`Error::Rollout`] when it
     /// cannot be read as a rollout.
     pub fn resume(
         path: impl AsRef<Path>,
@@ -186,10 +186,14 @@ impl Session<FileSink> {
         } else if resumed.report.legacy {
             // What this writer appends would read back as unknown items of the legacy format.
             Some(WriteStep::LegacyFormat)
-        } else if resumed.report.pagination.is_some() {
-            Some(WriteStep::Paginated)
         } else {
-            None
+            match &resumed.report.pagination {
+                // No line to number after: Codex refuses such a file too.
+                Some(pagination) if pagination.next_ordinal().is_none() => {
+                    Some(WriteStep::Paginated)
+                }
+                _ => None,
+            }
         };
         if let Some(step) = refused {
             return Err(RolloutWriteError {
@@ -201,8 +205,16 @@ impl Session<FileSink> {
         }
         // After reading, so that the report still tells a torn tail.
         sink.end_torn_line(path)?;
-        let writer =
+        let mut writer =
             RolloutWriter::with_sink(sink, path, durability).after_lines(resumed.report.lines);
+        if let Some(next) = resumed
+            .report
+            .pagination
+            .as_ref()
+            .and_then(Pagination::next_ordinal)
+        {
+            writer = writer.numbered_from(next);
+        }
         Ok(ResumedSession {
             session: Session {
                 history: resumed.history,
@@ -269,6 +281,16 @@ impl Session<FileSink> {
         let history = self.history.before_user_turn(turn)?;
         let dropped_turns = self.history.reachable_user_turns() - history.reachable_user_turns();
         meta.forked_from_id = Some(self.thread_id);
+        if let Some(next) = self.writer.next_ordinal() {
+            return self.fork_paginated(
+                history,
+                dropped_turns,
+                next,
+                path.as_ref(),
+                meta,
+                durability,
+            );
+        }
         let mut writer = RolloutWriter::create(path.as_ref(), &meta, durability)?;
         let parent = self.writer.path().to_owned();
         let copied = copy_complete_lines(&parent, &mut writer).and_then(|()| {
@@ -303,6 +325,57 @@ fn is_compressed_file(path: &Path) -> Result<bool, Error> {
     };
     let file = File::open(path).map_err(io_error)?;
     Ok(RolloutText::new(file).map_err(io_error)?.is_compressed())
+}
+
+impl Session<FileSink> {
+    /// [`Session::fork`] of a paginated thread, as Codex forks one: the new file copies no line;
+    /// its `session_meta` has a `history_base` naming this file and the end of its lines.
+    fn fork_paginated(
+        &self,
+        history: History,
+        dropped_turns: usize,
+        next_ordinal: u64,
+        path: &Path,
+        meta: SessionMeta,
+        durability: Durability,
+    ) -> Result<Session<FileSink>, Error> {
+        let parent = self.writer.path();
+        if dropped_turns > 0 {
+            // The cut would be the byte and ordinal where the turn began, which a session does
+            // not keep for the lines it wrote.
+            return Err(RolloutWriteError {
+                path: parent.to_owned(),
+                step: WriteStep::PaginatedFork,
+                source: std::io::Error::from(std::io::ErrorKind::Unsupported),
+            }
+            .into());
+        }
+        let end_byte_offset = std::fs::metadata(parent)
+            .map_err(|source| RolloutError::Io {
+                path: parent.to_owned(),
+                source,
+            })?
+            .len();
+        let rollout_id = parent
+            .file_name()
+            .and_then(|name| name.to_str())
+            .and_then(rollout_file_ids)
+            .map_or(self.thread_id, |(_, rollout)| rollout);
+        let meta = meta.paginated(Some(HistoryBase {
+            rollout_id,
+            end_ordinal_exclusive: next_ordinal,
+            end_byte_offset,
+        }));
+        let writer = RolloutWriter::create(path, &meta, durability)?;
+        Ok(Session {
+            history,
+            writer,
+            thread_id: meta.id,
+            base_instructions: instructions_of(&meta),
+            assign_ids: self.assign_ids,
+            publisher: None,
+        })
+    }
 }
 
 /// The text of `meta`'s base instructions, "" when it records none.
@@ -493,10 +566,21 @@ impl<S: RolloutSink> Session<S> {
     /// # Errors
     ///
     /// [`Error::Item`] when a message above the cut cannot be read (nothing changes);
-    /// [`Error::RolloutWrite`] when the line could not be written (the history is rolled back).
+    /// [`Error::RolloutWrite`] when the line could not be written (the history is rolled back),
+    /// or with [`WriteStep::PaginatedRollback`] for a paginated file, which Codex reverts rather
+    /// than rolls back (nothing changes).
     pub fn rollback(&mut self, n: usize) -> Result<(), Error> {
         if n == 0 {
             return Ok(());
+        }
+        if self.writer.next_ordinal().is_some() {
+            // Refused before the history changes.
+            return Err(RolloutWriteError {
+                path: self.writer.path().to_owned(),
+                step: WriteStep::PaginatedRollback,
+                source: std::io::Error::from(std::io::ErrorKind::Unsupported),
+            }
+            .into());
         }
         self.history.drop_last_n_user_turns(n)?;
         let written = self.writer.append_rollback(n as u64);

@@ -217,9 +217,14 @@ pub enum WriteStep {
     /// lines, which a legacy file's reader would take for unknown items, so a session does not
     /// continue such a file (resume it, and start a new session from its history).
     LegacyFormat,
-    /// Appending to a paginated rollout: its lines carry ordinals, which this writer does not
-    /// write yet, and a line without one would damage the file for Codex.
+    /// Appending to a paginated rollout none of whose lines has an ordinal: there is no number
+    /// to go on from (Codex refuses such a file too).
     Paginated,
+    /// Appending a `thread_rolled_back` line to a paginated rollout: Codex does not roll back a
+    /// paginated thread (it reverts it: a new file continues the thread before the turn).
+    PaginatedRollback,
+    /// Forking a paginated thread before its last turn (a fork of the whole thread is written).
+    PaginatedFork,
     /// Appending to a zstd-compressed rollout (`.jsonl.zst`): a plain line after compressed data
     /// would not decompress. Codex compresses only the files it no longer writes.
     Compressed,
@@ -249,7 +254,15 @@ impl fmt::Display for WriteStep {
                 "append to it: it is in the legacy format, which this writer does not write",
             ),
             WriteStep::Paginated => f.write_str(
-                "append to it: it is a paginated rollout, whose numbered lines this writer does not write yet",
+                "append to it: it is a paginated rollout, and no line of it has an ordinal to number the next one after",
+            ),
+            WriteStep::PaginatedRollback => f.write_str(
+                "append a thread_rolled_back line: Codex does not roll back a paginated thread \
+                 (revert it instead: a new file that continues the thread before the turn)",
+            ),
+            WriteStep::PaginatedFork => f.write_str(
+                "fork it before its last turn: a fork of a paginated thread continues its \
+                 file, and only a fork of the whole thread is written yet",
             ),
             WriteStep::Compressed => f.write_str(
                 "append to it: it is zstd-compressed (decompress it to a .jsonl file to continue it)",

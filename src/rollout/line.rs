@@ -273,6 +273,13 @@ pub struct SessionMeta {
     /// [`LoadReport::base_instructions`]: super::LoadReport::base_instructions
     #[serde(default)]
     pub base_instructions: Option<Value>,
+    /// How the thread's history is kept: a paginated file numbers every line (omitted, and so
+    /// legacy, by default).
+    #[serde(default, skip_serializing_if = "HistoryMode::is_legacy")]
+    pub history_mode: HistoryMode,
+    /// The prefix of another rollout a paginated file continues (a fork's or a revert's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub history_base: Option<HistoryBase>,
 }
 
 impl SessionMeta {
@@ -291,7 +298,25 @@ impl SessionMeta {
             source: Value::String("exec".into()),
             model_provider: None,
             base_instructions: None,
+            history_mode: HistoryMode::Legacy,
+            history_base: None,
         }
+    }
+
+    /// These metadata for a paginated thread (every line numbered), continuing `base` when given.
+    pub fn paginated(mut self, base: Option<HistoryBase>) -> SessionMeta {
+        self.history_mode = HistoryMode::Paginated;
+        self.history_base = base;
+        self
+    }
+
+    /// The ordinal of this `session_meta` line in a paginated file (`None` in a legacy one): the
+    /// base's end, or 0.
+    pub(crate) fn first_ordinal(&self) -> Option<u64> {
+        (self.history_mode == HistoryMode::Paginated).then(|| {
+            self.history_base
+                .map_or(0, |base| base.end_ordinal_exclusive)
+        })
     }
 
     /// These metadata with base instructions `text` (Codex's `{"text": …}` shape): the

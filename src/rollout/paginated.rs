@@ -24,6 +24,11 @@ pub enum HistoryMode {
 }
 
 impl HistoryMode {
+    /// Whether this is the legacy mode (a `session_meta` written without the field).
+    pub fn is_legacy(&self) -> bool {
+        *self == HistoryMode::Legacy
+    }
+
     /// The mode's name as Codex writes it.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -122,6 +127,13 @@ impl fmt::Display for OrdinalDamage {
 
 impl Pagination {
     /// Counts the ordinal of a usable line (`None` when it has none).
+    /// The ordinal the next line appended to the file takes: one more than the highest (Codex
+    /// takes one more than the last line it can read; in a sound file the two are the same, and
+    /// in a damaged one this repeats no number). `None` when no line has one.
+    pub fn next_ordinal(&self) -> Option<u64> {
+        self.last_ordinal.and_then(|last| last.checked_add(1))
+    }
+
     pub(super) fn note(&mut self, line: u64, offset: u64, ordinal: Option<u64>, max: usize) {
         let Some(ordinal) = ordinal else {
             self.without_ordinal += 1;

@@ -72,6 +72,8 @@ pub struct RolloutWriter<S: RolloutSink = FileSink> {
     /// Lines the file held before this writer's first (see [`RolloutWriter::after_lines`]), so
     /// that errors give a line's number in the file.
     lines_before: u64,
+    /// The ordinal of the next line, in a paginated file (`None`: lines carry none).
+    next_ordinal: Option<u64>,
     clock: fn() -> SystemTime,
 }
 
@@ -152,6 +154,7 @@ impl<S: RolloutSink> RolloutWriter<S> {
     ) -> Result<Self, RolloutWriteError> {
         let sink = create_new(path)?;
         let mut writer = RolloutWriter::with_sink(sink, path, durability).with_clock(clock);
+        writer.next_ordinal = meta.first_ordinal();
         // The directory entry first: the first line must not be reported durable in a file
         // whose name a power loss could take with it.
         let started = if durability == Durability::SyncData {
@@ -204,8 +207,21 @@ impl<S: RolloutSink> RolloutWriter<S> {
             lines_written: 0,
             durable_lines: 0,
             lines_before: 0,
+            next_ordinal: None,
             clock: SystemTime::now,
         }
+    }
+
+    /// Numbers every line this writer writes, from `ordinal` on: the writer of a paginated file
+    /// (see [`Pagination::next_ordinal`](super::Pagination::next_ordinal) for a file resumed).
+    pub fn numbered_from(mut self, ordinal: u64) -> Self {
+        self.next_ordinal = Some(ordinal);
+        self
+    }
+
+    /// The ordinal the next line takes (`None` when lines are not numbered).
+    pub fn next_ordinal(&self) -> Option<u64> {
+        self.next_ordinal
     }
 
     /// Numbers the lines in errors as lines of a file that already holds `lines` lines (a
@@ -344,6 +360,12 @@ impl<S: RolloutSink> RolloutWriter<S> {
     ///
     /// See [`RolloutWriter::append_raw`].
     pub fn append_rollback(&mut self, num_turns: u64) -> Result<(), RolloutWriteError> {
+        if self.next_ordinal.is_some() {
+            return Err(self.error(
+                WriteStep::PaginatedRollback,
+                io::Error::from(io::ErrorKind::Unsupported),
+            ));
+        }
         let payload = format!(r#"{{"type":"thread_rolled_back","num_turns":{num_turns}}}"#);
         self.push_line(LineKind::EventMsg, &payload);
         self.commit()
@@ -470,6 +492,18 @@ impl<S: RolloutSink> RolloutWriter<S> {
     /// error.
     pub fn append_verbatim_line(&mut self, line: &[u8]) -> Result<(), RolloutWriteError> {
         let newlines = memchr::memchr_iter(b'\n', line).count();
+        if self.next_ordinal.is_some() {
+            return Err(self.error(
+                WriteStep::Write {
+                    line_type: None,
+                    line: self.lines_before + self.lines_built + 1,
+                },
+                io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    "a paginated file's writer numbers every line itself, so copies none verbatim",
+                ),
+            ));
+        }
         if newlines != 1 || line.last() != Some(&b'\n') {
             return Err(self.error(
                 WriteStep::Write {
@@ -505,7 +539,17 @@ impl<S: RolloutSink> RolloutWriter<S> {
         let stamp = timestamp((self.clock)());
         self.pending.extend_from_slice(b"{\"timestamp\":\"");
         self.pending.extend_from_slice(stamp.as_bytes());
-        self.pending.extend_from_slice(b"\",\"type\":\"");
+        if let Some(ordinal) = self.next_ordinal {
+            // Codex's place for it: after the timestamp, before the type.
+            self.pending.extend_from_slice(b"\",\"ordinal\":");
+            self.pending
+                .extend_from_slice(ordinal.to_string().as_bytes());
+            self.pending.extend_from_slice(b",\"type\":\"");
+            // 2^64 lines are never written: saturating keeps the arithmetic total.
+            self.next_ordinal = Some(ordinal.saturating_add(1));
+        } else {
+            self.pending.extend_from_slice(b"\",\"type\":\"");
+        }
         self.pending.extend_from_slice(kind.as_str().as_bytes());
         self.pending.extend_from_slice(b"\",\"payload\":");
         self.pending.extend_from_slice(payload.as_bytes());
@@ -632,6 +676,40 @@ mod tests {
 
     fn epoch() -> SystemTime {
         SystemTime::UNIX_EPOCH + std::time::Duration::from_millis(1_762_178_401_137)
+    }
+
+    #[test]
+    fn a_numbered_writer_puts_the_ordinal_where_codex_does_and_writes_no_rollback() {
+        let mut writer = RolloutWriter::with_sink(Vec::new(), "mem", Durability::Flush)
+            .with_clock(epoch)
+            .numbered_from(7);
+        writer
+            .append_response_items([r#"{"type":"message","role":"user","content":[]}"#])
+            .expect("written");
+        writer
+            .append_raw("event_msg", r#"{"type":"token_count"}"#)
+            .expect("written");
+        assert_eq!(writer.next_ordinal(), Some(9));
+        let rollback = writer.append_rollback(1).expect_err("refused");
+        assert_eq!(rollback.step, WriteStep::PaginatedRollback);
+        let verbatim = writer
+            .append_verbatim_line(b"{\"type\":\"x\"}\n")
+            .expect_err("refused");
+        assert_eq!(verbatim.source.kind(), io::ErrorKind::InvalidInput);
+        assert_eq!(
+            writer.next_ordinal(),
+            Some(9),
+            "nothing refused took a number"
+        );
+        assert_eq!(
+            String::from_utf8(writer.sink().clone()).expect("utf-8"),
+            concat!(
+                r#"{"timestamp":"2025-11-03T14:00:01.137Z","ordinal":7,"type":"response_item","payload":{"type":"message","role":"user","content":[]}}"#,
+                "\n",
+                r#"{"timestamp":"2025-11-03T14:00:01.137Z","ordinal":8,"type":"event_msg","payload":{"type":"token_count"}}"#,
+                "\n",
+            )
+        );
     }
 
     #[test]

@@ -52,6 +52,7 @@ mod crash_simulation;
 mod incomplete_turn;
 mod inter_agent;
 mod paginated;
+mod paginated_write;
 mod resume;
 mod resume_model;
 mod rollout_read;

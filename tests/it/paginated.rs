@@ -371,16 +371,22 @@ fn a_legacy_ancestor_is_not_taken_for_a_paginated_one() {
 }
 
 #[test]
-fn a_session_refuses_to_append_to_a_paginated_file_and_leaves_it_as_it_was() {
+fn a_session_refuses_to_append_to_a_paginated_file_without_ordinals_and_leaves_it_as_it_was() {
+    // Paginated, but no line has an ordinal: there is no number to go on from (Codex refuses
+    // such a file too).
     let home = Home::new();
     let (file, _) = root();
-    let path = home.write("10-00-00", T, &file.text);
+    let text = as_legacy(&file.text).replace(
+        r#""history_mode":"legacy""#,
+        r#""history_mode":"paginated""#,
+    );
+    let path = home.write("10-00-00", T, &text);
     let Err(error) = agent_history::Session::resume(
         &path,
         &ResumeOptions::new(DEFAULT_TRUNCATION),
         agent_history::Durability::Flush,
     ) else {
-        panic!("a paginated file was resumed for writing");
+        panic!("a paginated file without ordinals was resumed for writing");
     };
     assert!(
         matches!(
@@ -390,5 +396,5 @@ fn a_session_refuses_to_append_to_a_paginated_file_and_leaves_it_as_it_was() {
         ),
         "{error:?}"
     );
-    assert_eq!(fs::read_to_string(&path).expect("reads"), file.text);
+    assert_eq!(fs::read_to_string(&path).expect("reads"), text);
 }

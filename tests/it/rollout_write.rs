@@ -751,6 +751,55 @@ mod round_trip_property {
                 prop_assert_eq!(from_file.entries(), from_memory.entries(), "depth {}", depth);
             }
         }
+
+        /// The same for a paginated file (every action but rollback, which Codex does not do on
+        /// one): it resumes to the live history, and every line the writer numbered is the
+        /// next ordinal, so the file is sound and the next line would take the writer's next.
+        #[test]
+        fn paginated_sessions_resume_to_the_live_history(actions in proptest::collection::vec(action(), 0..40)) {
+            let writer =
+                RolloutWriter::with_sink(Vec::new(), "memory", Durability::Flush).numbered_from(0);
+            let mut session = Session::from_parts(History::new(), writer, thread("t"));
+            let mut meta: serde_json::Value =
+                serde_json::from_str(&common::meta_payload()).expect("JSON");
+            meta["history_mode"] = "paginated".into();
+            session.append_raw("session_meta", &meta.to_string()).expect("meta");
+            for action in &actions {
+                match action {
+                    Action::User(n) => {
+                        session.record_json(&user(&format!("question {n}"))).expect("recorded");
+                    }
+                    Action::Context => {
+                        session
+                            .record_json(&user("<environment_context>\n<cwd>/</cwd>\n</environment_context>"))
+                            .expect("recorded");
+                    }
+                    Action::Exchange(n, answered) => {
+                        let id = format!("c{n}");
+                        session.record_json(&shell_call(&id, LS)).expect("recorded");
+                        if *answered {
+                            session.record_json(&output(&id, "ok")).expect("recorded");
+                        }
+                        session.record_json(&assistant("done")).expect("recorded");
+                    }
+                    Action::Rollback(n) => {
+                        prop_assert!(session.rollback(usize::from(*n)).is_err(), "a paginated rollback");
+                    }
+                    Action::Compact => {
+                        session.compact(&summary_text("summary")).expect("compacted");
+                    }
+                }
+            }
+            let bytes = session.writer().sink().clone();
+            let resumed = resume_bytes(bytes.as_slice(), DEFAULT_TRUNCATION);
+            prop_assert_eq!(resumed.history().entries(), session.history().entries(), "actions: {:?}", actions);
+            prop_assert_eq!(projection_bytes(resumed.history()), projection_bytes(session.history()));
+            let pagination = resumed.report().pagination.clone().expect("paginated");
+            prop_assert!(pagination.is_sound(), "{:?}", pagination);
+            prop_assert_eq!(pagination.first_ordinal, Some(0));
+            prop_assert_eq!(pagination.next_ordinal(), session.writer().next_ordinal());
+            prop_assert_eq!(pagination.next_ordinal(), Some(resumed.report().lines));
+        }
     }
 }
 

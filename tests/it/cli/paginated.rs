@@ -201,3 +201,26 @@ fn codex_home_finds_the_ancestors_of_a_file_kept_elsewhere() {
         23
     );
 }
+
+#[test]
+fn append_numbers_the_lines_it_adds_to_a_paginated_file() {
+    let home = Home::new();
+    let (file, _) = root();
+    let path = home.write("10-00-00", T, &file.text);
+    let events =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/stream/text_message.sse");
+    let output = run(&["append", arg(&path), "--stream", arg(&events)]);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let written = fs::read_to_string(&path).expect("reads");
+    assert!(written.starts_with(&file.text));
+    let added: Vec<serde_json::Value> = written[file.text.len()..]
+        .lines()
+        .map(|line| serde_json::from_str(line).expect("JSON"))
+        .collect();
+    assert!(!added.is_empty());
+    for (index, line) in added.iter().enumerate() {
+        assert_eq!(line["ordinal"], file.next + index as u64, "{line}");
+    }
+    let check = run(&["check", "--json", "--strict", arg(&path)]);
+    assert!(check.status.success(), "{}", text(&check.stdout));
+}

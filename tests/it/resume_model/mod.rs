@@ -68,6 +68,60 @@ fn the_library_resumes_generated_rollouts_as_the_model_does() {
     assert!(missing.is_empty(), "never generated: {missing:?}");
 }
 
+/// The same lines as a paginated file (every line numbered, the first `session_meta` saying
+/// `"history_mode": "paginated"`): a line that is not a JSON object is left as it is.
+fn as_paginated(text: &str) -> String {
+    let mut marked = false;
+    let mut out = String::new();
+    for (ordinal, line) in text.split_inclusive('\n').enumerate() {
+        let Ok(serde_json::Value::Object(fields)) = serde_json::from_str(line.trim_end()) else {
+            out.push_str(line);
+            continue;
+        };
+        let mut numbered = serde_json::Map::new();
+        for (key, mut value) in fields {
+            if key == "payload" && !marked && numbered.get("type") == Some(&"session_meta".into()) {
+                value["history_mode"] = "paginated".into();
+                marked = true;
+            }
+            let after_timestamp = key == "timestamp";
+            numbered.insert(key, value);
+            if after_timestamp {
+                numbered.insert("ordinal".into(), (ordinal as u64).into());
+            }
+        }
+        out.push_str(&serde_json::Value::Object(numbered).to_string());
+        out.push('\n');
+    }
+    out
+}
+
+/// The library resumes the paginated form of 48 generated rollouts as the model resumes their
+/// lines: a paginated file's model context is rebuilt exactly as a legacy file's.
+#[test]
+fn the_library_resumes_the_paginated_form_of_generated_rollouts_as_the_model_does() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    runner(48)
+        .run(&rollouts::steps(), |steps| {
+            let text = rollouts::text(&rollouts::lines(&steps));
+            let paginated = as_paginated(&text);
+            let path = write(dir.path(), "rollout.jsonl", &paginated);
+            let resumed = compare::resume(&path);
+            prop_assert!(
+                resumed.report().pagination.is_some(),
+                "not read as paginated:\n{paginated}"
+            );
+            let model = model::resume(&text, compare::LIMIT);
+            if let Some(difference) = disagreement(&resumed, &model) {
+                return Err(TestCaseError::fail(format!(
+                    "{difference}\nrollout:\n{paginated}"
+                )));
+            }
+            Ok(())
+        })
+        .expect("the library agrees with the model on paginated files");
+}
+
 /// A snapshot at every line boundary of 16 generated rollouts: the resume of the whole rollout
 /// through it equals a full resume (entries byte for byte and the report fields,
 /// `compare::snapshot_disagreement`), the resume of the prefix it was written from equals the
