@@ -93,14 +93,15 @@ pub use snapshot::{
 
 // The rollout layer: reading, resuming and writing Codex rollout files.
 pub use rollout::{
-    BaseInstructions, BinaryContent, CODEX_HOME_VAR, Compactions, DEFAULT_MAX_LINE_BYTES,
-    DEFAULT_MAX_REPORTED, Durability, FallbackReason, FileSink, HistoryBase, HistoryMode,
-    IncompleteTurn, LeftOut, LineKind, LineRepair, LineageFile, LineageProblem, LoadReport,
-    OpenCall, OrdinalDamage, Pagination, READER_LABEL, ReadMode, ReadOptions, RepairedLine,
-    ResumeOptions, ResumeSource, Resumed, Rollout, RolloutError, RolloutLine, RolloutSink,
-    RolloutText, RolloutWriteError, RolloutWriter, SessionMeta, SkipCounts, SkipReason,
-    SkippedLine, WorldStateIssue, WorldStateProblem, WorldStateReport, WriteStep, codex_home,
-    is_compressed, open_rollout, resume_file, resume_reader, rollout_file_ids,
+    BaseInstructions, BinaryContent, CODEX_HOME_VAR, CodexWriterLock, Compactions,
+    DEFAULT_MAX_LINE_BYTES, DEFAULT_MAX_REPORTED, Durability, FallbackReason, FileSink,
+    HistoryBase, HistoryMode, IncompleteTurn, LeftOut, LineKind, LineRepair, LineageFile,
+    LineageProblem, LoadReport, OpenCall, OrdinalDamage, Pagination, READER_LABEL, ReadMode,
+    ReadOptions, RepairedLine, ResumeOptions, ResumeSource, Resumed, Rollout, RolloutError,
+    RolloutLine, RolloutSink, RolloutText, RolloutWriteError, RolloutWriter, SessionMeta,
+    SkipCounts, SkipReason, SkippedLine, WorldStateIssue, WorldStateProblem, WorldStateReport,
+    WriteStep, codex_home, is_compressed, open_rollout, resume_file, resume_reader,
+    rollout_file_ids,
 };
 
 // The session layer: a history and its rollout kept in step.

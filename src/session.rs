@@ -15,9 +15,9 @@ use crate::history::{
 use crate::item::{Entry, ItemError, ItemKind, ResponseItem, ThreadId, parse_item};
 use crate::request::{PromptCompiler, RequestSettings};
 use crate::rollout::{
-    Durability, FileSink, HistoryBase, IncompleteTurn, LoadReport, Pagination, ResumeOptions,
-    ResumeSource, RolloutError, RolloutSink, RolloutText, RolloutWriteError, RolloutWriter,
-    SessionMeta, WriteStep, resume_file, rollout_file_ids,
+    CodexWriterLock, Durability, FileSink, HistoryBase, IncompleteTurn, LoadReport, Pagination,
+    ResumeOptions, ResumeSource, RolloutError, RolloutSink, RolloutText, RolloutWriteError,
+    RolloutWriter, SessionMeta, WriteStep, home_of_tree, resume_file, rollout_file_ids,
 };
 use crate::snapshot::SnapshotHeader;
 use crate::stream::{RecordFailure, StreamTarget};
@@ -73,6 +73,9 @@ pub struct Session<S: RolloutSink = FileSink> {
     assign_ids: bool,
     /// Publishes the history to the readers of [`Session::share`], once there are any.
     publisher: Option<HistoryPublisher>,
+    /// Codex's writer lock on the thread, for a rollout under a Codex home. Declared last, so
+    /// dropped last: the writer has written and closed the file when it is given back.
+    codex_lock: Option<CodexWriterLock>,
 }
 
 /// A session resumed from its rollout ([`Session::resume`]), and what resuming found. Its parts
@@ -141,6 +144,8 @@ impl Session<FileSink> {
         truncation: TruncationPolicy,
         durability: Durability,
     ) -> Result<Self, Error> {
+        let path = path.as_ref();
+        let codex_lock = codex_writer_lock(path, None, meta.id)?;
         let writer = RolloutWriter::create(path, &meta, durability)?;
         Ok(Session {
             history: History::with_truncation(truncation),
@@ -149,6 +154,7 @@ impl Session<FileSink> {
             base_instructions: instructions_of(&meta),
             assign_ids: true,
             publisher: None,
+            codex_lock,
         })
     }
 
@@ -179,7 +185,30 @@ impl Session<FileSink> {
             ..options.clone()
         };
         let mut sink = FileSink::open_locked(path)?;
+        let home = options.codex_home.clone().or_else(|| home_of_tree(path));
+        // Codex's lock before reading, keyed by the thread id the file's name gives; by the one
+        // its `session_meta` gives when the name gives none or another.
+        let named = path
+            .file_name()
+            .and_then(|name| name.to_str())
+            .and_then(rollout_file_ids)
+            .map(|(thread, _)| thread);
+        let mut codex_lock = match (&home, named) {
+            (Some(home), Some(thread)) => {
+                Some((thread, CodexWriterLock::acquire(home, thread, path)?))
+            }
+            _ => None,
+        };
         let resumed = resume_file(path, &options)?;
+        let thread_id = resumed.report.thread_id;
+        if let Some(home) = &home
+            && codex_lock
+                .as_ref()
+                .is_none_or(|(thread, _)| *thread != thread_id)
+        {
+            codex_lock = Some((thread_id, CodexWriterLock::acquire(home, thread_id, path)?));
+        }
+        let codex_lock = codex_lock.map(|(_, lock)| lock);
         let refused = if is_compressed_file(path)? {
             // A line appended to compressed data would not decompress.
             Some(WriteStep::Compressed)
@@ -227,6 +256,7 @@ impl Session<FileSink> {
                     .map_or_else(|| Arc::from(""), |found| Arc::from(found.text.as_str())),
                 assign_ids: true,
                 publisher: None,
+                codex_lock,
             },
             report: resumed.report,
             source: resumed.source,
@@ -281,8 +311,10 @@ impl Session<FileSink> {
         let history = self.history.before_user_turn(turn)?;
         let dropped_turns = self.history.reachable_user_turns() - history.reachable_user_turns();
         meta.forked_from_id = Some(self.thread_id);
+        let codex_lock = codex_writer_lock(path.as_ref(), None, meta.id)?;
         if let Some(next) = self.writer.next_ordinal() {
             return self.fork_paginated(
+                codex_lock,
                 history,
                 dropped_turns,
                 next,
@@ -313,8 +345,23 @@ impl Session<FileSink> {
             base_instructions: instructions_of(&meta),
             assign_ids: self.assign_ids,
             publisher: None,
+            codex_lock,
         })
     }
+}
+
+/// Codex's writer lock on `thread`, when the rollout at `path` is under a Codex home (`home`, else
+/// the one whose `sessions/` or `archived_sessions/` tree holds it); `None` elsewhere, where
+/// Codex does not write.
+fn codex_writer_lock(
+    path: &Path,
+    home: Option<&Path>,
+    thread: ThreadId,
+) -> Result<Option<CodexWriterLock>, Error> {
+    let Some(home) = home.map(Path::to_owned).or_else(|| home_of_tree(path)) else {
+        return Ok(None);
+    };
+    Ok(Some(CodexWriterLock::acquire(&home, thread, path)?))
 }
 
 /// Whether the file at `path` holds zstd-compressed data.
@@ -330,8 +377,10 @@ fn is_compressed_file(path: &Path) -> Result<bool, Error> {
 impl Session<FileSink> {
     /// [`Session::fork`] of a paginated thread, as Codex forks one: the new file copies no line;
     /// its `session_meta` has a `history_base` naming this file and the end of its lines.
+    #[allow(clippy::too_many_arguments)]
     fn fork_paginated(
         &self,
+        codex_lock: Option<CodexWriterLock>,
         history: History,
         dropped_turns: usize,
         next_ordinal: u64,
@@ -374,6 +423,7 @@ impl Session<FileSink> {
             base_instructions: instructions_of(&meta),
             assign_ids: self.assign_ids,
             publisher: None,
+            codex_lock,
         })
     }
 }
@@ -418,6 +468,7 @@ impl<S: RolloutSink> Session<S> {
             base_instructions: Arc::from(""),
             assign_ids: true,
             publisher: None,
+            codex_lock: None,
         }
     }
 
@@ -471,6 +522,12 @@ impl<S: RolloutSink> Session<S> {
     /// The writer (durable lines, path, sink).
     pub fn writer(&self) -> &RolloutWriter<S> {
         &self.writer
+    }
+
+    /// Codex's writer lock on the thread, held while the session lives, when its rollout is
+    /// under a Codex home (`docs/rollout-format.md`, "Codex's writer lock").
+    pub fn codex_lock(&self) -> Option<&CodexWriterLock> {
+        self.codex_lock.as_ref()
     }
 
     /// The thread id of the session.

@@ -223,6 +223,17 @@ pub enum WriteStep {
     /// Appending a `thread_rolled_back` line to a paginated rollout: Codex does not roll back a
     /// paginated thread (it reverts it: a new file continues the thread before the turn).
     PaginatedRollback,
+    /// Taking Codex's writer lock on the thread: another process holds it (Codex has the thread
+    /// open, or another session writes it).
+    HeldByCodex {
+        /// The lock file.
+        lock: PathBuf,
+    },
+    /// Making or locking Codex's writer lock file failed.
+    CodexLock {
+        /// The lock file.
+        lock: PathBuf,
+    },
     /// Forking a paginated thread before its last turn (a fork of the whole thread is written).
     PaginatedFork,
     /// Appending to a zstd-compressed rollout (`.jsonl.zst`): a plain line after compressed data
@@ -260,6 +271,14 @@ impl fmt::Display for WriteStep {
                 "append a thread_rolled_back line: Codex does not roll back a paginated thread \
                  (revert it instead: a new file that continues the thread before the turn)",
             ),
+            WriteStep::HeldByCodex { lock } => write!(
+                f,
+                "open it for writing: Codex has this thread open (another process holds its writer lock {})",
+                lock.display()
+            ),
+            WriteStep::CodexLock { lock } => {
+                write!(f, "take Codex's writer lock {}", lock.display())
+            }
             WriteStep::PaginatedFork => f.write_str(
                 "fork it before its last turn: a fork of a paginated thread continues its \
                  file, and only a fork of the whole thread is written yet",

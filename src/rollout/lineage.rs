@@ -33,22 +33,26 @@ pub fn codex_home(path: &Path, explicit: Option<&Path>) -> Option<PathBuf> {
     if let Some(home) = explicit {
         return Some(home.to_owned());
     }
-    let in_tree = std::path::absolute(path).ok().and_then(|absolute| {
-        absolute
-            .ancestors()
-            .skip(1)
-            .find(|dir| {
-                dir.file_name()
-                    .is_some_and(|name| name == "sessions" || name == "archived_sessions")
-            })
-            .and_then(Path::parent)
-            .map(Path::to_owned)
-    });
-    in_tree.or_else(|| {
+    home_of_tree(path).or_else(|| {
         std::env::var_os(CODEX_HOME_VAR)
             .filter(|home| !home.is_empty())
             .map(PathBuf::from)
     })
+}
+
+/// The directory that holds the `sessions/` or `archived_sessions/` tree `path` is in: the Codex
+/// home whose file it is.
+pub(crate) fn home_of_tree(path: &Path) -> Option<PathBuf> {
+    let absolute = std::path::absolute(path).ok()?;
+    absolute
+        .ancestors()
+        .skip(1)
+        .find(|dir| {
+            dir.file_name()
+                .is_some_and(|name| name == "sessions" || name == "archived_sessions")
+        })
+        .and_then(Path::parent)
+        .map(Path::to_owned)
 }
 
 /// The ids in a rollout file name: `rollout-<19-character timestamp>-<thread id>[_<rollout

@@ -9,7 +9,7 @@
 //!   (every line, or a snapshot plus the lines after it, with a [`FallbackReason`] when a snapshot
 //!   cannot be used), one result ([`Resumed`]).
 //! * `writer.rs` — [`RolloutWriter`] with an explicit [`Durability`], over a [`RolloutSink`]
-//!   (`sink.rs`).
+//!   (`sink.rs`); `writer_lock.rs` — Codex's writer lock on a thread ([`CodexWriterLock`]).
 //!
 //! This layer sits above the snapshot layer: its resume decides when a snapshot may stand for a
 //! rollout's prefix, and writes snapshots of what it resumed.
@@ -26,10 +26,12 @@ mod sink;
 mod stored_report;
 mod validate;
 mod writer;
+mod writer_lock;
 
 pub use compressed::{RolloutText, is_compressed};
 pub use error::{BinaryContent, LineageProblem, RolloutError, RolloutWriteError, WriteStep};
 pub use line::{BaseInstructions, LineKind, RolloutLine, SessionMeta};
+pub(crate) use lineage::home_of_tree;
 pub use lineage::{CODEX_HOME_VAR, codex_home, rollout_file_ids};
 pub use paginated::{HistoryBase, HistoryMode, OrdinalDamage, Pagination};
 pub use reader::{READER_LABEL, Rollout, open_rollout};
@@ -43,3 +45,4 @@ pub use resume::{
 };
 pub use sink::{FileSink, RolloutSink};
 pub use writer::{Durability, RolloutWriter};
+pub use writer_lock::CodexWriterLock;

@@ -62,6 +62,7 @@ mod snapshot_continue;
 mod snapshot_large;
 mod world_resume;
 mod world_session;
+mod writer_lock;
 
 // Sessions shared between threads, and streamed responses.
 mod concurrency;

@@ -533,6 +533,23 @@ fn append_keeps_the_old_bytes_as_a_prefix_and_touches_nothing_else() {
                 assert!(new.starts_with(&old), "old bytes not a prefix: {context}");
                 let mut after = tree(dir.path());
                 after.insert(PathBuf::from(ROLLOUT), before[Path::new(ROLLOUT)].clone());
+                // Under a Codex home (`--codex-home`) append takes Codex's writer lock on the
+                // thread: its directory and coordination file stay, as Codex leaves them, and
+                // the thread's lock file is gone once the lock is given back.
+                let locks = Path::new(SUBDIR).join("thread-writer-locks");
+                let left: Vec<PathBuf> = after
+                    .keys()
+                    .filter(|path| path.starts_with(&locks) && !before.contains_key(*path))
+                    .cloned()
+                    .collect();
+                for path in &left {
+                    assert!(
+                        *path == locks || *path == locks.join(".coordination.lock"),
+                        "{} left behind: {context}",
+                        path.display()
+                    );
+                    after.remove(path);
+                }
                 // The link's own metadata does not change when its target grows.
                 assert_eq!(before, after, "another file changed: {context}");
             }

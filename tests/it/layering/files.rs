@@ -52,8 +52,8 @@ const FILE_ORDER: &[(&str, &str)] = &[
     ),
     (
         "rollout",
-        "paginated < line < report < stored_report < error < compressed < sink < validate < reader \
-         < lineage < resume/ < writer",
+        "paginated < line < report < stored_report < error < compressed < sink < writer_lock < \
+         validate < reader < lineage < resume/ < writer",
     ),
     ("rollout/resume", "scan < turn < replay < world < snapshot"),
     ("snapshot", "archive < header < error < map < write"),
