@@ -6,6 +6,7 @@
 //! failed to write is written again with its number), a repeated or decreasing ordinal is damage
 //! that is reported, never renumbered (`docs/rollout-format.md`, "Paginated files").
 
+use std::collections::BTreeMap;
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
@@ -63,7 +64,7 @@ pub struct HistoryBase {
 /// What the ordinals of a paginated file showed ([`LoadReport::pagination`]).
 ///
 /// Serializes as `{"base", "first_ordinal", "last_ordinal", "without_ordinal", "damage",
-/// "damaged"}` (`docs/json-output.md`).
+/// "damaged", "events", "other_events"}` (`docs/json-output.md`).
 ///
 /// [`LoadReport::pagination`]: super::LoadReport::pagination
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -84,9 +85,31 @@ pub struct Pagination {
     pub damage: Vec<OrdinalDamage>,
     /// How many lines repeat or go back, listed or not.
     pub damaged: u64,
+    /// The file's `event_msg` lines by event type: the UI history a paginated file keeps beside
+    /// the model's (`item_completed`, the turn lifecycle, token counts), read past by resume. At
+    /// most [`Pagination::MAX_EVENT_TYPES`] types are counted by name.
+    #[serde(default)]
+    pub events: BTreeMap<String, u64>,
+    /// Event lines of further types, or of a type name longer than 64 bytes.
+    #[serde(default)]
+    pub other_events: u64,
 }
 
 impl Pagination {
+    /// How many distinct event types [`Pagination::events`] counts by name.
+    pub const MAX_EVENT_TYPES: usize = 64;
+
+    /// Counts one more `event_msg` line of type `kind`.
+    pub(super) fn count_event(&mut self, kind: &str) {
+        if let Some(count) = self.events.get_mut(kind) {
+            *count += 1;
+        } else if self.events.len() < Self::MAX_EVENT_TYPES && kind.len() <= 64 {
+            self.events.insert(kind.to_owned(), 1);
+        } else {
+            self.other_events += 1;
+        }
+    }
+
     /// Whether every usable line has an ordinal and the ordinals only go up.
     pub fn is_sound(&self) -> bool {
         self.without_ordinal == 0 && self.damaged == 0

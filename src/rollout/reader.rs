@@ -110,6 +110,18 @@ pub fn open_rollout(path: impl AsRef<Path>) -> Result<File, RolloutError> {
     Ok(file)
 }
 
+/// The `type` of an `event_msg` payload (the reader checked it is an object with a string one).
+fn event_type(payload: &str) -> Option<std::borrow::Cow<'_, str>> {
+    #[derive(serde::Deserialize)]
+    struct Typed<'a> {
+        #[serde(rename = "type", borrow)]
+        kind: std::borrow::Cow<'a, str>,
+    }
+    serde_json::from_str::<Typed<'_>>(payload)
+        .ok()
+        .map(|typed| typed.kind)
+}
+
 /// The text of a rollout read from `reader`: its bytes, or what they decompress to when they are
 /// zstd-compressed (`compressed.rs`). Every reader of rollout bytes starts here.
 pub(super) fn rollout_text<R: Read>(
@@ -505,6 +517,11 @@ impl ReadState<'_> {
                 }
                 if let Some(pagination) = &mut self.pagination {
                     pagination.note(number, offset, ordinal, self.options.max_reported);
+                    if line.kind == LineKind::EventMsg
+                        && let Some(kind) = event_type(line.payload_json())
+                    {
+                        pagination.count_event(&kind);
+                    }
                 }
                 if line.kind == LineKind::SessionMeta
                     && self.seek_instructions

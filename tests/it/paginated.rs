@@ -398,3 +398,54 @@ fn a_session_refuses_to_append_to_a_paginated_file_without_ordinals_and_leaves_i
     );
     assert_eq!(fs::read_to_string(&path).expect("reads"), text);
 }
+
+#[test]
+fn the_ui_history_is_counted_by_event_type_and_a_snapshot_keeps_the_count() {
+    let (file, second) = root();
+    let home = Home::new();
+    let path = home.write("10-00-00", T, &file.text);
+    let full = resume(&path).expect("resumes");
+    let pagination = full.report().pagination.as_ref().expect("paginated");
+    let events: Vec<(&str, u64)> = pagination
+        .events
+        .iter()
+        .map(|(kind, count)| (kind.as_str(), *count))
+        .collect();
+    assert_eq!(
+        events,
+        [
+            ("item_completed", 5),
+            ("task_complete", 2),
+            ("task_started", 2),
+            ("token_count", 2),
+        ]
+    );
+    assert_eq!(pagination.other_events, 0);
+    // A snapshot of the first turn, then the file as it grew: the same report as a full read.
+    let dir = crate::common::temp_dir();
+    let first = dir.path().join("first.jsonl");
+    fs::write(&first, &file.text[..file.start(second) as usize]).expect("writes");
+    let snapshot = dir.path().join("first.snap");
+    agent_history::resume_file(
+        &first,
+        &ResumeOptions::new(DEFAULT_TRUNCATION).snapshot_ready(),
+    )
+    .expect("resumes")
+    .write_snapshot(&snapshot)
+    .expect("snapshot");
+    let through = agent_history::resume_file(
+        &path,
+        &ResumeOptions::new(DEFAULT_TRUNCATION).with_snapshot(&snapshot),
+    )
+    .expect("resumes");
+    assert!(
+        matches!(
+            through.source(),
+            agent_history::ResumeSource::Snapshot { .. }
+        ),
+        "{:?}",
+        through.source()
+    );
+    assert_eq!(through.report(), full.report());
+    assert_eq!(jsons(through.history()), jsons(full.history()));
+}
