@@ -145,7 +145,7 @@ impl Session<FileSink> {
         durability: Durability,
     ) -> Result<Self, Error> {
         let path = path.as_ref();
-        let codex_lock = codex_writer_lock(path, None, meta.id)?;
+        let codex_lock = codex_writer_lock(path, meta.id)?;
         let writer = RolloutWriter::create(path, &meta, durability)?;
         Ok(Session {
             history: History::with_truncation(truncation),
@@ -311,7 +311,7 @@ impl Session<FileSink> {
         let history = self.history.before_user_turn(turn)?;
         let dropped_turns = self.history.reachable_user_turns() - history.reachable_user_turns();
         meta.forked_from_id = Some(self.thread_id);
-        let codex_lock = codex_writer_lock(path.as_ref(), None, meta.id)?;
+        let codex_lock = codex_writer_lock(path.as_ref(), meta.id)?;
         if let Some(next) = self.writer.next_ordinal() {
             return self.fork_paginated(
                 codex_lock,
@@ -350,15 +350,10 @@ impl Session<FileSink> {
     }
 }
 
-/// Codex's writer lock on `thread`, when the rollout at `path` is under a Codex home (`home`, else
-/// the one whose `sessions/` or `archived_sessions/` tree holds it); `None` elsewhere, where
-/// Codex does not write.
-fn codex_writer_lock(
-    path: &Path,
-    home: Option<&Path>,
-    thread: ThreadId,
-) -> Result<Option<CodexWriterLock>, Error> {
-    let Some(home) = home.map(Path::to_owned).or_else(|| home_of_tree(path)) else {
+/// Codex's writer lock on `thread`, when the new rollout at `path` is in a Codex home's
+/// `sessions/` or `archived_sessions/` tree; `None` elsewhere, where Codex does not write.
+fn codex_writer_lock(path: &Path, thread: ThreadId) -> Result<Option<CodexWriterLock>, Error> {
+    let Some(home) = home_of_tree(path) else {
         return Ok(None);
     };
     Ok(Some(CodexWriterLock::acquire(&home, thread, path)?))

@@ -126,7 +126,8 @@ fn a_repeated_or_decreasing_ordinal_is_reported_with_its_line_and_never_renumber
         "damage": [
             {"line": 4, "offset": file.start(3), "ordinal": 2, "highest_before": 2},
             {"line": 5, "offset": file.start(4), "ordinal": 1, "highest_before": 2},
-        ]}),
+        ],
+        "events": {"thread_settings_applied": 1, "token_count": 1}, "other_events": 0}),
         "docs/json-output.md, Pagination"
     );
     // Damage is reported, not refused: every line is resumed.
