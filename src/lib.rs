@@ -101,7 +101,7 @@ pub use rollout::{
     RolloutLine, RolloutSink, RolloutText, RolloutWriteError, RolloutWriter, SessionMeta,
     SkipCounts, SkipReason, SkippedLine, WorldStateIssue, WorldStateProblem, WorldStateReport,
     WriteStep, codex_home, is_compressed, open_rollout, resume_file, resume_reader,
-    rollout_file_ids,
+    rollout_file_ids, rollout_file_name,
 };
 
 // The session layer: a history and its rollout kept in step.

@@ -234,8 +234,16 @@ pub enum WriteStep {
         /// The lock file.
         lock: PathBuf,
     },
-    /// Forking a paginated thread before its last turn (a fork of the whole thread is written).
+    /// Forking or reverting a paginated thread before a turn that no line of its lineage begins
+    /// (it began inside a compaction's replacement history): the new file would resume to
+    /// another history, so it was removed again.
     PaginatedFork,
+    /// Reverting a thread that is not paginated: Codex reverts only paginated threads (roll a
+    /// legacy one back instead).
+    RevertLegacy,
+    /// Reverting to a file whose name is not `rollout-<timestamp>-<thread id>_<rollout id>.jsonl`
+    /// with this thread's id and a rollout id of its own, by which a later fork finds it.
+    RevertName,
     /// Appending to a zstd-compressed rollout (`.jsonl.zst`): a plain line after compressed data
     /// would not decompress. Codex compresses only the files it no longer writes.
     Compressed,
@@ -280,8 +288,16 @@ impl fmt::Display for WriteStep {
                 write!(f, "take Codex's writer lock {}", lock.display())
             }
             WriteStep::PaginatedFork => f.write_str(
-                "fork it before its last turn: a fork of a paginated thread continues its \
-                 file, and only a fork of the whole thread is written yet",
+                "cut its lineage before the turn: no line begins the turn (it began inside a \
+                 compaction's replacement history), so the new file was removed",
+            ),
+            WriteStep::RevertLegacy => f.write_str(
+                "revert it: it is not paginated, and Codex reverts only paginated threads (roll \
+                 it back instead)",
+            ),
+            WriteStep::RevertName => f.write_str(
+                "create the revert's file: its name must be rollout-<timestamp>-<thread id>_<rollout \
+                 id>.jsonl, with this thread's id and a new rollout id",
             ),
             WriteStep::Compressed => f.write_str(
                 "append to it: it is zstd-compressed (decompress it to a .jsonl file to continue it)",

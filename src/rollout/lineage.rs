@@ -13,6 +13,7 @@ use std::collections::HashSet;
 use std::fs;
 use std::io::Read;
 use std::path::{Path, PathBuf};
+use std::time::SystemTime;
 
 use crate::item::ThreadId;
 
@@ -67,6 +68,26 @@ pub fn rollout_file_ids(name: &str) -> Option<(ThreadId, ThreadId)> {
         .strip_prefix('-')?;
     let (thread, rollout) = ids.split_once('_').unwrap_or((ids, ids));
     Some((thread.parse().ok()?, rollout.parse().ok()?))
+}
+
+/// The name Codex gives a rollout file started at `time` (UTC here; Codex uses local time):
+/// `rollout-<YYYY-MM-DDThh-mm-ss>-<thread>.jsonl`, or with `_<rollout>` before the extension for
+/// a file whose rollout id is not the thread's (a revert's). [`rollout_file_ids`] reads it back.
+pub fn rollout_file_name(thread: ThreadId, rollout: Option<ThreadId>, time: SystemTime) -> String {
+    let stamp = humantime::format_rfc3339_seconds(time).to_string();
+    let stamp = stamp.get(..19).unwrap_or(&stamp).replace(':', "-");
+    match rollout.filter(|&rollout| rollout != thread) {
+        Some(rollout) => format!("rollout-{stamp}-{thread}_{rollout}.jsonl"),
+        None => format!("rollout-{stamp}-{thread}.jsonl"),
+    }
+}
+
+/// The rollout id of the file at `path`: the one its name gives, else `thread`.
+pub(crate) fn rollout_id_of(path: &Path, thread: ThreadId) -> ThreadId {
+    path.file_name()
+        .and_then(|name| name.to_str())
+        .and_then(rollout_file_ids)
+        .map_or(thread, |(_, rollout)| rollout)
 }
 
 /// The file of rollout id `id` under `home`'s `sessions/`, else its `archived_sessions/`.
@@ -191,12 +212,8 @@ impl Rollout {
     }
 
     /// The rollout id of this file: from its name, else its thread id.
-    fn rollout_id(&self) -> ThreadId {
-        self.path()
-            .file_name()
-            .and_then(|name| name.to_str())
-            .and_then(rollout_file_ids)
-            .map_or(self.thread_id(), |(_, rollout)| rollout)
+    pub(crate) fn rollout_id(&self) -> ThreadId {
+        rollout_id_of(self.path(), self.thread_id())
     }
 }
 

@@ -31,8 +31,9 @@ mod writer_lock;
 pub use compressed::{RolloutText, is_compressed};
 pub use error::{BinaryContent, LineageProblem, RolloutError, RolloutWriteError, WriteStep};
 pub use line::{BaseInstructions, LineKind, RolloutLine, SessionMeta};
-pub(crate) use lineage::home_of_tree;
-pub use lineage::{CODEX_HOME_VAR, codex_home, rollout_file_ids};
+pub(crate) use line::{Event, Facts};
+pub use lineage::{CODEX_HOME_VAR, codex_home, rollout_file_ids, rollout_file_name};
+pub(crate) use lineage::{home_of_tree, rollout_id_of};
 pub use paginated::{HistoryBase, HistoryMode, OrdinalDamage, Pagination};
 pub use reader::{READER_LABEL, Rollout, open_rollout};
 pub use report::{
@@ -44,5 +45,6 @@ pub use resume::{
     Compactions, FallbackReason, ResumeOptions, ResumeSource, Resumed, resume_file, resume_reader,
 };
 pub use sink::{FileSink, RolloutSink};
+pub(crate) use writer::FirstLine;
 pub use writer::{Durability, RolloutWriter};
 pub use writer_lock::CodexWriterLock;

@@ -32,6 +32,21 @@ pub enum Durability {
     SyncData,
 }
 
+/// The first line of a new rollout: its `session_meta`.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum FirstLine<'a> {
+    /// Metadata this library builds.
+    Meta(&'a SessionMeta),
+    /// A payload as read from another file, and the ordinal its line takes (`None` unnumbered).
+    Payload { json: &'a str, ordinal: Option<u64> },
+}
+
+impl<'a> From<&'a SessionMeta> for FirstLine<'a> {
+    fn from(meta: &'a SessionMeta) -> Self {
+        FirstLine::Meta(meta)
+    }
+}
+
 /// Once the writer's buffer holds this much, [`Durability::Buffered`] writes it out.
 const BUFFER_LIMIT: usize = 64 * 1024;
 
@@ -109,9 +124,19 @@ impl RolloutWriter<FileSink> {
         meta: &SessionMeta,
         durability: Durability,
     ) -> Result<Self, RolloutWriteError> {
+        RolloutWriter::create_starting(path.as_ref(), meta.into(), durability)
+    }
+
+    /// [`RolloutWriter::create`] with any first line: a revert's copies the thread's
+    /// `session_meta` as read.
+    pub(crate) fn create_starting(
+        path: &Path,
+        first: FirstLine<'_>,
+        durability: Durability,
+    ) -> Result<Self, RolloutWriteError> {
         RolloutWriter::create_with(
-            path.as_ref(),
-            meta,
+            path,
+            first,
             durability,
             SystemTime::now,
             FileSink::create_new,
@@ -143,9 +168,9 @@ impl<S: RolloutSink> RolloutWriter<S> {
     /// creates the file at `path` (it must not exist) as the writer's sink, `sync_directory`
     /// syncs the directory that holds `path`, `remove_file` removes the new file again after a
     /// failure; `clock` stamps the lines, the first one included.
-    pub(crate) fn create_with(
+    pub(crate) fn create_with<'a>(
         path: &Path,
-        meta: &SessionMeta,
+        first: impl Into<FirstLine<'a>>,
         durability: Durability,
         clock: fn() -> SystemTime,
         create_new: impl FnOnce(&Path) -> Result<S, RolloutWriteError>,
@@ -154,7 +179,11 @@ impl<S: RolloutSink> RolloutWriter<S> {
     ) -> Result<Self, RolloutWriteError> {
         let sink = create_new(path)?;
         let mut writer = RolloutWriter::with_sink(sink, path, durability).with_clock(clock);
-        writer.next_ordinal = meta.first_ordinal();
+        let first = first.into();
+        writer.next_ordinal = match first {
+            FirstLine::Meta(meta) => meta.first_ordinal(),
+            FirstLine::Payload { ordinal, .. } => ordinal,
+        };
         // The directory entry first: the first line must not be reported durable in a file
         // whose name a power loss could take with it.
         let started = if durability == Durability::SyncData {
@@ -162,7 +191,11 @@ impl<S: RolloutSink> RolloutWriter<S> {
         } else {
             Ok(())
         };
-        match started.and_then(|()| writer.append_session_meta(meta)) {
+        let first_line = |writer: &mut Self| match first {
+            FirstLine::Meta(meta) => writer.append_session_meta(meta),
+            FirstLine::Payload { json, .. } => writer.append_raw("session_meta", json),
+        };
+        match started.and_then(|()| first_line(&mut writer)) {
             Ok(()) => Ok(writer),
             Err(error) => {
                 // Best effort: the error to report is the step's (see `create`).

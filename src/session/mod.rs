@@ -15,13 +15,15 @@ use crate::history::{
 use crate::item::{Entry, ItemError, ItemKind, ResponseItem, ThreadId, parse_item};
 use crate::request::{PromptCompiler, RequestSettings};
 use crate::rollout::{
-    CodexWriterLock, Durability, FileSink, HistoryBase, IncompleteTurn, LoadReport, Pagination,
-    ResumeOptions, ResumeSource, RolloutError, RolloutSink, RolloutText, RolloutWriteError,
-    RolloutWriter, SessionMeta, WriteStep, home_of_tree, resume_file, rollout_file_ids,
+    CodexWriterLock, Durability, FileSink, IncompleteTurn, LoadReport, Pagination, ResumeOptions,
+    ResumeSource, RolloutError, RolloutSink, RolloutText, RolloutWriteError, RolloutWriter,
+    SessionMeta, WriteStep, home_of_tree, resume_file, rollout_file_ids,
 };
 use crate::snapshot::SnapshotHeader;
 use crate::stream::{RecordFailure, StreamTarget};
 use crate::world::{WorldSnapshot, WorldState, WorldStateChange};
+
+mod paginated;
 
 /// A history whose every change is appended to a rollout.
 ///
@@ -73,6 +75,9 @@ pub struct Session<S: RolloutSink = FileSink> {
     assign_ids: bool,
     /// Publishes the history to the readers of [`Session::share`], once there are any.
     publisher: Option<HistoryPublisher>,
+    /// The Codex home a paginated thread's lineage is found in, when one was named or the
+    /// rollout is in a home's tree.
+    codex_home: Option<PathBuf>,
     /// Codex's writer lock on the thread, for a rollout under a Codex home. Declared last, so
     /// dropped last: the writer has written and closed the file when it is given back.
     codex_lock: Option<CodexWriterLock>,
@@ -154,6 +159,7 @@ impl Session<FileSink> {
             base_instructions: instructions_of(&meta),
             assign_ids: true,
             publisher: None,
+            codex_home: home_of_tree(path),
             codex_lock,
         })
     }
@@ -256,6 +262,7 @@ impl Session<FileSink> {
                     .map_or_else(|| Arc::from(""), |found| Arc::from(found.text.as_str())),
                 assign_ids: true,
                 publisher: None,
+                codex_home: home,
                 codex_lock,
             },
             report: resumed.report,
@@ -292,14 +299,17 @@ impl Session<FileSink> {
     /// `forked_from_id`. The new history shares structure with this one.
     ///
     /// Resuming the new rollout gives the forked history (its lines: `docs/rollout-format.md`,
-    /// "Forks"). When writing it fails, the new file is removed again (best effort).
+    /// "Forks"). A paginated thread's fork copies no line: its `history_base` cuts the lineage
+    /// where the turn began, and the new session's history is what resuming it gives ("Writing
+    /// paginated files"). When writing it fails, the new file is removed again (best effort).
     ///
     /// # Errors
     ///
     /// [`Error::RolloutWrite`] when this session's pending lines cannot be flushed or the new
     /// file cannot be written; [`Error::Rollout`] when this session's file cannot be read;
     /// [`Error::Item`] when a message above the cut cannot be read (see
-    /// [`History::drop_last_n_user_turns`]).
+    /// [`History::drop_last_n_user_turns`]); for a paginated thread [`WriteStep::PaginatedFork`]
+    /// when no line begins the turn (it began inside a compaction's replacement history).
     pub fn fork(
         &mut self,
         turn: usize,
@@ -312,16 +322,8 @@ impl Session<FileSink> {
         let dropped_turns = self.history.reachable_user_turns() - history.reachable_user_turns();
         meta.forked_from_id = Some(self.thread_id);
         let codex_lock = codex_writer_lock(path.as_ref(), meta.id)?;
-        if let Some(next) = self.writer.next_ordinal() {
-            return self.fork_paginated(
-                codex_lock,
-                history,
-                dropped_turns,
-                next,
-                path.as_ref(),
-                meta,
-                durability,
-            );
+        if self.writer.next_ordinal().is_some() {
+            return self.fork_paginated(codex_lock, history, path.as_ref(), meta, durability);
         }
         let mut writer = RolloutWriter::create(path.as_ref(), &meta, durability)?;
         let parent = self.writer.path().to_owned();
@@ -345,6 +347,7 @@ impl Session<FileSink> {
             base_instructions: instructions_of(&meta),
             assign_ids: self.assign_ids,
             publisher: None,
+            codex_home: home_of_tree(path.as_ref()).or_else(|| self.codex_home.clone()),
             codex_lock,
         })
     }
@@ -367,60 +370,6 @@ fn is_compressed_file(path: &Path) -> Result<bool, Error> {
     };
     let file = File::open(path).map_err(io_error)?;
     Ok(RolloutText::new(file).map_err(io_error)?.is_compressed())
-}
-
-impl Session<FileSink> {
-    /// [`Session::fork`] of a paginated thread, as Codex forks one: the new file copies no line;
-    /// its `session_meta` has a `history_base` naming this file and the end of its lines.
-    #[allow(clippy::too_many_arguments)]
-    fn fork_paginated(
-        &self,
-        codex_lock: Option<CodexWriterLock>,
-        history: History,
-        dropped_turns: usize,
-        next_ordinal: u64,
-        path: &Path,
-        meta: SessionMeta,
-        durability: Durability,
-    ) -> Result<Session<FileSink>, Error> {
-        let parent = self.writer.path();
-        if dropped_turns > 0 {
-            // The cut would be the byte and ordinal where the turn began, which a session does
-            // not keep for the lines it wrote.
-            return Err(RolloutWriteError {
-                path: parent.to_owned(),
-                step: WriteStep::PaginatedFork,
-                source: std::io::Error::from(std::io::ErrorKind::Unsupported),
-            }
-            .into());
-        }
-        let end_byte_offset = std::fs::metadata(parent)
-            .map_err(|source| RolloutError::Io {
-                path: parent.to_owned(),
-                source,
-            })?
-            .len();
-        let rollout_id = parent
-            .file_name()
-            .and_then(|name| name.to_str())
-            .and_then(rollout_file_ids)
-            .map_or(self.thread_id, |(_, rollout)| rollout);
-        let meta = meta.paginated(Some(HistoryBase {
-            rollout_id,
-            end_ordinal_exclusive: next_ordinal,
-            end_byte_offset,
-        }));
-        let writer = RolloutWriter::create(path, &meta, durability)?;
-        Ok(Session {
-            history,
-            writer,
-            thread_id: meta.id,
-            base_instructions: instructions_of(&meta),
-            assign_ids: self.assign_ids,
-            publisher: None,
-            codex_lock,
-        })
-    }
 }
 
 /// The text of `meta`'s base instructions, "" when it records none.
@@ -463,6 +412,7 @@ impl<S: RolloutSink> Session<S> {
             base_instructions: Arc::from(""),
             assign_ids: true,
             publisher: None,
+            codex_home: None,
             codex_lock: None,
         }
     }

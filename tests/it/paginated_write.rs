@@ -2,18 +2,20 @@
 //! 0; a resumed paginated file goes on from one more than its highest ordinal (a float in the
 //! last line included, the line Codex bug #35746 misreads); the history a session keeps is the
 //! one resuming its file gives; no `thread_rolled_back` is written (Codex reverts paginated
-//! threads); a fork of the whole thread is a new file whose `history_base` names the parent's
-//! end, the parent untouched.
+//! threads); a fork is a new file whose `history_base` names the parent's end, or the line that
+//! began the turn it forks before (in whichever file of the lineage that is); a revert is a new
+//! file of the same thread holding one `session_meta` with such a base; the old files are
+//! untouched.
 
 use std::fs;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use agent_history::{
     DEFAULT_TRUNCATION, Durability, Error, HistoryMode, ReadMode, ResumeOptions, Rollout, Session,
     SessionMeta, ThreadId, WorldSnapshot, WriteStep, resume_file,
 };
 
-use crate::common::paginated::{F, Home, T, TOKEN_COUNT, root};
+use crate::common::paginated::{F, Home, Paged, R, T, TOKEN_COUNT, root};
 use crate::common::{assistant, jsons, user};
 
 fn options(home: &Home) -> ResumeOptions {
@@ -218,24 +220,422 @@ fn a_fork_of_the_whole_thread_continues_the_parent_file_and_leaves_it_as_it_was(
     resumes_to(&child_path, &home, &live);
 }
 
+/// The first line of the file at `path`, parsed.
+fn first_line(path: &Path) -> serde_json::Value {
+    let text = fs::read_to_string(path).expect("reads");
+    serde_json::from_str(text.lines().next().expect("a line")).expect("JSON")
+}
+
+/// The worked example's thread T, as Codex wrote it, in a Codex home and resumed to write: its
+/// path, its lines, where U2's `task_started` is, and the session.
+fn codex_thread(home: &Home) -> (PathBuf, Paged, usize, Session) {
+    let (file, second) = root();
+    let path = home.write("08-00-00", T, &file.text);
+    let session = Session::resume(&path, &options(home), Durability::Flush)
+        .expect("resumes")
+        .into_session();
+    (path, file, second, session)
+}
+
+fn id(text: &str) -> ThreadId {
+    text.parse().expect("a thread id")
+}
+
+fn write_step(error: &Error) -> Option<&WriteStep> {
+    match error {
+        Error::RolloutWrite(write) => Some(&write.step),
+        _ => None,
+    }
+}
+
 #[test]
-fn a_fork_before_the_last_turn_of_a_paginated_thread_is_refused_and_writes_nothing() {
+fn a_fork_before_a_turn_continues_the_lineage_up_to_the_line_that_began_it() {
     let home = Home::new();
-    let (_, mut parent) = new_thread(&home, T);
-    parent.record_json(&user("one")).expect("recorded");
-    parent.record_json(&user("two")).expect("recorded");
-    let child_path = home.day().join("rollout-child.jsonl");
-    let Err(error) = parent.fork(
-        2,
-        &child_path,
-        SessionMeta::new(F.parse().expect("id")),
+    let (path, file, second, mut parent) = codex_thread(&home);
+    let before = fs::read(&path).expect("reads");
+    let expected = parent.history().before_user_turn(2).expect("cut");
+    let child_path = home
+        .day()
+        .join(format!("rollout-2026-09-20T09-30-00-{F}.jsonl"));
+    let mut child = parent
+        .fork(2, &child_path, SessionMeta::new(id(F)), Durability::Flush)
+        .expect("forked");
+    // As Codex cuts before a turn: at its `task_started`, the line's ordinal and first byte (the
+    // root is numbered from 0, so line `second` has ordinal `second`).
+    let meta_line = first_line(&child_path);
+    let start = second as u64;
+    assert_eq!(meta_line["ordinal"], start);
+    assert_eq!(
+        meta_line["payload"]["history_base"],
+        serde_json::json!({"thread_id": T, "end_ordinal_exclusive": start,
+                           "end_byte_offset": file.start(second)})
+    );
+    assert_eq!(meta_line["payload"]["forked_from_id"], T);
+    assert_eq!(jsons(child.history()), jsons(&expected));
+    assert!(child.history().len() < parent.history().len());
+    resumes_to(&child_path, &home, &child);
+    child.record_json(&user("In the fork")).expect("recorded");
+    child.flush().expect("flushed");
+    assert_eq!(ordinals(&child_path), [Some(start), Some(start + 1)]);
+    resumes_to(&child_path, &home, &child);
+    assert_eq!(
+        fs::read(&path).expect("reads"),
+        before,
+        "the parent is untouched"
+    );
+
+    // A fork of the fork before its first turn: that turn began in T, so the cut names T.
+    let grandchild_path = home
+        .day()
+        .join(format!("rollout-2026-09-20T09-40-00-{R}.jsonl"));
+    let expected = child.history().before_user_turn(1).expect("cut");
+    let grandchild = child
+        .fork(
+            1,
+            &grandchild_path,
+            SessionMeta::new(id(R)),
+            Durability::Flush,
+        )
+        .expect("forked");
+    let base = &first_line(&grandchild_path)["payload"]["history_base"];
+    let u1 = file
+        .text
+        .lines()
+        .position(|line| line.contains(r#""task_started","turn_id":"U1""#))
+        .expect("U1 starts");
+    assert_eq!(
+        *base,
+        serde_json::json!({"thread_id": T, "end_ordinal_exclusive": u1,
+                           "end_byte_offset": file.start(u1)})
+    );
+    assert_eq!(jsons(grandchild.history()), jsons(&expected));
+    resumes_to(&grandchild_path, &home, &grandchild);
+
+    // Before the fork's own turn, which is its first line after its `session_meta`: a cut there
+    // would leave nothing of the fork's file, so it is the fork's own base (no empty segment).
+    let expected = child.history().before_user_turn(2).expect("cut");
+    let other_path = home
+        .day()
+        .join("rollout-2026-09-20T09-50-00-019a0000-0000-7000-8000-0000000000d0.jsonl");
+    let mut other = child
+        .fork(
+            2,
+            &other_path,
+            SessionMeta::new(id("019a0000-0000-7000-8000-0000000000d0")),
+            Durability::Flush,
+        )
+        .expect("forked");
+    assert_eq!(
+        first_line(&other_path)["payload"]["history_base"],
+        meta_line["payload"]["history_base"]
+    );
+    assert_eq!(jsons(other.history()), jsons(&expected));
+    resumes_to(&other_path, &home, &other);
+
+    // After a line of its own, a cut in the fork's file: at the line of the turn's message (the
+    // library writes no `task_started`).
+    other.record_json(&assistant("Noted.")).expect("recorded");
+    other.record_json(&user("Once more")).expect("recorded");
+    other.flush().expect("flushed");
+    let expected = other.history().before_user_turn(2).expect("cut");
+    let last_path = home
+        .day()
+        .join("rollout-2026-09-20T09-55-00-019a0000-0000-7000-8000-0000000000c0.jsonl");
+    let last = other
+        .fork(
+            2,
+            &last_path,
+            SessionMeta::new(id("019a0000-0000-7000-8000-0000000000c0")),
+            Durability::Flush,
+        )
+        .expect("forked");
+    let other_text = fs::read_to_string(&other_path).expect("reads");
+    let message = other_text
+        .find("Once more")
+        .and_then(|at| other_text[..at].rfind('\n'));
+    assert_eq!(
+        first_line(&last_path)["payload"]["history_base"],
+        serde_json::json!({"thread_id": "019a0000-0000-7000-8000-0000000000d0",
+                           "end_ordinal_exclusive": start + 2,
+                           "end_byte_offset": message.expect("a line") + 1})
+    );
+    assert_eq!(jsons(last.history()), jsons(&expected));
+    resumes_to(&last_path, &home, &last);
+}
+
+#[test]
+fn a_revert_is_one_line_that_continues_the_thread_where_the_turn_began() {
+    let home = Home::new();
+    let (path, file, second, mut session) = codex_thread(&home);
+    let before = fs::read(&path).expect("reads");
+    let expected = session.history().before_user_turn(2).expect("cut");
+    let revert_path = home
+        .day()
+        .join(format!("rollout-2026-09-20T10-00-00-{T}_{R}.jsonl"));
+    session.revert(2, &revert_path).expect("reverted");
+    assert_eq!(session.path(), revert_path);
+    assert_eq!(session.thread_id(), id(T));
+    assert_eq!(jsons(session.history()), jsons(&expected));
+    // One line: the thread's `session_meta` as read, with the cut as its base.
+    let text = fs::read_to_string(&revert_path).expect("reads");
+    assert_eq!(text.lines().count(), 1);
+    let meta_line = first_line(&revert_path);
+    let start = second as u64;
+    assert_eq!(meta_line["ordinal"], start);
+    let mut payload = meta_line["payload"].clone();
+    assert_eq!(
+        payload
+            .as_object_mut()
+            .and_then(|meta| meta.remove("history_base")),
+        Some(
+            serde_json::json!({"thread_id": T, "end_ordinal_exclusive": start,
+                                "end_byte_offset": file.start(second)})
+        )
+    );
+    let original: serde_json::Value =
+        serde_json::from_str(file.text.lines().next().expect("meta")).expect("JSON");
+    assert_eq!(payload, original["payload"], "every other field is copied");
+    assert_eq!(
+        fs::read(&path).expect("reads"),
+        before,
+        "the old file is untouched"
+    );
+
+    // The session appends to the new file, and the thread resumes from it.
+    session.record_json(&user("Again")).expect("recorded");
+    session.flush().expect("flushed");
+    assert_eq!(ordinals(&revert_path), [Some(start), Some(start + 1)]);
+    resumes_to(&revert_path, &home, &session);
+    let live = jsons(session.history());
+    drop(session);
+    let resumed =
+        Session::resume(&revert_path, &options(&home), Durability::Flush).expect("resumes");
+    assert_eq!(jsons(resumed.session().history()), live);
+    assert_eq!(resumed.session().writer().next_ordinal(), Some(start + 2));
+    // The old file is locked no more: the revert gave it back.
+    drop(resumed);
+    Session::resume(&path, &options(&home), Durability::Flush).expect("the old file opens");
+}
+
+#[test]
+fn a_revert_before_the_first_turn_of_a_root_leaves_the_thread_empty() {
+    let home = Home::new();
+    let (_, mut session) = new_thread(&home, T);
+    session.record_json(&user("one")).expect("recorded");
+    session.record_json(&assistant("1")).expect("recorded");
+    session.record_json(&user("two")).expect("recorded");
+    let revert_path = home
+        .day()
+        .join(format!("rollout-2026-09-20T10-00-00-{T}_{R}.jsonl"));
+    session.revert(1, &revert_path).expect("reverted");
+    let meta_line = first_line(&revert_path);
+    assert_eq!(meta_line["ordinal"], 0);
+    assert!(meta_line["payload"].get("history_base").is_none());
+    assert_eq!(meta_line["payload"]["history_mode"], "paginated");
+    assert!(session.history().is_empty());
+    resumes_to(&revert_path, &home, &session);
+}
+
+#[test]
+fn a_revert_of_a_legacy_thread_or_to_a_name_without_a_rollout_id_is_refused_and_writes_nothing() {
+    let home = Home::new();
+    let legacy_path = home
+        .day()
+        .join(format!("rollout-2026-09-20T09-00-00-{F}.jsonl"));
+    let mut legacy = Session::create(
+        &legacy_path,
+        SessionMeta::new(id(F)),
+        DEFAULT_TRUNCATION,
         Durability::Flush,
-    ) else {
-        panic!("forked before the last turn");
-    };
-    assert!(
-        matches!(&error, Error::RolloutWrite(write) if write.step == WriteStep::PaginatedFork),
-        "{error:?}"
+    )
+    .expect("created");
+    legacy.record_json(&user("one")).expect("recorded");
+    let target = home
+        .day()
+        .join(format!("rollout-2026-09-20T10-00-00-{F}_{R}.jsonl"));
+    let error = legacy.revert(1, &target).expect_err("a legacy thread");
+    assert_eq!(
+        write_step(&error),
+        Some(&WriteStep::RevertLegacy),
+        "{error}"
+    );
+    assert!(!target.exists());
+
+    let (path, mut session) = new_thread(&home, T);
+    session.record_json(&user("one")).expect("recorded");
+    let live = jsons(session.history());
+    for name in [
+        format!("rollout-2026-09-20T10-00-00-{T}.jsonl"),
+        format!("rollout-2026-09-20T10-00-00-{F}_{R}.jsonl"),
+        format!("rollout-2026-09-20T10-00-00-{T}_{T}.jsonl"),
+        "revert.jsonl".to_owned(),
+    ] {
+        let target = home.day().join(&name);
+        let error = session.revert(1, &target).expect_err(&name);
+        assert_eq!(
+            write_step(&error),
+            Some(&WriteStep::RevertName),
+            "{name}: {error}"
+        );
+        assert!(!target.exists(), "{name}");
+        assert_eq!(session.path(), path);
+        assert_eq!(jsons(session.history()), live);
+    }
+}
+
+#[test]
+fn a_cut_before_a_turn_inside_a_compaction_is_refused_and_the_new_file_removed() {
+    let home = Home::new();
+    let (path, mut session) = new_thread(&home, T);
+    for said in ["one", "two"] {
+        session.record_json(&user(said)).expect("recorded");
+        session.record_json(&assistant("ok")).expect("recorded");
+    }
+    session.compact("Said one and two.").expect("compacted");
+    session.record_json(&user("three")).expect("recorded");
+    session.flush().expect("flushed");
+    let before = fs::read(&path).expect("reads");
+    let child_path = home
+        .day()
+        .join(format!("rollout-2026-09-20T09-30-00-{F}.jsonl"));
+    // Turn 2 is in the replacement history a `compacted` line holds: no line begins it.
+    let error = session
+        .fork(2, &child_path, SessionMeta::new(id(F)), Durability::Flush)
+        .expect_err("no line begins the turn");
+    assert_eq!(
+        write_step(&error),
+        Some(&WriteStep::PaginatedFork),
+        "{error}"
     );
     assert!(!child_path.exists());
+    let revert_path = home
+        .day()
+        .join(format!("rollout-2026-09-20T10-00-00-{T}_{R}.jsonl"));
+    let error = session
+        .revert(2, &revert_path)
+        .expect_err("no line begins the turn");
+    assert_eq!(
+        write_step(&error),
+        Some(&WriteStep::PaginatedFork),
+        "{error}"
+    );
+    assert!(!revert_path.exists());
+    assert_eq!(session.path(), path);
+    // The turn after the compaction began on a line of its own: that cut is written.
+    let turns = session.history().reachable_user_turns();
+    session
+        .fork(
+            turns,
+            &child_path,
+            SessionMeta::new(id(F)),
+            Durability::Flush,
+        )
+        .expect("the last turn began on a line");
+    assert_eq!(fs::read(&path).expect("reads"), before);
+}
+
+mod model {
+    //! Any mix of records, compactions, forks and reverts of a paginated thread: after each step
+    //! the session's file (with its lineage) resumes to the session's history, a refused cut
+    //! leaves no file and the session as it was, and the last file resumes to write.
+
+    use std::time::SystemTime;
+
+    use proptest::prelude::*;
+
+    use super::*;
+    use agent_history::rollout_file_name;
+
+    #[derive(Debug, Clone)]
+    enum Step {
+        User,
+        Context,
+        Answer,
+        Compact,
+        /// Fork before the turn this picks among the turns (and one past the last).
+        Fork(u8),
+        Revert(u8),
+    }
+
+    fn step() -> impl Strategy<Value = Step> {
+        prop_oneof![
+            4 => Just(Step::User),
+            1 => Just(Step::Context),
+            3 => Just(Step::Answer),
+            1 => Just(Step::Compact),
+            2 => any::<u8>().prop_map(Step::Fork),
+            2 => any::<u8>().prop_map(Step::Revert),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+        #[test]
+        fn forks_and_reverts_resume_to_the_live_history(steps in proptest::collection::vec(step(), 1..24)) {
+            let home = Home::new();
+            let (_, mut session) = new_thread(&home, T);
+            // Only a turn that began inside a compaction's replacement history has no line to
+            // cut at: without a compaction, no cut is refused.
+            let mut compacted = false;
+            for (index, step) in steps.iter().enumerate() {
+                let turn = |pick: u8| usize::from(pick) % (session.history().reachable_user_turns() + 2);
+                match step {
+                    Step::User => {
+                        session.record_json(&user(&format!("question {index}"))).expect("recorded");
+                    }
+                    Step::Context => {
+                        session
+                            .record_json(&user("<environment_context>\n<cwd>/</cwd>\n</environment_context>"))
+                            .expect("recorded");
+                    }
+                    Step::Answer => {
+                        session.record_json(&assistant("done")).expect("recorded");
+                    }
+                    Step::Compact => {
+                        session.compact("summary").expect("compacted");
+                        compacted = true;
+                    }
+                    Step::Fork(pick) => {
+                        let turn = turn(*pick).max(1);
+                        let child = ThreadId::random();
+                        let path = home.day().join(rollout_file_name(child, None, SystemTime::now()));
+                        let before = jsons(session.history());
+                        match session.fork(turn, &path, SessionMeta::new(child), Durability::Flush) {
+                            Ok(fork) => session = fork,
+                            Err(error) => {
+                                prop_assert!(compacted, "{}", error);
+                                prop_assert_eq!(write_step(&error), Some(&WriteStep::PaginatedFork), "{}", error);
+                                prop_assert!(!path.exists());
+                                prop_assert_eq!(jsons(session.history()), before);
+                            }
+                        }
+                    }
+                    Step::Revert(pick) => {
+                        let turn = turn(*pick).max(1);
+                        let thread = session.thread_id();
+                        let path = home
+                            .day()
+                            .join(rollout_file_name(thread, Some(ThreadId::random()), SystemTime::now()));
+                        let (before, at) = (jsons(session.history()), session.path());
+                        if let Err(error) = session.revert(turn, &path) {
+                            prop_assert!(compacted, "{}", error);
+                            prop_assert_eq!(write_step(&error), Some(&WriteStep::PaginatedFork), "{}", error);
+                            prop_assert!(!path.exists());
+                            prop_assert_eq!(jsons(session.history()), before);
+                            prop_assert_eq!(session.path(), at);
+                        }
+                    }
+                }
+                session.flush().expect("flushed");
+                let resumed = resume_file(session.path(), &options(&home)).expect("resumes");
+                prop_assert_eq!(jsons(resumed.history()), jsons(session.history()), "after {:?}", step);
+            }
+            let path = session.path();
+            let live = jsons(session.history());
+            drop(session);
+            let resumed = Session::resume(&path, &options(&home), Durability::Flush).expect("resumes to write");
+            prop_assert_eq!(jsons(resumed.session().history()), live);
+        }
+    }
 }
