@@ -180,12 +180,16 @@ impl Rollout {
                     length,
                 }));
             }
-            let ancestor = Rollout::read(file.take(base.end_byte_offset), &path, options)?;
+            // Hashed as it is read: a snapshot of the thread stands for these very bytes.
+            let mut prefix = Hashing::new(file.take(base.end_byte_offset));
+            let ancestor = Rollout::read(&mut prefix, &path, options)?;
             let Some(pagination) = &ancestor.report.pagination else {
                 return Err(problem(LineageProblem::NotPaginated { ancestor: path }));
             };
             let next = pagination.base;
-            files.push(own_part(&ancestor, base.rollout_id, Some(base)));
+            let mut part = own_part(&ancestor, base.rollout_id, Some(base));
+            part.digest = Some(prefix.finish());
+            files.push(part);
             let Rollout { lines, .. } = ancestor;
             parts.push(own_lines(lines));
             child = path;
@@ -229,6 +233,55 @@ fn own_part(rollout: &Rollout, rollout_id: ThreadId, cut: Option<HistoryBase>) -
         first_ordinal: ordinals.clone().min(),
         last_ordinal: ordinals.max(),
         report: rollout.report.clone(),
+        digest: None,
+    }
+}
+
+/// Whether the file of rollout id `rollout_id` under `home` still starts with the
+/// `end_byte_offset` bytes whose BLAKE3 digest is `digest` (what a snapshot of a thread that
+/// continues it covers). `false` when no such file is found or it cannot be read.
+pub(crate) fn holds_prefix(
+    home: &Path,
+    rollout_id: ThreadId,
+    end_byte_offset: u64,
+    digest: &blake3::Hash,
+) -> bool {
+    let Some(file) = find_rollout(home, rollout_id).and_then(|path| fs::File::open(path).ok())
+    else {
+        return false;
+    };
+    let mut prefix = Hashing::new(file.take(end_byte_offset));
+    match std::io::copy(&mut prefix, &mut std::io::sink()) {
+        Ok(read) => read == end_byte_offset && prefix.finish() == *digest,
+        Err(_) => false,
+    }
+}
+
+/// A reader that hashes what it reads.
+struct Hashing<R> {
+    inner: R,
+    hasher: blake3::Hasher,
+}
+
+impl<R: Read> Hashing<R> {
+    fn new(inner: R) -> Self {
+        Hashing {
+            inner,
+            hasher: blake3::Hasher::new(),
+        }
+    }
+
+    /// The digest of everything read.
+    fn finish(&self) -> blake3::Hash {
+        self.hasher.finalize()
+    }
+}
+
+impl<R: Read> Read for Hashing<R> {
+    fn read(&mut self, buffer: &mut [u8]) -> std::io::Result<usize> {
+        let read = self.inner.read(buffer)?;
+        self.hasher.update(&buffer[..read]);
+        Ok(read)
     }
 }
 

@@ -805,4 +805,8 @@ pub struct LineageFile {
     /// What reading the file (up to its cut) found.
     #[serde(skip)]
     pub report: LoadReport,
+    /// The BLAKE3 digest of an ancestor's bytes up to its cut, as read (`None` for the newest
+    /// file): what a snapshot of the thread checks the ancestor against.
+    #[serde(skip)]
+    pub(crate) digest: Option<blake3::Hash>,
 }

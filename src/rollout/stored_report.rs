@@ -12,10 +12,12 @@ use serde_json::value::RawValue;
 
 use crate::world::WorldStateError;
 
+use crate::item::ThreadId;
+
 use super::paginated::Pagination;
 use super::report::{
-    LeftOut, LineRepair, LoadReport, RepairedLine, SkipCounts, SkipReason, SkippedLine,
-    WorldStateIssue, WorldStateProblem, WorldStateReport,
+    LeftOut, LineRepair, LineageFile, LoadReport, RepairedLine, SkipCounts, SkipReason,
+    SkippedLine, WorldStateIssue, WorldStateProblem, WorldStateReport,
 };
 
 /// What the reader of the lines after a covered prefix starts from: the prefix's report.
@@ -27,6 +29,29 @@ pub(crate) struct PrefixReport {
     pub(crate) left_out: LeftOut,
     pub(crate) world_state: WorldStateReport,
     pub(crate) pagination: Option<Pagination>,
+    /// The files of a paginated thread's lineage the covered prefix continues (empty for a file
+    /// on its own): a resume through the snapshot checks that each still holds what was read.
+    pub(crate) lineage: Vec<AncestorCut>,
+}
+
+/// An ancestor of a covered prefix: its rollout id, where the lineage cuts it, and the BLAKE3
+/// digest (hex) of its bytes up to there.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct AncestorCut {
+    pub(crate) rollout_id: ThreadId,
+    pub(crate) end_byte_offset: u64,
+    pub(crate) digest: String,
+}
+
+impl AncestorCut {
+    /// The cut of an ancestor of a lineage (`None` for the newest file, which has no cut).
+    pub(crate) fn of(file: &LineageFile) -> Option<AncestorCut> {
+        Some(AncestorCut {
+            rollout_id: file.rollout_id,
+            end_byte_offset: file.cut?.end_byte_offset,
+            digest: file.digest?.to_hex().to_string(),
+        })
+    }
 }
 
 impl PrefixReport {
@@ -39,6 +64,7 @@ impl PrefixReport {
             left_out: report.left_out.clone(),
             world_state: report.world_state.clone(),
             pagination: report.pagination.clone(),
+            lineage: Vec::new(),
         }
     }
 
@@ -67,6 +93,7 @@ impl PrefixReport {
             left_out: StoredLeftOut::of(&self.left_out),
             world_state: StoredWorld::of(&self.world_state),
             pagination: self.pagination.clone(),
+            lineage: self.lineage.clone(),
         };
         // Strings, integers and maps with string keys: serializing cannot fail.
         serde_json::value::to_raw_value(&stored).unwrap_or_else(|_| empty())
@@ -103,6 +130,7 @@ impl PrefixReport {
             left_out: stored.left_out.into_left_out(),
             world_state: stored.world_state.into_report(),
             pagination: stored.pagination,
+            lineage: stored.lineage,
         })
     }
 }
@@ -122,6 +150,9 @@ struct Stored {
     /// (and in those written before paginated files were read).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pagination: Option<Pagination>,
+    /// Absent for a file on its own.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    lineage: Vec<AncestorCut>,
 }
 
 /// What was found at a line: its number, its offset and what.

@@ -450,3 +450,91 @@ fn the_ui_history_is_counted_by_event_type_and_a_snapshot_keeps_the_count() {
     assert_eq!(through.report(), full.report());
     assert_eq!(jsons(through.history()), jsons(full.history()));
 }
+
+#[test]
+fn a_snapshot_of_a_fork_covers_its_lineage_and_falls_back_once_an_ancestor_changed() {
+    let home = Home::new();
+    let (mut parent, _) = root();
+    let (cut_ordinal, cut_bytes) = (parent.next, parent.len());
+    let parent_path = home.write("10-00-00", T, &parent.text);
+    let mut child = Paged::new(F, cut_ordinal, Some((T, cut_ordinal, cut_bytes)));
+    child.push("event_msg", r#"{"type":"thread_settings_applied"}"#);
+    turn(
+        &mut child,
+        "V1",
+        "Now in the fork",
+        Some("call_2"),
+        "Forked.",
+    );
+    let child_path = home.write("11-00-00", F, &child.text);
+    let snapshot = home.path().join("fork.snap");
+    let ready = ResumeOptions::new(DEFAULT_TRUNCATION).snapshot_ready();
+    agent_history::resume_file(&child_path, &ready)
+        .expect("resumes")
+        .write_snapshot(&snapshot)
+        .expect("a snapshot of a lineage");
+    // The fork goes on; the snapshot stands for its first part and for the parent's prefix.
+    turn(&mut child, "V2", "And then", None, "Done.");
+    fs::write(&child_path, &child.text).expect("writes");
+    let through_snapshot = || {
+        agent_history::resume_file(
+            &child_path,
+            &ResumeOptions::new(DEFAULT_TRUNCATION).with_snapshot(&snapshot),
+        )
+    };
+    let through = through_snapshot().expect("resumes");
+    let full = resume(&child_path).expect("resumes");
+    assert!(through.used_snapshot(), "{:?}", through.source());
+    assert_eq!(jsons(through.history()), jsons(full.history()));
+    assert_eq!(through.report(), full.report());
+    assert_eq!(
+        through.previous_turn_settings().map(|raw| raw.get()),
+        full.previous_turn_settings().map(|raw| raw.get())
+    );
+
+    // What the parent appends after the cut, and moving it to the archive, change nothing the
+    // snapshot stands for.
+    turn(
+        &mut parent,
+        "U3",
+        "Later in the parent",
+        None,
+        "Parent only.",
+    );
+    fs::write(&parent_path, &parent.text).expect("writes");
+    assert!(through_snapshot().expect("resumes").used_snapshot());
+    let archived = home.path().join(format!(
+        "archived_sessions/rollout-2026-09-20T10-00-00-{T}.jsonl"
+    ));
+    fs::rename(&parent_path, &archived).expect("archived");
+    assert!(through_snapshot().expect("resumes").used_snapshot());
+
+    // A byte of the parent's prefix changed (same length): the snapshot no longer stands for it.
+    let changed = parent.text.replacen("List the files", "List the FILES", 1);
+    assert_eq!(changed.len(), parent.text.len());
+    fs::write(&archived, &changed).expect("writes");
+    let fallen_back = through_snapshot().expect("resumes");
+    let reason = fallen_back.fallback_reason().expect("fell back");
+    let json = serde_json::to_value(reason).expect("JSON");
+    assert_eq!(json["reason"], "lineage_changed");
+    assert_eq!(json["rollout_id"], T);
+    assert!(
+        jsons(fallen_back.history())
+            .join("\n")
+            .contains("List the FILES")
+    );
+    assert_eq!(
+        jsons(fallen_back.history()),
+        jsons(resume(&child_path).expect("resumes").history())
+    );
+
+    // The parent gone: the snapshot is not used, and the full resume's error is the answer.
+    fs::remove_file(&archived).expect("removed");
+    assert!(matches!(
+        through_snapshot(),
+        Err(RolloutError::Lineage {
+            problem: LineageProblem::Missing { .. },
+            ..
+        })
+    ));
+}

@@ -11,8 +11,8 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use agent_history::{
-    DEFAULT_TRUNCATION, Durability, Error, HistoryMode, ReadMode, ResumeOptions, Rollout, Session,
-    SessionMeta, ThreadId, WorldSnapshot, WriteStep, resume_file,
+    DEFAULT_TRUNCATION, Durability, Error, FallbackReason, HistoryMode, ReadMode, ResumeOptions,
+    ResumeSource, Rollout, Session, SessionMeta, ThreadId, WorldSnapshot, WriteStep, resume_file,
 };
 
 use crate::common::paginated::{F, Home, Paged, R, T, TOKEN_COUNT, root};
@@ -532,6 +532,55 @@ fn a_cut_before_a_turn_inside_a_compaction_is_refused_and_the_new_file_removed()
         )
         .expect("the last turn began on a line");
     assert_eq!(fs::read(&path).expect("reads"), before);
+}
+
+#[test]
+fn a_forked_session_snapshots_its_lineage_refreshes_it_and_resumes_through_it() {
+    let home = Home::new();
+    let (parent_path, _, _, mut session) = codex_thread(&home);
+    let child_path = home
+        .day()
+        .join(format!("rollout-2026-09-20T09-30-00-{F}.jsonl"));
+    let mut child = session
+        .fork(2, &child_path, SessionMeta::new(id(F)), Durability::Flush)
+        .expect("forked");
+    drop(session);
+    child.record_json(&user("In the fork")).expect("recorded");
+    let snapshot = home.path().join("fork.snap");
+    child
+        .write_snapshot(&snapshot)
+        .expect("a snapshot of a lineage");
+    child.record_json(&assistant("Yes.")).expect("recorded");
+    // A refresh starts from the snapshot there and keeps its lineage.
+    child.write_snapshot(&snapshot).expect("refreshed");
+    child.record_json(&user("More")).expect("recorded");
+    let live = jsons(child.history());
+    drop(child);
+    let with_snapshot = options(&home).with_snapshot(&snapshot);
+    let resumed = Session::resume(&child_path, &with_snapshot, Durability::Flush).expect("resumes");
+    assert!(
+        matches!(resumed.source(), ResumeSource::Snapshot { .. }),
+        "{:?}",
+        resumed.source()
+    );
+    assert_eq!(jsons(resumed.session().history()), live);
+    drop(resumed);
+    // The parent's prefix changed under the snapshot: the files are read instead.
+    let text = fs::read_to_string(&parent_path).expect("reads");
+    fs::write(
+        &parent_path,
+        text.replacen("List the files", "List the FILES", 1),
+    )
+    .expect("writes");
+    let resumed = Session::resume(&child_path, &with_snapshot, Durability::Flush).expect("resumes");
+    assert!(
+        matches!(
+            resumed.source(),
+            ResumeSource::Fallback(FallbackReason::LineageChanged { .. })
+        ),
+        "{:?}",
+        resumed.source()
+    );
 }
 
 mod model {

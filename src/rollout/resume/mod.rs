@@ -26,6 +26,7 @@ use super::error::RolloutError;
 use super::line::{Facts, LineContent, LineKind, Place, RolloutLine};
 use super::reader::{LineSource, Rollout, open_rollout, read_lines, rollout_text};
 use super::report::{IncompleteTurn, LineageFile, LoadReport, ReadMode, ReadOptions};
+use super::stored_report::AncestorCut;
 use replay::Replay;
 use scan::{Reference, line_facts, reverse_scan, stored_fact};
 
@@ -166,6 +167,12 @@ pub enum FallbackReason {
         /// The lines the covered prefix holds.
         prefix_lines: u64,
     },
+    /// A file of the thread's lineage that the snapshot's history continues is missing, or no
+    /// longer holds the bytes up to its cut that were read when the snapshot was written.
+    LineageChanged {
+        /// The file's rollout id.
+        rollout_id: ThreadId,
+    },
     /// The snapshot has an older format version, which this build does not read
     /// ([`SnapshotError::OlderVersion`]). A snapshot written from this resume has the supported
     /// one.
@@ -211,6 +218,7 @@ impl FallbackReason {
             FallbackReason::NotAtLineBoundary => "not_at_line_boundary",
             FallbackReason::LineCountMismatch { .. } => "line_count_mismatch",
             FallbackReason::OldVersion { .. } => "old_version",
+            FallbackReason::LineageChanged { .. } => "lineage_changed",
         }
     }
 }
@@ -247,6 +255,9 @@ impl Serialize for FallbackReason {
             FallbackReason::OldVersion { found, supported } => {
                 map.serialize_entry("found", found)?;
                 map.serialize_entry("supported", supported)?;
+            }
+            FallbackReason::LineageChanged { rollout_id } => {
+                map.serialize_entry("rollout_id", rollout_id)?;
             }
             FallbackReason::LineCountMismatch {
                 covered_lines,
@@ -301,6 +312,10 @@ impl fmt::Display for FallbackReason {
                 f,
                 "the snapshot's header says it covers {covered_lines} line(s); the prefix it covers holds {prefix_lines}"
             ),
+            FallbackReason::LineageChanged { rollout_id } => write!(
+                f,
+                "the file of rollout {rollout_id} in the thread's lineage is missing or no longer holds what the snapshot covers of it"
+            ),
             FallbackReason::OldVersion { found, supported } => write!(
                 f,
                 "the snapshot has format version {found}, older than version {supported}, the only one this build reads"
@@ -344,6 +359,8 @@ pub(crate) struct Covered {
     pub(crate) position: RolloutPosition,
     /// The scan facts of its lines.
     pub(crate) facts: Vec<PrefixFact>,
+    /// The ancestors it continues, for a paginated thread with a lineage.
+    pub(crate) lineage: Vec<AncestorCut>,
 }
 
 /// What the lines read said about compactions. A resume through a snapshot does not read the
@@ -468,7 +485,8 @@ impl Resumed {
     }
 
     /// The files of a paginated rollout's lineage, oldest first, the rollout itself last (see
-    /// [`Rollout::lineage`]); empty for a rollout resumed on its own.
+    /// [`Rollout::lineage`]); empty for a rollout resumed on its own, and after a snapshot stood
+    /// for the prefix (its files' lines were not read).
     pub fn lineage(&self) -> &[LineageFile] {
         &self.lineage
     }
@@ -552,13 +570,16 @@ fn resume_lines(
     let rollout = Rollout::from_parts(lines, read.report, label.to_owned())
         .with_lineage(options.codex_home.as_deref(), options.read)?;
     let mut resumed = rollout.resume(options.truncation)?;
-    // A snapshot stands for one file's prefix: not yet for a lineage's files.
-    let position = position.filter(|_| rollout.lineage().is_empty());
     resumed.covered = position.map(|position| Covered {
         position,
         facts: line_facts(&rollout.lines, false)
             .into_iter()
             .map(stored_fact)
+            .collect(),
+        lineage: rollout
+            .lineage()
+            .iter()
+            .filter_map(AncestorCut::of)
             .collect(),
     });
     Ok(resumed)
@@ -1015,6 +1036,11 @@ mod tests {
                 covered_lines: 3,
                 prefix_lines: 2,
             },
+            FallbackReason::LineageChanged {
+                rollout_id: "019a0000-0000-7000-8000-000000000001"
+                    .parse()
+                    .expect("an id"),
+            },
         ];
         let documented = documented_reasons();
         let mut names = std::collections::BTreeSet::new();
@@ -1043,6 +1069,10 @@ mod tests {
                     "line_count_mismatch",
                     json!({"covered_lines": 3, "prefix_lines": 2}),
                 ),
+                FallbackReason::LineageChanged { .. } => (
+                    "lineage_changed",
+                    json!({"rollout_id": "019a0000-0000-7000-8000-000000000001"}),
+                ),
             };
             assert_eq!(reason.name(), name);
             // The message is the reason in words, with its figures.
@@ -1054,6 +1084,9 @@ mod tests {
                     "covers 3 line(s); the prefix it covers holds 2"
                 }
                 FallbackReason::Unreadable(_) => "the snapshot cannot be used: ",
+                FallbackReason::LineageChanged { .. } => {
+                    "rollout 019a0000-0000-7000-8000-000000000001 in the thread's lineage"
+                }
                 _ => " ",
             };
             assert!(message.contains(words), "{name}: {message}");

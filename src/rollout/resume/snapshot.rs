@@ -20,9 +20,10 @@ use crate::snapshot::{
 use super::super::error::RolloutError;
 use super::super::line::{InstructionsField, base_instructions_field};
 use super::super::line::{Place, RolloutLine};
+use super::super::lineage::{codex_home, holds_prefix};
 use super::super::reader::{Instructions, LineSource, open_rollout, read_lines, rollout_text};
 use super::super::report::{LoadReport, ReadMode};
-use super::super::stored_report::PrefixReport;
+use super::super::stored_report::{AncestorCut, PrefixReport};
 use super::super::validate::Format;
 use super::replay::{Replay, Replayed};
 use super::scan::{self, Reference, ScanFact, line_facts, prefix_fact, reverse_scan, stored_fact};
@@ -167,6 +168,8 @@ fn resume_after_prefix(
         })?,
         None => PrefixReport::default(),
     };
+    check_lineage(&before.lineage, rollout, snapshot, options)?;
+    let lineage = before.lineage.clone();
     let mut tail = Vec::new();
     let source = LineSource {
         before,
@@ -194,9 +197,41 @@ fn resume_after_prefix(
     resumed.covered = position.map(|position| {
         let mut facts = prefix_facts;
         facts.extend(later.into_iter().map(stored_fact));
-        Covered { position, facts }
+        Covered {
+            position,
+            facts,
+            lineage,
+        }
     });
     Ok(resumed)
+}
+
+/// Checks that every ancestor the covered prefix continues (`lineage`, empty for a file on its
+/// own) still holds the bytes up to its cut that the snapshot stands for, found by rollout id
+/// under the Codex home, as the full resume finds it.
+fn check_lineage(
+    lineage: &[AncestorCut],
+    rollout: &Path,
+    snapshot: &Path,
+    options: &ResumeOptions,
+) -> Result<(), FallbackReason> {
+    if lineage.is_empty() {
+        return Ok(());
+    }
+    let home = codex_home(rollout, options.codex_home.as_deref());
+    for cut in lineage {
+        let digest = blake3::Hash::from_hex(&cut.digest)
+            .map_err(|error| unusable(snapshot, &format!("an ancestor's digest: {error}")))?;
+        let holds = home
+            .as_deref()
+            .is_some_and(|home| holds_prefix(home, cut.rollout_id, cut.end_byte_offset, &digest));
+        if !holds {
+            return Err(FallbackReason::LineageChanged {
+                rollout_id: cut.rollout_id,
+            });
+        }
+    }
+    Ok(())
 }
 
 /// Opens the snapshot, when a resume with `options` may use it at all: a lenient read, a snapshot
@@ -515,7 +550,13 @@ impl Resumed {
             thread_id: Some(self.thread_id()),
             previous_turn_settings: self.previous_turn_settings.clone(),
             base_instructions,
-            load_report: Some(PrefixReport::of(&self.report).to_json()),
+            load_report: Some(
+                PrefixReport {
+                    lineage: covered.lineage.clone(),
+                    ..PrefixReport::of(&self.report)
+                }
+                .to_json(),
+            ),
             ends_inside_turn: self.ends_inside_turn,
             legacy: self.report.legacy,
             legacy_compaction: self.legacy_compaction,

@@ -157,6 +157,29 @@ fn project_of_a_revert_gives_the_turns_before_the_cut_and_of_a_fork_the_whole_th
 }
 
 #[test]
+fn snapshot_of_a_fork_covers_its_lineage_and_project_through_it_gives_the_whole_thread() {
+    let thread = thread();
+    let snapshot = thread.home.path().join("fork.snap");
+    let written = run(&["snapshot", arg(&thread.fork), "-o", arg(&snapshot)]);
+    assert!(written.status.success(), "{}", text(&written.stderr));
+    let before = files(&thread.home);
+    let direct = run(&["project", arg(&thread.fork)]);
+    let through = run(&["project", arg(&thread.fork), "--snapshot", arg(&snapshot)]);
+    assert!(through.status.success(), "{}", text(&through.stderr));
+    assert!(
+        text(&through.stderr).contains("resumed through snapshot"),
+        "{}",
+        text(&through.stderr)
+    );
+    assert_eq!(text(&through.stdout), text(&direct.stdout));
+    assert_eq!(
+        files(&thread.home),
+        before,
+        "no file of the lineage changed"
+    );
+}
+
+#[test]
 fn a_missing_ancestor_fails_the_command_naming_the_rollout_id() {
     let thread = thread();
     fs::remove_file(&thread.root).expect("removes");
