@@ -340,16 +340,33 @@ impl Session<FileSink> {
             let _ = writer.remove_new_file();
             return Err(error);
         }
-        Ok(Session {
+        Ok(self.forked(history, writer, &meta, codex_lock))
+    }
+
+    /// The session a fork of this one starts: `history` written by `writer` as thread
+    /// `meta.id`, its lineage found under the home of the tree its file is in, else this one's.
+    fn forked(
+        &self,
+        history: History,
+        writer: RolloutWriter<FileSink>,
+        meta: &SessionMeta,
+        codex_lock: Option<CodexWriterLock>,
+    ) -> Session<FileSink> {
+        Session {
+            codex_home: self.fork_home(writer.path()),
             history,
             writer,
             thread_id: meta.id,
-            base_instructions: instructions_of(&meta),
+            base_instructions: instructions_of(meta),
             assign_ids: self.assign_ids,
             publisher: None,
-            codex_home: home_of_tree(path.as_ref()).or_else(|| self.codex_home.clone()),
             codex_lock,
-        })
+        }
+    }
+
+    /// The Codex home a fork's new file at `path` finds its lineage under.
+    fn fork_home(&self, path: &Path) -> Option<PathBuf> {
+        home_of_tree(path).or_else(|| self.codex_home.clone())
     }
 }
 

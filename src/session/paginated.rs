@@ -19,7 +19,7 @@ use crate::rollout::{
     SessionMeta, WriteStep, home_of_tree, resume_file, rollout_file_ids, rollout_id_of,
 };
 
-use super::{Session, instructions_of};
+use super::Session;
 
 impl Session<FileSink> {
     /// [`Session::fork`] of a paginated thread: the new file's `session_meta` has a
@@ -34,18 +34,8 @@ impl Session<FileSink> {
     ) -> Result<Session<FileSink>, Error> {
         let meta = meta.paginated(self.cut_keeping(&kept)?);
         let writer = RolloutWriter::create(path, &meta, durability)?;
-        let home = home_of_tree(path).or_else(|| self.codex_home.clone());
-        let (writer, history) = self.checked_start(writer, &kept, home.clone())?;
-        Ok(Session {
-            history,
-            writer,
-            thread_id: meta.id,
-            base_instructions: instructions_of(&meta),
-            assign_ids: self.assign_ids,
-            publisher: None,
-            codex_home: home,
-            codex_lock,
-        })
+        let (writer, history) = self.checked_start(writer, &kept, self.fork_home(path))?;
+        Ok(self.forked(history, writer, &meta, codex_lock))
     }
 
     /// Reverts the thread to before user turn `turn` (1-based), as Codex's `thread/revert` does:

@@ -157,6 +157,21 @@ fn an_unknown_history_mode_is_refused_as_codex_refuses_it() {
     );
 }
 
+/// Thread F forked from T where T's ordinal `cut_ordinal` begins at byte `cut_bytes`, with one
+/// turn of its own (a call and its output).
+fn fork_of(cut_ordinal: u64, cut_bytes: u64) -> Paged {
+    let mut child = Paged::new(F, cut_ordinal, Some((T, cut_ordinal, cut_bytes)));
+    child.push("event_msg", r#"{"type":"thread_settings_applied"}"#);
+    turn(
+        &mut child,
+        "V1",
+        "Now in the fork",
+        Some("call_2"),
+        "Forked.",
+    );
+    child
+}
+
 #[test]
 fn a_fork_continues_the_parents_prefix_and_what_the_parent_wrote_after_the_cut_is_invisible() {
     let home = Home::new();
@@ -173,15 +188,7 @@ fn a_fork_continues_the_parents_prefix_and_what_the_parent_wrote_after_the_cut_i
     );
     let parent_path = home.write("10-00-00", T, &parent.text);
 
-    let mut child = Paged::new(F, cut_ordinal, Some((T, cut_ordinal, cut_bytes)));
-    child.push("event_msg", r#"{"type":"thread_settings_applied"}"#);
-    turn(
-        &mut child,
-        "V1",
-        "Now in the fork",
-        Some("call_2"),
-        "Forked.",
-    );
+    let child = fork_of(cut_ordinal, cut_bytes);
     let child_path = home.write("11-00-00", F, &child.text);
 
     let resumed = resume(&child_path).expect("resumes");
@@ -457,15 +464,7 @@ fn a_snapshot_of_a_fork_covers_its_lineage_and_falls_back_once_an_ancestor_chang
     let (mut parent, _) = root();
     let (cut_ordinal, cut_bytes) = (parent.next, parent.len());
     let parent_path = home.write("10-00-00", T, &parent.text);
-    let mut child = Paged::new(F, cut_ordinal, Some((T, cut_ordinal, cut_bytes)));
-    child.push("event_msg", r#"{"type":"thread_settings_applied"}"#);
-    turn(
-        &mut child,
-        "V1",
-        "Now in the fork",
-        Some("call_2"),
-        "Forked.",
-    );
+    let mut child = fork_of(cut_ordinal, cut_bytes);
     let child_path = home.write("11-00-00", F, &child.text);
     let snapshot = home.path().join("fork.snap");
     let ready = ResumeOptions::new(DEFAULT_TRUNCATION).snapshot_ready();
