@@ -105,7 +105,7 @@ pub use rollout::{
 };
 
 // The session layer: a history and its rollout kept in step.
-pub use session::{ResumedSession, Session};
+pub use session::{ActiveTurn, ResumedSession, Session, TurnAbortReason};
 
 // Any error of the crate.
 pub use error::Error;

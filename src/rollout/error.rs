@@ -4,7 +4,7 @@
 use std::fmt;
 use std::path::PathBuf;
 
-use crate::item::{ItemError, ThreadId};
+use crate::item::{ItemError, ThreadId, TurnId};
 
 use super::line::LineKind;
 use super::report::{SkipReason, SkippedLine};
@@ -247,6 +247,14 @@ pub enum WriteStep {
     /// Appending to a zstd-compressed rollout (`.jsonl.zst`): a plain line after compressed data
     /// would not decompress. Codex compresses only the files it no longer writes.
     Compressed,
+    /// Beginning a turn while another is active: complete or abort it first (nothing was
+    /// written).
+    TurnActive {
+        /// The active turn's id (`None` for a turn a file began without one).
+        turn_id: Option<TurnId>,
+    },
+    /// Completing or aborting a turn when none is active (nothing was written).
+    NoActiveTurn,
 }
 
 impl fmt::Display for WriteStep {
@@ -302,6 +310,14 @@ impl fmt::Display for WriteStep {
             WriteStep::Compressed => f.write_str(
                 "append to it: it is zstd-compressed (decompress it to a .jsonl file to continue it)",
             ),
+            WriteStep::TurnActive { turn_id: Some(id) } => write!(
+                f,
+                "begin a turn: turn {id} is still active (complete or abort it first)"
+            ),
+            WriteStep::TurnActive { turn_id: None } => f.write_str(
+                "begin a turn: the turn the file ends inside is still active (complete or abort it first)",
+            ),
+            WriteStep::NoActiveTurn => f.write_str("end a turn: no turn is active"),
             WriteStep::Interpreted {
                 line_type,
                 event_type: Some(event_type),

@@ -41,6 +41,7 @@ pub use report::{
     LoadReport, OpenCall, ReadMode, ReadOptions, RepairedLine, SkipCounts, SkipReason, SkippedLine,
     WorldStateIssue, WorldStateProblem, WorldStateReport,
 };
+pub(crate) use resume::settle;
 pub use resume::{
     Compactions, FallbackReason, ResumeOptions, ResumeSource, Resumed, resume_file, resume_reader,
 };

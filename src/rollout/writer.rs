@@ -404,6 +404,26 @@ impl<S: RolloutSink> RolloutWriter<S> {
         self.commit()
     }
 
+    /// Appends `lines` (type and payload JSON) as one batch (one flush or sync): a session's
+    /// turn lines. Every payload is checked first, so a refused batch leaves nothing pending.
+    ///
+    /// # Errors
+    ///
+    /// See [`RolloutWriter::append_raw`].
+    pub(crate) fn append_lines(
+        &mut self,
+        lines: &[(LineKind, &str)],
+    ) -> Result<(), RolloutWriteError> {
+        let mut payloads = Vec::with_capacity(lines.len());
+        for (kind, payload) in lines {
+            payloads.push(one_line(payload).map_err(|error| self.invalid(kind.clone(), error))?);
+        }
+        for ((kind, _), payload) in lines.iter().zip(&payloads) {
+            self.push_line(kind.clone(), payload);
+        }
+        self.commit()
+    }
+
     /// Appends a `world_state` line: `{"full": …, "state": …}`, a whole snapshot or the merge
     /// patch of the baseline into the next one.
     ///

@@ -12,18 +12,22 @@ use crate::history::{
     Compacted, History, HistoryPublisher, Recorded, SharedHistory, TruncationPolicy,
     WorldStateUpdate,
 };
-use crate::item::{Entry, ItemError, ItemKind, ResponseItem, ThreadId, parse_item};
+use crate::item::{Entry, ItemError, ItemKind, ResponseItem, ThreadId, TurnId, parse_item};
 use crate::request::{PromptCompiler, RequestSettings};
 use crate::rollout::{
-    CodexWriterLock, Durability, FileSink, IncompleteTurn, LoadReport, Pagination, ResumeOptions,
-    ResumeSource, RolloutError, RolloutSink, RolloutText, RolloutWriteError, RolloutWriter,
-    SessionMeta, WriteStep, home_of_tree, resume_file, rollout_file_ids,
+    CodexWriterLock, Durability, FileSink, IncompleteTurn, LineKind, LoadReport, Pagination,
+    ResumeOptions, ResumeSource, RolloutError, RolloutSink, RolloutText, RolloutWriteError,
+    RolloutWriter, SessionMeta, WriteStep, home_of_tree, resume_file, rollout_file_ids,
 };
 use crate::snapshot::SnapshotHeader;
 use crate::stream::{RecordFailure, StreamTarget};
 use crate::world::{WorldSnapshot, WorldState, WorldStateChange};
 
 mod paginated;
+mod turns;
+
+pub use turns::{ActiveTurn, TurnAbortReason};
+use turns::{TurnEnd, Turns};
 
 /// A history whose every change is appended to a rollout.
 ///
@@ -78,6 +82,8 @@ pub struct Session<S: RolloutSink = FileSink> {
     /// The Codex home a paginated thread's lineage is found in, when one was named or the
     /// rollout is in a home's tree.
     codex_home: Option<PathBuf>,
+    /// The file's turn facts, and what resume settles over them.
+    turns: Turns,
     /// Codex's writer lock on the thread, for a rollout under a Codex home. Declared last, so
     /// dropped last: the writer has written and closed the file when it is given back.
     codex_lock: Option<CodexWriterLock>,
@@ -91,7 +97,6 @@ pub struct ResumedSession {
     session: Session,
     report: LoadReport,
     source: ResumeSource,
-    previous_turn_settings: Option<Box<RawValue>>,
 }
 
 impl ResumedSession {
@@ -122,9 +127,9 @@ impl ResumedSession {
     }
 
     /// The previous turn's settings (the `turn_context` payload resume settled on), for the next
-    /// turn's settings diff.
+    /// turn's settings diff: [`Session::previous_turn_settings`].
     pub fn previous_turn_settings(&self) -> Option<&RawValue> {
-        self.previous_turn_settings.as_deref()
+        self.session.previous_turn_settings()
     }
 
     /// The rollout's last turn when it was started and neither completed nor aborted (the
@@ -160,6 +165,7 @@ impl Session<FileSink> {
             assign_ids: true,
             publisher: None,
             codex_home: home_of_tree(path),
+            turns: Turns::default(),
             codex_lock,
         })
     }
@@ -188,6 +194,7 @@ impl Session<FileSink> {
         let path = path.as_ref();
         let options = ResumeOptions {
             snapshot_ready: false,
+            keep_scan_facts: true,
             ..options.clone()
         };
         let mut sink = FileSink::open_locked(path)?;
@@ -205,7 +212,7 @@ impl Session<FileSink> {
             }
             _ => None,
         };
-        let resumed = resume_file(path, &options)?;
+        let mut resumed = resume_file(path, &options)?;
         let thread_id = resumed.report.thread_id;
         if let Some(home) = &home
             && codex_lock
@@ -250,6 +257,7 @@ impl Session<FileSink> {
         {
             writer = writer.numbered_from(next);
         }
+        let turns = Turns::of_resumed(&mut resumed);
         Ok(ResumedSession {
             session: Session {
                 history: resumed.history,
@@ -263,11 +271,11 @@ impl Session<FileSink> {
                 assign_ids: true,
                 publisher: None,
                 codex_home: home,
+                turns,
                 codex_lock,
             },
             report: resumed.report,
             source: resumed.source,
-            previous_turn_settings: resumed.previous_turn_settings,
         })
     }
 
@@ -340,17 +348,24 @@ impl Session<FileSink> {
             let _ = writer.remove_new_file();
             return Err(error);
         }
-        Ok(self.forked(history, writer, &meta, codex_lock))
+        let mut fork = self.forked(history, writer, &meta, codex_lock, self.turns.clone());
+        if dropped_turns > 0 {
+            fork.turns
+                .wrote_rollback(dropped_turns as u64, &mut fork.history);
+        }
+        Ok(fork)
     }
 
     /// The session a fork of this one starts: `history` written by `writer` as thread
-    /// `meta.id`, its lineage found under the home of the tree its file is in, else this one's.
+    /// `meta.id` with the turn facts `turns`, its lineage found under the home of the tree its
+    /// file is in, else this one's.
     fn forked(
         &self,
         history: History,
         writer: RolloutWriter<FileSink>,
         meta: &SessionMeta,
         codex_lock: Option<CodexWriterLock>,
+        turns: Turns,
     ) -> Session<FileSink> {
         Session {
             codex_home: self.fork_home(writer.path()),
@@ -360,6 +375,7 @@ impl Session<FileSink> {
             base_instructions: instructions_of(meta),
             assign_ids: self.assign_ids,
             publisher: None,
+            turns,
             codex_lock,
         }
     }
@@ -430,6 +446,7 @@ impl<S: RolloutSink> Session<S> {
             assign_ids: true,
             publisher: None,
             codex_home: None,
+            turns: Turns::default(),
             codex_lock: None,
         }
     }
@@ -514,6 +531,7 @@ impl<S: RolloutSink> Session<S> {
         let (recorded, line) = self.record_prepared(json)?;
         if let Some(entry) = line {
             let written = self.writer.append_entries([&entry]);
+            self.turns.wrote_entries([&entry], &mut self.history);
             self.publish();
             written?;
         }
@@ -547,6 +565,7 @@ impl<S: RolloutSink> Session<S> {
         }
         if !lines.is_empty() {
             let written = self.writer.append_entries(&lines);
+            self.turns.wrote_entries(&lines, &mut self.history);
             self.publish();
             written?;
         }
@@ -575,6 +594,7 @@ impl<S: RolloutSink> Session<S> {
     pub fn compact(&mut self, summary_text: &str) -> Result<Compacted, Error> {
         let compacted = self.history.compact(summary_text)?;
         let written = self.writer.append_compacted(&compacted);
+        self.turns.wrote_compaction(&mut self.history);
         self.publish();
         written?;
         Ok(compacted)
@@ -603,6 +623,7 @@ impl<S: RolloutSink> Session<S> {
         }
         self.history.drop_last_n_user_turns(n)?;
         let written = self.writer.append_rollback(n as u64);
+        self.turns.wrote_rollback(n as u64, &mut self.history);
         self.publish();
         written?;
         Ok(())
@@ -706,6 +727,124 @@ impl<S: RolloutSink> Session<S> {
     /// and the event type, for a refused line; otherwise as [`RolloutWriter::append_raw`].
     pub fn append_raw(&mut self, kind: &str, payload: &str) -> Result<(), RolloutWriteError> {
         self.writer.append_uninterpreted(kind, payload)
+    }
+
+    /// Begins a turn: appends its `task_started` event and its `turn_context` line (as one
+    /// batch), with a new turn id (a UUIDv7), and returns the id. `settings` is the
+    /// `turn_context` payload, a JSON object (for Codex to read it: `cwd`, `approval_policy`,
+    /// `sandbox_policy` and `model`, `docs/rollout-format.md`, "Turns"); its `turn_id` is the
+    /// turn's. Record the turn's items, then [`Session::complete_turn`] or
+    /// [`Session::abort_turn`].
+    ///
+    /// Resume then follows the turn as Codex does: the turn's settings become the previous
+    /// turn's settings ([`Session::previous_turn_settings`]) and the history's reference context
+    /// item once the turn holds a user message, a rollback counts it, and a file that ends inside
+    /// it resumes with [`IncompleteTurn`]. The live session settles those as resume does.
+    ///
+    /// # Errors
+    ///
+    /// [`WriteStep::TurnActive`] while a turn is active and [`WriteStep::Build`] for `settings`
+    /// that are not a JSON object (nothing is written); otherwise as
+    /// [`RolloutWriter::append_raw`] (the turn has begun, its lines pending).
+    pub fn begin_turn(&mut self, settings: &str) -> Result<TurnId, RolloutWriteError> {
+        let id = TurnId::new(uuid::Uuid::now_v7().to_string());
+        self.begin_turn_with_id(id.clone(), settings)?;
+        Ok(id)
+    }
+
+    /// [`Session::begin_turn`] with the turn id `id` (one the caller's runtime gave the turn).
+    ///
+    /// # Errors
+    ///
+    /// As [`Session::begin_turn`], and [`WriteStep::Build`] for an empty `id`.
+    pub fn begin_turn_with_id(
+        &mut self,
+        id: TurnId,
+        settings: &str,
+    ) -> Result<(), RolloutWriteError> {
+        if let Some(active) = self.turns.active() {
+            let turn_id = active.id().cloned();
+            return Err(self.refused(WriteStep::TurnActive { turn_id }, "a turn is active"));
+        }
+        let build = |what| {
+            self.refused(
+                WriteStep::Build {
+                    line_type: LineKind::TurnContext,
+                },
+                what,
+            )
+        };
+        if id.is_empty() {
+            return Err(build("a turn id is not empty"));
+        }
+        let Some(context) = turns::context_payload(&id, settings) else {
+            return Err(build("a turn's settings are a JSON object"));
+        };
+        let started = turns::started_event(&id);
+        let written = self.writer.append_lines(&[
+            (LineKind::EventMsg, &started),
+            (LineKind::TurnContext, &context),
+        ]);
+        self.turns.began(&id, &context, &mut self.history);
+        self.publish();
+        written
+    }
+
+    /// Completes the active turn: appends its `task_complete` event, with the last message the
+    /// agent gave in it.
+    ///
+    /// # Errors
+    ///
+    /// [`WriteStep::NoActiveTurn`] when no turn is active (nothing is written); otherwise as
+    /// [`RolloutWriter::append_raw`] (the turn has ended, its line pending).
+    pub fn complete_turn(
+        &mut self,
+        last_agent_message: Option<&str>,
+    ) -> Result<(), RolloutWriteError> {
+        self.end_turn(&TurnEnd::Completed { last_agent_message })
+    }
+
+    /// Aborts the active turn: appends its `turn_aborted` event with `reason`. A session resumed
+    /// inside a turn ([`ResumedSession::incomplete_turn`]) aborts it with
+    /// [`TurnAbortReason::Interrupted`] before it begins the next.
+    ///
+    /// # Errors
+    ///
+    /// As [`Session::complete_turn`].
+    pub fn abort_turn(&mut self, reason: TurnAbortReason) -> Result<(), RolloutWriteError> {
+        self.end_turn(&TurnEnd::Aborted(reason))
+    }
+
+    fn end_turn(&mut self, end: &TurnEnd<'_>) -> Result<(), RolloutWriteError> {
+        let Some(active) = self.turns.active() else {
+            return Err(self.refused(WriteStep::NoActiveTurn, "no turn is active"));
+        };
+        let event = turns::ended_event(active.id(), end);
+        let written = self.writer.append_lines(&[(LineKind::EventMsg, &event)]);
+        self.turns.ended(&mut self.history);
+        self.publish();
+        written
+    }
+
+    /// The turn begun and not yet completed or aborted: one [`Session::begin_turn`] began, or
+    /// the one the file ended inside when it was resumed.
+    pub fn active_turn(&self) -> Option<&ActiveTurn> {
+        self.turns.active()
+    }
+
+    /// The previous turn's settings: the `turn_context` payload of the newest turn that holds a
+    /// user message and no rollback undid, as resuming the file now would give it.
+    pub fn previous_turn_settings(&self) -> Option<&RawValue> {
+        self.turns.previous_turn_settings()
+    }
+
+    /// A refusal before anything was written, at `step`.
+    fn refused(&self, step: WriteStep, why: &str) -> RolloutWriteError {
+        RolloutWriteError {
+            path: self.writer.path().to_owned(),
+            step,
+            source: std::io::Error::new(std::io::ErrorKind::InvalidInput, why),
+        }
     }
 
     /// Writes everything pending, flushes, and syncs under [`Durability::SyncData`].

@@ -20,6 +20,7 @@ use crate::rollout::{
 };
 
 use super::Session;
+use super::turns::Turns;
 
 impl Session<FileSink> {
     /// [`Session::fork`] of a paginated thread: the new file's `session_meta` has a
@@ -34,8 +35,8 @@ impl Session<FileSink> {
     ) -> Result<Session<FileSink>, Error> {
         let meta = meta.paginated(self.cut_keeping(&kept)?);
         let writer = RolloutWriter::create(path, &meta, durability)?;
-        let (writer, history) = self.checked_start(writer, &kept, self.fork_home(path))?;
-        Ok(self.forked(history, writer, &meta, codex_lock))
+        let (writer, history, turns) = self.checked_start(writer, &kept, self.fork_home(path))?;
+        Ok(self.forked(history, writer, &meta, codex_lock, turns))
     }
 
     /// Reverts the thread to before user turn `turn` (1-based), as Codex's `thread/revert` does:
@@ -91,10 +92,11 @@ impl Session<FileSink> {
         };
         let writer = RolloutWriter::create_starting(path, first, self.writer.durability())?;
         let home = self.codex_home.clone().or_else(|| home_of_tree(path));
-        let (writer, history) = self.checked_start(writer, &kept, home)?;
+        let (writer, history, turns) = self.checked_start(writer, &kept, home)?;
         // The old writer is dropped here, which gives its file's lock back.
         self.writer = writer;
         self.history = history;
+        self.turns = turns;
         self.publish();
         Ok(())
     }
@@ -208,32 +210,34 @@ impl Session<FileSink> {
     }
 
     /// The new file `writer` started, checked: resuming it (its lineage found under `home`)
-    /// must give `kept`'s entries, and the history it gives is returned with the writer. When it
-    /// does not, or cannot be read, the new file is removed again (best effort: the error to
-    /// report is the check's).
+    /// must give `kept`'s entries, and the history and turns it gives are returned with the
+    /// writer. When it does not, or cannot be read, the new file is removed again (best effort:
+    /// the error to report is the check's).
     fn checked_start(
         &self,
         mut writer: RolloutWriter<FileSink>,
         kept: &History,
         home: Option<PathBuf>,
-    ) -> Result<(RolloutWriter<FileSink>, History), Error> {
+    ) -> Result<(RolloutWriter<FileSink>, History, Turns), Error> {
         let options = ResumeOptions {
             codex_home: home,
+            keep_scan_facts: true,
             ..ResumeOptions::new(self.history.truncation())
         };
         let checked = writer
             .flush()
             .map_err(Error::from)
             .and_then(|()| Ok(resume_file(writer.path(), &options)?))
-            .and_then(|resumed| {
+            .and_then(|mut resumed| {
                 if resumed.history().entries() == kept.entries() {
-                    Ok(resumed.into_history())
+                    let turns = Turns::of_resumed(&mut resumed);
+                    Ok((resumed.into_history(), turns))
                 } else {
                     Err(unsupported_cut(self.writer.path()))
                 }
             });
         match checked {
-            Ok(history) => Ok((writer, history)),
+            Ok((history, turns)) => Ok((writer, history, turns)),
             Err(error) => {
                 let _ = writer.remove_new_file();
                 Err(error)

@@ -5,11 +5,9 @@
 
 use crate::common;
 
-use std::path::Path;
-
 use agent_history::{
     DEFAULT_TRUNCATION, Durability, Family, IncompleteTurn, ItemKind, ProjectionOptions, Replace,
-    ResponsesAccumulator, ResumeOptions, Resumed, RolloutWriter, Session, SessionMeta, StreamEnd,
+    ResponsesAccumulator, ResumeOptions, Resumed, Session, SessionMeta, StreamEnd, TurnId,
     resume_file,
 };
 use common::{
@@ -60,20 +58,6 @@ fn history_jsons(resumed: &Resumed) -> Vec<String> {
     common::jsons(resumed.history())
 }
 
-/// Writes `task_started` for `turn_id` at the end of the rollout at `path`. A `Session` refuses
-/// turn events (`Session::append_raw`: resume reads them, the live history does not), so the
-/// harness writes them as Codex does, with a plain writer between the session's lines.
-fn start_turn(path: &Path, turn_id: &str) {
-    let mut writer = RolloutWriter::append_to(path, Durability::Flush).expect("opens");
-    writer
-        .append_raw(
-            "event_msg",
-            &format!(r#"{{"type":"task_started","turn_id":"{turn_id}"}}"#),
-        )
-        .expect("written");
-    writer.flush().expect("flushed");
-}
-
 /// The whole path: a turn that recorded a complete `function_call` and was cancelled before the
 /// tool ran. The history holds the call, the report names the turn and the call, the projection
 /// sends the call followed by the synthetic `aborted` output, the rollout gains no output line,
@@ -95,13 +79,21 @@ fn a_turn_cancelled_after_a_complete_call_is_reported_and_repaired() {
     session
         .record_json(&assistant("first answer"))
         .expect("recorded");
+    // The library's own turn lines: `task_started`, then the turn's `turn_context`.
+    session
+        .begin_turn_with_id(TurnId::new("turn-2"), r#"{"cwd":"/w","model":"m"}"#)
+        .expect("begun");
     drop(session);
-    start_turn(&path, "turn-2");
     let mut resumed =
         Session::resume(&path, &ResumeOptions::default(), Durability::Flush).expect("resumes");
     // The turn that is open is reported already (nothing recorded in it yet).
     let open = resumed.incomplete_turn().expect("inside turn-2");
     assert_eq!((open.start, open.items), (2, 0));
+    let active = resumed
+        .session()
+        .active_turn()
+        .expect("the session is inside it");
+    assert_eq!(active.id().map(TurnId::as_str), Some("turn-2"));
     resumed
         .session_mut()
         .record_json(&user("run ls"))

@@ -57,6 +57,7 @@ mod resume;
 mod resume_model;
 mod rollout_read;
 mod rollout_write;
+mod session_turns;
 mod snapshot;
 mod snapshot_continue;
 mod snapshot_large;

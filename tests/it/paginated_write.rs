@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 use agent_history::{
     DEFAULT_TRUNCATION, Durability, Error, FallbackReason, HistoryMode, ReadMode, ResumeOptions,
     ResumeSource, Rollout, Session, SessionMeta, ThreadId, WorldSnapshot, WriteStep, resume_file,
+    rollout_file_name,
 };
 
 use crate::common::paginated::{F, Home, Paged, R, T, TOKEN_COUNT, root};
@@ -224,6 +225,86 @@ fn a_fork_of_the_whole_thread_continues_the_parent_file_and_leaves_it_as_it_was(
 fn first_line(path: &Path) -> serde_json::Value {
     let text = fs::read_to_string(path).expect("reads");
     serde_json::from_str(text.lines().next().expect("a line")).expect("JSON")
+}
+
+/// A paginated session's own turns: their lines are numbered like every other, a fork before
+/// the second turn cuts the lineage at that turn's `task_started` (as Codex cuts before a turn),
+/// and the fork and a revert settle on the first turn's settings, as resuming them does.
+#[test]
+fn a_paginated_sessions_turns_are_numbered_and_a_fork_cuts_at_a_turns_task_started() {
+    let home = Home::new();
+    let (path, mut session) = new_thread(&home, T);
+    let settings = |model: &str| format!(r#"{{"cwd":"/repo","model":"{model}"}}"#);
+    for (said, model) in [("List the files", "m1"), ("Thanks", "m2")] {
+        session.begin_turn(&settings(model)).expect("begun");
+        session.record_json(&user(said)).expect("recorded");
+        session.record_json(&assistant("Done.")).expect("recorded");
+        session.complete_turn(Some("Done.")).expect("completed");
+    }
+    session.flush().expect("flushed");
+    let expected: Vec<Option<u64>> = (0..11).map(Some).collect();
+    assert_eq!(
+        ordinals(&path),
+        expected,
+        "every line numbered, turn lines too"
+    );
+    resumes_to(&path, &home, &session);
+    let text = fs::read_to_string(&path).expect("reads");
+    // Line 6 (ordinal 5, after the meta and the first turn's five lines) is turn 2's
+    // `task_started`; the fork before turn 2 ends the lineage right before it.
+    let second_start: usize = text.lines().take(6).map(|line| line.len() + 1).sum();
+    assert!(text[second_start..].contains(r#""type":"task_started""#));
+    let model_of = |session: &Session| {
+        session
+            .previous_turn_settings()
+            .map(|raw| serde_json::from_str::<serde_json::Value>(raw.get()).expect("json"))
+            .map(|settings| settings["model"].clone())
+    };
+    assert_eq!(model_of(&session), Some("m2".into()));
+
+    let child_id: ThreadId = F.parse().expect("a thread id");
+    let child_path = home
+        .day()
+        .join(format!("rollout-2026-09-20T11-00-00-{F}.jsonl"));
+    let mut child = session
+        .fork(
+            2,
+            &child_path,
+            SessionMeta::new(child_id),
+            Durability::Flush,
+        )
+        .expect("forked");
+    let base = &first_line(&child_path)["payload"]["history_base"];
+    assert_eq!(base["end_ordinal_exclusive"], 6);
+    assert_eq!(base["end_byte_offset"], second_start);
+    assert_eq!(model_of(&child), Some("m1".into()));
+    assert!(child.active_turn().is_none());
+    resumes_to(&child_path, &home, &child);
+    child.begin_turn(&settings("m3")).expect("begun");
+    child.record_json(&user("In the fork")).expect("recorded");
+    assert_eq!(model_of(&child), Some("m3".into()));
+    resumes_to(&child_path, &home, &child);
+
+    let revert_path = home.day().join(rollout_file_name(
+        session.thread_id(),
+        Some(ThreadId::random()),
+        std::time::SystemTime::now(),
+    ));
+    session.revert(2, &revert_path).expect("reverted");
+    assert_eq!(model_of(&session), Some("m1".into()));
+    let resumed = resume_file(&revert_path, &options(&home)).expect("resumes");
+    assert_eq!(
+        resumed
+            .previous_turn_settings()
+            .map(|raw| raw.get().to_owned()),
+        session
+            .previous_turn_settings()
+            .map(|raw| raw.get().to_owned())
+    );
+    assert_eq!(
+        resumed.history().reference_context_item(),
+        session.history().reference_context_item()
+    );
 }
 
 /// The worked example's thread T, as Codex wrote it, in a Codex home and resumed to write: its
@@ -601,6 +682,10 @@ mod model {
         Context,
         Answer,
         Compact,
+        /// Begin a turn with these settings (refused while one is active).
+        Begin(u8),
+        /// Complete the active turn (refused when none is).
+        Complete,
         /// Fork before the turn this picks among the turns (and one past the last).
         Fork(u8),
         Revert(u8),
@@ -612,6 +697,8 @@ mod model {
             1 => Just(Step::Context),
             3 => Just(Step::Answer),
             1 => Just(Step::Compact),
+            2 => (0u8..3).prop_map(Step::Begin),
+            2 => Just(Step::Complete),
             2 => any::<u8>().prop_map(Step::Fork),
             2 => any::<u8>().prop_map(Step::Revert),
         ]
@@ -644,6 +731,15 @@ mod model {
                     Step::Compact => {
                         session.compact("summary").expect("compacted");
                         compacted = true;
+                    }
+                    Step::Begin(model) => {
+                        let active = session.active_turn().is_some();
+                        let begun = session.begin_turn(&format!(r#"{{"cwd":"/","model":"m{model}"}}"#));
+                        prop_assert_eq!(begun.is_ok(), !active);
+                    }
+                    Step::Complete => {
+                        let active = session.active_turn().is_some();
+                        prop_assert_eq!(session.complete_turn(None).is_ok(), active);
                     }
                     Step::Fork(pick) => {
                         let turn = turn(*pick).max(1);
@@ -679,6 +775,21 @@ mod model {
                 session.flush().expect("flushed");
                 let resumed = resume_file(session.path(), &options(&home)).expect("resumes");
                 prop_assert_eq!(jsons(resumed.history()), jsons(session.history()), "after {:?}", step);
+                prop_assert_eq!(
+                    resumed.previous_turn_settings().map(|raw| raw.get().to_owned()),
+                    session.previous_turn_settings().map(|raw| raw.get().to_owned()),
+                    "after {:?}", step
+                );
+                prop_assert_eq!(
+                    resumed.history().reference_context_item(),
+                    session.history().reference_context_item(),
+                    "after {:?}", step
+                );
+                prop_assert_eq!(
+                    resumed.incomplete_turn().map(|turn| turn.turn_id.clone()),
+                    session.active_turn().map(|turn| turn.id().cloned()),
+                    "after {:?}", step
+                );
             }
             let path = session.path();
             let live = jsons(session.history());

@@ -28,6 +28,7 @@ use super::reader::{LineSource, Rollout, open_rollout, read_lines, rollout_text}
 use super::report::{IncompleteTurn, LineageFile, LoadReport, ReadMode, ReadOptions};
 use super::stored_report::AncestorCut;
 use replay::Replay;
+pub(crate) use scan::settle;
 use scan::{Reference, line_facts, reverse_scan, stored_fact};
 
 /// How to resume.
@@ -50,6 +51,9 @@ pub struct ResumeOptions {
     /// The Codex home in which the ancestors of a paginated file with a base are found; when
     /// `None`, [`codex_home`](super::codex_home) finds it.
     pub codex_home: Option<PathBuf>,
+    /// Keep the scan facts of every line in [`Resumed::scan_facts`] (a session resuming its
+    /// file, which settles its turns over them from then on).
+    pub(crate) keep_scan_facts: bool,
 }
 
 impl Default for ResumeOptions {
@@ -67,6 +71,7 @@ impl ResumeOptions {
             snapshot: None,
             snapshot_ready: false,
             codex_home: None,
+            keep_scan_facts: false,
         }
     }
 
@@ -349,6 +354,8 @@ pub struct Resumed {
     pub(crate) legacy_compaction: bool,
     /// The turn the rollout ends inside, as a snapshot written from this resume stores it.
     pub(crate) open_turn: Option<crate::snapshot::OpenTurn>,
+    /// The scan facts of every line, lineage included, with [`ResumeOptions::keep_scan_facts`].
+    pub(crate) scan_facts: Option<Vec<PrefixFact>>,
 }
 
 /// The rollout prefix a snapshot-ready resume stands for: what a snapshot written from it
@@ -570,19 +577,38 @@ fn resume_lines(
     let rollout = Rollout::from_parts(lines, read.report, label.to_owned())
         .with_lineage(options.codex_home.as_deref(), options.read)?;
     let mut resumed = rollout.resume(options.truncation)?;
-    resumed.covered = position.map(|position| Covered {
-        position,
-        facts: line_facts(&rollout.lines, false)
+    let facts = (options.snapshot_ready || options.keep_scan_facts).then(|| {
+        line_facts(&rollout.lines, false)
             .into_iter()
             .map(stored_fact)
-            .collect(),
+            .collect::<Vec<_>>()
+    });
+    let (covered_facts, scan_facts) = split_facts(facts, options);
+    resumed.covered = position.map(|position| Covered {
+        position,
+        facts: covered_facts,
         lineage: rollout
             .lineage()
             .iter()
             .filter_map(AncestorCut::of)
             .collect(),
     });
+    resumed.scan_facts = scan_facts;
     Ok(resumed)
+}
+
+/// The scan facts a resume with `options` computed (`None` when it was asked for none), shared
+/// between the covered prefix a snapshot records and the ones a session keeps.
+pub(super) fn split_facts(
+    facts: Option<Vec<PrefixFact>>,
+    options: &ResumeOptions,
+) -> (Vec<PrefixFact>, Option<Vec<PrefixFact>>) {
+    match facts {
+        None => (Vec::new(), None),
+        Some(facts) if !options.keep_scan_facts => (facts, None),
+        Some(facts) if !options.snapshot_ready => (Vec::new(), Some(facts)),
+        Some(facts) => (facts.clone(), Some(facts)),
+    }
 }
 
 impl Rollout {
@@ -635,6 +661,7 @@ impl Rollout {
             lineage: self.lineage.clone(),
             legacy_compaction: replay.legacy_compaction,
             open_turn: replay.open_turn.as_ref().and_then(turn::Tracked::stored),
+            scan_facts: None,
         })
     }
 }

@@ -8,6 +8,11 @@
 //! snapshot store the facts of the prefix it covers and resume run the same scan over them and
 //! the facts of the later lines.
 
+use std::sync::Arc;
+
+use serde_json::Value;
+use serde_json::value::RawValue;
+
 use crate::snapshot::PrefixFact;
 
 use super::super::line::{Event, Facts, LineKind, RolloutLine};
@@ -142,6 +147,32 @@ pub(super) fn stored_fact(fact: ScanFact<'_, &RolloutLine>) -> PrefixFact {
         },
         ScanFact::Compacted => PrefixFact::Compacted,
         ScanFact::AfterRollback => PrefixFact::AfterRollback,
+    }
+}
+
+/// What the reverse scan settles on over a session's facts: the previous turn's settings and the
+/// reference context item, as a full resume of the file those facts are of gives them.
+#[derive(Debug, Default)]
+pub(crate) struct Settled {
+    /// The payload of the newest `turn_context` of a kept user turn.
+    pub(crate) previous_turn_settings: Option<Box<RawValue>>,
+    /// The payload the reference context item is, as a value (`None` when never set or cleared).
+    pub(crate) reference_context_item: Option<Arc<Value>>,
+}
+
+/// Runs the reverse scan over `facts` (each line's, in order, as [`stored_fact`] makes them). A
+/// payload that is not JSON (never one a session wrote or a reader checked) settles on nothing.
+pub(crate) fn settle(facts: &[PrefixFact]) -> Settled {
+    let facts: Vec<ScanFact<'_, &str>> = facts.iter().map(prefix_fact).collect();
+    let scan = reverse_scan(&facts);
+    Settled {
+        previous_turn_settings: scan
+            .settings
+            .and_then(|payload| RawValue::from_string(payload.to_owned()).ok()),
+        reference_context_item: match scan.reference {
+            Reference::Latest(payload) => serde_json::from_str(payload).ok().map(Arc::new),
+            Reference::NeverSet | Reference::Cleared => None,
+        },
     }
 }
 

@@ -30,7 +30,7 @@ use super::scan::{self, Reference, ScanFact, line_facts, prefix_fact, reverse_sc
 use super::turn::Tracked;
 use super::world;
 use super::{
-    Covered, FallbackReason, ResumeOptions, ResumeSource, Resumed, turn_context_raw,
+    Covered, FallbackReason, ResumeOptions, ResumeSource, Resumed, split_facts, turn_context_raw,
     turn_context_value,
 };
 
@@ -194,15 +194,18 @@ fn resume_after_prefix(
     let scanned = scan_through(&prefix_facts, &later, &state, snapshot)?;
     let mut resumed = replay_onto(history, &state, &tail, rollout, read.report, scanned)?;
     resumed.source = ResumeSource::Snapshot { covered };
-    resumed.covered = position.map(|position| {
+    let facts = (options.snapshot_ready || options.keep_scan_facts).then(|| {
         let mut facts = prefix_facts;
         facts.extend(later.into_iter().map(stored_fact));
-        Covered {
-            position,
-            facts,
-            lineage,
-        }
+        facts
     });
+    let (covered_facts, scan_facts) = split_facts(facts, options);
+    resumed.covered = position.map(|position| Covered {
+        position,
+        facts: covered_facts,
+        lineage,
+    });
+    resumed.scan_facts = scan_facts;
     Ok(resumed)
 }
 
@@ -410,6 +413,7 @@ fn replay_onto(
         lineage: Vec::new(),
         legacy_compaction,
         open_turn: open_turn.as_ref().and_then(Tracked::stored),
+        scan_facts: None,
     })
 }
 

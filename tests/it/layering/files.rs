@@ -57,7 +57,7 @@ const FILE_ORDER: &[(&str, &str)] = &[
     ),
     ("rollout/resume", "scan < turn < replay < world < snapshot"),
     ("snapshot", "archive < header < error < map < write"),
-    ("session", "paginated"),
+    ("session", "turns < paginated"),
     (
         "testing",
         "codex_rollout < crash < properties < ops < steps < fuzzing < strategies",
