@@ -34,9 +34,10 @@ use turns::{TurnEnd, Turns};
 /// Recorded items become `response_item` lines, as the history keeps them before truncation
 /// (never filtered items, never projection repairs). Compactions become `compacted` lines,
 /// rollbacks `thread_rolled_back` events, world states `world_state` lines
-/// ([`Session::persist_world_state`]). Resuming the file, through a snapshot or not, gives a
-/// history equal to this one, entry for entry and world-state baseline included; a later
-/// rollback changes both alike.
+/// ([`Session::persist_world_state`]), turns Codex's turn events ([`Session::begin_turn`]).
+/// Resuming the file, through a snapshot or not, gives a history equal to this one, entry for
+/// entry and world-state baseline included, with the same previous turn's settings and reference
+/// context item; a later rollback changes both alike.
 ///
 /// The history changes first, then the line is written. If the write fails, the error is
 /// returned, the history keeps the change, and the line stays pending in the writer: it is written
@@ -436,7 +437,8 @@ fn copy_complete_lines<S: RolloutSink>(
 
 impl<S: RolloutSink> Session<S> {
     /// A session over an existing history and a writer whose rollout already holds that history
-    /// (for custom sinks).
+    /// (for custom sinks). It knows no turn of that rollout: none is active, and no previous
+    /// turn's settings are settled until it writes turns of its own.
     pub fn from_parts(history: History, writer: RolloutWriter<S>, thread_id: ThreadId) -> Self {
         Session {
             history,
