@@ -9,7 +9,9 @@ pub mod pairing;
 
 use std::path::{Path, PathBuf};
 
-use agent_history::{History, ResumeOptions, Resumed, ThreadId, TruncationPolicy};
+use agent_history::{
+    History, ResumeOptions, Resumed, RolloutSink, Session, ThreadId, TruncationPolicy, TurnId,
+};
 
 /// The thread id of the hand-written rollouts of the tests.
 pub const THREAD_ID: &str = "0f1e7c52-3d8a-4b7e-9c11-6a2b5d4e8f90";
@@ -142,6 +144,43 @@ pub fn jsons(history: &History) -> Vec<String> {
         .iter()
         .map(|entry| entry.json().to_owned())
         .collect()
+}
+
+/// What a live session and a resume of its file must agree on: the entries' texts, the previous
+/// turn's settings (their text), the reference context item, and the turn it is inside (`Some`
+/// with the turn's id when it is inside one).
+#[derive(Debug, PartialEq)]
+pub struct TurnState {
+    pub entries: Vec<String>,
+    pub previous_turn_settings: Option<String>,
+    pub reference_context_item: Option<serde_json::Value>,
+    pub turn: Option<Option<TurnId>>,
+}
+
+impl TurnState {
+    /// The live session's.
+    pub fn of_session<S: RolloutSink>(session: &Session<S>) -> TurnState {
+        TurnState {
+            entries: jsons(session.history()),
+            previous_turn_settings: session
+                .previous_turn_settings()
+                .map(|raw| raw.get().to_owned()),
+            reference_context_item: session.history().reference_context_item().cloned(),
+            turn: session.active_turn().map(|turn| turn.id().cloned()),
+        }
+    }
+
+    /// A resume's: the turn is the incomplete one.
+    pub fn of_resumed(resumed: &Resumed) -> TurnState {
+        TurnState {
+            entries: jsons(resumed.history()),
+            previous_turn_settings: resumed
+                .previous_turn_settings()
+                .map(|raw| raw.get().to_owned()),
+            reference_context_item: resumed.history().reference_context_item().cloned(),
+            turn: resumed.incomplete_turn().map(|turn| turn.turn_id.clone()),
+        }
+    }
 }
 
 /// Resumes the rollout file at `path` from every line.

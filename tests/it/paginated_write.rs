@@ -17,7 +17,7 @@ use agent_history::{
 };
 
 use crate::common::paginated::{F, Home, Paged, R, T, TOKEN_COUNT, root};
-use crate::common::{assistant, jsons, user};
+use crate::common::{TurnState, assistant, jsons, user};
 
 fn options(home: &Home) -> ResumeOptions {
     ResumeOptions::new(DEFAULT_TRUNCATION).with_codex_home(home.path())
@@ -294,16 +294,8 @@ fn a_paginated_sessions_turns_are_numbered_and_a_fork_cuts_at_a_turns_task_start
     assert_eq!(model_of(&session), Some("m1".into()));
     let resumed = resume_file(&revert_path, &options(&home)).expect("resumes");
     assert_eq!(
-        resumed
-            .previous_turn_settings()
-            .map(|raw| raw.get().to_owned()),
-        session
-            .previous_turn_settings()
-            .map(|raw| raw.get().to_owned())
-    );
-    assert_eq!(
-        resumed.history().reference_context_item(),
-        session.history().reference_context_item()
+        TurnState::of_resumed(&resumed),
+        TurnState::of_session(&session)
     );
 }
 
@@ -774,22 +766,7 @@ mod model {
                 }
                 session.flush().expect("flushed");
                 let resumed = resume_file(session.path(), &options(&home)).expect("resumes");
-                prop_assert_eq!(jsons(resumed.history()), jsons(session.history()), "after {:?}", step);
-                prop_assert_eq!(
-                    resumed.previous_turn_settings().map(|raw| raw.get().to_owned()),
-                    session.previous_turn_settings().map(|raw| raw.get().to_owned()),
-                    "after {:?}", step
-                );
-                prop_assert_eq!(
-                    resumed.history().reference_context_item(),
-                    session.history().reference_context_item(),
-                    "after {:?}", step
-                );
-                prop_assert_eq!(
-                    resumed.incomplete_turn().map(|turn| turn.turn_id.clone()),
-                    session.active_turn().map(|turn| turn.id().cloned()),
-                    "after {:?}", step
-                );
+                prop_assert_eq!(TurnState::of_resumed(&resumed), TurnState::of_session(&session), "after {:?}", step);
             }
             let path = session.path();
             let live = jsons(session.history());

@@ -12,7 +12,7 @@ use agent_history::{
     DEFAULT_TRUNCATION, Durability, ResumeOptions, Resumed, RolloutWriteError, Session,
     SessionMeta, TurnAbortReason, TurnId, WriteStep, resume_file,
 };
-use common::{assistant, call, jsons, output, temp_dir, thread, user};
+use common::{TurnState, assistant, call, output, temp_dir, thread, user};
 use serde_json::{Value, json};
 
 /// A turn's settings, told apart by `model`.
@@ -57,30 +57,16 @@ fn settings_of(raw: Option<&serde_json::value::RawValue>) -> Option<Value> {
     raw.map(|raw| serde_json::from_str(raw.get()).expect("json"))
 }
 
-/// Asserts that resuming the session's file gives what the live session holds: the history,
-/// the previous turn's settings, the reference context item, and the turn it is inside.
+/// Asserts that resuming the session's file gives what the live session holds
+/// ([`TurnState`]), and that a turn the file ends inside has an id.
 fn assert_resumes_to_live(session: &mut Session, options: &ResumeOptions) -> Resumed {
     session.flush().expect("flushed");
     let resumed = resume_file(session.path(), options).expect("resumes");
-    assert_eq!(jsons(resumed.history()), jsons(session.history()));
-    assert_eq!(
-        settings_of(resumed.previous_turn_settings()),
-        settings_of(session.previous_turn_settings()),
-        "previous turn settings"
-    );
-    assert_eq!(
-        resumed.history().reference_context_item(),
-        session.history().reference_context_item(),
-        "reference context item"
-    );
-    assert_eq!(
-        resumed
-            .incomplete_turn()
-            .map(|turn| turn.turn_id.clone().expect("an id")),
-        session
-            .active_turn()
-            .map(|turn| turn.id().cloned().expect("an id")),
-        "the turn the file ends inside is the active one"
+    let state = TurnState::of_session(session);
+    assert_eq!(TurnState::of_resumed(&resumed), state);
+    assert!(
+        state.turn.is_none_or(|id| id.is_some()),
+        "the library's turns have ids"
     );
     resumed
 }
@@ -451,55 +437,6 @@ mod model {
         ]
     }
 
-    /// What the live session and a resume of its file must agree on.
-    fn state_of(
-        history: &agent_history::History,
-        settings: Option<&serde_json::value::RawValue>,
-        turn: Option<Option<TurnId>>,
-    ) -> (
-        Vec<String>,
-        Option<Value>,
-        Option<Value>,
-        Option<Option<TurnId>>,
-    ) {
-        (
-            jsons(history),
-            settings_of(settings),
-            history.reference_context_item().cloned(),
-            turn,
-        )
-    }
-
-    fn live(
-        session: &Session,
-    ) -> (
-        Vec<String>,
-        Option<Value>,
-        Option<Value>,
-        Option<Option<TurnId>>,
-    ) {
-        state_of(
-            session.history(),
-            session.previous_turn_settings(),
-            session.active_turn().map(|turn| turn.id().cloned()),
-        )
-    }
-
-    fn resumed(
-        resumed: &Resumed,
-    ) -> (
-        Vec<String>,
-        Option<Value>,
-        Option<Value>,
-        Option<Option<TurnId>>,
-    ) {
-        state_of(
-            resumed.history(),
-            resumed.previous_turn_settings(),
-            resumed.incomplete_turn().map(|turn| turn.turn_id.clone()),
-        )
-    }
-
     proptest! {
         #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
 
@@ -554,10 +491,10 @@ mod model {
                 }
                 session.flush().expect("flushed");
                 let from_file = resume_file(session.path(), &ResumeOptions::default()).expect("resumes");
-                prop_assert_eq!(resumed(&from_file), live(&session), "after {:?}", step);
+                prop_assert_eq!(TurnState::of_resumed(&from_file), TurnState::of_session(&session), "after {:?}", step);
             }
             let path = session.path();
-            let expected = live(&session);
+            let expected = TurnState::of_session(&session);
             drop(session);
             let mut options = ResumeOptions::default();
             if snapshot_written {
@@ -565,7 +502,7 @@ mod model {
             }
             let mut again = Session::resume(&path, &options, Durability::Flush).expect("resumes to write");
             prop_assert_eq!(matches!(again.source(), agent_history::ResumeSource::Snapshot { .. }), snapshot_written, "{:?}", again.source());
-            prop_assert_eq!(live(again.session()), expected);
+            prop_assert_eq!(TurnState::of_session(again.session()), expected);
             // It goes on as the live session would: one more turn, rolled back.
             let session = again.session_mut();
             if session.active_turn().is_some() {
@@ -576,7 +513,7 @@ mod model {
             session.rollback(1).expect("rolled back");
             session.flush().expect("flushed");
             let from_file = resume_file(session.path(), &ResumeOptions::default()).expect("resumes");
-            prop_assert_eq!(resumed(&from_file), live(session));
+            prop_assert_eq!(TurnState::of_resumed(&from_file), TurnState::of_session(session));
         }
     }
 }
