@@ -1,0 +1,180 @@
+"""Type stubs of the native module (python/src); agenthistory re-exports every name."""
+
+import os
+from collections.abc import Iterable
+from types import TracebackType
+from typing import Any, Literal, TypeAlias
+
+Item: TypeAlias = dict[str, Any] | str | bytes
+"""An item: a dict (or any JSON-shaped value), or its JSON text (kept verbatim)."""
+
+Target: TypeAlias = Literal["responses", "chat", "anthropic"]
+Durability: TypeAlias = Literal["buffered", "flush", "sync_data"]
+StrPath: TypeAlias = str | os.PathLike[str]
+
+SYNTHETIC_ID_NAMESPACE: str
+"""The UUID namespace of the synthetic outputs' ids (UUIDv5 of the call's item id)."""
+ABORTED_OUTPUT: str
+"""The text of a synthetic output: `aborted`."""
+
+class Error(ValueError):
+    """Any error of agenthistory; the location attributes are None where the error names none."""
+
+    path: str | None
+    line: int | None
+    byte: int | None
+    position: int | None
+
+class ItemError(Error):
+    """An item that is not valid JSON, not an object, or too large to store."""
+
+class RolloutError(Error):
+    """A rollout that cannot be read or resumed as a whole."""
+
+class RolloutWriteError(Error):
+    """Appending to a rollout failed."""
+
+class WriterLockError(RolloutWriteError):
+    """Another writer (a second session, or Codex) holds the rollout."""
+
+class SnapshotError(Error):
+    """A snapshot that cannot be written, opened or trusted."""
+
+class ProjectionError(Error):
+    """A strict projection found the history's protocol shape broken."""
+
+class StreamError(Error):
+    """A streamed response that cannot be accumulated."""
+
+class History:
+    """An agent's history: a persistent vector of items, O(1) to fork."""
+
+    def __init__(self, items: Iterable[Item] | None = None) -> None: ...
+    def record(self, item: Item) -> int | None:
+        """Records one item; its position, or None when the library filters it out."""
+
+    def extend(self, items: Iterable[Item]) -> None:
+        """Records every item, or none of them when one is bad."""
+
+    def __len__(self) -> int: ...
+    def items(self) -> list[dict[str, Any]]:
+        """The durable items, as dicts."""
+
+    def items_json(self) -> bytes:
+        """The durable items as one JSON array, written from the stored texts."""
+
+    def fork(self) -> History:
+        """An independent copy, O(1)."""
+
+    def __copy__(self) -> History: ...
+    def __deepcopy__(self, memo: Any) -> History: ...
+    def drop_last_user_turns(self, n: int) -> None:
+        """Drops the last n user turns and everything after the first of them."""
+
+    @property
+    def user_turn_count(self) -> int: ...
+    @property
+    def estimated_tokens(self) -> int: ...
+    def project(
+        self,
+        target: Target = "responses",
+        modalities: str = "text,image",
+        strict: bool = False,
+    ) -> Projection:
+        """The history projected for target, repaired in the projection only."""
+
+class Projection:
+    """A history projected for one target: what is sent, and what was repaired to send it."""
+
+    @property
+    def target(self) -> Target: ...
+    def items(self) -> list[dict[str, Any]]:
+        """The items (Responses) or messages (Chat, Anthropic) sent, as dicts."""
+
+    def json(self) -> bytes:
+        """The JSON array sent, copied from the stored items' bytes."""
+
+    def system_texts(self) -> list[str]:
+        """Anthropic: the texts of the request's `system`; empty for the other targets."""
+
+    @property
+    def report(self) -> list[dict[str, Any]]:
+        """Every repair: kind, its fields, position, item_kind, call_id, stage."""
+
+    def counts(self) -> dict[str, int]:
+        """The repairs counted by kind."""
+
+    def __len__(self) -> int: ...
+
+def project(
+    items: Iterable[Item],
+    target: Target = "responses",
+    modalities: str = "text,image",
+    strict: bool = False,
+) -> Projection:
+    """Projects a list of items without keeping a history."""
+
+class Session:
+    """A history and its rollout file kept in step; a context manager that closes it."""
+
+    @staticmethod
+    def create(
+        path: StrPath,
+        durability: Durability = "sync_data",
+        thread_id: str | None = None,
+        base_instructions: str | None = None,
+    ) -> Session:
+        """Starts a session in a new rollout at path (which must not exist)."""
+
+    @staticmethod
+    def resume(
+        path: StrPath,
+        snapshot: StrPath | None = None,
+        durability: Durability = "sync_data",
+    ) -> Session:
+        """Resumes the session in the rollout at path and goes on appending to it."""
+
+    def record(self, item: Item) -> int | None: ...
+    def extend(self, items: Iterable[Item]) -> None: ...
+    @property
+    def history(self) -> History:
+        """The history now: an O(1) copy, independent of what is recorded later."""
+
+    def write_snapshot(self, path: StrPath) -> dict[str, Any]:
+        """Writes a snapshot of the history; returns its header."""
+
+    def compact(self, summary: str) -> None:
+        """Compacts the history into the model's summary and appends the `compacted` line."""
+
+    def rollback(self, n: int) -> None:
+        """Rolls the last n user turns back and appends the `thread_rolled_back` event."""
+
+    def flush(self) -> None: ...
+    @property
+    def thread_id(self) -> str: ...
+    @property
+    def path(self) -> str: ...
+    @property
+    def report(self) -> dict[str, Any] | None:
+        """What resuming read (skipped lines, a torn tail, ...); None for a created session."""
+
+    @property
+    def closed(self) -> bool: ...
+    def close(self) -> None:
+        """Flushes and releases the file; closing twice is allowed."""
+
+    def __enter__(self) -> Session: ...
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> bool: ...
+
+def resume(path: StrPath, snapshot: StrPath | None = None) -> History:
+    """Resumes the Codex rollout at path, read-only."""
+
+def resume_with_report(
+    path: StrPath, snapshot: StrPath | None = None
+) -> tuple[History, dict[str, Any]]:
+    """As resume, with what was read as a dict."""
