@@ -2,15 +2,35 @@
 
 import os
 from collections.abc import Iterable
+from pathlib import Path
 from types import TracebackType
-from typing import Any, Literal, TypeAlias
+from typing import Any, Literal, TypeAlias, final
 
-Item: TypeAlias = dict[str, Any] | str | bytes
+__all__ = [
+    "ABORTED_OUTPUT",
+    "SYNTHETIC_ID_NAMESPACE",
+    "Error",
+    "History",
+    "ItemError",
+    "Projection",
+    "ProjectionError",
+    "RolloutError",
+    "RolloutWriteError",
+    "Session",
+    "SnapshotError",
+    "StreamError",
+    "WriterLockError",
+    "project",
+    "resume",
+    "resume_with_report",
+]
+
+_Item: TypeAlias = dict[str, Any] | str | bytes
 """An item: a dict (or any JSON-shaped value), or its JSON text (kept verbatim)."""
 
-Target: TypeAlias = Literal["responses", "chat", "anthropic"]
-Durability: TypeAlias = Literal["buffered", "flush", "sync_data"]
-StrPath: TypeAlias = str | os.PathLike[str]
+_Target: TypeAlias = Literal["responses", "chat", "anthropic"]
+_Durability: TypeAlias = Literal["buffered", "flush", "sync_data"]
+_StrPath: TypeAlias = str | os.PathLike[str]
 
 SYNTHETIC_ID_NAMESPACE: str
 """The UUID namespace of the synthetic outputs' ids (UUIDv5 of the call's item id)."""
@@ -46,14 +66,15 @@ class ProjectionError(Error):
 class StreamError(Error):
     """A streamed response that cannot be accumulated."""
 
+@final
 class History:
     """An agent's history: a persistent vector of items, O(1) to fork."""
 
-    def __init__(self, items: Iterable[Item] | None = None) -> None: ...
-    def record(self, item: Item) -> int | None:
+    def __new__(cls, items: Iterable[_Item] | None = None) -> History: ...
+    def record(self, item: _Item) -> int | None:
         """Records one item; its position, or None when the library filters it out."""
 
-    def extend(self, items: Iterable[Item]) -> None:
+    def extend(self, items: Iterable[_Item]) -> None:
         """Records every item, or none of them when one is bad."""
 
     def __len__(self) -> int: ...
@@ -77,17 +98,18 @@ class History:
     def estimated_tokens(self) -> int: ...
     def project(
         self,
-        target: Target = "responses",
+        target: _Target = "responses",
         modalities: str = "text,image",
         strict: bool = False,
     ) -> Projection:
         """The history projected for target, repaired in the projection only."""
 
+@final
 class Projection:
     """A history projected for one target: what is sent, and what was repaired to send it."""
 
     @property
-    def target(self) -> Target: ...
+    def target(self) -> _Target: ...
     def items(self) -> list[dict[str, Any]]:
         """The items (Responses) or messages (Chat, Anthropic) sent, as dicts."""
 
@@ -107,20 +129,21 @@ class Projection:
     def __len__(self) -> int: ...
 
 def project(
-    items: Iterable[Item],
-    target: Target = "responses",
+    items: Iterable[_Item],
+    target: _Target = "responses",
     modalities: str = "text,image",
     strict: bool = False,
 ) -> Projection:
     """Projects a list of items without keeping a history."""
 
+@final
 class Session:
     """A history and its rollout file kept in step; a context manager that closes it."""
 
     @staticmethod
     def create(
-        path: StrPath,
-        durability: Durability = "sync_data",
+        path: _StrPath,
+        durability: _Durability = "sync_data",
         thread_id: str | None = None,
         base_instructions: str | None = None,
     ) -> Session:
@@ -128,19 +151,19 @@ class Session:
 
     @staticmethod
     def resume(
-        path: StrPath,
-        snapshot: StrPath | None = None,
-        durability: Durability = "sync_data",
+        path: _StrPath,
+        snapshot: _StrPath | None = None,
+        durability: _Durability = "sync_data",
     ) -> Session:
         """Resumes the session in the rollout at path and goes on appending to it."""
 
-    def record(self, item: Item) -> int | None: ...
-    def extend(self, items: Iterable[Item]) -> None: ...
+    def record(self, item: _Item) -> int | None: ...
+    def extend(self, items: Iterable[_Item]) -> None: ...
     @property
     def history(self) -> History:
         """The history now: an O(1) copy, independent of what is recorded later."""
 
-    def write_snapshot(self, path: StrPath) -> dict[str, Any]:
+    def write_snapshot(self, path: _StrPath) -> dict[str, Any]:
         """Writes a snapshot of the history; returns its header."""
 
     def compact(self, summary: str) -> None:
@@ -153,7 +176,8 @@ class Session:
     @property
     def thread_id(self) -> str: ...
     @property
-    def path(self) -> str: ...
+    def path(self) -> Path:
+        """The rollout file."""
     @property
     def report(self) -> dict[str, Any] | None:
         """What resuming read (skipped lines, a torn tail, ...); None for a created session."""
@@ -171,10 +195,10 @@ class Session:
         traceback: TracebackType | None,
     ) -> bool: ...
 
-def resume(path: StrPath, snapshot: StrPath | None = None) -> History:
+def resume(path: _StrPath, snapshot: _StrPath | None = None) -> History:
     """Resumes the Codex rollout at path, read-only."""
 
 def resume_with_report(
-    path: StrPath, snapshot: StrPath | None = None
+    path: _StrPath, snapshot: _StrPath | None = None
 ) -> tuple[History, dict[str, Any]]:
     """As resume, with what was read as a dict."""
