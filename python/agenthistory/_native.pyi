@@ -18,6 +18,7 @@ __all__ = [
     "RolloutWriteError",
     "Session",
     "SnapshotError",
+    "StreamAccumulator",
     "StreamError",
     "WriterLockError",
     "project",
@@ -65,6 +66,9 @@ class ProjectionError(Error):
 
 class StreamError(Error):
     """A streamed response that cannot be accumulated."""
+
+    event: int | None
+    """The event's number in the stream, from 1."""
 
 @final
 class History:
@@ -202,3 +206,27 @@ def resume_with_report(
     path: _StrPath, snapshot: _StrPath | None = None
 ) -> tuple[History, dict[str, Any]]:
     """As resume, with what was read as a dict."""
+
+_StreamFormat: TypeAlias = Literal["responses", "chat", "anthropic"]
+
+@final
+class StreamAccumulator:
+    """Accumulates one streamed response; only complete items reach the target."""
+
+    def __new__(cls, target: History | Session, format: _StreamFormat = "responses") -> StreamAccumulator: ...
+    def push(self, event: Any) -> list[dict[str, Any]]:
+        """Handles one event (an SDK event object, a dict, or its JSON text); its updates."""
+
+    def feed(self, data: bytes) -> list[dict[str, Any]]:
+        """Handles raw server-sent-event bytes, split anywhere; the updates they made."""
+
+    def finish(self) -> dict[str, Any]:
+        """The input has ended: the complete items are recorded, the rest dropped; the summary."""
+
+    def abort(self) -> dict[str, Any]:
+        """Cancels the stream; the summary."""
+
+    @property
+    def summary(self) -> dict[str, Any]: ...
+    @property
+    def ended(self) -> bool: ...

@@ -5,8 +5,8 @@
 use std::path::Path;
 
 use agent_history::{
-    Error, ItemError, RolloutError, RolloutWriteError, SnapshotError, TargetProjectionError,
-    WriteStep,
+    Error, ItemError, RolloutError, RolloutWriteError, SnapshotError, StreamError,
+    TargetProjectionError, WriteStep,
 };
 use pyo3::PyTypeInfo;
 use pyo3::prelude::*;
@@ -200,6 +200,29 @@ pub fn rollout_write(error: &RolloutWriteError) -> PyErr {
     }
 }
 
+/// A stream that cannot be accumulated: a `StreamError` whose `event` is the event's number
+/// (from 1).
+pub fn stream(error: &StreamError) -> PyErr {
+    let event = match error {
+        StreamError::Malformed { event, .. }
+        | StreamError::MissingType { event }
+        | StreamError::MissingField { event, .. }
+        | StreamError::AddedTwice { event, .. }
+        | StreamError::NotOpen { event, .. }
+        | StreamError::UnknownItem { event, .. }
+        | StreamError::AfterEnd { event, .. }
+        | StreamError::Item { event, .. }
+        | StreamError::NotUtf8 { event }
+        | StreamError::EventTooLarge { event, .. } => Some(*event),
+        _ => None,
+    };
+    let err = raise::<exceptions::StreamError>(error, Location::default());
+    Python::attach(|py| {
+        let _ = err.value(py).setattr("event", event);
+    });
+    err
+}
+
 /// A projection for a target that could not be made.
 pub fn target_projection(error: &TargetProjectionError) -> PyErr {
     match error {
@@ -231,7 +254,7 @@ pub fn any(error: &Error) -> PyErr {
             },
         ),
         Error::Projection(_) => raise::<exceptions::ProjectionError>(error, Location::default()),
-        Error::Stream(_) => raise::<exceptions::StreamError>(error, Location::default()),
+        Error::Stream(error) => stream(error),
         _ => raise::<exceptions::Error>(error, Location::default()),
     }
 }

@@ -28,7 +28,7 @@ impl PyHistory {
         }
     }
 
-    fn lock(&self) -> MutexGuard<'_, History> {
+    pub fn lock(&self) -> MutexGuard<'_, History> {
         // A panic never leaves a history half-changed (every change is made on a copy or is
         // one push), so a poisoned lock still guards a whole version.
         self.inner.lock().unwrap_or_else(PoisonError::into_inner)

@@ -2,7 +2,7 @@
 //! or as JSON text (`str` or UTF-8 `bytes`, kept verbatim); items and reports go out as `dict`s.
 
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyString};
+use pyo3::types::{PyBytes, PyDict, PyString};
 use serde::Serialize;
 
 use crate::errors;
@@ -47,4 +47,27 @@ pub fn to_python<'py, T: Serialize + ?Sized>(
 ) -> PyResult<Bound<'py, PyAny>> {
     pythonize::pythonize(py, value)
         .map_err(|error| errors::argument(format!("cannot convert to Python: {error}")))
+}
+
+/// The JSON text of one streamed event: an SDK event object (the `openai` and `anthropic`
+/// packages' models, written by their own `to_json` with the fields the server sent), a dict, or
+/// JSON text.
+pub fn event_text(event: &Bound<'_, PyAny>) -> PyResult<Box<str>> {
+    let kwargs = PyDict::new(event.py());
+    if let Ok(to_json) = event.getattr("to_json")
+        && to_json.is_callable()
+    {
+        kwargs.set_item("indent", event.py().None())?;
+        let text: String = to_json.call((), Some(&kwargs))?.extract()?;
+        return Ok(text.into());
+    }
+    if let Ok(dump) = event.getattr("model_dump_json")
+        && dump.is_callable()
+    {
+        kwargs.set_item("exclude_unset", true)?;
+        kwargs.set_item("by_alias", true)?;
+        let text: String = dump.call((), Some(&kwargs))?.extract()?;
+        return Ok(text.into());
+    }
+    item_text(event)
 }

@@ -11,6 +11,7 @@ mod errors;
 mod history;
 mod json;
 mod session;
+mod stream;
 
 use pyo3::prelude::*;
 
@@ -22,6 +23,7 @@ fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<history::PyProjection>()?;
     module.add_function(wrap_pyfunction!(history::project, module)?)?;
     module.add_class::<session::PySession>()?;
+    module.add_class::<stream::PyStreamAccumulator>()?;
     module.add_function(wrap_pyfunction!(session::resume, module)?)?;
     module.add_function(wrap_pyfunction!(session::resume_with_report, module)?)?;
     module.add(

@@ -45,7 +45,7 @@ pub struct PySession {
 }
 
 impl PySession {
-    fn lock(&self) -> MutexGuard<'_, Option<Session<FileSink>>> {
+    pub fn lock(&self) -> MutexGuard<'_, Option<Session<FileSink>>> {
         self.inner.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
