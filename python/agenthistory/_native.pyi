@@ -14,16 +14,20 @@ __all__ = [
     "ItemError",
     "Projection",
     "ProjectionError",
+    "PromptCompiler",
+    "Request",
     "RolloutError",
     "RolloutWriteError",
     "Session",
     "SnapshotError",
     "StreamAccumulator",
     "StreamError",
+    "ToolPlan",
     "WriterLockError",
     "project",
     "resume",
     "resume_with_report",
+    "validate",
 ]
 
 _Item: TypeAlias = dict[str, Any] | str | bytes
@@ -230,3 +234,63 @@ class StreamAccumulator:
     def summary(self) -> dict[str, Any]: ...
     @property
     def ended(self) -> bool: ...
+
+@final
+class ToolPlan:
+    """An immutable list of tool specs (the Responses `tools` form), serialized once."""
+
+    def __new__(cls, specs: Iterable[Any]) -> ToolPlan: ...
+    def specs(self) -> list[dict[str, Any]]: ...
+    def __len__(self) -> int: ...
+
+@final
+class PromptCompiler:
+    """Compiles whole request bodies: model, instructions, tools, settings, repaired input."""
+
+    def __new__(
+        cls,
+        model: str,
+        instructions: str | None = None,
+        tools: ToolPlan | Iterable[Any] | None = None,
+        parallel_tool_calls: bool = False,
+        reasoning_effort: str | None = None,
+        reasoning_summary: str | None = None,
+        max_output_tokens: int | None = None,
+        prompt_cache_key: str | None = None,
+        tool_choice: str | dict[str, Any] | None = None,
+        store: bool | None = None,
+        stream: bool | None = None,
+        include: list[str] | None = None,
+    ) -> PromptCompiler: ...
+    def compile(
+        self,
+        history: History,
+        target: _Target = "responses",
+        modalities: str = "text,image",
+        strict: bool = False,
+    ) -> Request:
+        """The request for history to target, its input repaired in the projection only."""
+
+@final
+class Request:
+    """A compiled request."""
+
+    @property
+    def target(self) -> _Target: ...
+    def body(self) -> bytes:
+        """The JSON body, as an HTTP client sends it."""
+
+    @property
+    def dropped_tools(self) -> list[dict[str, Any]]:
+        """The tool specs the target has no equivalent for (index, type, name)."""
+
+    @property
+    def left_out(self) -> list[str]:
+        """The settings the target's body has no field for."""
+
+    @property
+    def report(self) -> list[dict[str, Any]]: ...
+    def counts(self) -> dict[str, int]: ...
+
+def validate(body: Any, target: _Target = "responses") -> list[dict[str, Any]]:
+    """Checks a request body (or a bare input array) against target's rules; the findings."""

@@ -259,6 +259,12 @@ pub fn any(error: &Error) -> PyErr {
     }
 }
 
+/// An error of the library that no subclass stands for (a bad tool spec, a body that cannot be
+/// written): an `Error` with its message chain.
+pub fn library(error: &dyn std::error::Error) -> PyErr {
+    raise::<exceptions::Error>(error, Location::default())
+}
+
 /// A bad argument that no library error names (an unknown target, say): an `Error` too, so
 /// that one `except agenthistory.Error` catches every bad input.
 pub fn argument(message: impl Into<String>) -> PyErr {

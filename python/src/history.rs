@@ -4,6 +4,7 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use agent_history::{
     History, Modalities, ProjectionOptions, Recorded, Target, TargetOptions, TargetProjection,
+    TargetReport,
 };
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList};
@@ -249,6 +250,37 @@ fn flat_repair<'py>(
     json::to_python(py, &value)
 }
 
+/// Every repair of `report` as a flat dict: the projection's, then the target's.
+pub fn repair_list<'py>(py: Python<'py>, report: &TargetReport) -> PyResult<Bound<'py, PyList>> {
+    let list = PyList::empty(py);
+    for repair in report.projection().repairs() {
+        list.append(flat_repair(py, repair, "projection")?)?;
+    }
+    for repair in report.repairs() {
+        list.append(flat_repair(py, repair, "target")?)?;
+    }
+    Ok(list)
+}
+
+/// The repairs of `report` counted by kind.
+pub fn repair_counts<'py>(py: Python<'py>, report: &TargetReport) -> PyResult<Bound<'py, PyDict>> {
+    let counts = PyDict::new(py);
+    let kinds = report
+        .projection()
+        .counts()
+        .into_iter()
+        .chain(report.counts());
+    for (kind, count) in kinds {
+        let before: u64 = counts
+            .get_item(kind)?
+            .map(|v| v.extract())
+            .transpose()?
+            .unwrap_or(0);
+        counts.set_item(kind, before + count)?;
+    }
+    Ok(counts)
+}
+
 #[pymethods]
 impl PyProjection {
     /// The target: `responses`, `chat` or `anthropic`.
@@ -280,35 +312,12 @@ impl PyProjection {
     /// Every repair, in position order: the projection's, then the target's.
     #[getter]
     fn report<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
-        let report = self.inner.report();
-        let list = PyList::empty(py);
-        for repair in report.projection().repairs() {
-            list.append(flat_repair(py, repair, "projection")?)?;
-        }
-        for repair in report.repairs() {
-            list.append(flat_repair(py, repair, "target")?)?;
-        }
-        Ok(list)
+        repair_list(py, self.inner.report())
     }
 
     /// The repairs counted by kind.
     fn counts<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let report = self.inner.report();
-        let counts = PyDict::new(py);
-        for (kind, count) in report
-            .projection()
-            .counts()
-            .into_iter()
-            .chain(report.counts())
-        {
-            let before: u64 = counts
-                .get_item(kind)?
-                .map(|v| v.extract())
-                .transpose()?
-                .unwrap_or(0);
-            counts.set_item(kind, before + count)?;
-        }
-        Ok(counts)
+        repair_counts(py, self.inner.report())
     }
 
     fn __len__(&self) -> usize {

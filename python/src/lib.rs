@@ -5,11 +5,13 @@
 //!
 //! Each job is in one file: `errors.rs` maps the library's errors to the exception hierarchy,
 //! `json.rs` converts between Python values and JSON, `history.rs` holds `History`, `Projection`
-//! and `project`, `session.rs` `Session` and `resume`.
+//! and `project`, `session.rs` `Session` and `resume`, `stream.rs` `StreamAccumulator`, `request.rs` `ToolPlan`,
+//! `PromptCompiler`, `Request` and `validate`.
 
 mod errors;
 mod history;
 mod json;
+mod request;
 mod session;
 mod stream;
 
@@ -24,6 +26,10 @@ fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(history::project, module)?)?;
     module.add_class::<session::PySession>()?;
     module.add_class::<stream::PyStreamAccumulator>()?;
+    module.add_class::<request::PyToolPlan>()?;
+    module.add_class::<request::PyPromptCompiler>()?;
+    module.add_class::<request::PyRequest>()?;
+    module.add_function(wrap_pyfunction!(request::validate, module)?)?;
     module.add_function(wrap_pyfunction!(session::resume, module)?)?;
     module.add_function(wrap_pyfunction!(session::resume_with_report, module)?)?;
     module.add(
