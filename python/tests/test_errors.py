@@ -125,3 +125,80 @@ def test_a_legacy_rollout_is_read_but_not_resumed_for_writing(tmp_path: Path) ->
 def test_the_bundled_sessions_resume() -> None:
     for path in sorted(ROLLOUTS.glob("*.jsonl")):
         assert len(agenthistory.resume(path)) > 0, path
+
+
+def envelope(payload: str) -> bytes:
+    return ('{"timestamp":"2026-11-03T14:00:01.000Z","type":"response_item","payload":' + payload + "}").encode()
+
+
+# Lines of the bad-input catalogue (docs/reliability.md), each skipped with its reason.
+CATALOGUE = {
+    "malformed-json": (b'{"type":"response_item","payload":', "invalid_json"),
+    "trailing-characters": (ITEM.strip().encode() + b" x", "invalid_json"),
+    "array-line": (b"[1,2]", "not_an_envelope"),
+    "null-line": (b"null", "not_an_envelope"),
+    "envelope-without-type": (b'{"payload":{}}', "not_an_envelope"),
+    "item-without-type": (envelope('{"role":"user","content":[]}'), "invalid_item"),
+    "item-of-the-wrong-shape": (envelope('{"type":"function_call","name":"f","arguments":""}'), "invalid_item"),
+    "invalid-utf8-in-an-item": (
+        envelope('{"type":"message","role":"user","content":[{"type":"input_text","text":"?"}]}').replace(b'"?"', b'"\xff"'),
+        "invalid_utf8",
+    ),
+    "raw-nul-in-a-string": (envelope('{"type":"message","role":"user","content":[{"type":"input_text","text":"a\x00b"}]}'), "invalid_json"),
+    "lone-surrogate": (envelope('{"type":"message","role":"user","content":[{"type":"input_text","text":"\\ud800"}]}'), "invalid_item"),
+    "deep-nesting": (envelope('{"type":"x","v":' + "[" * 10000 + "]" * 10000 + "}"), "invalid_item"),
+    "number-out-of-range": (envelope('{"type":"x","v":1e400}'), "invalid_item"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CATALOGUE))
+def test_a_catalogued_bad_line_is_skipped_with_its_reason_line_and_byte(name: str, tmp_path: Path) -> None:
+    line, reason = CATALOGUE[name]
+    path = tmp_path / "rollout.jsonl"
+    path.write_bytes(META.encode() + line + b"\n" + ITEM.encode())
+    before = path.read_bytes()
+    history, report = agenthistory.resume_with_report(path)
+    assert [(s["line"], s["offset"], s["reason"]) for s in report["skipped"]] == [(2, len(META), reason)]
+    assert history.items() == [user("hi")]
+    assert path.read_bytes() == before
+
+
+def test_inputs_that_are_not_rollouts_are_named(tmp_path: Path) -> None:
+    gzip = tmp_path / "rollout.jsonl.gz"
+    gzip.write_bytes(b"\x1f\x8b\x08\x00" + bytes(64))
+    with pytest.raises(agenthistory.RolloutError, match="gzip") as raised:
+        agenthistory.resume(gzip)
+    assert raised.value.path == str(gzip)
+    binary = tmp_path / "binary.jsonl"
+    binary.write_bytes(bytes(range(256)) * 16)
+    with pytest.raises(agenthistory.RolloutError, match="NUL"):
+        agenthistory.resume(binary)
+
+
+def test_a_byte_order_mark_is_passed_over_and_reported(tmp_path: Path) -> None:
+    path = tmp_path / "rollout.jsonl"
+    path.write_bytes(b"\xef\xbb\xbf" + (META + ITEM).encode())
+    history, report = agenthistory.resume_with_report(path)
+    assert history.items() == [user("hi")]
+    assert report["repaired"] and report["skipped"] == []
+
+
+def test_a_truncated_snapshot_falls_back_to_the_rollout(tmp_path: Path) -> None:
+    path, snapshot = tmp_path / "rollout.jsonl", tmp_path / "rollout.snap"
+    with agenthistory.Session.create(path) as session:
+        session.extend([user("one"), user("two")])
+        session.write_snapshot(snapshot)
+        live = session.history
+    snapshot.write_bytes(snapshot.read_bytes()[:-10])
+    assert agenthistory.resume(path, snapshot=snapshot).items() == live.items()
+
+
+def test_a_snapshot_never_replaces_a_file_that_is_not_one(tmp_path: Path) -> None:
+    precious = tmp_path / "notes.txt"
+    precious.write_text("keep me")
+    with agenthistory.Session.create(tmp_path / "rollout.jsonl") as session:
+        session.record(user("hi"))
+        with pytest.raises(agenthistory.SnapshotError) as raised:
+            session.write_snapshot(precious)
+    assert raised.value.path == str(precious)
+    assert precious.read_text() == "keep me"
