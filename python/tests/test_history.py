@@ -164,3 +164,11 @@ def test_unknown_names_are_errors() -> None:
         history.project(target="gemini")  # type: ignore[arg-type]
     with pytest.raises(agenthistory.Error):
         history.project(modalities="text,smell")
+
+
+def test_a_system_message_is_filtered_out_as_codex_does() -> None:
+    history = agenthistory.History()
+    system = {"type": "message", "role": "system", "content": [{"type": "input_text", "text": "rules"}]}
+    assert history.record(system) is None
+    assert history.record(user("hi")) == 0
+    assert history.items() == [user("hi")]
