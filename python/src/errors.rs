@@ -66,10 +66,18 @@ pub mod exceptions {
     );
 }
 
-/// Adds the exception classes to the module under their Python names.
+/// Adds the exception classes to the module under their Python names. The location attributes
+/// are class attributes too (`None`), so that an instance raised without them (by Python code,
+/// or by a caller) still has them.
 pub fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = module.py();
-    module.add("Error", py.get_type::<exceptions::Error>())?;
+    let base = py.get_type::<exceptions::Error>();
+    for name in ["path", "line", "byte", "position"] {
+        base.setattr(name, py.None())?;
+    }
+    let stream = py.get_type::<exceptions::StreamError>();
+    stream.setattr("event", py.None())?;
+    module.add("Error", base)?;
     module.add("ItemError", py.get_type::<exceptions::ItemError>())?;
     module.add("RolloutError", py.get_type::<exceptions::RolloutError>())?;
     module.add(
@@ -85,7 +93,7 @@ pub fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
         "ProjectionError",
         py.get_type::<exceptions::ProjectionError>(),
     )?;
-    module.add("StreamError", py.get_type::<exceptions::StreamError>())?;
+    module.add("StreamError", stream)?;
     Ok(())
 }
 
@@ -268,12 +276,5 @@ pub fn library(error: &dyn std::error::Error) -> PyErr {
 /// A bad argument that no library error names (an unknown target, say): an `Error` too, so
 /// that one `except agenthistory.Error` catches every bad input.
 pub fn argument(message: impl Into<String>) -> PyErr {
-    let err = exceptions::Error::new_err(message.into());
-    Python::attach(|py| {
-        let value = err.value(py);
-        for name in ["path", "line", "byte", "position"] {
-            let _ = value.setattr(name, py.None());
-        }
-    });
-    err
+    exceptions::Error::new_err(message.into())
 }

@@ -202,3 +202,12 @@ def test_a_snapshot_never_replaces_a_file_that_is_not_one(tmp_path: Path) -> Non
             session.write_snapshot(precious)
     assert raised.value.path == str(precious)
     assert precious.read_text() == "keep me"
+
+
+def test_every_exception_has_the_location_attributes_even_when_raised_by_python() -> None:
+    error = agenthistory.RolloutError("raised by hand")
+    assert (error.path, error.line, error.byte, error.position) == (None, None, None, None)
+    assert agenthistory.StreamError("x").event is None
+    with pytest.raises(agenthistory.Error) as raised:
+        agenthistory.History().project(target="nope")  # type: ignore[arg-type]
+    assert raised.value.path is None
