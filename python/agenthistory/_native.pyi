@@ -166,7 +166,9 @@ class Session:
         """Resumes the session in the rollout at path and goes on appending to it."""
 
     def record(self, item: _Item) -> int | None: ...
-    def extend(self, items: Iterable[_Item]) -> None: ...
+    def extend(self, items: Iterable[_Item]) -> None:
+        """Records every item; all are checked first, so a bad one writes none."""
+
     @property
     def history(self) -> History:
         """The history now: an O(1) copy, independent of what is recorded later."""
@@ -188,7 +190,7 @@ class Session:
         """The rollout file."""
     @property
     def report(self) -> dict[str, Any] | None:
-        """What resuming read (skipped lines, a torn tail, ...); None for a created session."""
+        """What resuming read (skipped lines, a torn tail, ...) and its `source`; None if created."""
 
     @property
     def closed(self) -> bool: ...
@@ -201,7 +203,7 @@ class Session:
         exc_type: type[BaseException] | None,
         exc: BaseException | None,
         traceback: TracebackType | None,
-    ) -> bool: ...
+    ) -> Literal[False]: ...
 
 def resume(path: _StrPath, snapshot: _StrPath | None = None) -> History:
     """Resumes the Codex rollout at path, read-only."""

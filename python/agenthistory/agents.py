@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import asyncio
 import os
+import sys
 import threading
 import uuid
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal
 
-from agenthistory._native import Error, Session, project
+from agenthistory._native import Error, Session
 
 __all__ = ["HistorySession"]
 
@@ -32,12 +33,15 @@ def _thread_id(session_id: str) -> str:
 
 def _as_item(item: Any) -> dict[str, Any]:
     """A Responses input item in the full form the history stores: the SDK's short message form
-    (`{"role": "user", "content": "text"}`, no `type`) becomes a `message` with a text part."""
+    (`{"role": "user", "content": "text"}`, no `type`) becomes a `message` with a text part, and
+    a `system` message a `developer` one (the history keeps no system message, as Codex's)."""
     if not isinstance(item, dict):
         raise Error(f"an SDK item must be a dict, not {type(item).__name__}")
     full: dict[str, Any] = dict(item)
     if "type" not in full and "role" in full:
         full = {"type": "message", **full}
+    if full.get("type") == "message" and full.get("role") == "system":
+        full["role"] = "developer"
     if full.get("type") == "message" and isinstance(full.get("content"), str):
         part = "output_text" if full.get("role") == "assistant" else "input_text"
         full["content"] = [{"type": part, "text": full["content"]}]
@@ -46,12 +50,16 @@ def _as_item(item: Any) -> dict[str, Any]:
 
 class HistorySession:
     """An Agents SDK session whose items live in the rollout at `path` (created when missing,
-    resumed and continued when it exists). The file's lock is held until `close()`: one writer.
+    resumed and continued when it exists; `durability` as for `Session`, `flush` by default).
+    The file's lock is held until `close()`: one writer. The `session_id` names the thread of a
+    new rollout (itself when it is a UUID, else a UUIDv5 of it); an existing rollout keeps its
+    own thread id.
 
     `pop_item` and `clear_session` are written as rollbacks, so a resume gives what they left:
-    `pop_item` rolls the last user turn back and records again what it held but the last item;
-    `clear_session` rolls every user turn back (items before the first user message, which the
-    SDK does not write, would stay).
+    `pop_item` rolls the last user turn back and records again what it held but its last item
+    (refused when the session has no user turn, or when the turn began before a compaction);
+    `clear_session` rolls every user turn back (items before the first user message, such as a
+    developer message given as a run's input, stay).
     """
 
     session_settings: Any = None
@@ -87,12 +95,12 @@ class HistorySession:
             return items
         if limit <= 0:
             return []
-        # The tail of a repaired projection can only start with an output whose call was cut
-        # off (a call's output follows it); projecting the tail again drops it.
-        return project(items[-limit:]).items()
+        return items[_window_start(items, limit) :]
 
     async def get_items(self, limit: int | None = None) -> list[Any]:
-        """The latest `limit` items (all when None) of the repaired projection, in order."""
+        """The latest `limit` items (all when None) of the repaired projection, in order. A
+        window never starts between a call and its output: it then reaches back to the call,
+        and holds a few more than `limit`."""
         return await asyncio.to_thread(self._items, limit)
 
     def _add(self, items: list[Any]) -> None:
@@ -110,11 +118,17 @@ class HistorySession:
             items = history.items()
             if not items:
                 return None
-            turn_start = _last_user_turn_start(history.fork(), len(items))
-            if turn_start is None:
-                raise Error("the last item comes before the first user message: it cannot be popped")
+            before = history.fork()
+            if before.user_turn_count == 0:
+                raise Error("pop_item rolls the last user turn back, and the session has no user turn")
+            before.drop_last_user_turns(1)
+            kept = before.items()
+            if kept != items[: len(kept)]:
+                raise Error("the last user turn began before a compaction: pop_item cannot roll it back")
+            # Not one write: a crash between the rollback and the re-recording loses the rest of
+            # the last turn from the file.
             self._session.rollback(1)
-            self._session.extend(items[turn_start:-1])
+            self._session.extend(items[len(kept) : -1])
             return items[-1]
 
     async def pop_item(self) -> Any | None:
@@ -123,12 +137,13 @@ class HistorySession:
 
     def _clear(self) -> None:
         with self._lock:
-            turns = self._session.history.user_turn_count
-            if turns:
-                self._session.rollback(turns)
+            if len(self._session.history):
+                # Every turn a rollback can reach (the library stops at the first user message).
+                self._session.rollback(sys.maxsize)
 
     async def clear_session(self) -> None:
-        """Rolls every user turn back: the session is empty on this and every later resume."""
+        """Rolls every user turn back, on this and every later resume; items before the first
+        user message stay."""
         await asyncio.to_thread(self._clear)
 
     def close(self) -> None:
@@ -147,11 +162,22 @@ class HistorySession:
         self.close()
 
 
-def _last_user_turn_start(history: Any, length: int) -> int | None:
-    """The position of the message that starts the last user turn, or None without one."""
-    turns = history.user_turn_count
-    if turns == 0:
-        return None
-    history.drop_last_user_turns(1)
-    start: int = len(history)
-    return start if start < length else None
+def _window_start(items: list[dict[str, Any]], limit: int) -> int:
+    """Where the last `limit` items start, moved back to the call of any output they hold."""
+    # The call each output answers: the latest call before it with its id.
+    call_of: dict[int, int] = {}
+    latest: dict[Any, int] = {}
+    for index, item in enumerate(items):
+        if "call_id" not in item:
+            continue
+        if str(item.get("type", "")).endswith("_output"):
+            if item["call_id"] in latest:
+                call_of[index] = latest[item["call_id"]]
+        else:
+            latest[item["call_id"]] = index
+    start = max(len(items) - limit, 0)
+    for index in range(len(items) - 1, -1, -1):
+        if index < start:
+            break
+        start = min(start, call_of.get(index, start))
+    return start

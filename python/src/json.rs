@@ -2,35 +2,81 @@
 //! or as JSON text (`str` or UTF-8 `bytes`, kept verbatim); items and reports go out as `dict`s.
 
 use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBytes, PyDict, PyString};
 use serde::Serialize;
 
 use crate::errors;
 
+/// The `encode` of one `json.JSONEncoder` made once, as the items are written: compact,
+/// non-ASCII kept, NaN and infinities refused (JSON has none), keys in their order. (`json.dumps`
+/// with these options would make an encoder per call.)
+fn dumps(py: Python<'_>) -> PyResult<&Bound<'_, PyAny>> {
+    static ENCODE: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+    ENCODE
+        .get_or_try_init(py, || {
+            let kwargs = PyDict::new(py);
+            kwargs.set_item("ensure_ascii", false)?;
+            kwargs.set_item("allow_nan", false)?;
+            kwargs.set_item("separators", (",", ":"))?;
+            let encoder = py
+                .import("json")?
+                .getattr("JSONEncoder")?
+                .call((), Some(&kwargs))?;
+            Ok::<_, PyErr>(encoder.getattr("encode")?.unbind())
+        })
+        .map(|encode| encode.bind(py))
+}
+
+/// A bad item: an `ItemError`, like the library's own.
+fn bad_item(message: String) -> PyErr {
+    crate::errors::exceptions::ItemError::new_err(message)
+}
+
 /// The JSON text of one item: `str` and `bytes` as they are (the library checks them), anything
-/// else serialized in its key order.
+/// else written by `json.dumps` in its key order.
 pub fn item_text(item: &Bound<'_, PyAny>) -> PyResult<Box<str>> {
     if let Ok(text) = item.cast::<PyString>() {
-        return Ok(text.to_str()?.into());
+        return text
+            .to_str()
+            .map(Into::into)
+            .map_err(|error| bad_item(format!("the item's text is not valid Unicode: {error}")));
     }
     if let Ok(bytes) = item.cast::<PyBytes>() {
         return match std::str::from_utf8(bytes.as_bytes()) {
             Ok(text) => Ok(text.into()),
-            Err(error) => Err(errors::argument(format!(
+            Err(error) => Err(bad_item(format!(
                 "the item's bytes are not UTF-8 (byte {}): {error}",
                 error.valid_up_to()
             ))),
         };
     }
-    let value: serde_json::Value = pythonize::depythonize(item).map_err(|error| {
-        errors::argument(format!("the item cannot be written as JSON: {error}"))
-    })?;
-    Ok(value.to_string().into())
+    let text = dumps(item.py())?
+        .call1((item,))
+        .map_err(|error| bad_item(format!("the item cannot be written as JSON: {error}")))?;
+    let text = text.cast_into::<PyString>()?;
+    text.to_str()
+        .map(Into::into)
+        .map_err(|error| bad_item(format!("the item's text is not valid Unicode: {error}")))
 }
 
-/// The JSON texts of every item of an iterable, converted before anything is recorded.
+/// The JSON texts of every item of an iterable, converted before anything is recorded; a bad one
+/// is named by its `position` in the iterable. One `str` or `bytes` is refused: it is one item,
+/// not a list of them.
 pub fn item_texts(items: &Bound<'_, PyAny>) -> PyResult<Vec<Box<str>>> {
-    items.try_iter()?.map(|item| item_text(&item?)).collect()
+    if items.cast::<PyString>().is_ok() || items.cast::<PyBytes>().is_ok() {
+        return Err(errors::argument(
+            "expected an iterable of items, not one item's text (use record)",
+        ));
+    }
+    let mut texts = Vec::new();
+    for (index, item) in items.try_iter()?.enumerate() {
+        let text = item_text(&item?).inspect_err(|err| {
+            let _ = err.value(items.py()).setattr("position", index);
+        })?;
+        texts.push(text);
+    }
+    Ok(texts)
 }
 
 /// A Python value for the JSON text `json` (an item the library stored or wrote).

@@ -45,12 +45,8 @@ impl PyToolPlan {
 
 /// Any JSON-shaped value, or JSON text (`str`, `bytes`), as a `serde_json::Value`.
 fn json_value(value: &Bound<'_, PyAny>) -> PyResult<Value> {
-    if value.cast::<PyString>().is_ok() || value.cast::<PyBytes>().is_ok() {
-        let text = json::item_text(value)?;
-        return serde_json::from_str(&text).map_err(|e| errors::argument(format!("not JSON: {e}")));
-    }
-    pythonize::depythonize(value)
-        .map_err(|e| errors::argument(format!("cannot be written as JSON: {e}")))
+    let text = json::item_text(value)?;
+    serde_json::from_str(&text).map_err(|e| errors::argument(format!("not JSON: {e}")))
 }
 
 /// What a request may do with the tools, from `"auto"`, `"none"`, `"required"` or any other
@@ -64,9 +60,7 @@ fn tool_choice(value: &Bound<'_, PyAny>) -> PyResult<ToolChoice> {
             _ => {}
         }
     }
-    Ok(ToolChoice::Other(pythonize::depythonize(value).map_err(
-        |e| errors::argument(format!("tool_choice cannot be written as JSON: {e}")),
-    )?))
+    Ok(ToolChoice::Other(json_value(value)?))
 }
 
 /// Compiles whole request bodies for a history: model, instructions, tools and settings, with
@@ -133,7 +127,9 @@ impl PyPromptCompiler {
         if let Some(text) = instructions {
             compiler = compiler.with_base_instructions(text);
         }
-        if let Some(plan) = plan {
+        // `parallel_tool_calls` reaches the body with or without tools.
+        if plan.is_some() || parallel_tool_calls {
+            let plan = plan.unwrap_or_else(|| Arc::new(ToolPlan::empty()));
             compiler = compiler.with_tools(plan, parallel_tool_calls);
         }
         Ok(PyPromptCompiler { compiler })

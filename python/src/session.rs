@@ -5,13 +5,13 @@ use std::path::PathBuf;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use agent_history::{
-    DEFAULT_TRUNCATION, Durability, FileSink, LoadReport, ResumeOptions, Session, SessionMeta,
-    ThreadId, resume_file, summary_text,
+    DEFAULT_TRUNCATION, Durability, FileSink, History, LoadReport, ResumeOptions, ResumeSource,
+    Session, SessionMeta, ThreadId, resume_file, summary_text,
 };
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 
-use crate::history::{PyHistory, position};
+use crate::history::{PyHistory, position, record_all};
 use crate::{errors, json};
 
 /// The durability names Python passes.
@@ -41,7 +41,8 @@ fn resume_options(snapshot: Option<PathBuf>) -> ResumeOptions {
 #[pyclass(frozen, module = "agenthistory", name = "Session")]
 pub struct PySession {
     inner: Mutex<Option<Session<FileSink>>>,
-    report: Option<LoadReport>,
+    /// What resuming read and how (none for a created session).
+    report: Option<serde_json::Value>,
 }
 
 impl PySession {
@@ -131,7 +132,7 @@ impl PySession {
         let resumed = py
             .detach(|| Session::resume(&path, &options, durability))
             .map_err(|e| errors::any(&e))?;
-        let report = resumed.report().clone();
+        let report = report_value(resumed.report(), resumed.source())?;
         Ok(PySession {
             inner: Mutex::new(Some(resumed.into_session())),
             report: Some(report),
@@ -145,9 +146,14 @@ impl PySession {
         self.with(py, |session| Ok(position(session.record_json(&text)?)))
     }
 
-    /// Records every item, in order (each appended as it is recorded).
+    /// Records every item, in order (each appended as it is recorded). Every item is checked
+    /// first, so a bad one (named by its `position`) leaves the history and the file as they
+    /// were; a failed write leaves the lines not written pending, as for `record`.
     fn extend(&self, py: Python<'_>, items: &Bound<'_, PyAny>) -> PyResult<()> {
         let texts = json::item_texts(items)?;
+        // Recording into an empty history fails exactly where the session's would: an item's
+        // validity does not depend on the items before it.
+        record_all(&History::new(), texts.clone())?;
         self.with(py, |session| {
             session.record_all_json(texts.iter().map(|text| &**text))?;
             Ok(())
@@ -213,8 +219,9 @@ impl PySession {
 
     /// Whether `close()` was called.
     #[getter]
-    fn closed(&self) -> bool {
-        self.lock().is_none()
+    fn closed(&self, py: Python<'_>) -> bool {
+        // Released: another thread may hold the session through a long write.
+        py.detach(|| self.lock().is_none())
     }
 
     /// Flushes and releases the file; later calls but `close()` raise. Closing twice is
@@ -258,6 +265,19 @@ pub fn resume_with_report(
     let resumed = py
         .detach(|| resume_file(&path, &options))
         .map_err(|e| errors::rollout(&e))?;
-    let report = json::to_python(py, resumed.report())?.unbind();
+    let report = json::to_python(py, &report_value(resumed.report(), resumed.source())?)?.unbind();
     Ok((PyHistory::from_history(resumed.into_history()), report))
+}
+
+/// The load report with `source`: how the history was read (`rollout`, `snapshot` with what it
+/// covered, or `fallback` with the reason the snapshot was not used).
+fn report_value(report: &LoadReport, source: &ResumeSource) -> PyResult<serde_json::Value> {
+    let mut value = serde_json::to_value(report)
+        .map_err(|e| errors::argument(format!("cannot write the load report: {e}")))?;
+    if let serde_json::Value::Object(fields) = &mut value {
+        let source = serde_json::to_value(source)
+            .map_err(|e| errors::argument(format!("cannot write the resume source: {e}")))?;
+        fields.insert("source".into(), source);
+    }
+    Ok(value)
 }

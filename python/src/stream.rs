@@ -269,14 +269,15 @@ impl PyStreamAccumulator {
     /// What the stream did so far.
     #[getter]
     fn summary<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let summary = each!(&*self.accumulator(), acc => acc.summary());
+        // Released: a thread feeding a session may hold the accumulator through a write.
+        let summary = py.detach(|| each!(&*self.accumulator(), acc => acc.summary()));
         json::to_python(py, &summary)
     }
 
     /// Whether the stream has ended.
     #[getter]
-    fn ended(&self) -> bool {
-        each!(&*self.accumulator(), acc => acc.is_ended())
+    fn ended(&self, py: Python<'_>) -> bool {
+        py.detach(|| each!(&*self.accumulator(), acc => acc.is_ended()))
     }
 
     fn __repr__(&self, py: Python<'_>) -> PyResult<String> {

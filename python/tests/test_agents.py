@@ -155,9 +155,12 @@ def test_the_protocol_methods(tmp_path: Path) -> None:
         await session.add_items([{"role": "user", "content": "two"}, call("c1"), {"role": "assistant", "content": "b"}])
         items = await session.get_items()
         assert [item["type"] for item in items] == ["message", "message", "message", "function_call", "function_call_output", "message"]
-        # A limit that cuts between a call and its output never hands back half a pair.
-        assert [item["type"] for item in await session.get_items(limit=2)] == ["message"]
+        # A window that would start between a call and its output reaches back to the call.
+        assert [item["type"] for item in await session.get_items(limit=2)] == [
+            "function_call", "function_call_output", "message"
+        ]
         assert len(await session.get_items(limit=3)) == 3
+        assert len(await session.get_items(limit=1)) == 1
         assert await session.get_items(limit=0) == []
         popped = await session.pop_item()
         assert popped is not None and popped["content"][0]["text"] == "b"
@@ -182,3 +185,61 @@ def test_one_writer_per_rollout(tmp_path: Path) -> None:
     with pytest.raises(agenthistory.WriterLockError):
         HistorySession("one", path)
     first.close()
+
+
+def test_a_system_message_is_kept_as_a_developer_message(tmp_path: Path) -> None:
+    async def scenario() -> list[Any]:
+        async with HistorySession("s", tmp_path / "rollout.jsonl") as session:
+            await session.add_items([{"role": "system", "content": "be brief"}, {"role": "user", "content": "hi"}])
+            return await session.get_items()
+
+    items = asyncio.run(scenario())
+    assert [(item["role"], item["content"][0]["text"]) for item in items] == [("developer", "be brief"), ("user", "hi")]
+
+
+def big_user(text: str) -> dict[str, Any]:
+    # Over Codex's budget of user-message tokens kept by a compaction (20k tokens).
+    return user(text + " " + "x" * 100_000)
+
+
+def test_pop_and_clear_after_a_compaction(tmp_path: Path) -> None:
+    path = tmp_path / "rollout.jsonl"
+    with agenthistory.Session.create(path) as writer:
+        writer.extend([big_user("u0"), assistant_item("a0"), big_user("u1"), assistant_item("a1")])
+        writer.compact("they talked")
+        before = writer.history.items()
+
+    async def scenario() -> None:
+        session = HistorySession("s", path)
+        # The last user turn began before the compaction: a rollback would not give the items
+        # before it, so the pop is refused and nothing changes.
+        with pytest.raises(agenthistory.Error, match="compaction"):
+            await session.pop_item()
+        assert await session.get_items() == before
+        await session.add_items([{"role": "user", "content": "u2"}, {"role": "assistant", "content": "a2"}])
+        popped = await session.pop_item()
+        assert popped is not None and popped["content"][0]["text"] == "a2"
+        assert (await session.get_items())[-1]["content"][0]["text"] == "u2"
+        await session.clear_session()
+        assert await session.get_items() == []
+        session.close()
+        again = HistorySession("s", path)
+        assert await again.get_items() == []
+        again.close()
+
+    asyncio.run(scenario())
+
+
+def test_pop_without_a_user_turn_is_refused(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        async with HistorySession("s", tmp_path / "rollout.jsonl") as session:
+            await session.add_items([{"role": "assistant", "content": "hello"}])
+            with pytest.raises(agenthistory.Error, match="no user turn"):
+                await session.pop_item()
+            assert len(await session.get_items()) == 1
+
+    asyncio.run(scenario())
+
+
+def assistant_item(text: str) -> dict[str, Any]:
+    return {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": text}]}

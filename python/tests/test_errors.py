@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -48,15 +49,24 @@ def test_every_error_is_a_value_error_of_one_hierarchy() -> None:
 def test_a_bad_item_is_refused_and_the_history_is_unchanged(item: str | bytes) -> None:
     history = agenthistory.History([user("hi")])
     before = history.items_json()
-    with pytest.raises(agenthistory.Error):
+    with pytest.raises(agenthistory.ItemError):
         history.record(item)
     assert history.items_json() == before
 
 
 def test_a_value_that_is_not_json_is_refused() -> None:
     history = agenthistory.History()
-    with pytest.raises(agenthistory.Error, match="JSON"):
+    with pytest.raises(agenthistory.ItemError, match="JSON"):
         history.record({"type": "message", "bad": object()})
+    with pytest.raises(agenthistory.ItemError, match="JSON"):
+        history.record({"type": "x", "value": float("nan")})  # JSON has no NaN
+    with pytest.raises(agenthistory.ItemError) as raised:
+        history.extend([user("ok"), {"type": "x", "bad": object()}])
+    assert raised.value.position == 1
+    with pytest.raises(agenthistory.ItemError):
+        history.record('{"type":"x","text":"\ud800"}')  # a lone surrogate: not Unicode text
+    with pytest.raises(agenthistory.Error, match="not one item"):
+        history.extend(json.dumps(user("one item")))
     assert len(history) == 0
 
 

@@ -57,6 +57,11 @@ def test_responses_settings_reach_the_body() -> None:
     assert body["input"] == [user("go")]
 
 
+def test_parallel_tool_calls_reach_the_body_without_tools() -> None:
+    body = json.loads(agenthistory.PromptCompiler("m", parallel_tool_calls=True).compile(agenthistory.History()).body())
+    assert body["parallel_tool_calls"] is True
+
+
 def test_validate_finds_what_the_api_would_reject() -> None:
     findings = agenthistory.validate([user("hi"), call("c1")], target="responses")
     assert [finding["rule"] for finding in findings] == ["responses_call_without_output"]

@@ -69,8 +69,11 @@ def test_a_snapshot_resumes_the_same_history(tmp_path: Path) -> None:
     history, report = agenthistory.resume_with_report(path, snapshot=snapshot)
     assert history.items() == live.items()
     assert report["lines"] == 4
+    assert report["source"]["source"] == "snapshot" and report["source"]["covered"]["lines"] == 3
     with agenthistory.Session.resume(path, snapshot=snapshot) as resumed:
         assert resumed.history.items() == live.items()
+        assert resumed.report is not None and resumed.report["source"]["source"] == "snapshot"
+    assert agenthistory.resume_with_report(path)[1]["source"] == {"source": "rollout"}
 
 
 def test_compaction_and_rollback_are_written_and_resumed(tmp_path: Path) -> None:
@@ -128,6 +131,18 @@ def test_a_bad_item_writes_nothing(tmp_path: Path) -> None:
         before = path.read_bytes()
         with pytest.raises(agenthistory.ItemError):
             session.record("[1, 2]")
+        assert path.read_bytes() == before
+        assert len(session.history) == 1
+
+
+def test_a_bad_item_in_extend_writes_none_of_them(tmp_path: Path) -> None:
+    path = tmp_path / "rollout.jsonl"
+    with agenthistory.Session.create(path) as session:
+        session.record(user("a"))
+        before = path.read_bytes()
+        with pytest.raises(agenthistory.ItemError) as raised:
+            session.extend([user("b"), "{bad", user("c")])
+        assert raised.value.position == 1
         assert path.read_bytes() == before
         assert len(session.history) == 1
 

@@ -111,9 +111,15 @@ def test_a_stream_cut_short_records_only_complete_items() -> None:
 
 def test_a_session_writes_each_complete_item(tmp_path: Path) -> None:
     path = tmp_path / "rollout.jsonl"
-    with agenthistory.Session.create(path) as session:
+    raw = (FIXTURES / "parallel_calls.sse").read_bytes()
+    first_done = raw.index(b"\n\n", raw.index(b"event: response.output_item.done")) + 2
+    with agenthistory.Session.create(path, durability="flush") as session:
         accumulator = agenthistory.StreamAccumulator(session)
-        accumulator.feed((FIXTURES / "parallel_calls.sse").read_bytes())
+        accumulator.feed(raw[:first_done])
+        # Written as it completed, before the stream ended.
+        written = [json.loads(line) for line in path.read_text().splitlines()][1:]
+        assert [line["payload"]["call_id"] for line in written] == ["call_a"]
+        accumulator.feed(raw[first_done:])
         accumulator.finish()
         live = session.history
     assert [item["call_id"] for item in live.items()] == ["call_a", "call_b"]

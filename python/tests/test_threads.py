@@ -47,7 +47,8 @@ def test_projections_made_while_recording_are_each_a_whole_version() -> None:
     for thread in readers:
         thread.join()
     assert failures == []
-    assert len(seen_lengths) > 0
+    # The projections saw several versions: they ran while the history grew.
+    assert len(set(seen_lengths)) > 1
     final = history.project()
     assert len(final) == 1 + 2 * 2000
 
