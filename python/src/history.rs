@@ -36,7 +36,7 @@ impl PyHistory {
     }
 
     /// The current version (O(1)).
-    pub fn snapshot(&self) -> History {
+    pub fn current(&self) -> History {
         self.lock().clone()
     }
 }
@@ -102,7 +102,7 @@ impl PyHistory {
 
     /// The durable items, as dicts.
     fn items<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
-        let history = self.snapshot();
+        let history = self.current();
         let items = PyList::empty(py);
         for entry in history.iter() {
             items.append(json::parse(py, entry.json())?)?;
@@ -112,7 +112,7 @@ impl PyHistory {
 
     /// The durable items as one JSON array (`bytes`), written from the stored texts.
     fn items_json<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
-        let history = self.snapshot();
+        let history = self.current();
         let mut out = Vec::with_capacity(usize::try_from(history.json_bytes()).unwrap_or(0) + 2);
         out.push(b'[');
         for (index, entry) in history.iter().enumerate() {
@@ -127,7 +127,7 @@ impl PyHistory {
 
     /// An independent copy (O(1): the versions share their items).
     fn fork(&self) -> PyHistory {
-        PyHistory::from_history(self.snapshot())
+        PyHistory::from_history(self.current())
     }
 
     fn __copy__(&self) -> PyHistory {
@@ -171,7 +171,7 @@ impl PyHistory {
         strict: bool,
     ) -> PyResult<PyProjection> {
         let options = target_options(target, modalities, strict)?;
-        let history = self.snapshot();
+        let history = self.current();
         project_history(py, history, options)
     }
 

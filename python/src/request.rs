@@ -146,7 +146,7 @@ impl PyPromptCompiler {
         strict: bool,
     ) -> PyResult<PyRequest> {
         let options = target_options(target, modalities, strict)?;
-        let history = history.snapshot();
+        let history = history.current();
         py.detach(|| {
             self.compiler
                 .compile_for(&history, &options, StepContext::default())
