@@ -65,6 +65,9 @@ mod world_resume;
 mod world_session;
 mod writer_lock;
 
+// Claude Code transcripts: the model of what a resume sends, against its fixtures.
+mod claude_model;
+
 // Sessions shared between threads, and streamed responses.
 mod concurrency;
 mod stream;
