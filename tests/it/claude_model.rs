@@ -92,7 +92,7 @@ fn conversation(records: &[Record]) -> Vec<String> {
         let mut parent = records[at].parent.as_deref();
         let mut seen = HashSet::new();
         loop {
-            let Some(uuid) = parent else { return None };
+            let uuid = parent?;
             let Some(&up) = index.get(uuid) else {
                 let first_of_thread = !records[..at]
                     .iter()
