@@ -27,6 +27,8 @@ struct Record {
     tool_result: bool,
     /// A `system` record with `subtype: compact_boundary`.
     compact_boundary: bool,
+    /// The whole record.
+    raw: Value,
 }
 
 const CHAIN_KINDS: [&str; 5] = ["user", "assistant", "system", "attachment", "progress"];
@@ -46,6 +48,7 @@ fn records(text: &str) -> Vec<Record> {
         if !CHAIN_KINDS.contains(&kind) {
             continue;
         }
+        let raw = Value::Object(record.clone());
         let text = |key: &str| record.get(key).and_then(Value::as_str).map(str::to_owned);
         let message = record.get("message");
         let content = message.and_then(|message| message.get("content"));
@@ -70,6 +73,7 @@ fn records(text: &str) -> Vec<Record> {
                 tool_result,
                 compact_boundary: kind == "system"
                     && text("subtype").as_deref() == Some("compact_boundary"),
+                raw,
             },
         );
     }
@@ -185,6 +189,154 @@ fn conversation(records: &[Record]) -> Vec<String> {
         .collect()
 }
 
+/// The Messages API `messages` a resume sends for the records `sent` (in order), with the
+/// pairing repaired: one assistant message per `message.id`, consecutive user records merged
+/// with their results first, the records and blocks Claude Code drops left out, and each
+/// `tool_use` answered at the start of the next user message.
+fn messages(records: &[Record], sent: &[String]) -> Vec<Value> {
+    let by_uuid: HashMap<&str, &Record> = records
+        .iter()
+        .map(|record| (record.uuid.as_str(), record))
+        .collect();
+    let flag =
+        |record: &Record, key: &str| record.raw.get(key).and_then(Value::as_bool) == Some(true);
+    let blocks_of = |record: &Record| -> Vec<Value> {
+        let blocks = match record.raw.pointer("/message/content") {
+            Some(Value::String(text)) => vec![serde_json::json!({"type": "text", "text": text})],
+            Some(Value::Array(blocks)) => blocks.clone(),
+            _ => Vec::new(),
+        };
+        let empty_text = |block: &Value| {
+            block["type"] == "text"
+                && block["text"]
+                    .as_str()
+                    .is_some_and(|text| text.trim().is_empty())
+        };
+        blocks
+            .into_iter()
+            .filter(|block| !empty_text(block))
+            .collect()
+    };
+    // The message ids whose lines hold more than thinking: a thinking-only id is dropped.
+    let mut substantive: HashSet<&str> = HashSet::new();
+    for record in records {
+        if let Some(id) = record.message_id.as_deref()
+            && blocks_of(record)
+                .iter()
+                .any(|block| block["type"] != "thinking")
+        {
+            substantive.insert(id);
+        }
+    }
+    // (role, blocks, the assistant's message id)
+    let mut out: Vec<(String, Vec<Value>, Option<String>)> = Vec::new();
+    for uuid in sent {
+        let record = by_uuid[uuid.as_str()];
+        if flag(record, "isVirtual") || flag(record, "isApiErrorMessage") {
+            continue;
+        }
+        let blocks = blocks_of(record);
+        if record.kind == "assistant" {
+            let id = record.message_id.clone();
+            if id.as_deref().is_some_and(|id| !substantive.contains(id)) {
+                continue;
+            }
+            let open = out
+                .iter()
+                .rposition(|(role, _, of)| role == "assistant" && of.is_some() && *of == id);
+            match open {
+                Some(at) => {
+                    for block in blocks {
+                        let known = &out[at].1;
+                        let repeated = known.contains(&block)
+                            || (block["type"] == "tool_use"
+                                && known.iter().any(|other| {
+                                    other["type"] == "tool_use" && other["id"] == block["id"]
+                                }));
+                        if !repeated {
+                            out[at].1.push(block);
+                        }
+                    }
+                }
+                None => out.push(("assistant".into(), blocks, id)),
+            }
+        } else if let Some((role, known, _)) = out.last_mut().filter(|(role, ..)| role == "user") {
+            debug_assert_eq!(role, "user");
+            known.extend(blocks);
+        } else if !blocks.is_empty() {
+            out.push(("user".into(), blocks, None));
+        }
+    }
+    // Results first in each user message, in the order written.
+    for (role, blocks, _) in &mut out {
+        if role == "user" {
+            blocks.sort_by_key(|block| block["type"] != "tool_result");
+        }
+    }
+    // The pairing: each assistant's tool_use ids answered first in the next user message.
+    let mut used: HashSet<String> = HashSet::new();
+    let mut at = 0;
+    while at < out.len() {
+        if out[at].0 != "assistant" {
+            // A result that answers no call of the assistant message before it is dropped.
+            let asked: HashSet<String> = at
+                .checked_sub(1)
+                .map(|before| {
+                    out[before]
+                        .1
+                        .iter()
+                        .filter(|block| block["type"] == "tool_use")
+                        .filter_map(|block| block["id"].as_str().map(str::to_owned))
+                        .collect()
+                })
+                .unwrap_or_default();
+            let mut answered = HashSet::new();
+            out[at].1.retain(|block| {
+                block["type"] != "tool_result"
+                    || block["tool_use_id"]
+                        .as_str()
+                        .is_some_and(|id| asked.contains(id) && answered.insert(id.to_owned()))
+            });
+            at += 1;
+            continue;
+        }
+        // A tool_use id used before is dropped.
+        out[at].1.retain(|block| {
+            block["type"] != "tool_use"
+                || block["id"]
+                    .as_str()
+                    .is_some_and(|id| used.insert(id.to_owned()))
+        });
+        let calls: Vec<String> = out[at]
+            .1
+            .iter()
+            .filter(|block| block["type"] == "tool_use")
+            .filter_map(|block| block["id"].as_str().map(str::to_owned))
+            .collect();
+        if !calls.is_empty() {
+            if out.get(at + 1).is_none_or(|(role, ..)| role != "user") {
+                out.insert(at + 1, ("user".into(), Vec::new(), None));
+            }
+            let next = &mut out[at + 1].1;
+            let answered: HashSet<String> = next
+                .iter()
+                .filter(|block| block["type"] == "tool_result")
+                .filter_map(|block| block["tool_use_id"].as_str().map(str::to_owned))
+                .collect();
+            let missing = calls.iter().filter(|id| !answered.contains(*id)).map(|id| {
+                serde_json::json!({"type": "tool_result", "tool_use_id": id, "content": "aborted", "is_error": true})
+            });
+            let missing: Vec<Value> = missing.collect();
+            next.splice(0..0, missing);
+        }
+        at += 1;
+    }
+    out.into_iter()
+        .filter(|(_, blocks, _)| !blocks.is_empty())
+        .map(|(role, content, _)| serde_json::json!({"role": role, "content": content}))
+        .collect()
+}
+
 fn fixtures() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/claude-code")
 }
@@ -202,6 +354,47 @@ fn the_model_sends_what_each_fixture_expects() {
             .unwrap_or_else(|error| panic!("{name}.jsonl: {error}"));
         let sent: Vec<String> = serde_json::from_value(sent.clone()).expect("a list of uuids");
         assert_eq!(conversation(&records(&text)), sent, "{name}");
+    }
+}
+
+#[test]
+fn every_fixtures_messages_pair_every_call_and_alternate_roles() {
+    for entry in std::fs::read_dir(fixtures()).expect("the fixtures") {
+        let path = entry.expect("an entry").path();
+        if path
+            .extension()
+            .is_none_or(|extension| extension != "jsonl")
+        {
+            continue;
+        }
+        let records = records(&std::fs::read_to_string(&path).expect("read"));
+        let messages = messages(&records, &conversation(&records));
+        assert!(!messages.is_empty(), "{}", path.display());
+        for pair in messages.windows(2) {
+            assert_ne!(pair[0]["role"], pair[1]["role"], "{}", path.display());
+            let calls: Vec<&Value> = pair[0]["content"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter(|block| block["type"] == "tool_use")
+                .map(|block| &block["id"])
+                .collect();
+            let results: Vec<&Value> = pair[1]["content"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .take(calls.len())
+                .map(|block| &block["tool_use_id"])
+                .collect();
+            assert_eq!(results.len(), calls.len(), "{}", path.display());
+            for call in &calls {
+                assert!(
+                    results.contains(call),
+                    "{}: {call} unanswered",
+                    path.display()
+                );
+            }
+        }
     }
 }
 
@@ -313,6 +506,115 @@ mod rules {
         assert_eq!(
             conversation(&records(&text)),
             ["u1", "c1", "c2", "c3", "r1", "r2", "r3"]
+        );
+    }
+
+    fn sent_messages(lines: &[Value]) -> Vec<Value> {
+        let text: Vec<String> = lines.iter().map(Value::to_string).collect();
+        let records = records(&text.join("\n"));
+        messages(&records, &conversation(&records))
+    }
+
+    fn record(uuid: &str, parent: Option<&str>, kind: &str, message: Value) -> Value {
+        serde_json::json!({"type": kind, "uuid": uuid, "parentUuid": parent, "isSidechain": false,
+            "timestamp": "2026-11-20T10:00:00.000Z", "message": message})
+    }
+
+    #[test]
+    fn one_assistant_message_per_message_id_across_results_and_the_drops() {
+        let use1 = serde_json::json!({"type": "tool_use", "id": "t1", "name": "Read", "input": {}});
+        let use2 = serde_json::json!({"type": "tool_use", "id": "t2", "name": "Read", "input": {}});
+        let result = |id: &str| serde_json::json!({"type": "tool_result", "tool_use_id": id, "content": "ok"});
+        let lines = [
+            record("u1", None, "user", serde_json::json!({"role": "user", "content": "read"})),
+            record("a1", Some("u1"), "assistant", serde_json::json!({"id": "m1", "role": "assistant", "content": [{"type": "thinking", "thinking": "hm", "signature": "sig"}]})),
+            record("a2", Some("a1"), "assistant", serde_json::json!({"id": "m1", "role": "assistant", "content": [{"type": "text", "text": "reading"}, use1.clone(), {"type": "text", "text": "  "}]})),
+            record("r1", Some("a2"), "user", serde_json::json!({"role": "user", "content": [result("t1")]})),
+            record("a3", Some("r1"), "assistant", serde_json::json!({"id": "m1", "role": "assistant", "content": [{"type": "text", "text": "reading"}, use1.clone(), use2.clone()]})),
+            record("r2", Some("a3"), "user", serde_json::json!({"role": "user", "content": [result("t2"), result("nobody")]})),
+            record("x", Some("r2"), "assistant", serde_json::json!({"id": "m2", "role": "assistant", "model": "<synthetic>", "content": [{"type": "text", "text": "API Error"}]}))
+                .as_object().cloned().map(|mut x| { x.insert("isApiErrorMessage".into(), true.into()); Value::Object(x) }).expect("an object"),
+            record("m", Some("x"), "user", serde_json::json!({"role": "user", "content": "and now?"})),
+        ];
+        let messages = sent_messages(&lines);
+        assert_eq!(
+            messages,
+            [
+                serde_json::json!({"role": "user", "content": [{"type": "text", "text": "read"}]}),
+                serde_json::json!({"role": "assistant", "content": [{"type": "thinking", "thinking": "hm", "signature": "sig"}, {"type": "text", "text": "reading"}, use1, use2]}),
+                serde_json::json!({"role": "user", "content": [result("t1"), result("t2"), {"type": "text", "text": "and now?"}]}),
+            ]
+        );
+    }
+
+    #[test]
+    fn merged_user_records_put_results_first_and_a_reused_call_id_is_dropped() {
+        let call = |id: &str| serde_json::json!({"type": "tool_use", "id": id, "name": "Bash", "input": {}});
+        let result =
+            serde_json::json!({"type": "tool_result", "tool_use_id": "t1", "content": "ok"});
+        let lines = [
+            record(
+                "u1",
+                None,
+                "user",
+                serde_json::json!({"role": "user", "content": "go"}),
+            ),
+            record(
+                "a1",
+                Some("u1"),
+                "assistant",
+                serde_json::json!({"id": "m1", "role": "assistant", "content": [call("t1")]}),
+            ),
+            record(
+                "w",
+                Some("a1"),
+                "user",
+                serde_json::json!({"role": "user", "content": "wait"}),
+            ),
+            record(
+                "r",
+                Some("w"),
+                "user",
+                serde_json::json!({"role": "user", "content": [result.clone()]}),
+            ),
+            record(
+                "a2",
+                Some("r"),
+                "assistant",
+                serde_json::json!({"id": "m2", "role": "assistant", "content": [call("t1"), {"type": "text", "text": "again"}]}),
+            ),
+        ];
+        assert_eq!(
+            sent_messages(&lines),
+            [
+                serde_json::json!({"role": "user", "content": [{"type": "text", "text": "go"}]}),
+                serde_json::json!({"role": "assistant", "content": [call("t1")]}),
+                serde_json::json!({"role": "user", "content": [result, {"type": "text", "text": "wait"}]}),
+                serde_json::json!({"role": "assistant", "content": [{"type": "text", "text": "again"}]}),
+            ]
+        );
+    }
+
+    #[test]
+    fn an_unanswered_call_at_the_end_gets_an_aborted_result_in_a_new_user_message() {
+        let lines = [
+            record(
+                "u1",
+                None,
+                "user",
+                serde_json::json!({"role": "user", "content": "go"}),
+            ),
+            record(
+                "a1",
+                Some("u1"),
+                "assistant",
+                serde_json::json!({"id": "m1", "role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "Bash", "input": {}}]}),
+            ),
+        ];
+        let messages = sent_messages(&lines);
+        assert_eq!(
+            messages[2],
+            serde_json::json!({"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "aborted", "is_error": true}]})
         );
     }
 
