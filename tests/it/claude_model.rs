@@ -82,8 +82,28 @@ fn records(text: &str) -> Vec<Record> {
     records
 }
 
-/// The uuids of the user and assistant records a resume sends, in order.
+/// The uuids of the records a resume of the main thread sends, in order.
 fn conversation(records: &[Record]) -> Vec<String> {
+    thread_conversation(records, None)
+}
+
+/// The thread of a record: the main thread (`None`), or a subagent's sidechain by its `agentId`.
+fn thread_of(record: &Record) -> Option<&str> {
+    if !record.sidechain {
+        return None;
+    }
+    Some(
+        record
+            .raw
+            .get("agentId")
+            .and_then(Value::as_str)
+            .unwrap_or(""),
+    )
+}
+
+/// The uuids of the records a resume of `thread` sends, in order: the main thread, or the
+/// subagent whose sidechain records carry that `agentId`.
+fn thread_conversation(records: &[Record], thread: Option<&str>) -> Vec<String> {
     let index: HashMap<&str, usize> = records
         .iter()
         .enumerate()
@@ -120,11 +140,18 @@ fn conversation(records: &[Record]) -> Vec<String> {
     for parent in parents.iter().flatten() {
         has_child[*parent] = true;
     }
-    let talk = |at: usize| matches!(records[at].kind.as_str(), "user" | "assistant");
+    // Sent: user and assistant records, and the output of a local command as user text.
+    let talk = |at: usize| {
+        matches!(records[at].kind.as_str(), "user" | "assistant")
+            || (records[at].kind == "system"
+                && records[at].raw.get("subtype").and_then(Value::as_str) == Some("local_command"))
+    };
     // The leaf: of the main-thread records nobody points at, each walked back to its nearest
     // user or assistant record, the latest; a tie goes to the earlier line.
     let leaf = (0..records.len())
-        .filter(|&at| !has_child[at] && !records[at].sidechain && records[at].kind != "progress")
+        .filter(|&at| {
+            !has_child[at] && thread_of(&records[at]) == thread && records[at].kind != "progress"
+        })
         .filter_map(|mut at| {
             let mut seen = HashSet::new();
             while !talk(at) {
@@ -235,7 +262,17 @@ fn messages(records: &[Record], sent: &[String]) -> Vec<Value> {
         if flag(record, "isVirtual") || flag(record, "isApiErrorMessage") {
             continue;
         }
-        let blocks = blocks_of(record);
+        let blocks = if record.kind == "system" {
+            // A local command's output, sent as user text.
+            let text = record
+                .raw
+                .get("content")
+                .and_then(Value::as_str)
+                .unwrap_or("");
+            vec![serde_json::json!({"type": "text", "text": text})]
+        } else {
+            blocks_of(record)
+        };
         if record.kind == "assistant" {
             let id = record.message_id.clone();
             if id.as_deref().is_some_and(|id| !substantive.contains(id)) {
@@ -615,6 +652,53 @@ mod rules {
         assert_eq!(
             messages[2],
             serde_json::json!({"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "aborted", "is_error": true}]})
+        );
+    }
+
+    #[test]
+    fn a_subagents_sidechain_is_its_own_thread() {
+        let side = |uuid: &str, parent: Option<&str>, kind: &str, second: u32, agent: &str| {
+            line(uuid, parent, kind, second).replace(
+                "\"isSidechain\":false",
+                &format!("\"isSidechain\":true,\"agentId\":\"{agent}\""),
+            )
+        };
+        let text = [
+            line("u1", None, "user", 1),
+            side("s1", None, "user", 2, "agent-a"),
+            side("s2", Some("s1"), "assistant", 3, "agent-a"),
+            side("t1", None, "user", 4, "agent-b"),
+            line("a1", Some("u1"), "assistant", 5),
+        ]
+        .join("\n");
+        let records = records(&text);
+        assert_eq!(conversation(&records), ["u1", "a1"]);
+        assert_eq!(thread_conversation(&records, Some("agent-a")), ["s1", "s2"]);
+        assert_eq!(thread_conversation(&records, Some("agent-b")), ["t1"]);
+    }
+
+    #[test]
+    fn a_local_commands_output_is_sent_as_user_text_and_other_system_records_are_not() {
+        let system = |uuid: &str, parent: &str, subtype: &str, second: u32| {
+            serde_json::json!({"type": "system", "uuid": uuid, "parentUuid": parent, "isSidechain": false,
+                "timestamp": format!("2026-11-20T10:00:{second:02}.000Z"), "subtype": subtype,
+                "content": "<local-command-stdout>3 files</local-command-stdout>"})
+        };
+        let lines = [
+            record(
+                "u1",
+                None,
+                "user",
+                serde_json::json!({"role": "user", "content": "ls"}),
+            ),
+            system("c1", "u1", "local_command", 1),
+            system("d1", "c1", "turn_duration", 2),
+        ];
+        let messages = sent_messages(&lines);
+        assert_eq!(messages.len(), 1);
+        assert_eq!(
+            messages[0]["content"][1]["text"],
+            "<local-command-stdout>3 files</local-command-stdout>"
         );
     }
 
