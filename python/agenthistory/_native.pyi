@@ -182,6 +182,19 @@ class Session:
     def rollback(self, n: int) -> None:
         """Rolls the last n user turns back and appends the `thread_rolled_back` event."""
 
+    def begin_turn(self, settings: dict[str, Any] | str | bytes, turn_id: str | None = None) -> str:
+        """Begins a Codex turn (task_started, turn_context); its id. Refused while one is active."""
+
+    def complete_turn(self, last_agent_message: str | None = None) -> None:
+        """Completes the active turn (task_complete)."""
+
+    def abort_turn(self, reason: Literal["interrupted", "replaced", "review_ended"] = "interrupted") -> None:
+        """Aborts the active turn (turn_aborted)."""
+
+    @property
+    def active_turn(self) -> str | None:
+        """The id of the active turn, or None."""
+
     def flush(self) -> None: ...
     @property
     def thread_id(self) -> str: ...

@@ -6,7 +6,7 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use agent_history::{
     DEFAULT_TRUNCATION, Durability, FileSink, History, LoadReport, ResumeOptions, ResumeSource,
-    Session, SessionMeta, ThreadId, resume_file, summary_text,
+    Session, SessionMeta, ThreadId, TurnAbortReason, TurnId, resume_file, summary_text,
 };
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
@@ -188,6 +188,62 @@ impl PySession {
     /// Rolls the last `n` user turns back and appends the `thread_rolled_back` event.
     fn rollback(&self, py: Python<'_>, n: usize) -> PyResult<()> {
         self.with(py, |session| Ok(session.rollback(n)?))
+    }
+
+    /// Begins a Codex turn with `settings` (a dict, or its JSON text: the turn's
+    /// `turn_context`), writing `task_started` and the `turn_context`; returns the turn id (a
+    /// UUIDv7, or `turn_id` when given). Refused while a turn is active.
+    #[pyo3(signature = (settings, turn_id=None))]
+    fn begin_turn(
+        &self,
+        py: Python<'_>,
+        settings: &Bound<'_, PyAny>,
+        turn_id: Option<String>,
+    ) -> PyResult<String> {
+        let settings = json::item_text(settings)?;
+        self.with(py, |session| match turn_id {
+            Some(id) => {
+                session.begin_turn_with_id(TurnId::new(id.clone()), &settings)?;
+                Ok(id)
+            }
+            None => Ok(session.begin_turn(&settings)?.to_string()),
+        })
+    }
+
+    /// Completes the active turn (`task_complete`, with the last agent message if given).
+    #[pyo3(signature = (last_agent_message=None))]
+    fn complete_turn(&self, py: Python<'_>, last_agent_message: Option<String>) -> PyResult<()> {
+        self.with(py, |session| {
+            Ok(session.complete_turn(last_agent_message.as_deref())?)
+        })
+    }
+
+    /// Aborts the active turn (`turn_aborted`): `reason` is `interrupted`, `replaced` or
+    /// `review_ended`.
+    #[pyo3(signature = (reason="interrupted"))]
+    fn abort_turn(&self, py: Python<'_>, reason: &str) -> PyResult<()> {
+        let reason = match reason {
+            "interrupted" => TurnAbortReason::Interrupted,
+            "replaced" => TurnAbortReason::Replaced,
+            "review_ended" => TurnAbortReason::ReviewEnded,
+            other => {
+                return Err(errors::argument(format!(
+                    "unknown abort reason `{other}` (expected interrupted, replaced or review_ended)"
+                )));
+            }
+        };
+        self.with(py, |session| Ok(session.abort_turn(reason)?))
+    }
+
+    /// The id of the active turn, or `None`.
+    #[getter]
+    fn active_turn(&self, py: Python<'_>) -> PyResult<Option<String>> {
+        self.with(py, |session| {
+            Ok(session
+                .active_turn()
+                .and_then(|turn| turn.id())
+                .map(ToString::to_string))
+        })
     }
 
     /// Writes what is buffered to the file.

@@ -155,3 +155,33 @@ def test_options_are_checked(tmp_path: Path) -> None:
     thread = "5973b6c0-94b8-487b-a530-2aeb6098ae0c"
     with agenthistory.Session.create(tmp_path / "c.jsonl", thread_id=thread) as session:
         assert session.thread_id == thread
+
+
+def test_turns_are_written_as_codex_writes_them_and_resumed(tmp_path: Path) -> None:
+    path = tmp_path / "rollout.jsonl"
+    with agenthistory.Session.create(path) as session:
+        turn = session.begin_turn({"cwd": "/work", "model": "gpt-5.1-codex"})
+        assert session.active_turn == turn
+        with pytest.raises(agenthistory.RolloutWriteError, match="turn is active"):
+            session.begin_turn({"cwd": "/work"})
+        session.record(user("hi"))
+        session.complete_turn("done")
+        assert session.active_turn is None
+        with pytest.raises(agenthistory.RolloutWriteError, match="no turn is active"):
+            session.complete_turn()
+        second = session.begin_turn('{"cwd":"/work"}', turn_id="turn-2")
+        assert second == "turn-2"
+        session.abort_turn("interrupted")
+        with pytest.raises(agenthistory.Error, match="abort reason"):
+            session.abort_turn("bored")  # type: ignore[arg-type]
+        third = session.begin_turn({"cwd": "/work"})
+        session.record(user("again"))
+    lines = rollout_lines(path)
+    events = [line["payload"]["type"] for line in lines if line["type"] == "event_msg"]  # type: ignore[index]
+    assert events == ["task_started", "task_complete", "task_started", "turn_aborted", "task_started"]
+    contexts = [line["payload"] for line in lines if line["type"] == "turn_context"]
+    assert contexts[0] == {"turn_id": turn, "cwd": "/work", "model": "gpt-5.1-codex"}
+    # The last turn was never ended: resume says so.
+    _, report = agenthistory.resume_with_report(path)
+    assert report["incomplete_turn"] is not None
+    assert report["incomplete_turn"]["turn_id"] == third
