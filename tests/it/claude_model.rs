@@ -492,6 +492,17 @@ mod rules {
     }
 
     #[test]
+    fn a_session_start_hook_at_the_root_bridges_to_nothing() {
+        let text = [
+            line("p0", None, "progress", 0),
+            line("u1", Some("p0"), "user", 1),
+            line("a1", Some("u1"), "assistant", 2),
+        ]
+        .join("\n");
+        assert_eq!(conversation(&records(&text)), ["u1", "a1"]);
+    }
+
+    #[test]
     fn a_cycle_ends_the_walk() {
         let text = [
             line("u1", Some("a2"), "user", 1),
