@@ -1,6 +1,7 @@
 //! An independent model of which records a Claude Code resume sends, written from the
 //! transcript format's description alone (the leaf, the walk, the progress bridge, parallel
-//! results put back, later branches, the compact boundary, a parent never written), and the
+//! results put back, later branches, the compact boundary, a progress fork and a parent never
+//! written re-attached), and the
 //! fixtures in `tests/fixtures/claude-code/` it is checked against. The library's transcript
 //! reader (issue 32) is to be compared with this model on the fixtures and on generated
 //! transcripts; until it exists, the model is held to the fixtures' expectations.
@@ -135,7 +136,41 @@ fn thread_conversation(records: &[Record], thread: Option<&str>) -> Vec<String> 
             parent = records[up].parent.as_deref();
         }
     };
-    let parents: Vec<Option<usize>> = (0..records.len()).map(parent_of).collect();
+    let mut parents: Vec<Option<usize>> = (0..records.len()).map(parent_of).collect();
+    // A progress fork (versions before 2.1.85): a record whose parent is a progress record
+    // hangs, once bridged, off an ancestor that real records were written under since; it is
+    // re-attached to the last of them, so that the turns between are not cut off.
+    for at in 0..records.len() {
+        let through_progress = records[at]
+            .parent
+            .as_deref()
+            .and_then(|uuid| index.get(uuid))
+            .is_some_and(|&up| records[up].kind == "progress");
+        let Some(ancestor) = parents[at].filter(|_| through_progress) else {
+            continue;
+        };
+        let descends = |mut from: usize| {
+            let mut seen = HashSet::new();
+            while let Some(up) = parents[from] {
+                if up == ancestor {
+                    return true;
+                }
+                if !seen.insert(up) {
+                    return false;
+                }
+                from = up;
+            }
+            false
+        };
+        let last_under = (ancestor + 1..at).rev().find(|&other| {
+            records[other].kind != "progress"
+                && records[other].sidechain == records[at].sidechain
+                && descends(other)
+        });
+        if let Some(last) = last_under {
+            parents[at] = Some(last);
+        }
+    }
     let mut has_child = vec![false; records.len()];
     for parent in parents.iter().flatten() {
         has_child[*parent] = true;
