@@ -1,10 +1,11 @@
-//! An independent model of which records a Claude Code resume sends, written from the
-//! transcript format's description alone (the leaf, the walk, the progress bridge, parallel
-//! results put back, later branches, the compact boundary, a progress fork and a parent never
-//! written re-attached), and the
-//! fixtures in `tests/fixtures/claude-code/` it is checked against. The library's transcript
-//! reader (issue 32) is to be compared with this model on the fixtures and on generated
-//! transcripts; until it exists, the model is held to the fixtures' expectations.
+//! An independent model of which records a Claude Code resume sends and of the messages it
+//! builds, written from the transcript format's description alone (the leaf, the walk, the
+//! progress bridge, parallel results put back, later branches, the compact boundary, a progress
+//! fork and a parent never written re-attached, subagent threads; one assistant message per
+//! message id, merged user records, the drops, the pairing), and the fixtures in
+//! `tests/fixtures/claude-code/` it is checked against. The library's transcript reader (issue
+//! 32) is to be compared with this model on the fixtures and on generated transcripts; until it
+//! exists, the model is held to the fixtures' expectations.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::PathBuf;
