@@ -29,8 +29,8 @@ pub use item::{
     ORIGINAL_FILE_IMAGE_ESTIMATE_BYTES, OutputContentItem, OutputPayload, Pairing, Reasoning,
     ReasoningContent, ReasoningSummary, ResponseItem, Role, SUMMARY_PREFIX, SYNTHETIC_ID_NAMESPACE,
     ThreadId, ToolSearchCall, ToolSearchOutput, TurnId, WebSearchAction, WebSearchCall,
-    approx_token_count, is_contextual_developer_text, is_contextual_user_text, is_summary_text,
-    synthetic_output_id,
+    approx_token_count, error_chain, is_contextual_developer_text, is_contextual_user_text,
+    is_summary_text, synthetic_output_id,
 };
 
 // The world-state layer: the runtime context a model is shown, as sections with snapshots and

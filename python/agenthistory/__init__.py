@@ -4,50 +4,7 @@ The history is repaired for the model in the projection only; the durable histor
 rollout a session writes, never hold a repair. See docs/python.md in the repository.
 """
 
-from agenthistory._native import (
-    ABORTED_OUTPUT,
-    SYNTHETIC_ID_NAMESPACE,
-    Error,
-    History,
-    ItemError,
-    Projection,
-    ProjectionError,
-    PromptCompiler,
-    Request,
-    RolloutError,
-    RolloutWriteError,
-    Session,
-    SnapshotError,
-    StreamAccumulator,
-    StreamError,
-    ToolPlan,
-    WriterLockError,
-    project,
-    resume,
-    resume_with_report,
-    validate,
-)
+from agenthistory import _native
+from agenthistory._native import *  # noqa: F403 (the native module's names are the package's)
 
-__all__ = [
-    "ABORTED_OUTPUT",
-    "SYNTHETIC_ID_NAMESPACE",
-    "Error",
-    "History",
-    "ItemError",
-    "Projection",
-    "ProjectionError",
-    "PromptCompiler",
-    "Request",
-    "RolloutError",
-    "RolloutWriteError",
-    "Session",
-    "SnapshotError",
-    "StreamAccumulator",
-    "StreamError",
-    "ToolPlan",
-    "WriterLockError",
-    "project",
-    "resume",
-    "resume_with_report",
-    "validate",
-]
+__all__ = _native.__all__

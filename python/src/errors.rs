@@ -106,22 +106,9 @@ struct Location<'a> {
     position: Option<usize>,
 }
 
-/// The message of `error` followed by each of its sources (`what failed: why`), as `{:#}` in
-/// `anyhow` prints it.
-fn chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
-}
-
 /// The exception for `error` with its message chain and location attributes.
 fn raise<T: PyTypeInfo>(error: &dyn std::error::Error, at: Location<'_>) -> PyErr {
-    let err = PyErr::new::<T, _>(chain(error));
+    let err = PyErr::new::<T, _>(agent_history::error_chain(error));
     Python::attach(|py| {
         let value = err.value(py);
         // Setting attributes on a fresh exception instance cannot fail but for memory; the

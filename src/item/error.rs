@@ -40,9 +40,9 @@ fn type_suffix(item_type: Option<&str>) -> String {
     item_type.map_or_else(String::new, |t| format!(" (type `{t}`)"))
 }
 
-/// An error's message followed by those of its sources, joined by `": "` — for reports that keep
-/// an error as text (a skipped rollout line's reason, say).
-pub(crate) fn with_sources(error: &dyn StdError) -> String {
+/// An error's message followed by those of its sources, joined by `": "` (what failed: why), as
+/// `{:#}` prints an `anyhow` error — for reports and bindings that keep an error as text.
+pub fn error_chain(error: &dyn StdError) -> String {
     let mut text = error.to_string();
     let mut source = error.source();
     while let Some(cause) = source {
@@ -78,7 +78,7 @@ mod tests {
         };
         assert_eq!(error.to_string(), "invalid item JSON (type `message`)");
         assert_eq!(
-            with_sources(&error),
+            error_chain(&error),
             "invalid item JSON (type `message`): EOF while parsing an object at line 1 column 1"
         );
     }

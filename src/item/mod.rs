@@ -18,8 +18,8 @@ mod work;
 
 pub(crate) use entry::{Body, Payload, StripKey, StrippedForm, parse_item, turn_role};
 pub use entry::{Entry, EntryFlags};
-pub use error::ItemError;
-pub(crate) use error::{json_type, with_sources};
+pub(crate) use error::json_type;
+pub use error::{ItemError, error_chain};
 pub(crate) use estimate::tokens_for_bytes;
 pub use estimate::{
     BYTES_PER_TOKEN, IMAGE_ESTIMATE_BYTES, ORIGINAL_FILE_IMAGE_ESTIMATE_BYTES, approx_token_count,

@@ -15,7 +15,7 @@ use serde_json::value::RawValue;
 
 use crate::item::{
     Entry, InterAgentCommunication, ItemKind, OutputBody, ResponseItem, ThreadId, TurnId,
-    json_type, parse_item, with_sources,
+    error_chain, json_type, parse_item,
 };
 
 use super::line::{CompactedPayload, Event, Facts, LineContent, LineKind, MetaFacts};
@@ -324,7 +324,7 @@ fn expect_object(payload: &str, kind: &str) -> Result<(), String> {
 /// replaying it does not read the text again); `None` for a legacy `ghost_snapshot`, which is
 /// dropped.
 fn item_entry(json: &str) -> Result<Option<(Entry, OutputBody)>, SkipReason> {
-    let invalid = |error| SkipReason::InvalidItem(with_sources(&error));
+    let invalid = |error| SkipReason::InvalidItem(error_chain(&error));
     // Tool calls and outputs, reasoning: read without building the typed item (never a
     // `ghost_snapshot`).
     if let Some(header) = Entry::read_header(json) {

@@ -19,7 +19,7 @@ use serde::ser::SerializeMap;
 use serde_json::value::RawValue;
 
 use crate::history::{DEFAULT_TRUNCATION, History, TruncationPolicy};
-use crate::item::{ThreadId, with_sources};
+use crate::item::{ThreadId, error_chain};
 use crate::snapshot::{PrefixFact, RolloutPosition, SnapshotError};
 
 use super::error::RolloutError;
@@ -284,7 +284,7 @@ impl fmt::Display for FallbackReason {
                 "strict reading checks every line, and a snapshot cannot vouch for the lines it covers",
             ),
             FallbackReason::Unreadable(error) => {
-                write!(f, "the snapshot cannot be used: {}", with_sources(error))
+                write!(f, "the snapshot cannot be used: {}", error_chain(error))
             }
             FallbackReason::TruncationMismatch {
                 snapshot,
