@@ -243,3 +243,11 @@ def test_pop_without_a_user_turn_is_refused(tmp_path: Path) -> None:
 
 def assistant_item(text: str) -> dict[str, Any]:
     return {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": text}]}
+
+
+def test_an_existing_file_that_is_not_a_rollout_is_refused_and_kept(tmp_path: Path) -> None:
+    path = tmp_path / "notes.jsonl"
+    path.write_text("")
+    with pytest.raises(agenthistory.RolloutError):
+        HistorySession("s", path)
+    assert path.read_text() == ""
