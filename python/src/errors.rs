@@ -171,6 +171,14 @@ fn snapshot_path(error: &SnapshotError) -> Option<&Path> {
     }
 }
 
+/// `err` naming the bad item's index in the iterable it came from (`position`).
+pub fn at_position(err: PyErr, index: usize) -> PyErr {
+    Python::attach(|py| {
+        let _ = err.value(py).setattr("position", index);
+    });
+    err
+}
+
 /// A bad item.
 pub fn item(error: &ItemError) -> PyErr {
     raise::<exceptions::ItemError>(error, Location::default())

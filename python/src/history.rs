@@ -54,13 +54,8 @@ pub fn position(recorded: Recorded) -> Option<usize> {
 pub fn record_all(history: &History, texts: Vec<Box<str>>) -> PyResult<History> {
     let mut next = history.clone();
     for (index, text) in texts.into_iter().enumerate() {
-        next.record_json(text).map_err(|error| {
-            let err = errors::item(&error);
-            Python::attach(|py| {
-                let _ = err.value(py).setattr("position", index);
-            });
-            err
-        })?;
+        next.record_json(text)
+            .map_err(|error| errors::at_position(errors::item(&error), index))?;
     }
     Ok(next)
 }

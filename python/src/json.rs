@@ -71,10 +71,7 @@ pub fn item_texts(items: &Bound<'_, PyAny>) -> PyResult<Vec<Box<str>>> {
     }
     let mut texts = Vec::new();
     for (index, item) in items.try_iter()?.enumerate() {
-        let text = item_text(&item?).inspect_err(|err| {
-            let _ = err.value(items.py()).setattr("position", index);
-        })?;
-        texts.push(text);
+        texts.push(item_text(&item?).map_err(|err| errors::at_position(err, index))?);
     }
     Ok(texts)
 }

@@ -146,18 +146,23 @@ impl PySession {
         self.with(py, |session| Ok(position(session.record_json(&text)?)))
     }
 
-    /// Records every item, in order (each appended as it is recorded). Every item is checked
-    /// first, so a bad one (named by its `position`) leaves the history and the file as they
-    /// were; a failed write leaves the lines not written pending, as for `record`.
+    /// Records every item, in order, and appends them as one batch: all or nothing, so a bad one
+    /// (named by its `position`) leaves the history and the file as they were; a failed write
+    /// leaves the lines not written pending, as for `record`.
     fn extend(&self, py: Python<'_>, items: &Bound<'_, PyAny>) -> PyResult<()> {
         let texts = json::item_texts(items)?;
-        // Recording into an empty history fails exactly where the session's would: an item's
-        // validity does not depend on the items before it.
-        record_all(&History::new(), texts.clone())?;
-        self.with(py, |session| {
+        let recorded = self.with(py, |session| {
             session.record_all_json(texts.iter().map(|text| &**text))?;
             Ok(())
-        })
+        });
+        match recorded {
+            // Which item it was, found on the error path only: recording into an empty history
+            // fails at the same item (an item's validity does not depend on those before it).
+            Err(err) if err.is_instance_of::<errors::exceptions::ItemError>(py) => {
+                Err(record_all(&History::new(), texts).err().unwrap_or(err))
+            }
+            other => other,
+        }
     }
 
     /// The session's history now: an O(1) copy, independent of what is recorded later.

@@ -540,41 +540,33 @@ impl<S: RolloutSink> Session<S> {
         Ok(recorded)
     }
 
-    /// Records several items and appends the stored ones as one batch (one flush or sync).
+    /// Records several items and appends the stored ones as one batch (one flush or sync). All
+    /// or nothing: the items are recorded into a copy of the history (O(1)), which replaces it
+    /// only when every item was recorded.
     ///
     /// # Errors
     ///
-    /// As [`Session::record_json`]; on an invalid item, the items before it are recorded and
-    /// written, the rest are not.
+    /// As [`Session::record_json`]; on an invalid item nothing is recorded or written.
     pub fn record_all_json<'a>(
         &mut self,
         items: impl IntoIterator<Item = &'a str>,
     ) -> Result<Vec<Recorded>, Error> {
+        let mut next = self.history.clone();
         let mut outcomes = Vec::new();
         let mut lines: Vec<Entry> = Vec::new();
-        let mut failure = None;
         for json in items {
-            match self.record_prepared(json) {
-                Ok((recorded, line)) => {
-                    lines.extend(line);
-                    outcomes.push(recorded);
-                }
-                Err(error) => {
-                    failure = Some(Error::from(error));
-                    break;
-                }
-            }
+            let (recorded, line) = Self::record_into(&mut next, self.prepare(json)?)?;
+            lines.extend(line);
+            outcomes.push(recorded);
         }
+        self.history = next;
         if !lines.is_empty() {
             let written = self.writer.append_entries(&lines);
             self.turns.wrote_entries(&lines, &mut self.history);
             self.publish();
             written?;
         }
-        match failure {
-            Some(error) => Err(error),
-            None => Ok(outcomes),
-        }
+        Ok(outcomes)
     }
 
     /// Records a typed item (serialized once) and appends it if it was stored.
@@ -862,13 +854,21 @@ impl<S: RolloutSink> Session<S> {
     /// whose text the `response_item` line holds (as recorded — a client tool search with
     /// canonical arguments — before truncation).
     fn record_prepared(&mut self, json: &str) -> Result<(Recorded, Option<Entry>), ItemError> {
-        let (text, item) = self.prepare(json)?;
-        // The record filter and canonicalization: the line holds what the history keeps.
+        let prepared = self.prepare(json)?;
+        Self::record_into(&mut self.history, prepared)
+    }
+
+    /// Records a prepared item (its text and parsed form) into `history`: the record filter and
+    /// canonicalization, so the line holds what the history keeps.
+    fn record_into(
+        history: &mut History,
+        (text, item): (String, ResponseItem),
+    ) -> Result<(Recorded, Option<Entry>), ItemError> {
         let entry = match History::durable_entry(text.into_boxed_str(), &item)? {
             Ok(entry) => entry,
             Err(reason) => return Ok((Recorded::Filtered(reason), None)),
         };
-        let recorded = self.history.record_durable_entry(entry.clone(), &item)?;
+        let recorded = history.record_durable_entry(entry.clone(), &item)?;
         Ok((recorded, Some(entry)))
     }
 

@@ -1341,3 +1341,31 @@ fn resume_canonicalizes_client_tool_searches_of_an_older_rollout() {
         "orphan dropped, ts_2 answered"
     );
 }
+
+/// `record_all_json` is all or nothing: an invalid item in the middle of a batch leaves the
+/// history and the file as they were.
+#[test]
+fn a_batch_with_an_invalid_item_records_and_writes_none_of_it() {
+    let dir = temp_dir();
+    let path = dir.path().join("rollout.jsonl");
+    let mut session = Session::create(
+        &path,
+        SessionMeta::new(thread("thread-batch")),
+        DEFAULT_TRUNCATION,
+        Durability::Flush,
+    )
+    .expect("created");
+    let first = r#"{"type":"message","id":"msg_1","role":"user","content":[{"type":"input_text","text":"a"}]}"#;
+    let later = r#"{"type":"message","id":"msg_2","role":"user","content":[{"type":"input_text","text":"b"}]}"#;
+    session.record_json(first).expect("recorded");
+    let before = std::fs::read(&path).expect("read");
+    let error = session
+        .record_all_json([later, "{not json", later])
+        .expect_err("an invalid item");
+    assert!(matches!(error, agent_history::Error::Item(_)), "{error}");
+    assert_eq!(session.history().len(), 1);
+    session.flush().expect("flushed");
+    assert_eq!(std::fs::read(&path).expect("read"), before);
+    session.record_all_json([later]).expect("recorded");
+    assert_eq!(session.history().len(), 2);
+}
