@@ -17,6 +17,7 @@ mod rollout;
 mod session;
 mod snapshot;
 mod stream;
+mod transcript;
 mod world;
 
 // The item layer: the wire model, stored entries, ids, kinds and pairing, turns, tokens.
@@ -68,8 +69,8 @@ pub use request::{
 
 // The provider layer: the model API a request is for; per-target projections and validators.
 pub use provider::{
-    ANTHROPIC_LEADING_USER_TEXT, AnthropicTools, CUSTOM_TOOL_INPUT_KEY, ChatTools,
-    DEFAULT_ANTHROPIC_MAX_TOKENS, DeveloperRole, DroppedTool, Finding, InputFallback,
+    ANTHROPIC_BLOCK_KEY, ANTHROPIC_LEADING_USER_TEXT, AnthropicTools, CUSTOM_TOOL_INPUT_KEY,
+    ChatTools, DEFAULT_ANTHROPIC_MAX_TOKENS, DeveloperRole, DroppedTool, Finding, InputFallback,
     LOCAL_SHELL_FUNCTION, ParseTargetError, PlaceholderReason, RAW_ARGUMENTS_KEY, Rule, Severity,
     TOOL_IMAGE_PLACEHOLDER, Target, TargetOptions, TargetProjection, TargetProjectionError,
     TargetRepair, TargetRepairKind, TargetReport, TargetRequest, UNNAMED_TOOL_FUNCTION, Validation,
@@ -102,6 +103,13 @@ pub use rollout::{
     SkipCounts, SkipReason, SkippedLine, WorldStateIssue, WorldStateProblem, WorldStateReport,
     WriteStep, codex_home, is_compressed, open_rollout, resume_file, resume_reader,
     rollout_file_ids, rollout_file_name,
+};
+
+// The transcript layer: Claude Code transcripts read, their conversation chosen as a resume
+// does, held in a history.
+pub use transcript::{
+    Branch, CompactCut, Conversation, ConversationReport, Dropped, DroppedKind, Rescue, RescueKind,
+    SentRecord, Transcript, TranscriptError, TranscriptReport,
 };
 
 // The session layer: a history and its rollout kept in step.

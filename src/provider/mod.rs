@@ -26,8 +26,9 @@ mod validate;
 use std::fmt;
 use std::str::FromStr;
 
+pub(crate) use anthropic::rendered_block;
 pub use anthropic::{
-    ANTHROPIC_LEADING_USER_TEXT, AnthropicTools, CUSTOM_TOOL_INPUT_KEY,
+    ANTHROPIC_BLOCK_KEY, ANTHROPIC_LEADING_USER_TEXT, AnthropicTools, CUSTOM_TOOL_INPUT_KEY,
     DEFAULT_ANTHROPIC_MAX_TOKENS, RAW_ARGUMENTS_KEY, anthropic_tool_choice, anthropic_tools,
 };
 #[cfg(feature = "testing")]

@@ -18,6 +18,7 @@ mod compressed;
 mod error;
 mod line;
 mod lineage;
+mod lines;
 mod paginated;
 mod reader;
 mod report;
@@ -34,7 +35,9 @@ pub use line::{BaseInstructions, LineKind, RolloutLine, SessionMeta};
 pub(crate) use line::{Event, Facts};
 pub use lineage::{CODEX_HOME_VAR, codex_home, rollout_file_ids, rollout_file_name};
 pub(crate) use lineage::{home_of_tree, rollout_id_of};
+pub(crate) use lines::{LineLoop, LineVisitor, split_lines};
 pub use paginated::{HistoryBase, HistoryMode, OrdinalDamage, Pagination};
+pub(crate) use reader::{OpenError, open_input};
 pub use reader::{READER_LABEL, Rollout, open_rollout};
 pub use report::{
     DEFAULT_MAX_LINE_BYTES, DEFAULT_MAX_REPORTED, IncompleteTurn, LeftOut, LineRepair, LineageFile,

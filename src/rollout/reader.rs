@@ -3,16 +3,17 @@
 //! The rules are documented on [`Rollout`]; what a line must be is `validate.rs`.
 
 use std::fs::File;
-use std::io::{BufRead, BufReader, ErrorKind, Read};
+use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use crate::item::{ItemKind, Role, ThreadId};
 
-use super::compressed::{READ_BUFFER_BYTES, RolloutText};
+use super::compressed::RolloutText;
 use super::error::{BinaryContent, RolloutError};
 use super::line::{
     BaseInstructions, Facts, InstructionsField, LineKind, RolloutLine, base_instructions_field,
 };
+use super::lines::{LineLoop, LineVisitor, split_lines};
 use super::paginated::{HistoryMode, Pagination};
 use super::report::{
     LeftOut, LineRepair, LineageFile, LoadReport, ReadMode, ReadOptions, RepairedLine, SkipCounts,
@@ -85,26 +86,38 @@ pub struct Rollout {
 /// directory or a device.
 pub fn open_rollout(path: impl AsRef<Path>) -> Result<File, RolloutError> {
     let path = path.as_ref();
-    let io_error = |source| RolloutError::Io {
-        path: path.to_owned(),
-        source,
-    };
-    let file = File::open(path).map_err(io_error)?;
-    let kind = file.metadata().map_err(io_error)?.file_type();
-    let not_a_file = |what| {
-        Err(RolloutError::NotAFile {
+    open_input(path).map_err(|error| match error {
+        OpenError::Io(source) => RolloutError::Io {
+            path: path.to_owned(),
+            source,
+        },
+        OpenError::NotAFile(what) => RolloutError::NotAFile {
             path: path.to_owned(),
             what,
-        })
-    };
+        },
+    })
+}
+
+/// Why a session file could not be opened for reading.
+pub(crate) enum OpenError {
+    /// Opening it or reading its metadata failed.
+    Io(std::io::Error),
+    /// It is `a directory` or `a device`.
+    NotAFile(&'static str),
+}
+
+/// Opens a session file of any format for reading, as [`open_rollout`] describes.
+pub(crate) fn open_input(path: &Path) -> Result<File, OpenError> {
+    let file = File::open(path).map_err(OpenError::Io)?;
+    let kind = file.metadata().map_err(OpenError::Io)?.file_type();
     if kind.is_dir() {
-        return not_a_file("a directory");
+        return Err(OpenError::NotAFile("a directory"));
     }
     #[cfg(unix)]
     {
         use std::os::unix::fs::FileTypeExt as _;
         if kind.is_char_device() || kind.is_block_device() {
-            return not_a_file("a device");
+            return Err(OpenError::NotAFile("a device"));
         }
     }
     Ok(file)
@@ -295,7 +308,7 @@ pub(super) fn read_lines(
         bytes_before,
         thread_id,
         complete_lines_only,
-        mut hasher,
+        hasher,
         instructions,
         before,
     } = source;
@@ -326,104 +339,16 @@ pub(super) fn read_lines(
         rejected_meta: None,
         binary: None,
     };
-    let io_error = |source| RolloutError::Io {
-        path: label.to_owned(),
-        source,
+    let settings = LineLoop {
+        max_line_bytes: options.max_line_bytes,
+        lines_before,
+        bytes_before,
+        complete_lines_only,
+        hasher,
     };
-    let mut reader = BufReader::with_capacity(READ_BUFFER_BYTES, reader);
-    // The current line: its bytes while within the limit, and its length in any case.
-    let mut line = Vec::new();
-    let mut length = 0u64;
-    let mut too_long = false;
-    let mut offset = bytes_before;
-    loop {
-        let available = match reader.fill_buf() {
-            Ok(available) => available,
-            Err(error) if error.kind() == ErrorKind::Interrupted => continue,
-            Err(error) => return Err(io_error(error)),
-        };
-        let at_end = available.is_empty();
-        if offset == 0 && state.lines == 0 && length == 0 {
-            // The input's first buffer: whether it looks like something that is not text, for
-            // the error when no line of it is usable (`ReadState::finish`).
-            state.binary = BinaryContent::sniff(available);
-        }
-        let (chunk, terminated) = match memchr::memchr(b'\n', available) {
-            Some(newline) => (&available[..=newline], true),
-            None => (available, false),
-        };
-        let taken = chunk.len();
-        // A whole line within the buffer (the common case: lines are shorter than it) is read
-        // where it is, not gathered into `line` first.
-        if terminated && length == 0 && (taken as u64 - 1) <= options.max_line_bytes as u64 {
-            if let Some(hasher) = hasher.as_deref_mut() {
-                hasher.update(chunk);
-            }
-            state.lines += 1;
-            state.line(&chunk[..taken - 1], offset, true)?;
-            offset += taken as u64;
-            reader.consume(taken);
-            continue;
-        }
-        if !at_end {
-            length += taken as u64;
-            let content_length = length - u64::from(terminated);
-            if !too_long && content_length > options.max_line_bytes as u64 {
-                too_long = true;
-                // What was gathered is passed over too: hash it as the rest of the line will be.
-                if let Some(hasher) = hasher.as_deref_mut() {
-                    hasher.update(&line);
-                }
-                line = Vec::new();
-            }
-            if too_long {
-                if let Some(hasher) = hasher.as_deref_mut() {
-                    hasher.update(chunk);
-                }
-            } else {
-                line.extend_from_slice(chunk);
-            }
-            reader.consume(taken);
-            if !terminated {
-                continue;
-            }
-        } else if length == 0 {
-            break;
-        }
-        // A whole line: ended by `\n`, or the last one of the input.
-        if !terminated && complete_lines_only && !too_long {
-            if line.iter().any(|byte| !byte.is_ascii_whitespace()) {
-                state.unfinished = length;
-            }
-            break;
-        }
-        if !too_long && let Some(hasher) = hasher.as_deref_mut() {
-            hasher.update(&line);
-        }
-        state.lines += 1;
-        if too_long {
-            let bytes = length - u64::from(terminated);
-            let reason = SkipReason::TooLong {
-                bytes,
-                limit: options.max_line_bytes,
-            };
-            state.skip(reason, offset, terminated, None)?;
-        } else {
-            let content = if terminated {
-                &line[..line.len() - 1]
-            } else {
-                &line[..]
-            };
-            state.line(content, offset, terminated)?;
-        }
-        offset += length;
-        line.clear();
-        length = 0;
-        too_long = false;
-        if at_end {
-            break;
-        }
-    }
+    let split = split_lines(reader, settings, &mut state)?;
+    state.unfinished = split.unfinished;
+    let offset = split.end;
     let whole_file = lines_before == 0;
     let report = state.finish(whole_file)?;
     Ok(LinesRead {
@@ -464,9 +389,56 @@ struct ReadState<'v> {
     binary: Option<BinaryContent>,
 }
 
+impl LineVisitor for ReadState<'_> {
+    type Error = RolloutError;
+
+    fn first_bytes(&mut self, bytes: &[u8]) {
+        // For the error when no line of the input is usable (`ReadState::finish`).
+        self.binary = BinaryContent::sniff(bytes);
+    }
+
+    fn line(
+        &mut self,
+        number: u64,
+        content: &[u8],
+        offset: u64,
+        terminated: bool,
+    ) -> Result<(), RolloutError> {
+        self.lines = number;
+        self.read_line(content, offset, terminated)
+    }
+
+    fn too_long(
+        &mut self,
+        number: u64,
+        bytes: u64,
+        offset: u64,
+        terminated: bool,
+    ) -> Result<(), RolloutError> {
+        self.lines = number;
+        let reason = SkipReason::TooLong {
+            bytes,
+            limit: self.options.max_line_bytes,
+        };
+        self.skip(reason, offset, terminated, None)
+    }
+
+    fn io_error(&mut self, source: std::io::Error) -> RolloutError {
+        RolloutError::Io {
+            path: self.path.clone(),
+            source,
+        }
+    }
+}
+
 impl ReadState<'_> {
     /// Handles line number `self.lines`, which starts at `offset`.
-    fn line(&mut self, content: &[u8], offset: u64, terminated: bool) -> Result<(), RolloutError> {
+    fn read_line(
+        &mut self,
+        content: &[u8],
+        offset: u64,
+        terminated: bool,
+    ) -> Result<(), RolloutError> {
         let number = self.lines;
         let mut repairs = Vec::new();
         let mut content = content;

@@ -256,8 +256,8 @@ impl SkipCounts {
 pub enum LineRepair {
     /// A UTF-8 byte-order mark at the start of the file was passed over.
     ByteOrderMark,
-    /// A `session_meta` line that is not valid UTF-8 was read with each invalid sequence replaced
-    /// by U+FFFD (its thread id was intact).
+    /// A line that is not valid UTF-8 was read with each invalid sequence replaced by U+FFFD: a
+    /// rollout's `session_meta` whose thread id was intact, or any record of a transcript.
     LossyUtf8,
     /// A `session_meta` payload that does not have the strict shape (a duplicate key, say) was
     /// read leniently for its thread id; the strict reading's message says what was wrong.
@@ -293,9 +293,7 @@ impl fmt::Display for LineRepair {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             LineRepair::ByteOrderMark => f.write_str("a UTF-8 byte-order mark was passed over"),
-            LineRepair::LossyUtf8 => {
-                f.write_str("invalid UTF-8 in session_meta was replaced by U+FFFD")
-            }
+            LineRepair::LossyUtf8 => f.write_str("invalid UTF-8 was replaced by U+FFFD"),
             LineRepair::LenientSessionMeta(why) => {
                 write!(f, "session_meta read leniently for its id ({why})")
             }

@@ -14,7 +14,7 @@ use serde_json::Value;
 
 /// One chain record of a transcript, as much of it as choosing the conversation needs.
 #[derive(Debug, Clone)]
-struct Record {
+pub(crate) struct Record {
     /// The record's line, from 1.
     line: usize,
     uuid: String,
@@ -37,7 +37,7 @@ const CHAIN_KINDS: [&str; 5] = ["user", "assistant", "system", "attachment", "pr
 
 /// The chain records of `text`; a later line with a uuid replaces an earlier one (in its place
 /// in line order, the later line's).
-fn records(text: &str) -> Vec<Record> {
+pub(crate) fn records(text: &str) -> Vec<Record> {
     let mut by_uuid: BTreeMap<String, Record> = BTreeMap::new();
     for (index, line) in text.lines().enumerate() {
         let Ok(Value::Object(record)) = serde_json::from_str::<Value>(line) else {
@@ -85,7 +85,7 @@ fn records(text: &str) -> Vec<Record> {
 }
 
 /// The uuids of the records a resume of the main thread sends, in order.
-fn conversation(records: &[Record]) -> Vec<String> {
+pub(crate) fn conversation(records: &[Record]) -> Vec<String> {
     thread_conversation(records, None)
 }
 
@@ -105,7 +105,7 @@ fn thread_of(record: &Record) -> Option<&str> {
 
 /// The uuids of the records a resume of `thread` sends, in order: the main thread, or the
 /// subagent whose sidechain records carry that `agentId`.
-fn thread_conversation(records: &[Record], thread: Option<&str>) -> Vec<String> {
+pub(crate) fn thread_conversation(records: &[Record], thread: Option<&str>) -> Vec<String> {
     let index: HashMap<&str, usize> = records
         .iter()
         .enumerate()
@@ -256,7 +256,7 @@ fn thread_conversation(records: &[Record], thread: Option<&str>) -> Vec<String> 
 /// pairing repaired: one assistant message per `message.id`, consecutive user records merged
 /// with their results first, the records and blocks Claude Code drops left out, and each
 /// `tool_use` answered at the start of the next user message.
-fn messages(records: &[Record], sent: &[String]) -> Vec<Value> {
+pub(crate) fn messages(records: &[Record], sent: &[String]) -> Vec<Value> {
     let by_uuid: HashMap<&str, &Record> = records
         .iter()
         .map(|record| (record.uuid.as_str(), record))
@@ -410,7 +410,7 @@ fn messages(records: &[Record], sent: &[String]) -> Vec<Value> {
         .collect()
 }
 
-fn fixtures() -> PathBuf {
+pub(crate) fn fixtures() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/claude-code")
 }
 

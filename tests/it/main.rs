@@ -67,6 +67,7 @@ mod writer_lock;
 
 // Claude Code transcripts: the model of what a resume sends, against its fixtures.
 mod claude_model;
+mod transcript_read;
 
 // Sessions shared between threads, and streamed responses.
 mod concurrency;

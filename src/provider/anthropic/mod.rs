@@ -10,7 +10,8 @@ mod request;
 use super::assembly::{Format, Messages};
 
 pub(crate) use messages::Anthropic;
-pub use render::{CUSTOM_TOOL_INPUT_KEY, RAW_ARGUMENTS_KEY};
+pub(crate) use render::rendered_block;
+pub use render::{ANTHROPIC_BLOCK_KEY, CUSTOM_TOOL_INPUT_KEY, RAW_ARGUMENTS_KEY};
 pub use request::{
     AnthropicTools, DEFAULT_ANTHROPIC_MAX_TOKENS, anthropic_tool_choice, anthropic_tools,
 };

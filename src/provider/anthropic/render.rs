@@ -32,6 +32,11 @@ pub const CUSTOM_TOOL_INPUT_KEY: &str = "input";
 /// The key a function call's `arguments` text is kept under when it is not a JSON object.
 pub const RAW_ARGUMENTS_KEY: &str = "arguments";
 
+/// The key under which an item read from an Anthropic-shaped source (a Claude Code transcript)
+/// keeps the block it was read from, when its Responses form would not render back to the same
+/// block: the block is then sent as it was written.
+pub const ANTHROPIC_BLOCK_KEY: &str = "anthropic_block";
+
 /// The media types an Anthropic `base64` image source accepts.
 const IMAGE_MEDIA_TYPES: [&str; 4] = ["image/jpeg", "image/png", "image/gif", "image/webp"];
 
@@ -56,6 +61,17 @@ pub(crate) enum Piece {
     ToolResult {
         call_id: String,
         content: Option<Value>,
+    },
+    /// A `tool_use` block the item keeps verbatim: its id, and its keys after `type` and `id`.
+    KeptToolUse {
+        call_id: String,
+        rest: Map<String, Value>,
+    },
+    /// A `tool_result` block the item keeps verbatim: the id it answers, and its keys after
+    /// `type` and `tool_use_id`.
+    KeptToolResult {
+        call_id: String,
+        rest: Map<String, Value>,
     },
 }
 
@@ -101,6 +117,15 @@ fn blocks_json(blocks: Vec<Value>) -> Box<[Box<str>]> {
         .collect()
 }
 
+/// The rest of a block after its id: `,"key":value…}` for the keys of `rest`, `}` when none.
+fn rest_json(rest: &Map<String, Value>) -> String {
+    let object = Value::Object(rest.clone()).to_string();
+    match object.strip_prefix('{') {
+        Some(keys) if !rest.is_empty() => format!(",{keys}"),
+        _ => "}".to_owned(),
+    }
+}
+
 /// A block that starts with `head` and the JSON of `id`, then `rest`, and where the id ends.
 fn with_id(head: &str, id: &str, rest: &str) -> (Box<str>, u32) {
     let start = format!("{head}{}", Value::String(id.to_owned()));
@@ -132,6 +157,22 @@ impl Rendered for AnthropicItem {
                 let rest = format!(r#","name":{},"input":{input}}}"#, Value::String(name));
                 let (block, after_id) = with_id(TOOL_USE_HEAD, &call_id, &rest);
                 Sent::ToolUse {
+                    call_id: call_id.into_boxed_str(),
+                    block,
+                    after_id,
+                }
+            }
+            Piece::KeptToolUse { call_id, rest } => {
+                let (block, after_id) = with_id(TOOL_USE_HEAD, &call_id, &rest_json(&rest));
+                Sent::ToolUse {
+                    call_id: call_id.into_boxed_str(),
+                    block,
+                    after_id,
+                }
+            }
+            Piece::KeptToolResult { call_id, rest } => {
+                let (block, after_id) = with_id(TOOL_RESULT_HEAD, &call_id, &rest_json(&rest));
+                Sent::ToolResult {
                     call_id: call_id.into_boxed_str(),
                     block,
                     after_id,
@@ -236,7 +277,24 @@ fn str_field<'a>(item: &'a Map<String, Value>, key: &str) -> Option<&'a str> {
     item.get(key).and_then(Value::as_str)
 }
 
+/// The one block `json` renders to on its own (a `tool_use` or `tool_result` under its own id),
+/// or `None` when it renders to nothing, to several blocks or to a `system` text: what a source
+/// reader compares a block with to know whether the item must keep it
+/// ([`ANTHROPIC_BLOCK_KEY`]).
+pub(crate) fn rendered_block(json: &str) -> Option<Value> {
+    let item = AnthropicItem::render(json).ok()?;
+    let block = match &item.piece {
+        Sent::User(blocks) | Sent::Assistant(blocks) if blocks.len() == 1 => &blocks[0],
+        Sent::ToolUse { block, .. } | Sent::ToolResult { block, .. } => block,
+        _ => return None,
+    };
+    serde_json::from_str(block).ok()
+}
+
 fn render(item: &Map<String, Value>) -> Draft {
+    if let Some(Value::Object(block)) = item.get(ANTHROPIC_BLOCK_KEY) {
+        return render_kept(item, block);
+    }
     match str_field(item, "type").unwrap_or("message") {
         "message" => render_message(item),
         "agent_message" => render_agent_message(item),
@@ -252,6 +310,45 @@ fn render(item: &Map<String, Value>) -> Draft {
         // generation. `compaction`: an encrypted summary only OpenAI can read.
         // `additional_tools`: declarations, not messages. Unknown types: nothing to map.
         _ => Draft::dropped(TargetRepairKind::NoEquivalent),
+    }
+}
+
+/// The block an item keeps, sent as written: a `tool_use` or `tool_result` under its id (mapped
+/// by the assembly like any other), any other block in the message of the item's role (a
+/// `reasoning` item's `thinking` goes with the assistant's blocks).
+fn render_kept(item: &Map<String, Value>, block: &Map<String, Value>) -> Draft {
+    let without = |keys: [&str; 2]| -> Map<String, Value> {
+        block
+            .iter()
+            .filter(|(key, _)| !keys.contains(&key.as_str()))
+            .map(|(key, value)| (key.clone(), value.clone()))
+            .collect()
+    };
+    match str_field(block, "type") {
+        Some("tool_use") => match str_field(block, "id") {
+            Some(id) => Draft::new(Piece::KeptToolUse {
+                call_id: id.to_owned(),
+                rest: without(["type", "id"]),
+            }),
+            None => without_call_id(),
+        },
+        Some("tool_result") => match str_field(block, "tool_use_id") {
+            Some(id) => Draft::new(Piece::KeptToolResult {
+                call_id: id.to_owned(),
+                rest: without(["type", "tool_use_id"]),
+            }),
+            None => Draft::dropped(TargetRepairKind::NoEquivalent),
+        },
+        _ => {
+            let block = Value::Object(block.clone());
+            let assistant = str_field(item, "type") == Some("reasoning")
+                || str_field(item, "role") == Some("assistant");
+            Draft::new(if assistant {
+                Piece::Assistant(vec![block])
+            } else {
+                Piece::User(vec![block])
+            })
+        }
     }
 }
 

@@ -52,7 +52,7 @@ const FILE_ORDER: &[(&str, &str)] = &[
     ),
     (
         "rollout",
-        "paginated < line < report < stored_report < error < compressed < sink < writer_lock < \
+        "paginated < line < report < stored_report < error < compressed < lines < sink < writer_lock < \
          validate < reader < lineage < resume/ < writer",
     ),
     ("rollout/resume", "scan < turn < replay < world < snapshot"),

@@ -1,0 +1,358 @@
+//! Which records of a thread a resume sends: the leaf, the walk back from it (progress records
+//! bridged, a parent never written and a progress fork re-attached), the cut at the last
+//! compaction, and the lines of a parallel call batch put back. Every record of the thread the
+//! path does not take is reported as a branch.
+
+use std::collections::{HashMap, HashSet};
+
+use super::record::{Record, RecordKind};
+use super::report::{Branch, CompactCut, ConversationReport, Rescue, RescueKind};
+
+/// A thread's path through the records.
+pub(crate) struct Path {
+    /// The records sent, by index into the records, in order.
+    pub(crate) sent: Vec<usize>,
+    pub(crate) report: ConversationReport,
+}
+
+/// The path of `thread` (`None`: the main thread; a subagent by its `agentId`).
+pub(crate) fn path(records: &[Record], thread: Option<&str>) -> Path {
+    let index: HashMap<&str, usize> = records
+        .iter()
+        .enumerate()
+        .map(|(at, record)| (&*record.uuid, at))
+        .collect();
+    let mut report = ConversationReport::default();
+    let (parents, rescued) = parents(records, &index);
+    let in_thread = |at: usize| records[at].thread() == thread;
+    let Some(leaf) = leaf(records, &parents, &in_thread) else {
+        report.rescues = rescue_reports(records, &parents, &rescued, &[], &in_thread);
+        report.branches = branches(records, &parents, &HashSet::new(), &in_thread);
+        return Path {
+            sent: Vec::new(),
+            report,
+        };
+    };
+    report.leaf_line = Some(records[leaf].line);
+    let mut walk = vec![leaf];
+    let mut on_walk = HashSet::from([leaf]);
+    while let Some(up) = parents[*walk.last().unwrap_or(&leaf)] {
+        if !on_walk.insert(up) {
+            break;
+        }
+        walk.push(up);
+    }
+    walk.reverse();
+    report.rescues = rescue_reports(records, &parents, &rescued, &walk, &in_thread);
+    let kept = match walk
+        .iter()
+        .rposition(|&at| records[at].is_system("compact_boundary"))
+    {
+        Some(boundary) => {
+            report.cut = Some(CompactCut {
+                line: records[walk[boundary]].line,
+                records_before: boundary as u64,
+            });
+            &walk[boundary + 1..]
+        }
+        None => &walk[..],
+    };
+    let with_batches = put_back_batches(records, &parents, kept, &on_walk);
+    let mut on_path: HashSet<usize> = on_walk;
+    on_path.extend(with_batches.iter().copied());
+    report.branches = branches(records, &parents, &on_path, &in_thread);
+    let sent = with_batches
+        .into_iter()
+        .filter(|&at| records[at].is_talk())
+        .collect();
+    Path { sent, report }
+}
+
+/// A re-attachment made while resolving parents: the record, why, and the uuid it named.
+struct Rescued {
+    at: usize,
+    kind: RescueKind,
+    named: Box<str>,
+}
+
+/// Each record's parent as the walk follows it: a progress parent bridged to its nearest
+/// ancestor that is no progress record; a parent never written re-attached to the nearest
+/// earlier record of the same thread (the thread's first record keeps no parent: the file
+/// starts mid-session); a record that hangs from a progress fork re-attached to the last record
+/// written since under the same ancestor.
+fn parents(records: &[Record], index: &HashMap<&str, usize>) -> (Vec<Option<usize>>, Vec<Rescued>) {
+    let mut parents = vec![None; records.len()];
+    let mut rescued = Vec::new();
+    // The latest record of each thread so far (no progress record), for a missing parent.
+    let mut latest: HashMap<Option<&str>, usize> = HashMap::new();
+    for at in 0..records.len() {
+        let record = &records[at];
+        let mut named = record.parent.as_deref();
+        let mut bridged: Option<usize> = None;
+        let mut steps = 0;
+        let parent = loop {
+            let Some(uuid) = named else { break None };
+            match index.get(uuid) {
+                None => {
+                    let earlier = latest.get(&record.thread()).copied();
+                    if earlier.is_some() && record.kind != RecordKind::Progress {
+                        rescued.push(Rescued {
+                            at,
+                            kind: RescueKind::MissingParent,
+                            named: uuid.into(),
+                        });
+                    }
+                    break earlier;
+                }
+                Some(&up) if records[up].kind == RecordKind::Progress && steps <= records.len() => {
+                    bridged.get_or_insert(up);
+                    named = records[up].parent.as_deref();
+                    steps += 1;
+                }
+                Some(&up) => break Some(up),
+            }
+        };
+        parents[at] = parent;
+        if let (Some(progress), Some(ancestor)) = (bridged, parent)
+            && record.kind != RecordKind::Progress
+            && let Some(last) = last_under(records, &parents, ancestor, at)
+        {
+            parents[at] = Some(last);
+            rescued.push(Rescued {
+                at,
+                kind: RescueKind::ProgressFork,
+                named: records[progress].uuid.clone(),
+            });
+        }
+        if record.kind != RecordKind::Progress {
+            latest.insert(record.thread(), at);
+        }
+    }
+    (parents, rescued)
+}
+
+/// The last record before `at`, of its thread and no progress record, that descends from
+/// `ancestor`: where a record bridged past a progress fork continues.
+fn last_under(
+    records: &[Record],
+    parents: &[Option<usize>],
+    ancestor: usize,
+    at: usize,
+) -> Option<usize> {
+    (ancestor + 1..at).rev().find(|&other| {
+        records[other].kind != RecordKind::Progress
+            && records[other].thread() == records[at].thread()
+            && descends(parents, other, ancestor)
+    })
+}
+
+/// Whether `from`'s parents lead to `ancestor`.
+fn descends(parents: &[Option<usize>], mut from: usize, ancestor: usize) -> bool {
+    for _ in 0..parents.len() {
+        match parents[from] {
+            Some(up) if up == ancestor => return true,
+            Some(up) => from = up,
+            None => return false,
+        }
+    }
+    false
+}
+
+/// The leaf: of the thread's records nobody points at, each walked back to its nearest user or
+/// assistant record, the latest by timestamp; a tie goes to the earlier line.
+fn leaf(
+    records: &[Record],
+    parents: &[Option<usize>],
+    in_thread: &dyn Fn(usize) -> bool,
+) -> Option<usize> {
+    let mut has_child = vec![false; records.len()];
+    for parent in parents.iter().flatten() {
+        has_child[*parent] = true;
+    }
+    let message = |at: usize| matches!(records[at].kind, RecordKind::User | RecordKind::Assistant);
+    let mut best: Option<usize> = None;
+    for end in (0..records.len()).filter(|&at| !has_child[at] && in_thread(at)) {
+        let mut at = end;
+        let mut steps = 0;
+        while !message(at) {
+            match parents[at] {
+                Some(up) if steps < records.len() => at = up,
+                _ => break,
+            }
+            steps += 1;
+        }
+        if !message(at) {
+            continue;
+        }
+        let later = best.is_none_or(|best| records[at].timestamp > records[best].timestamp);
+        if later {
+            best = Some(at);
+        }
+    }
+    best
+}
+
+/// The path with each parallel call batch put back: after the path's last line of an assistant
+/// message id come the lines of that id off the path and the tool results hanging from them,
+/// in timestamp order (then line order).
+fn put_back_batches(
+    records: &[Record],
+    parents: &[Option<usize>],
+    path: &[usize],
+    on_walk: &HashSet<usize>,
+) -> Vec<usize> {
+    let mut by_message: HashMap<&str, Vec<usize>> = HashMap::new();
+    for (at, record) in records.iter().enumerate() {
+        if let Some(id) = record.message_id.as_deref() {
+            by_message.entry(id).or_default().push(at);
+        }
+    }
+    let mut results_under: HashMap<usize, Vec<usize>> = HashMap::new();
+    for (at, record) in records.iter().enumerate() {
+        if record.kind == RecordKind::User
+            && record.holds_results()
+            && !on_walk.contains(&at)
+            && let Some(parent) = parents[at]
+        {
+            results_under.entry(parent).or_default().push(at);
+        }
+    }
+    let mut last_of_id: HashMap<&str, usize> = HashMap::new();
+    for (position, &at) in path.iter().enumerate() {
+        if let Some(id) = records[at].message_id.as_deref() {
+            last_of_id.insert(id, position);
+        }
+    }
+    let mut out = Vec::with_capacity(path.len());
+    let mut taken: HashSet<usize> = HashSet::new();
+    for (position, &at) in path.iter().enumerate() {
+        out.push(at);
+        let Some(id) = records[at].message_id.as_deref() else {
+            continue;
+        };
+        if last_of_id.get(id) != Some(&position) {
+            continue;
+        }
+        let lines = &by_message[id];
+        let mut back: Vec<usize> = lines
+            .iter()
+            .copied()
+            .filter(|other| !on_walk.contains(other))
+            .collect();
+        for line in lines {
+            back.extend(results_under.get(line).into_iter().flatten().copied());
+        }
+        back.retain(|other| taken.insert(*other));
+        back.sort_by(|&a, &b| {
+            (&records[a].timestamp, records[a].line).cmp(&(&records[b].timestamp, records[b].line))
+        });
+        out.extend(back);
+    }
+    out
+}
+
+/// The thread's records off the path, as branches: each hangs from the first record of its
+/// branch, which forks from a record of the path (or from nothing the path holds).
+fn branches(
+    records: &[Record],
+    parents: &[Option<usize>],
+    on_path: &HashSet<usize>,
+    in_thread: &dyn Fn(usize) -> bool,
+) -> Vec<Branch> {
+    let off = |at: usize| {
+        in_thread(at) && records[at].kind != RecordKind::Progress && !on_path.contains(&at)
+    };
+    // The first record of each off-path record's branch: the topmost off-path ancestor. Parents
+    // mostly come before their records, so one pass in line order settles most of them.
+    let mut root: Vec<Option<usize>> = vec![None; records.len()];
+    let mut branches: Vec<(usize, u64)> = Vec::new();
+    let mut branch_of: HashMap<usize, usize> = HashMap::new();
+    for at in (0..records.len()).filter(|&at| off(at)) {
+        let mut top = at;
+        let mut steps = 0;
+        while let Some(up) = parents[top] {
+            if !off(up) || steps > records.len() {
+                break;
+            }
+            if let Some(known) = root[up] {
+                top = known;
+                break;
+            }
+            top = up;
+            steps += 1;
+        }
+        root[at] = Some(top);
+        let branch = *branch_of.entry(top).or_insert_with(|| {
+            branches.push((top, 0));
+            branches.len() - 1
+        });
+        branches[branch].1 += 1;
+    }
+    branches.sort_by_key(|&(top, _)| records[top].line);
+    branches
+        .into_iter()
+        .map(|(top, count)| Branch {
+            line: records[top].line,
+            uuid: records[top].uuid.to_string(),
+            forks_from: parents[top]
+                .filter(|up| on_path.contains(up))
+                .map(|up| records[up].uuid.to_string()),
+            records: count,
+        })
+        .collect()
+}
+
+/// The thread's rescues as reported: where each record now hangs, and how many more records
+/// the walk holds for it (those on the walk between its new parent and the record it named).
+fn rescue_reports(
+    records: &[Record],
+    parents: &[Option<usize>],
+    rescued: &[Rescued],
+    walk: &[usize],
+    in_thread: &dyn Fn(usize) -> bool,
+) -> Vec<Rescue> {
+    let position: HashMap<usize, usize> = walk
+        .iter()
+        .enumerate()
+        .map(|(position, &at)| (at, position))
+        .collect();
+    rescued
+        .iter()
+        .filter(|rescue| in_thread(rescue.at))
+        .filter_map(|rescue| {
+            let under = parents[rescue.at]?;
+            let brought_back = match (position.get(&rescue.at), rescue.kind) {
+                // Without it the walk would have ended at the record.
+                (Some(&at), RescueKind::MissingParent) => at as u64,
+                // Without it the walk would have gone from the record to the fork's ancestor:
+                // the records of the walk between them are what it brought back.
+                (Some(&at), RescueKind::ProgressFork) => {
+                    let ancestor = records.iter().position(|r| *r.uuid == *rescue.named);
+                    let ancestor = ancestor.and_then(|progress| {
+                        let mut up = parents[progress];
+                        while let Some(candidate) = up {
+                            if records[candidate].kind != RecordKind::Progress {
+                                break;
+                            }
+                            up = parents[candidate];
+                        }
+                        up
+                    });
+                    match ancestor.and_then(|ancestor| position.get(&ancestor)) {
+                        Some(&from) => at.saturating_sub(from + 1) as u64,
+                        None => 0,
+                    }
+                }
+                (None, _) => 0,
+            };
+            Some(Rescue {
+                line: records[rescue.at].line,
+                uuid: records[rescue.at].uuid.to_string(),
+                kind: rescue.kind,
+                named: rescue.named.to_string(),
+                now_under: records[under].uuid.to_string(),
+                brought_back,
+            })
+        })
+        .collect()
+}

@@ -1,0 +1,291 @@
+//! The records a resume sends, made into messages as Claude Code makes them (one assistant
+//! message per `message.id`, consecutive user records merged with their tool results first, the
+//! records and blocks it leaves out left out), then into the library's items: one item per
+//! block, each keeping the block it was read from wherever its Responses form would not render
+//! back to that block for the Messages API.
+
+use std::collections::HashSet;
+
+use serde_json::{Map, Value, json};
+
+use crate::provider::{ANTHROPIC_BLOCK_KEY, rendered_block};
+
+use super::record::{Record, RecordKind};
+use super::report::{Dropped, DroppedKind};
+
+/// One item of a conversation, with the line of the record its block came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct SourcedItem {
+    /// The record's line.
+    pub(crate) line: u64,
+    /// The block's `type`.
+    pub(crate) block: String,
+    /// The item's JSON.
+    pub(crate) json: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Role {
+    User,
+    Assistant,
+}
+
+/// A message being built: its role, the assistant's message id, its blocks with their lines.
+struct Built<'r> {
+    role: Role,
+    id: Option<&'r str>,
+    blocks: Vec<(u64, Value)>,
+}
+
+fn block_type(block: &Value) -> &str {
+    block.get("type").and_then(Value::as_str).unwrap_or("")
+}
+
+fn is_thinking(block: &Value) -> bool {
+    matches!(block_type(block), "thinking" | "redacted_thinking")
+}
+
+fn is_empty_text(block: &Value) -> bool {
+    block_type(block) == "text"
+        && block
+            .get("text")
+            .and_then(Value::as_str)
+            .is_none_or(|text| text.trim().is_empty())
+}
+
+/// The blocks of a record's content: a string is one text block.
+fn blocks_of(record: &Record) -> Vec<Value> {
+    match &record.content {
+        Value::String(text) => vec![json!({"type": "text", "text": text})],
+        Value::Array(blocks) => blocks.clone(),
+        _ => Vec::new(),
+    }
+}
+
+/// The items of the records `sent` (indexes into `records`, in order); what is left out is
+/// added to `dropped`.
+pub(crate) fn items(
+    records: &[Record],
+    sent: &[usize],
+    dropped: &mut Vec<Dropped>,
+) -> Vec<SourcedItem> {
+    // The message ids with more than thinking: the lines of any other id are left out.
+    let mut substantive: HashSet<&str> = HashSet::new();
+    for record in records {
+        if let Some(id) = record.message_id.as_deref()
+            && blocks_of(record)
+                .iter()
+                .any(|block| !is_thinking(block) && !is_empty_text(block))
+        {
+            substantive.insert(id);
+        }
+    }
+    let mut messages: Vec<Built<'_>> = Vec::new();
+    for &at in sent {
+        let record = &records[at];
+        let drop = |what| Dropped {
+            line: record.line,
+            what,
+        };
+        if record.is_virtual {
+            dropped.push(drop(DroppedKind::Virtual));
+            continue;
+        }
+        if record.api_error {
+            dropped.push(drop(DroppedKind::ApiError));
+            continue;
+        }
+        let mut blocks = if record.kind == RecordKind::System {
+            // A local command's output, sent as user text.
+            let text = record.content.as_str().unwrap_or("");
+            vec![json!({"type": "text", "text": text})]
+        } else {
+            blocks_of(record)
+        };
+        blocks.retain(|block| {
+            let empty = is_empty_text(block);
+            if empty {
+                dropped.push(drop(DroppedKind::EmptyText));
+            }
+            !empty
+        });
+        if record.kind == RecordKind::Assistant {
+            let id = record.message_id.as_deref();
+            if id.is_some_and(|id| !substantive.contains(id)) {
+                dropped.push(drop(DroppedKind::ThinkingOnly));
+                continue;
+            }
+            let open = id.and_then(|id| {
+                messages
+                    .iter()
+                    .rposition(|message| message.role == Role::Assistant && message.id == Some(id))
+            });
+            let Some(open) = open else {
+                let blocks = blocks
+                    .into_iter()
+                    .map(|block| (record.line, block))
+                    .collect();
+                messages.push(Built {
+                    role: Role::Assistant,
+                    id,
+                    blocks,
+                });
+                continue;
+            };
+            for block in blocks {
+                let known = &messages[open].blocks;
+                let repeated = known.iter().any(|(_, other)| {
+                    *other == block
+                        || (block_type(&block) == "tool_use"
+                            && block_type(other) == "tool_use"
+                            && other.get("id") == block.get("id"))
+                });
+                if repeated {
+                    dropped.push(drop(DroppedKind::RepeatedBlock));
+                } else {
+                    messages[open].blocks.push((record.line, block));
+                }
+            }
+        } else {
+            let blocks = blocks.into_iter().map(|block| (record.line, block));
+            match messages.last_mut() {
+                Some(last) if last.role == Role::User => last.blocks.extend(blocks),
+                _ => messages.push(Built {
+                    role: Role::User,
+                    id: None,
+                    blocks: blocks.collect(),
+                }),
+            }
+        }
+    }
+    // Tool results open a user message, in the order they were written; a tool_use id used
+    // before is left out.
+    let mut used: HashSet<String> = HashSet::new();
+    for message in &mut messages {
+        match message.role {
+            Role::User => message
+                .blocks
+                .sort_by_key(|(_, block)| block_type(block) != "tool_result"),
+            Role::Assistant => message.blocks.retain(|(line, block)| {
+                if block_type(block) != "tool_use" {
+                    return true;
+                }
+                let id = block.get("id").and_then(Value::as_str).unwrap_or("");
+                let fresh = used.insert(id.to_owned());
+                if !fresh {
+                    dropped.push(Dropped {
+                        line: *line,
+                        what: DroppedKind::ReusedToolId { id: id.to_owned() },
+                    });
+                }
+                fresh
+            }),
+        }
+    }
+    dropped.sort_by_key(|dropped| dropped.line);
+    messages
+        .into_iter()
+        .flat_map(|message| {
+            let role = message.role;
+            message
+                .blocks
+                .into_iter()
+                .map(move |(line, block)| SourcedItem {
+                    line,
+                    block: block_type(&block).to_owned(),
+                    json: item_json(role, block),
+                })
+        })
+        .collect()
+}
+
+/// The item a block of a message of `role` becomes; it keeps the block when its Responses
+/// form would render back to another one.
+fn item_json(role: Role, block: Value) -> String {
+    let mut item = responses_form(role, &block);
+    if rendered_block(&Value::Object(item.clone()).to_string()).as_ref() != Some(&block) {
+        item.insert(ANTHROPIC_BLOCK_KEY.to_owned(), block);
+    }
+    Value::Object(item).to_string()
+}
+
+fn object(value: Value) -> Map<String, Value> {
+    match value {
+        Value::Object(map) => map,
+        _ => Map::new(),
+    }
+}
+
+/// The Responses form of a block: a message part, a reasoning item, a call or its output.
+fn responses_form(role: Role, block: &Value) -> Map<String, Value> {
+    let text = |key: &str| block.get(key).and_then(Value::as_str).unwrap_or("");
+    let message = |parts: Vec<Value>| {
+        let role = match role {
+            Role::User => "user",
+            Role::Assistant => "assistant",
+        };
+        object(json!({"type": "message", "role": role, "content": parts}))
+    };
+    match (role, block_type(block)) {
+        (Role::Assistant, "text") => {
+            message(vec![json!({"type": "output_text", "text": text("text")})])
+        }
+        (Role::Assistant, "thinking") => object(json!({
+            "type": "reasoning",
+            "summary": [],
+            "content": [{"type": "reasoning_text", "text": text("thinking")}],
+            "encrypted_content": null,
+        })),
+        (Role::Assistant, "redacted_thinking") => object(json!({
+            "type": "reasoning",
+            "summary": [],
+            "encrypted_content": null,
+        })),
+        (Role::Assistant, "tool_use") => {
+            let input = block.get("input").cloned().unwrap_or_else(|| json!({}));
+            object(json!({
+                "type": "function_call",
+                "name": text("name"),
+                "arguments": input.to_string(),
+                "call_id": text("id"),
+            }))
+        }
+        (Role::User, "tool_result") => {
+            let output = match block.get("content") {
+                Some(Value::String(text)) => Value::String(text.clone()),
+                Some(Value::Array(parts)) => {
+                    Value::Array(parts.iter().filter_map(input_part).collect())
+                }
+                _ => Value::String(String::new()),
+            };
+            object(json!({
+                "type": "function_call_output",
+                "call_id": text("tool_use_id"),
+                "output": output,
+            }))
+        }
+        (Role::User, _) => message(input_part(block).into_iter().collect()),
+        (Role::Assistant, _) => message(Vec::new()),
+    }
+}
+
+/// The Responses input part of a text or image block.
+fn input_part(block: &Value) -> Option<Value> {
+    match block_type(block) {
+        "text" => Some(json!({"type": "input_text", "text": block.get("text")?.as_str()?})),
+        "image" => {
+            let source = block.get("source")?;
+            let url = match source.get("type").and_then(Value::as_str)? {
+                "base64" => format!(
+                    "data:{};base64,{}",
+                    source.get("media_type")?.as_str()?,
+                    source.get("data")?.as_str()?
+                ),
+                "url" => source.get("url")?.as_str()?.to_owned(),
+                _ => return None,
+            };
+            Some(json!({"type": "input_image", "image_url": url}))
+        }
+        _ => None,
+    }
+}

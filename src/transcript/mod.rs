@@ -1,0 +1,128 @@
+//! Claude Code transcripts: read them ([`Transcript`]), choose the conversation a resume sends
+//! ([`Conversation`]) with every branch, rescue and cut reported, and hold it in a
+//! [`History`] whose items keep the blocks they were read from, so that the Anthropic
+//! projection gives the file's blocks back (`docs/claude-code.md`).
+
+mod chain;
+mod error;
+mod messages;
+mod reader;
+mod record;
+mod report;
+
+use std::path::PathBuf;
+
+use serde::Serialize;
+
+use crate::history::{History, TruncationPolicy};
+
+pub use error::TranscriptError;
+pub use reader::Transcript;
+pub use report::{
+    Branch, CompactCut, ConversationReport, Dropped, DroppedKind, Rescue, RescueKind,
+    TranscriptReport,
+};
+
+use messages::SourcedItem;
+
+/// A record a conversation sends: its line and uuid.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SentRecord {
+    /// The line, from 1.
+    pub line: u64,
+    /// The record's uuid.
+    pub uuid: String,
+}
+
+/// The conversation a resume of one thread of a transcript sends, and how it was chosen.
+#[derive(Debug, Clone)]
+pub struct Conversation {
+    /// How it was chosen: the leaf, the rescues, the branches not taken, the compaction cut and
+    /// what was left out.
+    pub report: ConversationReport,
+    sent: Vec<SentRecord>,
+    items: Vec<SourcedItem>,
+    path: PathBuf,
+}
+
+impl Conversation {
+    /// The records sent, in order.
+    pub fn sent(&self) -> &[SentRecord] {
+        &self.sent
+    }
+
+    /// The items, in order: the JSON of each, one per block sent.
+    pub fn items(&self) -> impl Iterator<Item = &str> + '_ {
+        self.items.iter().map(|item| item.json.as_str())
+    }
+
+    /// The conversation as a history, nothing truncated.
+    ///
+    /// # Errors
+    ///
+    /// [`TranscriptError::Item`] for a block whose item cannot be recorded (a `tool_use`
+    /// without an id, say), naming its line.
+    pub fn history(&self) -> Result<History, TranscriptError> {
+        let mut history = History::with_truncation(TruncationPolicy::Bytes(usize::MAX));
+        for item in &self.items {
+            history
+                .record_json(item.json.as_str())
+                .map_err(|source| TranscriptError::Item {
+                    path: self.path.clone(),
+                    line: item.line,
+                    block: item.block.clone(),
+                    source,
+                })?;
+        }
+        Ok(history)
+    }
+}
+
+impl Transcript {
+    /// The conversation a resume sends: the main thread's, or for a subagent's own file (only
+    /// sidechain records) that of the subagent with the latest leaf.
+    pub fn conversation(&self) -> Conversation {
+        if self.is_subagent_file() {
+            let latest = self
+                .subagents()
+                .into_iter()
+                .map(|agent| self.subagent_conversation(agent))
+                .max_by_key(|conversation| {
+                    conversation
+                        .report
+                        .leaf_line
+                        .map(|line| self.records[self.index_of_line(line)].timestamp.clone())
+                });
+            if let Some(conversation) = latest {
+                return conversation;
+            }
+        }
+        self.thread_conversation(None)
+    }
+
+    /// The conversation of the subagent `agent_id` whose records the file holds inline.
+    pub fn subagent_conversation(&self, agent_id: &str) -> Conversation {
+        self.thread_conversation(Some(agent_id))
+    }
+
+    fn index_of_line(&self, line: u64) -> usize {
+        self.records.partition_point(|record| record.line < line)
+    }
+
+    fn thread_conversation(&self, thread: Option<&str>) -> Conversation {
+        let chain::Path { sent, mut report } = chain::path(&self.records, thread);
+        let items = messages::items(&self.records, &sent, &mut report.dropped);
+        Conversation {
+            report,
+            sent: sent
+                .iter()
+                .map(|&at| SentRecord {
+                    line: self.records[at].line,
+                    uuid: self.records[at].uuid.to_string(),
+                })
+                .collect(),
+            items,
+            path: self.path().to_owned(),
+        }
+    }
+}
