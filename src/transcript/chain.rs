@@ -113,16 +113,19 @@ fn parents(records: &[Record], index: &HashMap<&str, usize>) -> (Vec<Option<usiz
             }
         };
         parents[at] = parent;
+        // A progress record is re-attached too (unreported: it is never sent), so that the
+        // walk back from it reaches the record it was written after.
         if let (Some(progress), Some(ancestor)) = (bridged, parent)
-            && record.kind != RecordKind::Progress
             && let Some(last) = last_under(records, &parents, ancestor, at)
         {
             parents[at] = Some(last);
-            rescued.push(Rescued {
-                at,
-                kind: RescueKind::ProgressFork,
-                named: records[progress].uuid.clone(),
-            });
+            if record.kind != RecordKind::Progress {
+                rescued.push(Rescued {
+                    at,
+                    kind: RescueKind::ProgressFork,
+                    named: records[progress].uuid.clone(),
+                });
+            }
         }
         if record.kind != RecordKind::Progress {
             latest.insert(record.thread(), at);
@@ -184,8 +187,12 @@ fn leaf(
         if !message(at) {
             continue;
         }
-        let later = best.is_none_or(|best| records[at].timestamp > records[best].timestamp);
-        if later {
+        // The latest; of two records of one timestamp, the one on the earlier line.
+        let better = best.is_none_or(|best| {
+            (&records[at].timestamp, records[best].line)
+                > (&records[best].timestamp, records[at].line)
+        });
+        if better {
             best = Some(at);
         }
     }
@@ -328,16 +335,11 @@ fn rescue_reports(
                 // the records of the walk between them are what it brought back.
                 (Some(&at), RescueKind::ProgressFork) => {
                     let ancestor = records.iter().position(|r| *r.uuid == *rescue.named);
-                    let ancestor = ancestor.and_then(|progress| {
-                        let mut up = parents[progress];
-                        while let Some(candidate) = up {
-                            if records[candidate].kind != RecordKind::Progress {
-                                break;
-                            }
-                            up = parents[candidate];
-                        }
-                        up
-                    });
+                    // A progress record's parent is resolved past progress records already (to
+                    // one of them only in a cycle of them).
+                    let ancestor = ancestor
+                        .and_then(|progress| parents[progress])
+                        .filter(|&up| records[up].kind != RecordKind::Progress);
                     match ancestor.and_then(|ancestor| position.get(&ancestor)) {
                         Some(&from) => at.saturating_sub(from + 1) as u64,
                         None => 0,

@@ -1,6 +1,7 @@
 //! The records a resume sends, made into messages as Claude Code makes them (one assistant
 //! message per `message.id`, consecutive user records merged with their tool results first, the
-//! records and blocks it leaves out left out), then into the library's items: one item per
+//! records and blocks it leaves out left out, a tool result kept only where the Messages API
+//! pairs it: first in the user message after its call), then into the library's items: one item per
 //! block, each keeping the block it was read from wherever its Responses form would not render
 //! back to that block for the Messages API.
 
@@ -159,27 +160,54 @@ pub(crate) fn items(
         }
     }
     // Tool results open a user message, in the order they were written; a tool_use id used
-    // before is left out.
+    // before is left out, and so is a result that answers no tool_use of the assistant message
+    // before it, or one answered already (the Messages API pairs by position).
     let mut used: HashSet<String> = HashSet::new();
+    let mut asked: HashSet<String> = HashSet::new();
     for message in &mut messages {
         match message.role {
-            Role::User => message
-                .blocks
-                .sort_by_key(|(_, block)| block_type(block) != "tool_result"),
-            Role::Assistant => message.blocks.retain(|(line, block)| {
-                if block_type(block) != "tool_use" {
-                    return true;
-                }
-                let id = block.get("id").and_then(Value::as_str).unwrap_or("");
-                let fresh = used.insert(id.to_owned());
-                if !fresh {
-                    dropped.push(Dropped {
-                        line: *line,
-                        what: DroppedKind::ReusedToolId { id: id.to_owned() },
-                    });
-                }
-                fresh
-            }),
+            Role::User => {
+                message
+                    .blocks
+                    .sort_by_key(|(_, block)| block_type(block) != "tool_result");
+                message.blocks.retain(|(line, block)| {
+                    if block_type(block) != "tool_result" {
+                        return true;
+                    }
+                    let id = block
+                        .get("tool_use_id")
+                        .and_then(Value::as_str)
+                        .unwrap_or("");
+                    let answers = asked.remove(id);
+                    if !answers {
+                        dropped.push(Dropped {
+                            line: *line,
+                            what: DroppedKind::UnpairedResult { id: id.to_owned() },
+                        });
+                    }
+                    answers
+                });
+                asked.clear();
+            }
+            Role::Assistant => {
+                asked.clear();
+                message.blocks.retain(|(line, block)| {
+                    if block_type(block) != "tool_use" {
+                        return true;
+                    }
+                    let id = block.get("id").and_then(Value::as_str).unwrap_or("");
+                    let fresh = used.insert(id.to_owned());
+                    if fresh {
+                        asked.insert(id.to_owned());
+                    } else {
+                        dropped.push(Dropped {
+                            line: *line,
+                            what: DroppedKind::ReusedToolId { id: id.to_owned() },
+                        });
+                    }
+                    fresh
+                });
+            }
         }
     }
     dropped.sort_by_key(|dropped| dropped.line);

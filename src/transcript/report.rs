@@ -163,6 +163,12 @@ pub enum DroppedKind {
     },
     /// A text block that is empty or only white space (the API refuses it).
     EmptyText,
+    /// A `tool_result` that answers no `tool_use` of the assistant message before it, or one
+    /// answered already.
+    UnpairedResult {
+        /// The id it names.
+        id: String,
+    },
 }
 
 impl fmt::Display for Dropped {
@@ -174,6 +180,9 @@ impl fmt::Display for Dropped {
             DroppedKind::RepeatedBlock => "a block repeated in its message, sent once".to_owned(),
             DroppedKind::ReusedToolId { id } => format!("a second tool_use {id}, not sent"),
             DroppedKind::EmptyText => "an empty text block, not sent".to_owned(),
+            DroppedKind::UnpairedResult { id } => {
+                format!("a tool_result for {id} that answers no call just before it, not sent")
+            }
         };
         write!(f, "line {}: {what}", self.line)
     }

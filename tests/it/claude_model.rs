@@ -21,7 +21,7 @@ pub(crate) struct Record {
     parent: Option<String>,
     /// `user`, `assistant`, `system`, `attachment` or `progress`.
     kind: String,
-    sidechain: bool,
+    pub(crate) sidechain: bool,
     timestamp: String,
     /// An assistant record's `message.id`.
     message_id: Option<String>,
@@ -30,7 +30,7 @@ pub(crate) struct Record {
     /// A `system` record with `subtype: compact_boundary`.
     compact_boundary: bool,
     /// The whole record.
-    raw: Value,
+    pub(crate) raw: Value,
 }
 
 const CHAIN_KINDS: [&str; 5] = ["user", "assistant", "system", "attachment", "progress"];
@@ -186,11 +186,14 @@ pub(crate) fn thread_conversation(records: &[Record], thread: Option<&str>) -> V
     // user or assistant record, the latest; a tie goes to the earlier line.
     let leaf = (0..records.len())
         .filter(|&at| {
-            !has_child[at] && thread_of(&records[at]) == thread && records[at].kind != "progress"
+            // A progress record nobody points at is an end too, walked back like any other.
+            !has_child[at] && thread_of(&records[at]) == thread
         })
         .filter_map(|mut at| {
             let mut seen = HashSet::new();
-            while !talk(at) {
+            // The nearest user or assistant record (a local command's output is sent, but is
+            // not where a leaf is looked for).
+            while !matches!(records[at].kind.as_str(), "user" | "assistant") {
                 at = parents[at].filter(|_| seen.insert(at))?;
             }
             Some(at)

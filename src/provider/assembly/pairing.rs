@@ -35,7 +35,7 @@ pub(crate) struct Paired {
 /// nothing answers, or dropped ([`TargetRepairKind::DroppedDuplicateOutput`]). Outputs right
 /// after their batch stay; the others move there ([`TargetRepairKind::MovedOutput`]). A call
 /// with no output gets a synthetic one ([`TargetRepairKind::SynthesizedOutput`]). Units that
-/// send nothing do not split a batch. `docs/providers.md` ("Call grouping") tells why. O(n).
+/// send nothing, and the projection's synthetic outputs, do not split a batch. `docs/providers.md` ("Call grouping") tells why. O(n).
 pub(crate) fn pair_calls<R: Rendered>(units: &[Unit<R>]) -> Paired {
     // Which output each call takes, and which call takes each.
     let mut output_of: HashMap<usize, usize> = HashMap::new();
@@ -62,7 +62,9 @@ pub(crate) fn pair_calls<R: Rendered>(units: &[Unit<R>]) -> Paired {
                 calls.1.push_back(i);
             }
             PairRole::Output(id) => {
-                in_batch = false;
+                // The projection's synthetic output stands in for one the call lacks: the calls
+                // of a batch left unanswered (a crashed turn) stay one batch.
+                in_batch &= unit.synthetic;
                 match open.get_mut(id).and_then(|(_, calls)| calls.pop_front()) {
                     Some(call) => {
                         taken.insert(i, call);
@@ -118,13 +120,17 @@ pub(crate) fn pair_calls<R: Rendered>(units: &[Unit<R>]) -> Paired {
             PairRole::Call(_) => {
                 // The batch: consecutive calls, items that send nothing between them skipped
                 // (a reasoning item between two parallel calls does not split their batch).
+                // The projection's synthetic outputs between them do not split it either: they
+                // follow the whole batch.
                 let mut batch = Vec::new();
+                let mut synthetic = Vec::new();
                 while i < units.len() {
                     match units[i].pairing() {
                         PairRole::Call(_) => {
                             paired.steps.push(Step::Unit(i));
                             batch.push(i);
                         }
+                        PairRole::Output(_) if units[i].synthetic => synthetic.push(i),
                         PairRole::Nothing => {}
                         PairRole::Output(_) | PairRole::Other => break,
                     }
@@ -136,6 +142,17 @@ pub(crate) fn pair_calls<R: Rendered>(units: &[Unit<R>]) -> Paired {
                     batch.last().copied().unwrap_or(i),
                 );
                 let in_batch = |call: usize| (first..=last).contains(&call);
+                for output in synthetic {
+                    if taken.get(&output).is_some_and(|call| in_batch(*call)) {
+                        sent[output] = true;
+                        paired.steps.push(Step::Unit(output));
+                    } else {
+                        paired.repairs.push(TargetRepair {
+                            kind: TargetRepairKind::DroppedDuplicateOutput,
+                            at: units[output].at.clone(),
+                        });
+                    }
+                }
                 // Outputs right after the batch, answering its calls, stay where they are.
                 while i < units.len() {
                     match units[i].pairing() {
@@ -191,9 +208,11 @@ pub(crate) enum Edge {
 }
 
 impl Edge {
-    /// The edge of a unit (`None`: it sends nothing, and batches across it).
+    /// The edge of a unit (`None`: it sends nothing, or is the projection's synthetic output,
+    /// and batches across it).
     pub(crate) fn of<R: Rendered>(unit: &Unit<R>) -> Option<Edge> {
         match unit.pairing() {
+            PairRole::Output(_) if unit.synthetic => None,
             PairRole::Call(_) => Some(Edge::Call),
             PairRole::Output(_) | PairRole::Other => Some(Edge::Other),
             PairRole::Nothing => None,
