@@ -123,5 +123,10 @@ pub use error::Error;
 #[doc = include_str!("../docs/library.md")]
 pub struct LibraryDoc;
 
+/// `docs/claude-code.md`, whose example is compiled as a doctest.
+#[cfg(doctest)]
+#[doc = include_str!("../docs/claude-code.md")]
+pub struct ClaudeCodeDoc;
+
 #[cfg(feature = "testing")]
 pub mod testing;

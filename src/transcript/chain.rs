@@ -49,9 +49,23 @@ pub(crate) fn path(records: &[Record], thread: Option<&str>) -> Path {
         .rposition(|&at| records[at].is_system("compact_boundary"))
     {
         Some(boundary) => {
+            // What the compaction summarized: the walk on, through the boundary's logical
+            // parent (never sent; counted, and no branch).
+            let mut before = boundary as u64;
+            let mut up = records[walk[boundary]]
+                .logical_parent
+                .as_deref()
+                .and_then(|uuid| index.get(uuid).copied());
+            while let Some(at) = up {
+                if !on_walk.insert(at) {
+                    break;
+                }
+                before += 1;
+                up = parents[at];
+            }
             report.cut = Some(CompactCut {
                 line: records[walk[boundary]].line,
-                records_before: boundary as u64,
+                records_before: before,
             });
             &walk[boundary + 1..]
         }

@@ -40,6 +40,8 @@ pub(crate) struct Record {
     pub(crate) kind: RecordKind,
     pub(crate) uuid: Box<str>,
     pub(crate) parent: Option<Box<str>>,
+    /// A compact boundary's `logicalParentUuid`: the last record before it.
+    pub(crate) logical_parent: Option<Box<str>>,
     pub(crate) sidechain: bool,
     /// The subagent a sidechain record belongs to.
     pub(crate) agent_id: Option<Box<str>>,
@@ -109,6 +111,7 @@ struct Line {
     kind: String,
     uuid: Option<String>,
     parent_uuid: Option<String>,
+    logical_parent_uuid: Option<String>,
     #[serde(default)]
     is_sidechain: bool,
     agent_id: Option<String>,
@@ -168,6 +171,7 @@ pub(crate) fn parse_line(text: &str, line: u64) -> Result<Parsed, ParseProblem> 
         kind,
         uuid: uuid.into_boxed_str(),
         parent: boxed(fields.parent_uuid),
+        logical_parent: boxed(fields.logical_parent_uuid),
         sidechain: fields.is_sidechain,
         agent_id: boxed(fields.agent_id),
         timestamp: fields.timestamp.unwrap_or_default().into_boxed_str(),

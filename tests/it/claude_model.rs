@@ -743,6 +743,14 @@ mod rules {
             ),
             system("c1", "u1", "local_command", 1),
             system("d1", "c1", "turn_duration", 2),
+            // The leaf is a user or assistant record: a local command's output at the very end
+            // is not sent (the walk starts at the prompt before it).
+            record(
+                "u2",
+                Some("d1"),
+                "user",
+                serde_json::json!({"role": "user", "content": "and now?"}),
+            ),
         ];
         let messages = sent_messages(&lines);
         assert_eq!(messages.len(), 1);

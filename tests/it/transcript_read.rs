@@ -283,3 +283,294 @@ mod generated {
         }
     }
 }
+
+/// What the reader guarantees for a file: each bad line reported where it is, repairs named,
+/// what is read past counted, whole-file failures typed.
+mod reading {
+    use super::*;
+
+    use agent_history::{
+        DroppedKind, LineRepair, ReadOptions, RescueKind, SkipReason, TranscriptError,
+    };
+
+    fn fixture(name: &str) -> Transcript {
+        Transcript::read_file(fixtures().join(format!("{name}.jsonl")), ReadMode::Lenient)
+            .expect("a fixture")
+    }
+
+    const USER: &str = r#"{"type":"user","uuid":"u1","parentUuid":null,"timestamp":"2026-11-20T10:00:01.000Z","message":{"role":"user","content":"hi"}}"#;
+
+    #[test]
+    fn a_torn_or_malformed_line_is_skipped_and_reported_with_its_line_and_byte() {
+        let text = format!("{USER}\n[1,2]\n{{\"type\":\"user\",\"uuid\":");
+        let transcript = read(&text);
+        assert_eq!(transcript.report.lines, 3);
+        let skipped: Vec<(u64, u64)> = transcript
+            .report
+            .skipped
+            .iter()
+            .map(|line| (line.line, line.offset))
+            .collect();
+        let second = USER.len() as u64 + 1;
+        assert_eq!(skipped, [(2, second), (3, second + 6)]);
+        assert!(matches!(
+            transcript.report.skipped[0].reason,
+            SkipReason::InvalidPayload(_)
+        ));
+        assert!(matches!(
+            transcript.report.skipped[1].reason,
+            SkipReason::InvalidJson(_)
+        ));
+        assert!(transcript.report.torn_tail);
+        assert_eq!(library_sent(&transcript), ["u1"]);
+        let strict = Transcript::read(text.as_bytes(), "<t>", ReadMode::Strict).unwrap_err();
+        assert!(
+            matches!(strict, TranscriptError::BadLine { line: 2, offset, .. } if offset == second),
+            "{strict}"
+        );
+    }
+
+    #[test]
+    fn a_byte_order_mark_and_invalid_utf8_are_repaired_and_reported() {
+        let mut bytes = b"\xEF\xBB\xBF".to_vec();
+        bytes.extend_from_slice(USER.as_bytes());
+        bytes.push(b'\n');
+        bytes.extend_from_slice(
+            br#"{"type":"user","uuid":"u2","parentUuid":"u1","timestamp":"2026-11-20T10:00:02.000Z","message":{"role":"user","content":"caf"#,
+        );
+        bytes.extend_from_slice(b"\xE9\"}}\n");
+        let transcript = Transcript::read(&bytes[..], "<t>", ReadMode::Lenient).expect("read");
+        let repairs: Vec<(u64, LineRepair)> = transcript
+            .report
+            .repaired
+            .iter()
+            .map(|repair| (repair.line, repair.repair.clone()))
+            .collect();
+        assert_eq!(
+            repairs,
+            [(1, LineRepair::ByteOrderMark), (2, LineRepair::LossyUtf8)]
+        );
+        assert_eq!(library_sent(&transcript), ["u1", "u2"]);
+        let items: Vec<String> = transcript
+            .conversation()
+            .items()
+            .map(str::to_owned)
+            .collect();
+        assert!(items[1].contains("caf\u{FFFD}"), "{}", items[1]);
+        let strict = Transcript::read(&bytes[..], "<t>", ReadMode::Strict).unwrap_err();
+        assert!(matches!(
+            strict,
+            TranscriptError::BadLine {
+                line: 2,
+                reason: SkipReason::InvalidUtf8,
+                ..
+            }
+        ));
+    }
+
+    #[test]
+    fn a_line_over_the_limit_is_passed_over_and_reported_with_its_length() {
+        let long = format!(
+            r#"{{"type":"user","uuid":"u2","parentUuid":"u1","message":{{"role":"user","content":"{}"}}}}"#,
+            "x".repeat(500)
+        );
+        let text = format!("{USER}\n{long}\n");
+        let options = ReadOptions::default().max_line_bytes(200);
+        let transcript = Transcript::read(text.as_bytes(), "<t>", options).expect("read");
+        assert_eq!(
+            transcript.report.skipped[0].reason,
+            SkipReason::TooLong {
+                bytes: long.len() as u64,
+                limit: 200
+            }
+        );
+        assert_eq!(transcript.report.skip_counts.too_long, 1);
+    }
+
+    #[test]
+    fn what_is_read_past_is_counted_by_kind() {
+        let transcript = fixture("microcompact");
+        let past: Vec<(&str, u64)> = transcript
+            .report
+            .read_past
+            .iter()
+            .map(|(kind, count)| (kind.as_str(), *count))
+            .collect();
+        assert_eq!(
+            past,
+            [
+                ("file-history-snapshot", 1),
+                ("last-prompt", 1),
+                ("queue-operation", 1),
+                ("system/microcompact_boundary", 1),
+                ("system/turn_duration", 1),
+            ]
+        );
+        // The results before a microcompact boundary stay as written.
+        let conversation = transcript.conversation();
+        assert!(
+            conversation
+                .items()
+                .any(|item| item.contains("line 1\\nline 2"))
+        );
+        assert_eq!(fixture("progress_bridge").report.read_past["progress"], 2);
+    }
+
+    #[test]
+    fn whole_file_failures_are_typed() {
+        let empty = Transcript::read(&b"\n  \n"[..], "<t>", ReadMode::Lenient).unwrap_err();
+        assert!(matches!(empty, TranscriptError::Empty { .. }), "{empty}");
+        let none = Transcript::read(&b"[1]\n2\n"[..], "<t>", ReadMode::Lenient).unwrap_err();
+        assert!(
+            matches!(none, TranscriptError::NoRecords { lines: 2, .. }),
+            "{none}"
+        );
+        let gzip =
+            Transcript::read(&b"\x1f\x8b\x08\x00\x00"[..], "<t>", ReadMode::Lenient).unwrap_err();
+        assert!(matches!(gzip, TranscriptError::NotText { .. }), "{gzip}");
+        let directory = Transcript::read_file(fixtures(), ReadMode::Lenient).unwrap_err();
+        assert!(
+            matches!(
+                directory,
+                TranscriptError::NotAFile {
+                    what: "a directory",
+                    ..
+                }
+            ),
+            "{directory}"
+        );
+    }
+
+    #[test]
+    fn each_rescue_names_the_record_where_it_hangs_now_and_what_it_brought_back() {
+        let fork = fixture("progress_fork").conversation();
+        assert_eq!(fork.report.rescues.len(), 1, "{:?}", fork.report.rescues);
+        let rescue = &fork.report.rescues[0];
+        assert_eq!(rescue.kind, RescueKind::ProgressFork);
+        assert_eq!(
+            (rescue.uuid.as_str(), rescue.now_under.as_str()),
+            ("u2", "a2")
+        );
+        assert_eq!(rescue.brought_back, 2, "r1 and a2 are back on the path");
+        let missing = fixture("missing_parent").conversation();
+        let rescue = &missing.report.rescues[0];
+        assert_eq!(rescue.kind, RescueKind::MissingParent);
+        assert!(rescue.brought_back >= 1, "{rescue}");
+        assert_eq!(missing.sent().len(), 4);
+    }
+
+    #[test]
+    fn every_branch_not_taken_and_the_compaction_cut_are_reported() {
+        let later = fixture("later_branch").conversation();
+        assert_eq!(
+            later.report.branches.len(),
+            1,
+            "{:?}",
+            later.report.branches
+        );
+        let branch = &later.report.branches[0];
+        assert_eq!(branch.forks_from.as_deref(), Some("u1"));
+        assert_eq!(branch.line, 2);
+        let compacted = fixture("compact_boundary").conversation();
+        let cut = compacted.report.cut.as_ref().expect("a cut");
+        // u1 and a1, reached through the boundary's logical parent: compacted, not a branch.
+        assert_eq!((cut.line, cut.records_before), (3, 2));
+        assert!(
+            compacted.report.branches.is_empty(),
+            "{:?}",
+            compacted.report.branches
+        );
+    }
+
+    #[test]
+    fn what_a_resume_leaves_out_is_reported_by_line() {
+        let interrupted = fixture("interrupted").conversation();
+        let dropped: Vec<(u64, DroppedKind)> = interrupted
+            .report
+            .dropped
+            .iter()
+            .map(|dropped| (dropped.line, dropped.what.clone()))
+            .collect();
+        assert_eq!(
+            dropped,
+            [(6, DroppedKind::ApiError), (7, DroppedKind::ThinkingOnly)]
+        );
+    }
+
+    #[test]
+    fn the_anthropic_projection_gives_back_the_blocks_the_file_holds() {
+        // Thinking with its signature, redacted thinking, a text with an extra key, a tool_use
+        // with `caller`, a result of text and an image, an error result, an image prompt.
+        let text = std::fs::read_to_string(fixtures().join("blocks.jsonl")).expect("read");
+        let file_blocks: Vec<Value> = text
+            .lines()
+            .map(|line| serde_json::from_str::<Value>(line).expect("JSON"))
+            .flat_map(|record| {
+                record["message"]["content"]
+                    .as_array()
+                    .cloned()
+                    .unwrap_or_default()
+            })
+            .collect();
+        let sent: Vec<Value> = library_messages(&read(&text))
+            .into_iter()
+            .flat_map(|message| message["content"].as_array().cloned().unwrap_or_default())
+            .collect();
+        assert_eq!(sent, file_blocks);
+    }
+
+    #[test]
+    fn an_unanswered_call_at_the_end_is_answered_in_the_projection_only() {
+        let transcript = fixture("interrupted");
+        let history = transcript.conversation().history().expect("a history");
+        let projection = history
+            .project_for(&TargetOptions::new(Target::AnthropicMessages))
+            .expect("a projection");
+        let messages: Vec<Value> = serde_json::from_str(&projection.to_json()).expect("JSON");
+        let last = messages.last().expect("a message");
+        assert_eq!(
+            last["content"][0],
+            json!({"type": "tool_result", "tool_use_id": "toolu_i2", "content": "aborted", "is_error": true})
+        );
+        // The history holds the call, not the repair.
+        assert!(
+            history
+                .iter()
+                .all(|entry| !entry.json().contains("aborted"))
+        );
+        // Stable across reads: the same repair, byte for byte.
+        let again = fixture("interrupted")
+            .conversation()
+            .history()
+            .expect("a history");
+        let second = again
+            .project_for(&TargetOptions::new(Target::AnthropicMessages))
+            .expect("a projection");
+        assert_eq!(second.to_json(), projection.to_json());
+    }
+
+    #[test]
+    fn subagents_inline_are_threads_of_their_own() {
+        let transcript = fixture("sidechain");
+        assert_eq!(transcript.subagents(), ["a7f3"]);
+        let subagent = transcript.subagent_conversation("a7f3");
+        let sent: Vec<&str> = subagent.sent().iter().map(|r| r.uuid.as_str()).collect();
+        assert_eq!(sent, ["s1", "s2"]);
+        // Another thread's records are no branch of the main thread.
+        assert!(transcript.conversation().report.branches.is_empty());
+        assert_eq!(transcript.model(), Some("claude-opus-4-5"));
+    }
+
+    #[test]
+    fn a_progress_record_that_is_its_own_parent_ends_the_bridge() {
+        // Found by the generated transcripts: the rescue report once followed this cycle for
+        // ever.
+        let text = [
+            USER.to_owned(),
+            r#"{"type":"progress","uuid":"p1","parentUuid":"p1","timestamp":"2026-11-20T10:00:02.000Z"}"#.to_owned(),
+            r#"{"type":"user","uuid":"u2","parentUuid":"p1","timestamp":"2026-11-20T10:00:03.000Z","message":{"role":"user","content":"again"}}"#.to_owned(),
+        ]
+        .join("\n");
+        agrees("progress cycle", &text);
+    }
+}

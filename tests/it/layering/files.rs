@@ -52,8 +52,12 @@ const FILE_ORDER: &[(&str, &str)] = &[
     ),
     (
         "rollout",
-        "paginated < line < report < stored_report < error < compressed < lines < sink < writer_lock < \
-         validate < reader < lineage < resume/ < writer",
+        "paginated < line < report < stored_report < error < compressed < lines < sink < \
+         writer_lock < validate < reader < lineage < resume/ < writer",
+    ),
+    (
+        "transcript",
+        "record < report < error < chain < messages < reader",
     ),
     ("rollout/resume", "scan < turn < replay < world < snapshot"),
     ("snapshot", "archive < header < error < map < write"),

@@ -27,6 +27,7 @@ const LAYERS: &[&str] = &[
     "stream",
     "snapshot",
     "rollout",
+    "transcript",
     "error",
     "session",
     "testing",
