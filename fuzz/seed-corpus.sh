@@ -65,4 +65,10 @@ for transcript in tests/fixtures/stream/*.sse; do
   esac
   { printf "$format\007"; cat "$transcript"; } >"$corpus/stream_events/$name"
 done
+# transcript_read: a line-limit byte (0: the default), a flags byte (0: no record before), the
+# transcript; from the hand-built Claude Code fixtures of tests/fixtures/claude-code/.
+mkdir -p "$corpus/transcript_read"
+for transcript in tests/fixtures/claude-code/*.jsonl; do
+  { printf '\000\000'; cat "$transcript"; } >"$corpus/transcript_read/$(basename "$transcript" .jsonl)"
+done
 echo "seeded: $(ls "$corpus"/record_json | wc -l) record_json, $(ls "$corpus"/rollout_read | wc -l) rollout_read, $(ls "$corpus"/resume_snapshot | wc -l) resume_snapshot, $(ls "$corpus"/snapshot_file | wc -l) snapshot_file inputs"

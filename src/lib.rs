@@ -108,8 +108,9 @@ pub use rollout::{
 // The transcript layer: Claude Code transcripts read, their conversation chosen as a resume
 // does, held in a history.
 pub use transcript::{
-    Branch, CompactCut, Conversation, ConversationReport, Dropped, DroppedKind, Rescue, RescueKind,
-    SentRecord, Transcript, TranscriptError, TranscriptReport,
+    Branch, CompactCut, Conversation, ConversationReport, Dropped, DroppedKind,
+    ParseSessionFormatError, Rescue, RescueKind, SentRecord, SessionFormat, Transcript,
+    TranscriptError, TranscriptReport,
 };
 
 // The session layer: a history and its rollout kept in step.

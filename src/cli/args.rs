@@ -37,6 +37,10 @@ pub struct Cli {
     /// reverts). Default: the home whose `sessions/` tree the rollout is in, else `$CODEX_HOME`.
     #[arg(long, global = true, value_name = "DIR")]
     pub codex_home: Option<PathBuf>,
+    /// The format of the sessions read: codex or claude-code. Default: told from each file's
+    /// first line (standard input: codex).
+    #[arg(long, global = true, value_name = "FORMAT")]
+    pub format: Option<agent_history::SessionFormat>,
     /// The subcommand.
     #[command(subcommand)]
     pub command: Command,
@@ -144,11 +148,12 @@ pub struct ProjectArgs {
     /// Indent the JSON written to stdout (the input array or request body).
     #[arg(long)]
     pub pretty: bool,
-    /// The API the input is for: responses (the `input` array, the default), chat (the Chat
-    /// Completions `messages` array) or anthropic (the Anthropic Messages `messages` array;
-    /// `system` and `developer` messages go to the request's `system`).
-    #[arg(long, default_value = "responses", value_parser = parse_target)]
-    pub target: Target,
+    /// The API the input is for: responses (the `input` array), chat (the Chat Completions
+    /// `messages` array) or anthropic (the Anthropic Messages `messages` array; `system` and
+    /// `developer` messages go to the request's `system`). Default: the source's own API,
+    /// responses for a Codex rollout, anthropic for a Claude Code transcript.
+    #[arg(long, value_parser = parse_target)]
+    pub target: Option<Target>,
     /// Chat Completions: keep `developer` messages as `developer` instead of sending them as
     /// `system` (which every compatible server takes).
     #[arg(long)]
@@ -164,8 +169,9 @@ pub struct ProjectArgs {
     /// (those without an equivalent left out and said on stderr), `tool_choice`,
     /// `parallel_tool_calls`, `stream`, `reasoning_effort`. For anthropic: `model`,
     /// `max_tokens`, `system` (the instructions, then the history's system and developer
-    /// texts), `messages`, `tools` converted likewise, `tool_choice`, `stream`.
-    #[arg(long, requires = "model")]
+    /// texts), `messages`, `tools` converted likewise, `tool_choice`, `stream`. Needs `--model`
+    /// for a Codex session; a Claude Code transcript's model is its own unless `--model` says.
+    #[arg(long)]
     pub request: bool,
     /// The model slug of the request body.
     #[arg(long, requires = "request", value_parser = non_empty)]
@@ -211,6 +217,13 @@ pub struct ProjectArgs {
         default_missing_value = "",
     )]
     pub prompt_cache_key: Option<String>,
+}
+
+impl ProjectArgs {
+    /// The target: `--target`, else Responses (`project` sets it from the source before use).
+    pub fn target(&self) -> Target {
+        self.target.unwrap_or(Target::Responses)
+    }
 }
 
 /// The arguments of `check`.

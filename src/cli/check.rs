@@ -4,12 +4,13 @@ use std::collections::BTreeMap;
 use std::process::ExitCode;
 
 use agent_history::{
-    History, HistoryMode, LineageFile, LoadReport, Modalities, ProjectionOptions, RepairKind,
+    ConversationReport, History, HistoryMode, LineageFile, LoadReport, Modalities,
+    ProjectionOptions, RepairKind, TranscriptReport,
 };
 use serde::Serialize;
 
 use super::args::CheckArgs;
-use super::input::{Loaded, each, load, sessions};
+use super::input::{Loaded, ReadTranscript, each, load, sessions};
 use super::output::{self, collapse, error_line, finish, json_line, line, stdout};
 
 /// One thing `check` found.
@@ -66,7 +67,7 @@ struct Checked {
     r#type: &'static str,
     /// The path as given (`<stdin>` for standard input).
     path: String,
-    /// `"rollout"` or `"snapshot"`.
+    /// `"rollout"`, `"snapshot"` or `"claude-code"` (a Claude Code transcript).
     input: &'static str,
     /// Lines read (for a snapshot: the rollout lines it covers).
     lines: u64,
@@ -82,8 +83,13 @@ struct Checked {
     /// Whether the next request needs a repair in its projection (a synthetic output, an
     /// orphan output left out, an unknown item held back), with the default modalities.
     needs_repair: bool,
-    /// What reading the rollout found (`null` for a snapshot).
+    /// What reading the rollout found (`null` for a snapshot and a transcript).
     load: Option<LoadReport>,
+    /// What reading a Claude Code transcript found (`null` for a Codex session).
+    transcript: Option<TranscriptReport>,
+    /// How a transcript's conversation was chosen: its rescues, branches, compaction cut and
+    /// what it leaves out (`null` for a Codex session).
+    conversation: Option<ConversationReport>,
     /// The findings, in line order.
     findings: Vec<Finding>,
 }
@@ -337,6 +343,8 @@ fn checked(path: String, loaded: Loaded) -> Checked {
                 user_turns: resumed.history().user_turn_count(),
                 needs_repair: needs_repair(resumed.history()),
                 load: Some(report.clone()),
+                transcript: None,
+                conversation: None,
                 findings,
             }
         }
@@ -353,9 +361,136 @@ fn checked(path: String, loaded: Loaded) -> Checked {
                 user_turns: history.user_turn_count(),
                 needs_repair: needs_repair(history),
                 load: None,
+                transcript: None,
+                conversation: None,
                 findings: repairs(history, |_| (None, None), None),
             }
         }
+        Loaded::Transcript(read) => transcript_checked(path, *read),
+    }
+}
+
+/// Checks a Claude Code transcript: its bad and repaired lines, every rescue, branch not taken
+/// and compaction cut of its conversation, what a resume leaves out, and the repairs its next
+/// request needs.
+fn transcript_checked(path: String, read: ReadTranscript) -> Checked {
+    let ReadTranscript {
+        transcript,
+        conversation,
+        history,
+    } = read;
+    let at = |kind: &'static str, line: u64, offset: Option<u64>, message: String, group: &str| {
+        Finding {
+            kind,
+            file: None,
+            line: Some(line),
+            offset,
+            position: None,
+            message,
+            group: group.to_owned(),
+        }
+    };
+    let mut findings = repairs(
+        &history,
+        |position| (conversation.item_line(position), None),
+        None,
+    );
+    let report = &transcript.report;
+    for skipped in &report.skipped {
+        let kind = if skipped.reason.is_malformed() {
+            "skipped_line"
+        } else {
+            continue;
+        };
+        findings.push(at(
+            kind,
+            skipped.line,
+            Some(skipped.offset),
+            format!("skipped: {}", skipped.reason),
+            "skipped lines",
+        ));
+    }
+    for repaired in &report.repaired {
+        findings.push(at(
+            "repaired_line",
+            repaired.line,
+            Some(repaired.offset),
+            format!("repaired: {}", repaired.repair),
+            "repaired lines",
+        ));
+    }
+    let chosen = &conversation.report;
+    for rescue in &chosen.rescues {
+        findings.push(at(
+            "rescued_record",
+            rescue.line,
+            None,
+            rescue.to_string(),
+            "records re-attached",
+        ));
+    }
+    for branch in &chosen.branches {
+        findings.push(at(
+            "branch_not_taken",
+            branch.line,
+            None,
+            branch.to_string(),
+            "branches not taken",
+        ));
+    }
+    if let Some(cut) = &chosen.cut {
+        findings.push(at(
+            "compaction_cut",
+            cut.line,
+            None,
+            format!(
+                "compaction: the {} record(s) before it are not sent (the summary after it stands for them)",
+                cut.records_before
+            ),
+            "compaction cuts",
+        ));
+    }
+    for dropped in &chosen.dropped {
+        findings.push(at(
+            "left_out_by_resume",
+            dropped.line,
+            None,
+            dropped.to_string(),
+            "left out by resume",
+        ));
+    }
+    findings.sort_by_key(|finding| finding.line.unwrap_or(u64::MAX));
+    let listed = report
+        .skipped
+        .iter()
+        .filter(|line| line.reason.is_malformed())
+        .count() as u64;
+    if report.skip_counts.malformed() > listed {
+        let more = report.skip_counts.malformed() - listed;
+        findings.push(Finding {
+            kind: "unlisted_skipped_lines",
+            file: None,
+            line: None,
+            offset: None,
+            position: None,
+            message: format!("{more} more malformed line(s) skipped and not listed"),
+            group: "malformed lines skipped and not listed".to_owned(),
+        });
+    }
+    Checked {
+        r#type: "session",
+        path,
+        input: "claude-code",
+        lines: report.lines,
+        history_mode: None,
+        lineage: Vec::new(),
+        items: history.len(),
+        user_turns: history.user_turn_count(),
+        needs_repair: needs_repair(&history),
+        load: None,
+        transcript: Some(report.clone()),
+        conversation: Some(conversation.report.clone()),
+        findings,
     }
 }
 

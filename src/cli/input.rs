@@ -6,8 +6,9 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use agent_history::{
-    DEFAULT_TRUNCATION, ResumeOptions, Resumed, RolloutError, Snapshot, SnapshotOptions,
-    is_snapshot, open_rollout, open_snapshot, resume_reader,
+    Conversation, DEFAULT_TRUNCATION, History, ReadMode, ResumeOptions, Resumed, RolloutError,
+    SessionFormat, Snapshot, SnapshotOptions, Transcript, is_snapshot, open_rollout, open_snapshot,
+    resume_reader,
 };
 use anyhow::Context as _;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -30,6 +31,26 @@ static CODEX_HOME: OnceLock<Option<PathBuf>> = OnceLock::new();
 /// Sets `--codex-home` for the whole run (once).
 pub fn set_codex_home(home: Option<PathBuf>) {
     let _ = CODEX_HOME.set(home);
+}
+
+/// `--format`, for the whole run.
+static FORMAT: OnceLock<Option<SessionFormat>> = OnceLock::new();
+
+/// Sets `--format` for the whole run (once).
+pub fn set_format(format: Option<SessionFormat>) {
+    let _ = FORMAT.set(format);
+}
+
+/// The format of `source`: `--format` when given, else what a file's first line tells (standard
+/// input, which cannot be looked at twice, is a Codex rollout unless `--format` says otherwise).
+pub fn format_of(source: &Source) -> SessionFormat {
+    if let Some(format) = FORMAT.get().copied().flatten() {
+        return format;
+    }
+    match source {
+        Source::Stdin => SessionFormat::Codex,
+        Source::File(path) => SessionFormat::of_file(path).unwrap_or(SessionFormat::Codex),
+    }
 }
 
 /// How every command resumes a rollout: `truncation` (the default policy when `None`), and the
@@ -116,12 +137,21 @@ pub fn sessions(paths: &[PathBuf]) -> anyhow::Result<Vec<Source>> {
     Ok(sources)
 }
 
-/// A session as read: a resumed rollout or an opened snapshot.
+/// A session as read: a resumed rollout, an opened snapshot or a Claude Code transcript.
 pub enum Loaded {
     /// A rollout, resumed line by line.
     Rollout(Box<Resumed>),
     /// A snapshot, opened and checked (untrusted).
     Snapshot(Box<Snapshot>),
+    /// A Claude Code transcript and the conversation a resume of it sends.
+    Transcript(Box<ReadTranscript>),
+}
+
+/// A Claude Code transcript read, its conversation chosen and recorded.
+pub struct ReadTranscript {
+    pub transcript: Transcript,
+    pub conversation: Conversation,
+    pub history: History,
 }
 
 /// Reads one session, advancing `bar` by the bytes read.
@@ -132,10 +162,47 @@ pub fn load(source: &Source, options: &ResumeOptions, bar: &ProgressBar) -> anyh
             bar.inc(source.size());
             Ok(Loaded::Snapshot(Box::new(opened)))
         }
+        _ if format_of(source) == SessionFormat::ClaudeCode => {
+            Ok(Loaded::Transcript(Box::new(read_transcript(source, bar)?)))
+        }
         _ => Ok(Loaded::Rollout(Box::new(resume_with(
             source, options, bar,
         )?))),
     }
+}
+
+/// Reads the Claude Code transcript of `source`, advancing `bar` by the bytes read.
+pub fn read_transcript(source: &Source, bar: &ProgressBar) -> anyhow::Result<ReadTranscript> {
+    let transcript = match source {
+        Source::Stdin => Transcript::read(
+            bar.wrap_read(stdin_rollout()?),
+            STDIN_LABEL,
+            ReadMode::Lenient,
+        )?,
+        Source::File(path) => Transcript::read_file(path, ReadMode::Lenient)?,
+    };
+    if let Source::File(_) = source {
+        bar.inc(source.size());
+    }
+    let conversation = transcript.conversation();
+    let history = conversation.history()?;
+    Ok(ReadTranscript {
+        transcript,
+        conversation,
+        history,
+    })
+}
+
+/// The error of a command that reads Codex rollouts only, given a Claude Code transcript.
+fn rollouts_only(source: &Source) -> anyhow::Result<()> {
+    if format_of(source) == SessionFormat::ClaudeCode {
+        anyhow::bail!(
+            "{} is a Claude Code transcript; this command reads Codex rollouts only so far \
+             (`project`, `check` and `stats` read transcripts)",
+            source.label()
+        );
+    }
+    Ok(())
 }
 
 /// Resumes the rollout of `source`, advancing `bar` by the bytes read.
@@ -184,13 +251,20 @@ pub fn progress_bar(total: u64, quiet: bool) -> ProgressBar {
     bar
 }
 
-/// Resumes a rollout (`-`: standard input), with a progress bar when stderr is a terminal.
-pub fn resume(path: &Path, options: &ResumeOptions) -> anyhow::Result<Resumed> {
-    let source = if is_stdin(path) {
+/// The source a command-line path names (`-`: standard input).
+pub fn source_of(path: &Path) -> Source {
+    if is_stdin(path) {
         Source::Stdin
     } else {
         Source::File(path.to_owned())
-    };
+    }
+}
+
+/// Resumes a rollout (`-`: standard input), with a progress bar when stderr is a terminal; a
+/// Claude Code transcript is refused, naming the commands that read one.
+pub fn resume(path: &Path, options: &ResumeOptions) -> anyhow::Result<Resumed> {
+    let source = source_of(path);
+    rollouts_only(&source)?;
     let bar = progress_bar(source.size(), super::output::quiet());
     let resumed = resume_with(&source, options, &bar);
     bar.finish_and_clear();

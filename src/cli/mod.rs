@@ -32,6 +32,7 @@ pub fn main() -> ExitCode {
     let cli = Cli::parse();
     output::set_quiet(cli.quiet);
     input::set_codex_home(cli.codex_home.clone());
+    input::set_format(cli.format);
     match run(cli) {
         Ok(code) => code,
         // A reader that stopped reading (`| head`) is not an error: end quietly, as other

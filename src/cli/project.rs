@@ -5,16 +5,18 @@ use std::process::ExitCode;
 
 use agent_history::{
     DeveloperRole, DroppedTool, History, ProjectionOptions, PromptCompiler, ReasoningConfig,
-    RepairReport, RequestSettings, ResponseOptions, ResumeOptions, ResumeSource, SnapshotOptions,
-    SnapshotTrust, StepContext, Target, TargetOptions, TargetReport, ThreadId, ToolPlan,
-    UnknownItems, is_snapshot, open_snapshot, read_tools,
+    RepairReport, RequestSettings, ResponseOptions, ResumeOptions, ResumeSource, SessionFormat,
+    SnapshotOptions, SnapshotTrust, StepContext, Target, TargetOptions, TargetReport, ThreadId,
+    ToolPlan, UnknownItems, is_snapshot, open_snapshot, read_tools,
 };
 use anyhow::Context as _;
 use serde_json::{Map, Value};
 
 use super::Usage;
 use super::args::ProjectArgs;
-use super::input::{is_stdin, resume};
+use super::input::{
+    ReadTranscript, format_of, is_stdin, progress_bar, read_transcript, resume, source_of,
+};
 use super::output::{collapse, json_line, quiet, report_load, stdout};
 
 /// A status line, left out with `--json` (whose report says the same).
@@ -27,8 +29,17 @@ macro_rules! status_text {
 }
 
 /// Runs `project`.
-pub fn run(args: ProjectArgs) -> anyhow::Result<ExitCode> {
-    check_flags(&args)?;
+pub fn run(mut args: ProjectArgs) -> anyhow::Result<ExitCode> {
+    let source = source_of(&args.rollout);
+    let transcript =
+        !is_snapshot_path(&args.rollout) && format_of(&source) == SessionFormat::ClaudeCode;
+    // The source's own API unless `--target` names another.
+    args.target.get_or_insert(if transcript {
+        Target::AnthropicMessages
+    } else {
+        Target::Responses
+    });
+    check_flags(&args, transcript)?;
     // The machine-readable report, written to stderr at the end with `--json`.
     let mut report = Map::new();
     report.insert("type".into(), "report".into());
@@ -39,6 +50,13 @@ pub fn run(args: ProjectArgs) -> anyhow::Result<ExitCode> {
         None => ToolPlan::empty(),
     };
     let input = load(&args, &mut report)?;
+    if args.request && args.model.is_none() && input.model.is_none() && transcript {
+        return Err(Usage(format!(
+            "--request needs --model: {} names no model",
+            args.rollout.display()
+        ))
+        .into());
+    }
     let target = target_options(&args);
     let mut out = stdout();
     // `--pretty`: the JSON is written compact into a buffer, then indented.
@@ -63,14 +81,39 @@ pub fn run(args: ProjectArgs) -> anyhow::Result<ExitCode> {
 }
 
 /// The flags that only make sense together.
-fn check_flags(args: &ProjectArgs) -> anyhow::Result<()> {
-    if args.max_tokens.is_some() && !(args.request && args.target == Target::AnthropicMessages) {
+fn check_flags(args: &ProjectArgs, transcript: bool) -> anyhow::Result<()> {
+    if args.request && args.model.is_none() && !transcript {
+        return Err(Usage(format!(
+            "--request needs --model: {} names no model",
+            args.rollout.display()
+        ))
+        .into());
+    }
+    if transcript {
+        if args.target() == Target::Responses {
+            return Err(Usage(format!(
+                "{} is a Claude Code transcript: its items keep Anthropic blocks the Responses \
+                 API refuses; project it with --target anthropic or chat",
+                args.rollout.display()
+            ))
+            .into());
+        }
+        if args.snapshot.is_some() || args.truncation.is_some() {
+            return Err(Usage(format!(
+                "--snapshot and --truncation need a Codex rollout, and {} is a Claude Code \
+                 transcript (read whole, nothing truncated)",
+                args.rollout.display()
+            ))
+            .into());
+        }
+    }
+    if args.max_tokens.is_some() && !(args.request && args.target() == Target::AnthropicMessages) {
         return Err(Usage("--max-tokens needs --target anthropic --request".to_owned()).into());
     }
-    if args.keep_developer && args.target != Target::ChatCompletions {
+    if args.keep_developer && args.target() != Target::ChatCompletions {
         return Err(Usage("--keep-developer needs --target chat".to_owned()).into());
     }
-    let no_equivalent = match args.target {
+    let no_equivalent = match args.target() {
         Target::Responses => None,
         Target::ChatCompletions => (args.store.is_some()
             || args.include.is_some()
@@ -90,7 +133,7 @@ fn check_flags(args: &ProjectArgs) -> anyhow::Result<()> {
     if let Some(message) = no_equivalent.filter(|_| args.request) {
         return Err(Usage(message.to_owned()).into());
     }
-    if !is_stdin(&args.rollout) && is_snapshot(&args.rollout) {
+    if is_snapshot_path(&args.rollout) {
         if args.truncation.is_some() {
             return Err(Usage(format!(
                 "--truncation has no effect on a snapshot ({} stores its items truncated already)",
@@ -109,11 +152,13 @@ fn check_flags(args: &ProjectArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// What `project` reads: the history, its thread, and the base instructions it records.
+/// What `project` reads: the history, its thread, the base instructions it records, and the
+/// model it names (a transcript's).
 struct Input {
     history: History,
     thread_id: Option<ThreadId>,
     recorded: Recorded,
+    model: Option<String>,
 }
 
 /// The base instructions the input of `project` records.
@@ -126,11 +171,66 @@ enum Recorded {
 
 /// Opens the snapshot or resumes the rollout `args` names, saying how in `report`.
 fn load(args: &ProjectArgs, report: &mut Map<String, Value>) -> anyhow::Result<Input> {
-    if !is_stdin(&args.rollout) && is_snapshot(&args.rollout) {
+    if is_snapshot_path(&args.rollout) {
         load_snapshot(args, report)
+    } else if format_of(&source_of(&args.rollout)) == SessionFormat::ClaudeCode {
+        load_transcript(args, report)
     } else {
         load_rollout(args, report)
     }
+}
+
+/// Whether `path` names a snapshot (standard input never does).
+fn is_snapshot_path(path: &std::path::Path) -> bool {
+    !is_stdin(path) && is_snapshot(path)
+}
+
+/// Reads the Claude Code transcript `args.rollout` and the conversation a resume of it sends.
+fn load_transcript(args: &ProjectArgs, report: &mut Map<String, Value>) -> anyhow::Result<Input> {
+    let source = source_of(&args.rollout);
+    let bar = progress_bar(0, quiet());
+    let read = read_transcript(&source, &bar);
+    bar.finish_and_clear();
+    let ReadTranscript {
+        transcript,
+        conversation,
+        history,
+    } = read?;
+    report.insert("input".into(), "claude-code".into());
+    report.insert(
+        "transcript".into(),
+        serde_json::to_value(&transcript.report)?,
+    );
+    report.insert(
+        "conversation".into(),
+        serde_json::to_value(&conversation.report)?,
+    );
+    if !args.json {
+        let chosen = &conversation.report;
+        status!(
+            "read transcript: {} line(s), {} record(s) sent as {} item(s); {} skipped, {} rescue(s), {} branch(es) not taken{}",
+            transcript.report.lines,
+            conversation.sent().len(),
+            history.len(),
+            transcript.report.skip_counts.malformed(),
+            chosen.rescues.len(),
+            chosen.branches.len(),
+            if chosen.cut.is_some() {
+                ", after a compaction"
+            } else {
+                ""
+            }
+        );
+    }
+    let thread_id = transcript
+        .session_id()
+        .and_then(|id| id.parse::<ThreadId>().ok());
+    Ok(Input {
+        history,
+        thread_id,
+        recorded: Recorded::None,
+        model: transcript.model().map(str::to_owned),
+    })
 }
 
 /// Opens the snapshot `args.rollout`.
@@ -167,6 +267,7 @@ fn load_snapshot(args: &ProjectArgs, report: &mut Map<String, Value>) -> anyhow:
         history: opened.into_history(),
         thread_id,
         recorded,
+        model: None,
     })
 }
 
@@ -216,6 +317,7 @@ fn load_rollout(args: &ProjectArgs, report: &mut Map<String, Value>) -> anyhow::
         history: resumed.into_history(),
         thread_id,
         recorded,
+        model: None,
     })
 }
 
@@ -229,7 +331,7 @@ fn target_options(args: &ProjectArgs) -> TargetOptions {
         projection.unknown_items = UnknownItems::Send;
     }
     TargetOptions {
-        target: args.target,
+        target: args.target(),
         projection,
         developer_role: if args.keep_developer {
             DeveloperRole::Developer
@@ -281,7 +383,7 @@ fn write_request(
             }
         });
     let settings = RequestSettings {
-        model: args.model.clone().unwrap_or_default(),
+        model: args.model.clone().or(input.model).unwrap_or_default(),
         reasoning,
         // Only when asked for (the library's default); bare, the flag means the thread id, as
         // Codex keys the prompt cache by thread. The other APIs leave it out, and stderr says so.
@@ -360,7 +462,7 @@ fn report_repairs(
     if args.json {
         report.insert("repairs".into(), serde_json::to_value(repairs)?);
         if let Some(target_report) = target {
-            report.insert("target".into(), serde_json::to_value(args.target)?);
+            report.insert("target".into(), serde_json::to_value(args.target())?);
             report.insert(
                 "target_repairs".into(),
                 serde_json::to_value(target_report)?,
@@ -394,7 +496,7 @@ fn report_repairs(
         }
     }
     if let Some(target_report) = target {
-        report_target_repairs(args.target, target_report);
+        report_target_repairs(args.target(), target_report);
     }
     Ok(())
 }

@@ -3,7 +3,9 @@
 use std::fmt::Write as _;
 use std::process::ExitCode;
 
-use agent_history::{HistoryMode, HistoryStats, LineageFile, LoadReport, SnapshotHeader};
+use agent_history::{
+    HistoryMode, HistoryStats, LineageFile, LoadReport, SnapshotHeader, TranscriptReport,
+};
 use serde::Serialize;
 
 use super::args::StatsArgs;
@@ -17,9 +19,10 @@ struct SessionStats {
     r#type: &'static str,
     /// The path as given (`<stdin>` for standard input).
     path: String,
-    /// `"rollout"` or `"snapshot"`.
+    /// `"rollout"`, `"snapshot"` or `"claude-code"` (a Claude Code transcript).
     input: &'static str,
-    /// The session's thread id (`null` for a snapshot that covers no `session_meta`).
+    /// The session's thread id (`null` for a snapshot that covers no `session_meta`); a
+    /// transcript's `sessionId`.
     thread_id: Option<String>,
     /// `"legacy"` or `"paginated"` (`null` for a snapshot).
     history_mode: Option<HistoryMode>,
@@ -32,6 +35,8 @@ struct SessionStats {
     load: Option<LoadReport>,
     /// The snapshot's header (`null` for a rollout).
     snapshot: Option<SnapshotHeader>,
+    /// What reading a Claude Code transcript found (`null` for a Codex session).
+    transcript: Option<TranscriptReport>,
     /// What the history holds.
     stats: HistoryStats,
 }
@@ -142,6 +147,7 @@ fn session_stats(path: String, loaded: Loaded) -> SessionStats {
             stats: resumed.history().stats(),
             load: Some(resumed.report().clone()),
             snapshot: None,
+            transcript: None,
         },
         Loaded::Snapshot(opened) => SessionStats {
             r#type: "session",
@@ -154,6 +160,27 @@ fn session_stats(path: String, loaded: Loaded) -> SessionStats {
             stats: opened.history().stats(),
             load: None,
             snapshot: Some(*opened.header()),
+            transcript: None,
+        },
+        Loaded::Transcript(read) => SessionStats {
+            r#type: "session",
+            path,
+            input: "claude-code",
+            thread_id: read.transcript.session_id().map(str::to_owned),
+            history_mode: None,
+            lineage: Vec::new(),
+            compactions: Some(
+                read.transcript
+                    .report
+                    .read_past
+                    .get("system/compact_boundary")
+                    .copied()
+                    .unwrap_or(0),
+            ),
+            stats: read.history.stats(),
+            load: None,
+            snapshot: None,
+            transcript: Some(read.transcript.report.clone()),
         },
     }
 }
@@ -212,6 +239,19 @@ fn text(session: &SessionStats) -> String {
             out,
             "lines          {} (covered by the snapshot)",
             header.rollout.lines
+        );
+    }
+    if let Some(report) = &session.transcript {
+        let _ = writeln!(
+            out,
+            "lines          {} ({} skipped{})",
+            report.lines,
+            report.skip_counts.total(),
+            if report.torn_tail {
+                ", torn last line"
+            } else {
+                ""
+            }
         );
     }
     let _ = writeln!(out, "items          {}", stats.items);

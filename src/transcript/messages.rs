@@ -211,20 +211,60 @@ pub(crate) fn items(
         }
     }
     dropped.sort_by_key(|dropped| dropped.line);
-    messages
-        .into_iter()
-        .flat_map(|message| {
-            let role = message.role;
-            message
-                .blocks
-                .into_iter()
-                .map(move |(line, block)| SourcedItem {
-                    line,
-                    block: block_type(&block).to_owned(),
-                    json: item_json(role, block),
-                })
-        })
-        .collect()
+    let mut items = Vec::new();
+    for message in messages {
+        flatten(message.role, message.blocks, &mut items);
+    }
+    items
+}
+
+/// The items of one message's blocks: each block its own item, but a run of text (and, from
+/// the user, image) blocks that render back as they are is one `message` item, as the Chat
+/// Completions API takes one message of parts.
+fn flatten(role: Role, blocks: Vec<(u64, Value)>, items: &mut Vec<SourcedItem>) {
+    let mut parts: Vec<Value> = Vec::new();
+    let mut first_line = 0;
+    let flush = |parts: &mut Vec<Value>, line: u64, items: &mut Vec<SourcedItem>| {
+        if !parts.is_empty() {
+            let mut item = responses_form(role, &Value::Null);
+            item.insert("content".to_owned(), Value::Array(std::mem::take(parts)));
+            items.push(SourcedItem {
+                line,
+                block: "text".to_owned(),
+                json: Value::Object(item).to_string(),
+            });
+        }
+    };
+    for (line, block) in blocks {
+        let json = item_json(role, block.clone());
+        let plain =
+            matches!(block_type(&block), "text" | "image") && !json.contains(ANTHROPIC_BLOCK_KEY);
+        if plain && let Some(part) = message_part(role, &block) {
+            if parts.is_empty() {
+                first_line = line;
+            }
+            parts.push(part);
+            continue;
+        }
+        flush(&mut parts, first_line, items);
+        items.push(SourcedItem {
+            line,
+            block: block_type(&block).to_owned(),
+            json,
+        });
+    }
+    flush(&mut parts, first_line, items);
+}
+
+/// The Responses message part of a text or image block of a message of `role`.
+fn message_part(role: Role, block: &Value) -> Option<Value> {
+    match (role, block_type(block)) {
+        (Role::Assistant, "text") => {
+            Some(json!({"type": "output_text", "text": block.get("text")?.as_str()?}))
+        }
+        (Role::User, _) => input_part(block),
+        _ => None,
+    }
 }
 
 /// The item a block of a message of `role` becomes; it keeps the block when its Responses
@@ -255,9 +295,7 @@ fn responses_form(role: Role, block: &Value) -> Map<String, Value> {
         object(json!({"type": "message", "role": role, "content": parts}))
     };
     match (role, block_type(block)) {
-        (Role::Assistant, "text") => {
-            message(vec![json!({"type": "output_text", "text": text("text")})])
-        }
+        (Role::Assistant, "text") => message(message_part(role, block).into_iter().collect()),
         (Role::Assistant, "thinking") => object(json!({
             "type": "reasoning",
             "summary": [],

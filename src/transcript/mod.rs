@@ -5,6 +5,7 @@
 
 mod chain;
 mod error;
+mod format;
 mod messages;
 mod reader;
 mod record;
@@ -17,6 +18,7 @@ use serde::Serialize;
 use crate::history::{History, TruncationPolicy};
 
 pub use error::TranscriptError;
+pub use format::{ParseSessionFormatError, SessionFormat};
 pub use reader::Transcript;
 pub use report::{
     Branch, CompactCut, ConversationReport, Dropped, DroppedKind, Rescue, RescueKind,
@@ -49,6 +51,11 @@ impl Conversation {
     /// The records sent, in order.
     pub fn sent(&self) -> &[SentRecord] {
         &self.sent
+    }
+
+    /// The line of the record item `position` of [`Conversation::history`] was read from.
+    pub fn item_line(&self, position: usize) -> Option<u64> {
+        self.items.get(position).map(|item| item.line)
     }
 
     /// The items, in order: the JSON of each, one per block sent.

@@ -82,6 +82,7 @@ pub enum RescueKind {
     ProgressFork,
 }
 
+/// Without the line, which the caller names.
 impl fmt::Display for Rescue {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let why = match self.kind {
@@ -90,8 +91,8 @@ impl fmt::Display for Rescue {
         };
         write!(
             f,
-            "line {}: record {} re-attached under {} ({why}: {}); {} record(s) brought back",
-            self.line, self.uuid, self.now_under, self.named, self.brought_back
+            "record {} re-attached under {} ({why}: {}); {} record(s) brought back",
+            self.uuid, self.now_under, self.named, self.brought_back
         )
     }
 }
@@ -110,12 +111,12 @@ pub struct Branch {
     pub records: u64,
 }
 
+/// Without the line, which the caller names.
 impl fmt::Display for Branch {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "line {}: branch of {} record(s) from {} not taken",
-            self.line,
+            "branch of {} record(s) from {} not taken",
             self.records,
             self.forks_from
                 .as_deref()
@@ -171,6 +172,7 @@ pub enum DroppedKind {
     },
 }
 
+/// Without the line, which the caller names.
 impl fmt::Display for Dropped {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let what = match &self.what {
@@ -184,7 +186,7 @@ impl fmt::Display for Dropped {
                 format!("a tool_result for {id} that answers no call just before it, not sent")
             }
         };
-        write!(f, "line {}: {what}", self.line)
+        f.write_str(&what)
     }
 }
 

@@ -356,7 +356,10 @@ mod reading {
             .items()
             .map(str::to_owned)
             .collect();
-        assert!(items[1].contains("caf\u{FFFD}"), "{}", items[1]);
+        assert!(
+            items.iter().any(|item| item.contains("caf\u{FFFD}")),
+            "{items:?}"
+        );
         let strict = Transcript::read(&bytes[..], "<t>", ReadMode::Strict).unwrap_err();
         assert!(matches!(
             strict,
