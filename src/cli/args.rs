@@ -37,10 +37,6 @@ pub struct Cli {
     /// reverts). Default: the home whose `sessions/` tree the rollout is in, else `$CODEX_HOME`.
     #[arg(long, global = true, value_name = "DIR")]
     pub codex_home: Option<PathBuf>,
-    /// The format of the sessions read: codex or claude-code. Default: told from each file's
-    /// first line (standard input: codex).
-    #[arg(long, global = true, value_name = "FORMAT")]
-    pub format: Option<agent_history::SessionFormat>,
     /// The subcommand.
     #[command(subcommand)]
     pub command: Command,
@@ -117,6 +113,10 @@ pub enum Command {
 /// The arguments of `project`.
 #[derive(Args)]
 pub struct ProjectArgs {
+    /// The format of the sessions read: codex or claude-code. Default: told from each file's
+    /// first line (standard input: codex).
+    #[arg(long, value_name = "FORMAT")]
+    pub format: Option<agent_history::SessionFormat>,
     /// The rollout JSONL file, or a snapshot.
     pub rollout: PathBuf,
     /// The snapshot is one you wrote: take its entries as stored instead of checking each
@@ -229,6 +229,10 @@ impl ProjectArgs {
 /// The arguments of `check`.
 #[derive(Args)]
 pub struct CheckArgs {
+    /// The format of the sessions read: codex or claude-code. Default: told from each file's
+    /// first line (standard input: codex).
+    #[arg(long, value_name = "FORMAT")]
+    pub format: Option<agent_history::SessionFormat>,
     /// Rollouts, snapshots, directories of rollouts, or `-` (standard input).
     #[arg(required = true, value_name = "PATH")]
     pub paths: Vec<PathBuf>,
@@ -243,6 +247,10 @@ pub struct CheckArgs {
 /// The arguments of `stats`.
 #[derive(Args)]
 pub struct StatsArgs {
+    /// The format of the sessions read: codex or claude-code. Default: told from each file's
+    /// first line (standard input: codex).
+    #[arg(long, value_name = "FORMAT")]
+    pub format: Option<agent_history::SessionFormat>,
     /// Rollouts, snapshots, directories of rollouts, or `-` (standard input).
     #[arg(required = true, value_name = "PATH")]
     pub paths: Vec<PathBuf>,

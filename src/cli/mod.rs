@@ -32,7 +32,6 @@ pub fn main() -> ExitCode {
     let cli = Cli::parse();
     output::set_quiet(cli.quiet);
     input::set_codex_home(cli.codex_home.clone());
-    input::set_format(cli.format);
     match run(cli) {
         Ok(code) => code,
         // A reader that stopped reading (`| head`) is not an error: end quietly, as other
@@ -77,9 +76,18 @@ impl std::error::Error for Usage {}
 
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
-        Command::Project(args) => project::run(*args),
-        Command::Check(args) => check::run(args),
-        Command::Stats(args) => stats::run(args),
+        Command::Project(args) => {
+            input::set_format(args.format);
+            project::run(*args)
+        }
+        Command::Check(args) => {
+            input::set_format(args.format);
+            check::run(args)
+        }
+        Command::Stats(args) => {
+            input::set_format(args.format);
+            stats::run(args)
+        }
         Command::Snapshot(args) => snapshot::run(args),
         Command::Verify(args) => verify::run(args),
         Command::Append(args) => append::run(args),

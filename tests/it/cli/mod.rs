@@ -4,6 +4,7 @@
 mod anthropic_target;
 mod append;
 mod chat_target;
+mod claude_code;
 mod commands;
 mod compressed;
 mod lint;

@@ -75,6 +75,7 @@ const TOOLS: &str = "tools.json";
 const BODY: &str = "body.json";
 const EVENTS: &str = "events.sse";
 const COMPRESSED: &str = "rollout-c.jsonl.zst";
+const TRANSCRIPT: &str = "claude-a.jsonl";
 
 /// Lays out a session directory around a copy of `source`: the rollout, a symbolic link to it, a
 /// snapshot of it, a subdirectory with another copy and its snapshot, a tools file, a request
@@ -117,6 +118,11 @@ fn session_dir(source: &Path) -> tempfile::TempDir {
         at(EVENTS),
     )
     .expect("events copied");
+    std::fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/claude-code/interrupted.jsonl"),
+        at(TRANSCRIPT),
+    )
+    .expect("transcript copied");
     dir
 }
 
@@ -391,6 +397,25 @@ fn invocations() -> Vec<Invocation> {
         reads(&["snapshot", ROLLOUT, "-o", ROLLOUT, "--codex-home", "."]),
         reads(&["man", "--codex-home", "."]),
         reads(&["completions", "--codex-home", ".", "zsh"]),
+        // A Claude Code transcript: read by project, check and stats (told from its first line,
+        // or by `--format`), refused by name by the others, never written.
+        reads(&["project", TRANSCRIPT]),
+        reads(&["project", TRANSCRIPT, "--target", "chat", "--json"]),
+        reads(&["project", TRANSCRIPT, "--request", "--tools", TOOLS]),
+        reads(&["project", TRANSCRIPT, "--format", "claude-code", "--pretty"]),
+        reads(&["project", TRANSCRIPT, "--format", "codex"]),
+        reads_stdin(&["project", "-", "--format", "claude-code"], TRANSCRIPT),
+        usage(&["project", TRANSCRIPT, "--target", "responses"]),
+        usage(&["project", TRANSCRIPT, "--snapshot", SNAPSHOT]),
+        reads(&["check", TRANSCRIPT, ROLLOUT, "--json"]),
+        reads(&["check", "--format", "claude-code", TRANSCRIPT]),
+        reads(&["stats", TRANSCRIPT, "--json"]),
+        reads(&["stats", "--format", "claude-code", TRANSCRIPT]),
+        reads(&["snapshot", TRANSCRIPT, "-o", NEW_SNAPSHOT]),
+        reads(&["snapshot", TRANSCRIPT, "-o", TRANSCRIPT, "--force"]),
+        reads(&["prefix", TRANSCRIPT, ROLLOUT]),
+        reads(&["verify", SNAPSHOT, "--rollout", TRANSCRIPT]),
+        reads(&["lint", "--target", "anthropic", TRANSCRIPT]),
     ];
     for shell in ["bash", "zsh", "fish", "elvish", "powershell"] {
         all.push(reads(&["completions", shell]));

@@ -1,0 +1,125 @@
+//! Claude Code transcripts on the command line: `project` sends the conversation for the
+//! source's own API, `check` reports what choosing it found, `stats` counts it, and the
+//! commands that read Codex rollouts only refuse a transcript by name.
+
+use crate::common;
+
+use agent_history::{Target, validate};
+use serde_json::Value;
+
+use common::cli::{run, run_with_stdin, text};
+
+fn fixture(name: &str) -> String {
+    format!(
+        "{}/tests/fixtures/claude-code/{name}.jsonl",
+        env!("CARGO_MANIFEST_DIR")
+    )
+}
+
+#[test]
+fn project_sends_a_transcript_for_anthropic_by_default_with_the_pairing_repaired() {
+    let output = run(&["project", &fixture("interrupted")]);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let messages: Value = serde_json::from_slice(&output.stdout).expect("JSON");
+    assert!(validate(Target::AnthropicMessages, &messages).is_valid());
+    let last = messages
+        .as_array()
+        .and_then(|all| all.last())
+        .expect("a message");
+    assert_eq!(last["content"][0]["tool_use_id"], "toolu_i2");
+    assert_eq!(last["content"][0]["is_error"], true);
+    let stderr = text(&output.stderr);
+    assert!(stderr.contains("read transcript: 10 line(s)"), "{stderr}");
+    // Told from its content, read from standard input when `--format` says what it is.
+    let bytes = std::fs::read(fixture("interrupted")).expect("read");
+    let piped = run_with_stdin(&["project", "-", "--format", "claude-code"], &bytes);
+    assert_eq!(piped.stdout, output.stdout);
+}
+
+#[test]
+fn a_request_takes_the_transcripts_model_and_another_target_is_asked_for() {
+    let output = run(&["project", &fixture("blocks"), "--request"]);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let body: Value = serde_json::from_slice(&output.stdout).expect("JSON");
+    assert_eq!(body["model"], "claude-opus-4-5");
+    assert!(validate(Target::AnthropicMessages, &body).is_valid());
+    let chat = run(&["project", &fixture("blocks"), "--target", "chat"]);
+    assert!(chat.status.success(), "{}", text(&chat.stderr));
+    let messages: Value = serde_json::from_slice(&chat.stdout).expect("JSON");
+    assert!(validate(Target::ChatCompletions, &messages).is_valid());
+    let responses = run(&["project", &fixture("blocks"), "--target", "responses"]);
+    assert_eq!(responses.status.code(), Some(2));
+    assert!(text(&responses.stderr).contains("--target anthropic or chat"));
+}
+
+#[test]
+fn check_reports_rescues_branches_cuts_and_what_a_resume_leaves_out() {
+    let output = run(&[
+        "check",
+        &fixture("progress_fork"),
+        &fixture("later_branch"),
+        &fixture("compact_boundary"),
+        &fixture("interrupted"),
+        "--json",
+    ]);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let lines: Vec<Value> = text(&output.stdout)
+        .lines()
+        .map(|line| serde_json::from_str(line).expect("JSON"))
+        .collect();
+    let kinds = |session: &Value| -> Vec<(String, u64)> {
+        session["findings"]
+            .as_array()
+            .expect("findings")
+            .iter()
+            .map(|finding| {
+                (
+                    finding["kind"].as_str().unwrap_or("").to_owned(),
+                    finding["line"].as_u64().unwrap_or(0),
+                )
+            })
+            .collect()
+    };
+    assert_eq!(lines[0]["input"], "claude-code");
+    assert_eq!(kinds(&lines[0]), [("rescued_record".to_owned(), 6)]);
+    assert_eq!(kinds(&lines[1]), [("branch_not_taken".to_owned(), 2)]);
+    assert_eq!(kinds(&lines[2]), [("compaction_cut".to_owned(), 3)]);
+    let interrupted = kinds(&lines[3]);
+    assert_eq!(
+        interrupted,
+        [
+            ("left_out_by_resume".to_owned(), 6),
+            ("left_out_by_resume".to_owned(), 7),
+            ("synthetic_output".to_owned(), 10),
+        ],
+        "{}",
+        lines[3]
+    );
+    assert_eq!(
+        lines[3]["conversation"]["dropped"][0]["what"]["kind"],
+        "api_error"
+    );
+    assert_eq!(lines[4]["type"], "summary");
+}
+
+#[test]
+fn stats_counts_a_transcript_and_the_rollout_commands_refuse_one() {
+    let output = run(&["stats", &fixture("microcompact"), "--json"]);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let stats: Value = serde_json::from_slice(&output.stdout).expect("JSON");
+    assert_eq!(stats["input"], "claude-code");
+    assert_eq!(stats["thread_id"], "6b0e1c2a-0000-4000-8000-000000000002");
+    assert_eq!(stats["transcript"]["read_past"]["system/turn_duration"], 1);
+    for args in [
+        vec!["prefix", &fixture("leaf"), &fixture("leaf")],
+        vec!["snapshot", &fixture("leaf"), "-o", "/nonexistent/x.snap"],
+    ] {
+        let output = run(&args);
+        assert!(!output.status.success(), "{args:?}");
+        assert!(
+            text(&output.stderr).contains("is a Claude Code transcript"),
+            "{args:?}: {}",
+            text(&output.stderr)
+        );
+    }
+}
