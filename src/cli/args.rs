@@ -67,6 +67,16 @@ pub enum Command {
     /// Write a snapshot of a rollout's history (memory-mapped on resume, no JSON parse).
     #[command(after_help = EXIT_STATUS)]
     Snapshot(SnapshotArgs),
+    /// Write a repaired copy of a Claude Code transcript that Claude Code can resume.
+    ///
+    /// The copy is the transcript's bytes followed by records that make Claude Code's own resume
+    /// send the conversation this tool sends: every tool_use left unanswered (the "tool_use ids
+    /// were found without tool_result blocks" 400) answered by an "aborted" error result, and
+    /// every record the file's chain would lose re-attached. Each record written is marked
+    /// `agentHistoryRepair`. The transcript itself is never written; an existing file at the
+    /// output path is refused.
+    #[command(after_help = EXIT_STATUS)]
+    Repair(RepairArgs),
     /// Append the complete items of a recorded model response stream to a rollout.
     ///
     /// Reads server-sent events (a file, or `-` for standard input) and resumes the rollout
@@ -274,6 +284,19 @@ pub struct SnapshotArgs {
     /// Record-time truncation of tool outputs, as `tokens:N` or `bytes:N`.
     #[arg(long, default_value = "tokens:10000", value_parser = parse_truncation)]
     pub truncation: TruncationPolicy,
+}
+
+/// The arguments of `repair`.
+#[derive(Args)]
+pub struct RepairArgs {
+    /// The Claude Code transcript (JSONL).
+    pub transcript: PathBuf,
+    /// The repaired copy to write: a new file (an existing one is refused).
+    #[arg(short, long)]
+    pub output: PathBuf,
+    /// The report as one JSON object on stdout.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// The arguments of `append`.

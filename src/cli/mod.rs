@@ -12,6 +12,7 @@ mod input;
 mod lint;
 mod prefix;
 mod project;
+mod repair;
 mod snapshot;
 mod stats;
 mod verify;
@@ -89,6 +90,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             stats::run(args)
         }
         Command::Snapshot(args) => snapshot::run(args),
+        Command::Repair(args) => repair::run(args),
         Command::Verify(args) => verify::run(args),
         Command::Append(args) => append::run(args),
         Command::Prefix(args) => prefix::run(args),

@@ -44,6 +44,7 @@ pub(crate) fn path(records: &[Record], thread: Option<&str>) -> Path {
     }
     walk.reverse();
     report.rescues = rescue_reports(records, &parents, &rescued, &walk, &in_thread);
+    let mut compacted: HashSet<usize> = HashSet::new();
     let kept = match walk
         .iter()
         .rposition(|&at| records[at].is_system("compact_boundary"))
@@ -57,7 +58,7 @@ pub(crate) fn path(records: &[Record], thread: Option<&str>) -> Path {
                 .as_deref()
                 .and_then(|uuid| index.get(uuid).copied());
             while let Some(at) = up {
-                if !on_walk.insert(at) {
+                if on_walk.contains(&at) || !compacted.insert(at) {
                     break;
                 }
                 before += 1;
@@ -74,6 +75,7 @@ pub(crate) fn path(records: &[Record], thread: Option<&str>) -> Path {
     let with_batches = put_back_batches(records, &parents, kept, &on_walk);
     let mut on_path: HashSet<usize> = on_walk;
     on_path.extend(with_batches.iter().copied());
+    on_path.extend(compacted);
     report.branches = branches(records, &parents, &on_path, &in_thread);
     let sent = with_batches
         .into_iter()

@@ -9,6 +9,7 @@ mod format;
 mod messages;
 mod reader;
 mod record;
+mod repair;
 mod report;
 
 use std::path::PathBuf;
@@ -20,6 +21,7 @@ use crate::history::{History, TruncationPolicy};
 pub use error::TranscriptError;
 pub use format::{ParseSessionFormatError, SessionFormat};
 pub use reader::Transcript;
+pub use repair::{REPAIR_MARK_KEY, REPAIR_RESULT_TEXT, TranscriptRepair};
 pub use report::{
     Branch, CompactCut, ConversationReport, Dropped, DroppedKind, Rescue, RescueKind,
     TranscriptReport,

@@ -123,3 +123,71 @@ fn stats_counts_a_transcript_and_the_rollout_commands_refuse_one() {
         );
     }
 }
+
+#[test]
+fn repair_writes_a_copy_that_resumes_without_the_400_and_leaves_the_transcript_alone() {
+    let dir = common::temp_dir();
+    let original = std::fs::read(fixture("interrupted")).expect("read");
+    let copy = dir.path().join("repaired.jsonl");
+    let output = run(&[
+        "repair",
+        &fixture("interrupted"),
+        "-o",
+        copy.to_str().expect("utf-8"),
+        "--json",
+    ]);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let report: Value = serde_json::from_slice(&output.stdout).expect("JSON");
+    assert_eq!(report["answered"], serde_json::json!(["toolu_i2"]));
+    assert_eq!(report["lines_appended"], 1);
+    let written = std::fs::read(&copy).expect("the copy");
+    assert!(
+        written.starts_with(&original),
+        "the transcript's bytes come first"
+    );
+    assert_eq!(
+        std::fs::read(fixture("interrupted")).expect("read"),
+        original
+    );
+    // Resumed through the library, the copy needs no repair and its body is valid.
+    let check = run(&["check", copy.to_str().expect("utf-8"), "--json"]);
+    let checked: Value = serde_json::from_slice(&check.stdout).expect("JSON");
+    assert_eq!(checked["needs_repair"], false, "{checked}");
+    let body = run(&["project", copy.to_str().expect("utf-8"), "--request"]);
+    let body: Value = serde_json::from_slice(&body.stdout).expect("JSON");
+    assert!(validate(Target::AnthropicMessages, &body).is_valid());
+    // Never over an existing file, the transcript's own path included.
+    let again = run(&[
+        "repair",
+        &fixture("interrupted"),
+        "-o",
+        copy.to_str().expect("utf-8"),
+    ]);
+    assert_eq!(again.status.code(), Some(3));
+    assert!(
+        text(&again.stderr).contains("exists"),
+        "{}",
+        text(&again.stderr)
+    );
+    let over = run(&[
+        "repair",
+        &fixture("interrupted"),
+        "-o",
+        &fixture("interrupted"),
+    ]);
+    assert!(!over.status.success());
+    assert_eq!(
+        std::fs::read(fixture("interrupted")).expect("read"),
+        original
+    );
+    // A transcript that needs nothing gets no file.
+    let none = dir.path().join("none.jsonl");
+    let output = run(&[
+        "repair",
+        &fixture("leaf"),
+        "-o",
+        none.to_str().expect("utf-8"),
+    ]);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    assert!(!none.exists());
+}

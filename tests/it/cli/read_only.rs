@@ -76,6 +76,7 @@ const BODY: &str = "body.json";
 const EVENTS: &str = "events.sse";
 const COMPRESSED: &str = "rollout-c.jsonl.zst";
 const TRANSCRIPT: &str = "claude-a.jsonl";
+const REPAIRED: &str = "claude-a-repaired.jsonl";
 
 /// Lays out a session directory around a copy of `source`: the rollout, a symbolic link to it, a
 /// snapshot of it, a subdirectory with another copy and its snapshot, a tools file, a request
@@ -416,6 +417,19 @@ fn invocations() -> Vec<Invocation> {
         reads(&["prefix", TRANSCRIPT, ROLLOUT]),
         reads(&["verify", SNAPSHOT, "--rollout", TRANSCRIPT]),
         reads(&["lint", "--target", "anthropic", TRANSCRIPT]),
+        // repair: a new file only; the transcript itself, an existing file, a rollout refused.
+        writes(&["repair", TRANSCRIPT, "-o", REPAIRED], &[REPAIRED]),
+        writes(
+            &[
+                "repair", "--quiet", TRANSCRIPT, "--output", REPAIRED, "--json",
+            ],
+            &[REPAIRED],
+        ),
+        reads(&["repair", TRANSCRIPT, "-o", TRANSCRIPT]),
+        reads(&["repair", TRANSCRIPT, "-o", ROLLOUT]),
+        reads(&["repair", TRANSCRIPT, "-o", LINK]),
+        reads(&["repair", ROLLOUT, "-o", "new.jsonl"]),
+        reads(&["repair", "--codex-home", ".", SNAPSHOT, "-o", "new.jsonl"]),
     ];
     for shell in ["bash", "zsh", "fish", "elvish", "powershell"] {
         all.push(reads(&["completions", shell]));

@@ -1,0 +1,115 @@
+//! `repair`: a repaired copy of a Claude Code transcript, written as a new file.
+
+use std::io::Write as _;
+use std::process::ExitCode;
+
+use agent_history::{
+    ReadMode, RepairKind, SessionFormat, Target, TargetOptions, TargetRepairKind, Transcript,
+};
+use anyhow::Context as _;
+
+use super::args::RepairArgs;
+use super::output::{json_line, stdout};
+
+/// Runs `repair`.
+pub fn run(args: RepairArgs) -> anyhow::Result<ExitCode> {
+    let RepairArgs {
+        transcript: path,
+        output,
+        json,
+    } = args;
+    // Never replace a file: the transcript itself, or anything else already there.
+    if std::fs::symlink_metadata(&output).is_ok() {
+        anyhow::bail!(
+            "{} exists; repair writes a new file and never replaces one (the transcript is \
+             never written)",
+            output.display()
+        );
+    }
+    if SessionFormat::of_file(&path) != Some(SessionFormat::ClaudeCode) {
+        anyhow::bail!("{} is not a Claude Code transcript", path.display());
+    }
+    let transcript = Transcript::read_file(&path, ReadMode::Lenient)?;
+    let original =
+        std::fs::read(&path).with_context(|| format!("cannot read {}", path.display()))?;
+    let repair = transcript.repair(&original[..])?;
+    if repair.is_empty() {
+        if json {
+            json_line(
+                &mut stdout(),
+                &serde_json::json!({"type": "repair", "path": path.display().to_string(),
+                    "output": null, "answered": [], "reattached": [], "lines_appended": 0}),
+            )?;
+        } else {
+            status!("{}: nothing to repair; no file written", path.display());
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    let mut copy = original;
+    if !copy.is_empty() && !copy.ends_with(b"\n") {
+        copy.push(b'\n');
+    }
+    for line in &repair.lines {
+        copy.extend_from_slice(line.as_bytes());
+        copy.push(b'\n');
+    }
+    // The copy is checked before it is written: read back, it needs no repair of its calls.
+    let written = Transcript::read(&copy[..], &output, ReadMode::Lenient)?;
+    let history = written.conversation().history()?;
+    let projection = history.project_for(&TargetOptions::new(Target::AnthropicMessages))?;
+    let report = projection.report();
+    let unanswered = report
+        .repairs()
+        .iter()
+        .filter(|repair| repair.kind == TargetRepairKind::SynthesizedOutput)
+        .count()
+        + report
+            .projection()
+            .repairs()
+            .iter()
+            .filter(|repair| matches!(repair.kind, RepairKind::SynthesizedOutput { .. }))
+            .count();
+    if unanswered > 0 {
+        anyhow::bail!(
+            "the repaired copy of {} still needs its calls answered; nothing written",
+            path.display()
+        );
+    }
+    write_new(&output, &copy)?;
+    if json {
+        json_line(
+            &mut stdout(),
+            &serde_json::json!({"type": "repair", "path": path.display().to_string(),
+                "output": output.display().to_string(), "answered": repair.answered,
+                "reattached": repair.reattached, "lines_appended": repair.lines.len()}),
+        )?;
+    } else {
+        status!(
+            "wrote {}: {} line(s) appended to a copy of {}: {} tool_use(s) answered, {} record(s) re-attached",
+            output.display(),
+            repair.lines.len(),
+            path.display(),
+            repair.answered.len(),
+            repair.reattached.len()
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Writes `bytes` to the new file `path` atomically: a temporary file beside it, synced, then
+/// moved into place unless something appeared there meanwhile.
+fn write_new(path: &std::path::Path, bytes: &[u8]) -> anyhow::Result<()> {
+    let dir = match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => std::path::Path::new("."),
+    };
+    let mut file = tempfile::NamedTempFile::new_in(dir)
+        .with_context(|| format!("cannot create a file in {}", dir.display()))?;
+    file.write_all(bytes)
+        .and_then(|()| file.as_file().sync_all())
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    file.persist_noclobber(path)
+        .map_err(|error| error.error)
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    Ok(())
+}
