@@ -23,8 +23,11 @@ __all__ = [
     "StreamAccumulator",
     "StreamError",
     "ToolPlan",
+    "TranscriptError",
     "WriterLockError",
     "project",
+    "read_transcript",
+    "read_transcript_with_report",
     "resume",
     "resume_with_report",
     "validate",
@@ -55,6 +58,9 @@ class ItemError(Error):
 
 class RolloutError(Error):
     """A rollout that cannot be read or resumed as a whole."""
+
+class TranscriptError(Error):
+    """A Claude Code transcript that cannot be read as a whole."""
 
 class RolloutWriteError(Error):
     """Appending to a rollout failed."""
@@ -225,6 +231,12 @@ def resume_with_report(
     path: _StrPath, snapshot: _StrPath | None = None
 ) -> tuple[History, dict[str, Any]]:
     """As resume, with what was read as a dict."""
+
+def read_transcript(path: _StrPath) -> History:
+    """The conversation a resume of the Claude Code transcript at path sends, as a history."""
+
+def read_transcript_with_report(path: _StrPath) -> tuple[History, dict[str, Any]]:
+    """As read_transcript, with what reading found and how the conversation was chosen."""
 
 _StreamFormat: TypeAlias = Literal["responses", "chat", "anthropic"]
 

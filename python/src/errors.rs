@@ -6,7 +6,7 @@ use std::path::Path;
 
 use agent_history::{
     Error, ItemError, RolloutError, RolloutWriteError, SnapshotError, StreamError,
-    TargetProjectionError, WriteStep,
+    TargetProjectionError, TranscriptError, WriteStep,
 };
 use pyo3::PyTypeInfo;
 use pyo3::prelude::*;
@@ -33,6 +33,12 @@ pub mod exceptions {
         RolloutError,
         Error,
         "A rollout that cannot be read or resumed as a whole."
+    );
+    create_exception!(
+        agenthistory,
+        TranscriptError,
+        Error,
+        "A Claude Code transcript that cannot be read as a whole."
     );
     create_exception!(
         agenthistory,
@@ -80,6 +86,10 @@ pub fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add("Error", base)?;
     module.add("ItemError", py.get_type::<exceptions::ItemError>())?;
     module.add("RolloutError", py.get_type::<exceptions::RolloutError>())?;
+    module.add(
+        "TranscriptError",
+        py.get_type::<exceptions::TranscriptError>(),
+    )?;
     module.add(
         "RolloutWriteError",
         py.get_type::<exceptions::RolloutWriteError>(),
@@ -187,6 +197,35 @@ pub fn item(error: &ItemError) -> PyErr {
 /// A rollout that cannot be read.
 pub fn rollout(error: &RolloutError) -> PyErr {
     raise::<exceptions::RolloutError>(error, rollout_location(error))
+}
+
+/// A transcript that cannot be read.
+pub fn transcript(error: &TranscriptError) -> PyErr {
+    let at = match error {
+        TranscriptError::BadLine {
+            path, line, offset, ..
+        } => Location {
+            path: Some(path),
+            line: Some(*line),
+            byte: Some(*offset),
+            position: None,
+        },
+        TranscriptError::Item { path, line, .. } => Location {
+            path: Some(path),
+            line: Some(*line),
+            ..Location::default()
+        },
+        TranscriptError::Io { path, .. }
+        | TranscriptError::NotAFile { path, .. }
+        | TranscriptError::NotText { path, .. }
+        | TranscriptError::Empty { path }
+        | TranscriptError::NoRecords { path, .. } => Location {
+            path: Some(path),
+            ..Location::default()
+        },
+        _ => Location::default(),
+    };
+    raise::<exceptions::TranscriptError>(error, at)
 }
 
 /// A write that failed: `WriterLockError` when another writer holds the file.

@@ -6,7 +6,7 @@
 //! Each job is in one file: `errors.rs` maps the library's errors to the exception hierarchy,
 //! `json.rs` converts between Python values and JSON, `history.rs` holds `History`, `Projection`
 //! and `project`, `session.rs` `Session` and `resume`, `stream.rs` `StreamAccumulator`, `request.rs` `ToolPlan`,
-//! `PromptCompiler`, `Request` and `validate`.
+//! `PromptCompiler`, `Request` and `validate`, `transcript.rs` `read_transcript` (Claude Code).
 
 mod errors;
 mod history;
@@ -14,6 +14,7 @@ mod json;
 mod request;
 mod session;
 mod stream;
+mod transcript;
 
 use pyo3::prelude::*;
 
@@ -32,6 +33,11 @@ fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(request::validate, module)?)?;
     module.add_function(wrap_pyfunction!(session::resume, module)?)?;
     module.add_function(wrap_pyfunction!(session::resume_with_report, module)?)?;
+    module.add_function(wrap_pyfunction!(transcript::read_transcript, module)?)?;
+    module.add_function(wrap_pyfunction!(
+        transcript::read_transcript_with_report,
+        module
+    )?)?;
     module.add(
         "SYNTHETIC_ID_NAMESPACE",
         agent_history::SYNTHETIC_ID_NAMESPACE.to_string(),

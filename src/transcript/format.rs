@@ -72,10 +72,15 @@ impl SessionFormat {
         }
     }
 
-    /// The format of the file at `path` (plain or zstd-compressed), from its first 64 KiB;
-    /// `None` when they do not tell or the file cannot be read (reading it then says why).
+    /// The format of the regular file at `path` (plain or zstd-compressed), from its first
+    /// 64 KiB; `None` when they do not tell, the file cannot be read (reading it then says why),
+    /// or it is a FIFO or a socket (looking would consume what the reader is to read).
     pub fn of_file(path: impl AsRef<Path>) -> Option<SessionFormat> {
-        let file = open_input(path.as_ref()).ok()?;
+        let path = path.as_ref();
+        if !std::fs::metadata(path).ok()?.is_file() {
+            return None;
+        }
+        let file = open_input(path).ok()?;
         let mut start = Vec::new();
         RolloutText::new(file)
             .ok()?
