@@ -90,8 +90,20 @@ struct Checked {
     /// How a transcript's conversation was chosen: its rescues, branches, compaction cut and
     /// what it leaves out (`null` for a Codex session).
     conversation: Option<ConversationReport>,
+    /// A transcript's subagents: those whose records it holds inline (`path` null) and the
+    /// transcripts of its `subagents/` folder (empty for a Codex session).
+    subagents: Vec<Subagent>,
     /// The findings, in line order.
     findings: Vec<Finding>,
+}
+
+/// A subagent of a Claude Code session.
+#[derive(Serialize)]
+struct Subagent {
+    /// Its `agentId` (for a file of the folder, that of its first record, when it has one).
+    agent_id: Option<String>,
+    /// Its transcript, when it is a file of the session's `subagents/` folder.
+    path: Option<String>,
 }
 
 /// The summary of many sessions.
@@ -241,6 +253,18 @@ fn write_text(out: &mut impl std::io::Write, checked: &Checked) -> anyhow::Resul
     {
         line(out, format!("last turn incomplete: {turn}"))?;
     }
+    if !checked.subagents.is_empty() {
+        let names: Vec<String> = checked
+            .subagents
+            .iter()
+            .map(|agent| match (&agent.agent_id, &agent.path) {
+                (_, Some(path)) => path.clone(),
+                (Some(id), None) => format!("{id} (inline)"),
+                (None, None) => "(unnamed)".to_owned(),
+            })
+            .collect();
+        line(out, format!("subagents: {}", names.join(", ")))?;
+    }
     let entries: Vec<(String, String, String)> = checked
         .findings
         .iter()
@@ -345,6 +369,7 @@ fn checked(path: String, loaded: Loaded) -> Checked {
                 load: Some(report.clone()),
                 transcript: None,
                 conversation: None,
+                subagents: Vec::new(),
                 findings,
             }
         }
@@ -363,6 +388,7 @@ fn checked(path: String, loaded: Loaded) -> Checked {
                 load: None,
                 transcript: None,
                 conversation: None,
+                subagents: Vec::new(),
                 findings: repairs(history, |_| (None, None), None),
             }
         }
@@ -490,8 +516,28 @@ fn transcript_checked(path: String, read: ReadTranscript) -> Checked {
         load: None,
         transcript: Some(report.clone()),
         conversation: Some(conversation.report.clone()),
+        subagents: subagents(&transcript),
         findings,
     }
+}
+
+/// The subagents of a transcript: inline ones, then the files of its folder.
+fn subagents(transcript: &agent_history::Transcript) -> Vec<Subagent> {
+    let inline = transcript.subagents().into_iter().map(|agent| Subagent {
+        agent_id: Some(agent.to_owned()),
+        path: None,
+    });
+    let files = transcript.subagent_files().into_iter().map(|path| {
+        let agent_id =
+            agent_history::Transcript::read_file(&path, agent_history::ReadMode::Lenient)
+                .ok()
+                .and_then(|file| file.subagents().first().map(|agent| (*agent).to_owned()));
+        Subagent {
+            agent_id,
+            path: Some(path.display().to_string()),
+        }
+    });
+    inline.chain(files).collect()
 }
 
 /// Whether a request from `history` needs a repair, with the default modalities.

@@ -180,6 +180,31 @@ impl Transcript {
         agents
     }
 
+    /// The transcripts of the subagents this session spawned that Claude Code keeps in a folder
+    /// beside it (`<session>/subagents/*.jsonl`, newer versions), in name order; empty for a
+    /// transcript read from a reader, or without such a folder. Each is read on its own: its
+    /// [`Transcript::conversation`] is the subagent's thread.
+    pub fn subagent_files(&self) -> Vec<PathBuf> {
+        let Some(stem) = self.path.file_stem() else {
+            return Vec::new();
+        };
+        let folder = self.path.with_file_name(stem).join("subagents");
+        let Ok(entries) = std::fs::read_dir(&folder) else {
+            return Vec::new();
+        };
+        let mut files: Vec<PathBuf> = entries
+            .flatten()
+            .map(|entry| entry.path())
+            .filter(|path| {
+                path.extension()
+                    .is_some_and(|extension| extension == "jsonl")
+                    && path.is_file()
+            })
+            .collect();
+        files.sort();
+        files
+    }
+
     /// Whether the file holds only sidechain records: a subagent's own transcript.
     pub fn is_subagent_file(&self) -> bool {
         !self.records.is_empty() && self.records.iter().all(|record| record.sidechain)

@@ -191,3 +191,35 @@ fn repair_writes_a_copy_that_resumes_without_the_400_and_leaves_the_transcript_a
     assert!(output.status.success(), "{}", text(&output.stderr));
     assert!(!none.exists());
 }
+
+#[test]
+fn check_lists_a_sessions_subagents_inline_and_in_its_folder() {
+    let dir = common::temp_dir();
+    let session = dir.path().join("s1.jsonl");
+    std::fs::copy(fixture("sidechain"), &session).expect("copied");
+    let folder = dir.path().join("s1").join("subagents");
+    std::fs::create_dir_all(&folder).expect("folder");
+    // The subagent's own file: its sidechain records only, as newer versions write it.
+    let sidechain: Vec<String> = std::fs::read_to_string(fixture("sidechain"))
+        .expect("read")
+        .lines()
+        .filter(|line| line.contains(r#""isSidechain":true"#))
+        .map(str::to_owned)
+        .collect();
+    let agent = folder.join("agent-a7f3.jsonl");
+    std::fs::write(&agent, sidechain.join("\n")).expect("written");
+    let output = run(&["check", session.to_str().expect("utf-8"), "--json"]);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let checked: Value = serde_json::from_slice(&output.stdout).expect("JSON");
+    assert_eq!(
+        checked["subagents"],
+        serde_json::json!([
+            {"agent_id": "a7f3", "path": null},
+            {"agent_id": "a7f3", "path": agent.display().to_string()},
+        ])
+    );
+    // The subagent's file is its thread.
+    let projected = run(&["project", agent.to_str().expect("utf-8")]);
+    let messages: Value = serde_json::from_slice(&projected.stdout).expect("JSON");
+    assert_eq!(messages[1]["content"][0]["text"], "The parser looks fine.");
+}
