@@ -269,11 +269,11 @@ impl ReadState<'_> {
 
     fn keep(&mut self, record: Record) {
         match record.kind {
-            RecordKind::Progress => self.report.read_past("progress"),
-            RecordKind::Attachment => self.report.read_past("attachment"),
+            RecordKind::Progress => self.report.count_read_past("progress"),
+            RecordKind::Attachment => self.report.count_read_past("attachment"),
             RecordKind::System if !record.is_system("local_command") => {
                 let subtype = record.subtype.as_deref().unwrap_or("");
-                self.report.read_past(&format!("system/{subtype}"));
+                self.report.count_read_past(&format!("system/{subtype}"));
             }
             RecordKind::User | RecordKind::Assistant | RecordKind::System => {}
         }
@@ -324,7 +324,7 @@ impl LineVisitor for ReadState<'_> {
         self.non_blank = true;
         match parse_line(text, number) {
             Ok(Parsed::Record(record)) => self.keep(*record),
-            Ok(Parsed::Other(kind)) => self.report.read_past(&kind),
+            Ok(Parsed::Other(kind)) => self.report.count_read_past(&kind),
             Err(ParseProblem::Json(why)) => {
                 return self.skip(number, offset, terminated, SkipReason::InvalidJson(why));
             }

@@ -40,7 +40,7 @@ impl TranscriptReport {
     pub const MAX_KIND_BYTES: usize = 64;
 
     /// Counts one record read past.
-    pub(crate) fn read_past(&mut self, kind: &str) {
+    pub(crate) fn count_read_past(&mut self, kind: &str) {
         let known = self.read_past.contains_key(kind);
         let name = if known
             || (self.read_past.len() < Self::MAX_KINDS && kind.len() <= Self::MAX_KIND_BYTES)
