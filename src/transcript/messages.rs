@@ -236,9 +236,8 @@ fn flatten(role: Role, blocks: Vec<(u64, Value)>, items: &mut Vec<SourcedItem>) 
         }
     };
     for (line, block) in blocks {
-        let json = item_json(role, block.clone());
-        let plain =
-            matches!(block_type(&block), "text" | "image") && !json.contains(ANTHROPIC_BLOCK_KEY);
+        let (json, kept) = item_json(role, block.clone());
+        let plain = matches!(block_type(&block), "text" | "image") && !kept;
         if plain && let Some(part) = message_part(role, &block) {
             if parts.is_empty() {
                 first_line = line;
@@ -267,14 +266,15 @@ fn message_part(role: Role, block: &Value) -> Option<Value> {
     }
 }
 
-/// The item a block of a message of `role` becomes; it keeps the block when its Responses
-/// form would render back to another one.
-fn item_json(role: Role, block: Value) -> String {
+/// The item a block of a message of `role` becomes, and whether it keeps the block (when its
+/// Responses form would render back to another one).
+fn item_json(role: Role, block: Value) -> (String, bool) {
     let mut item = responses_form(role, &block);
-    if rendered_block(&Value::Object(item.clone()).to_string()).as_ref() != Some(&block) {
+    let kept = rendered_block(&Value::Object(item.clone()).to_string()).as_ref() != Some(&block);
+    if kept {
         item.insert(ANTHROPIC_BLOCK_KEY.to_owned(), block);
     }
-    Value::Object(item).to_string()
+    (Value::Object(item).to_string(), kept)
 }
 
 fn object(value: Value) -> Map<String, Value> {

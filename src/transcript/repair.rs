@@ -15,7 +15,6 @@ use crate::item::SYNTHETIC_ID_NAMESPACE;
 
 use super::error::TranscriptError;
 use super::reader::Transcript;
-use super::record::RecordKind;
 
 /// The text of the result a repair answers an unanswered `tool_use` with.
 pub const REPAIR_RESULT_TEXT: &str = "aborted";
@@ -132,7 +131,6 @@ impl Transcript {
             let Some(record) = by_line.get(&line).map(|&at| &self.records[at]) else {
                 continue;
             };
-            debug_assert_eq!(record.kind, RecordKind::Assistant);
             let results: Vec<Value> = ids
                 .iter()
                 .map(|id| {

@@ -35,7 +35,8 @@ pub(crate) struct Paired {
 /// nothing answers, or dropped ([`TargetRepairKind::DroppedDuplicateOutput`]). Outputs right
 /// after their batch stay; the others move there ([`TargetRepairKind::MovedOutput`]). A call
 /// with no output gets a synthetic one ([`TargetRepairKind::SynthesizedOutput`]). Units that
-/// send nothing, and the projection's synthetic outputs, do not split a batch. `docs/providers.md` ("Call grouping") tells why. O(n).
+/// send nothing, and the projection's synthetic outputs, do not split a batch.
+/// `docs/providers.md` ("Call grouping") tells why. O(n).
 pub(crate) fn pair_calls<R: Rendered>(units: &[Unit<R>]) -> Paired {
     // Which output each call takes, and which call takes each.
     let mut output_of: HashMap<usize, usize> = HashMap::new();
