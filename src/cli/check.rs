@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use agent_history::{
     ConversationReport, History, HistoryMode, LineageFile, LoadReport, Modalities,
-    ProjectionOptions, RepairKind, TranscriptReport,
+    ProjectionOptions, RepairKind, RepairedLine, SkippedLine, TranscriptReport,
 };
 use serde::Serialize;
 
@@ -343,19 +343,10 @@ fn checked(path: String, loaded: Loaded) -> Checked {
             };
             findings.sort_by_key(rank);
             let report = resumed.report();
-            let listed = report.malformed().count() as u64;
-            if report.skip_counts.malformed() > listed {
-                let more = report.skip_counts.malformed() - listed;
-                findings.push(Finding {
-                    kind: "unlisted_skipped_lines",
-                    file: None,
-                    line: None,
-                    offset: None,
-                    position: None,
-                    message: format!("{more} more malformed line(s) skipped and not listed"),
-                    group: "malformed lines skipped and not listed".to_owned(),
-                });
-            }
+            findings.extend(unlisted_skipped(
+                report.skip_counts.malformed(),
+                report.malformed().count(),
+            ));
             Checked {
                 r#type: "session",
                 path,
@@ -422,29 +413,18 @@ fn transcript_checked(path: String, read: ReadTranscript) -> Checked {
         None,
     );
     let report = &transcript.report;
-    for skipped in &report.skipped {
-        let kind = if skipped.reason.is_malformed() {
-            "skipped_line"
-        } else {
-            continue;
-        };
-        findings.push(at(
-            kind,
-            skipped.line,
-            Some(skipped.offset),
-            format!("skipped: {}", skipped.reason),
-            "skipped lines",
-        ));
-    }
-    for repaired in &report.repaired {
-        findings.push(at(
-            "repaired_line",
-            repaired.line,
-            Some(repaired.offset),
-            format!("repaired: {}", repaired.repair),
-            "repaired lines",
-        ));
-    }
+    let malformed = || {
+        report
+            .skipped
+            .iter()
+            .filter(|line| line.reason.is_malformed())
+    };
+    findings.extend(line_findings(
+        malformed(),
+        &report.repaired,
+        report.torn_tail.then_some(report.lines),
+        &None,
+    ));
     let chosen = &conversation.report;
     for rescue in &chosen.rescues {
         findings.push(at(
@@ -486,23 +466,10 @@ fn transcript_checked(path: String, read: ReadTranscript) -> Checked {
         ));
     }
     findings.sort_by_key(|finding| finding.line.unwrap_or(u64::MAX));
-    let listed = report
-        .skipped
-        .iter()
-        .filter(|line| line.reason.is_malformed())
-        .count() as u64;
-    if report.skip_counts.malformed() > listed {
-        let more = report.skip_counts.malformed() - listed;
-        findings.push(Finding {
-            kind: "unlisted_skipped_lines",
-            file: None,
-            line: None,
-            offset: None,
-            position: None,
-            message: format!("{more} more malformed line(s) skipped and not listed"),
-            group: "malformed lines skipped and not listed".to_owned(),
-        });
-    }
+    findings.extend(unlisted_skipped(
+        report.skip_counts.malformed(),
+        malformed().count(),
+    ));
     Checked {
         r#type: "session",
         path,
@@ -680,7 +647,14 @@ fn repairs(
 
 /// The lines the reader skipped or repaired, and a paginated file's ordinal damage, as findings;
 /// `file` names the file when it is not the session's own.
-fn load_findings(report: &LoadReport, file: Option<String>) -> Vec<Finding> {
+/// The findings of the lines a reader skipped (malformed ones) or repaired; `torn_last` is
+/// the line number of a torn last line.
+fn line_findings<'r>(
+    malformed: impl Iterator<Item = &'r SkippedLine>,
+    repaired: &[RepairedLine],
+    torn_last: Option<u64>,
+    file: &Option<String>,
+) -> Vec<Finding> {
     let mut findings = Vec::new();
     let mut add = |kind, line, offset, message: String, group: String| {
         findings.push(Finding {
@@ -693,8 +667,8 @@ fn load_findings(report: &LoadReport, file: Option<String>) -> Vec<Finding> {
             group,
         });
     };
-    for skipped in report.malformed() {
-        let torn = report.torn_tail && skipped.line == report.lines;
+    for skipped in malformed {
+        let torn = torn_last == Some(skipped.line);
         let message = format!(
             "{}skipped: {}",
             if torn {
@@ -713,7 +687,7 @@ fn load_findings(report: &LoadReport, file: Option<String>) -> Vec<Finding> {
             "skipped line".to_owned(),
         );
     }
-    for repaired in &report.repaired {
+    for repaired in repaired {
         let message = format!("repaired: {}", repaired.repair);
         add(
             "repaired_line",
@@ -723,6 +697,43 @@ fn load_findings(report: &LoadReport, file: Option<String>) -> Vec<Finding> {
             message,
         );
     }
+    findings
+}
+
+/// The finding that counts the malformed lines skipped beyond those listed, if any.
+fn unlisted_skipped(malformed: u64, listed: usize) -> Option<Finding> {
+    let more = malformed
+        .checked_sub(listed as u64)
+        .filter(|&more| more > 0)?;
+    Some(Finding {
+        kind: "unlisted_skipped_lines",
+        file: None,
+        line: None,
+        offset: None,
+        position: None,
+        message: format!("{more} more malformed line(s) skipped and not listed"),
+        group: "malformed lines skipped and not listed".to_owned(),
+    })
+}
+
+fn load_findings(report: &LoadReport, file: Option<String>) -> Vec<Finding> {
+    let mut findings = line_findings(
+        report.malformed(),
+        &report.repaired,
+        report.torn_tail.then_some(report.lines),
+        &file,
+    );
+    let mut add = |kind, line, offset, message: String, group: String| {
+        findings.push(Finding {
+            kind,
+            file: file.clone(),
+            line,
+            offset,
+            position: None,
+            message,
+            group,
+        });
+    };
     if let Some(pagination) = &report.pagination {
         for damage in &pagination.damage {
             let message = format!(

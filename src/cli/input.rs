@@ -263,8 +263,14 @@ pub fn source_of(path: &Path) -> Source {
 /// Resumes a rollout (`-`: standard input), with a progress bar when stderr is a terminal; a
 /// Claude Code transcript is refused, naming the commands that read one.
 pub fn resume(path: &Path, options: &ResumeOptions) -> anyhow::Result<Resumed> {
+    rollouts_only(&source_of(path))?;
+    resume_rollout(path, options)
+}
+
+/// Resumes what the caller knows is a rollout (`-`: standard input), with a progress bar when
+/// stderr is a terminal.
+pub fn resume_rollout(path: &Path, options: &ResumeOptions) -> anyhow::Result<Resumed> {
     let source = source_of(path);
-    rollouts_only(&source)?;
     let bar = progress_bar(source.size(), super::output::quiet());
     let resumed = resume_with(&source, options, &bar);
     bar.finish_and_clear();

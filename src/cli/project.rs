@@ -15,7 +15,7 @@ use serde_json::{Map, Value};
 use super::Usage;
 use super::args::ProjectArgs;
 use super::input::{
-    ReadTranscript, format_of, is_stdin, progress_bar, read_transcript, resume, source_of,
+    ReadTranscript, format_of, is_stdin, progress_bar, read_transcript, resume_rollout, source_of,
 };
 use super::output::{collapse, json_line, quiet, report_load, stdout};
 
@@ -49,7 +49,7 @@ pub fn run(mut args: ProjectArgs) -> anyhow::Result<ExitCode> {
         Some(path) => read_tools(path)?,
         None => ToolPlan::empty(),
     };
-    let input = load(&args, &mut report)?;
+    let input = load(&args, transcript, &mut report)?;
     if args.request && args.model.is_none() && input.model.is_none() && transcript {
         return Err(Usage(format!(
             "--request needs --model: {} names no model",
@@ -169,11 +169,16 @@ enum Recorded {
     None,
 }
 
-/// Opens the snapshot or resumes the rollout `args` names, saying how in `report`.
-fn load(args: &ProjectArgs, report: &mut Map<String, Value>) -> anyhow::Result<Input> {
+/// Opens the snapshot, reads the transcript (`transcript`: told once, by `run`) or resumes the
+/// rollout `args` names, saying how in `report`.
+fn load(
+    args: &ProjectArgs,
+    transcript: bool,
+    report: &mut Map<String, Value>,
+) -> anyhow::Result<Input> {
     if is_snapshot_path(&args.rollout) {
         load_snapshot(args, report)
-    } else if format_of(&source_of(&args.rollout)) == SessionFormat::ClaudeCode {
+    } else if transcript {
         load_transcript(args, report)
     } else {
         load_rollout(args, report)
@@ -279,7 +284,7 @@ fn load_rollout(args: &ProjectArgs, report: &mut Map<String, Value>) -> anyhow::
     let resumed = match &args.snapshot {
         Some(snapshot) => {
             let options = super::input::resume_options(Some(truncation)).with_snapshot(snapshot);
-            let resumed = resume(&args.rollout, &options)?;
+            let resumed = resume_rollout(&args.rollout, &options)?;
             match resumed.source() {
                 ResumeSource::Snapshot { covered } => status_text!(
                     args.json,
@@ -297,7 +302,7 @@ fn load_rollout(args: &ProjectArgs, report: &mut Map<String, Value>) -> anyhow::
             }
             resumed
         }
-        None => resume(
+        None => resume_rollout(
             &args.rollout,
             &super::input::resume_options(Some(truncation)),
         )?,

@@ -1,11 +1,9 @@
 //! `repair`: a repaired copy of a Claude Code transcript, written as a new file.
 
-use std::io::Write as _;
+use std::io::{Read as _, Write as _};
 use std::process::ExitCode;
 
-use agent_history::{
-    ReadMode, RepairKind, SessionFormat, Target, TargetOptions, TargetRepairKind, Transcript,
-};
+use agent_history::{ReadMode, RolloutText, SessionFormat, Transcript};
 use anyhow::Context as _;
 
 use super::args::RepairArgs;
@@ -26,12 +24,23 @@ pub fn run(args: RepairArgs) -> anyhow::Result<ExitCode> {
             output.display()
         );
     }
-    if SessionFormat::of_file(&path) != Some(SessionFormat::ClaudeCode) {
+    // Read once: the text (a compressed transcript decompressed; the copy is plain JSON Lines).
+    let is_file = std::fs::metadata(&path)
+        .with_context(|| format!("cannot read {}", path.display()))?
+        .is_file();
+    if !is_file {
+        anyhow::bail!("{} is not a regular file", path.display());
+    }
+    let file =
+        std::fs::File::open(&path).with_context(|| format!("cannot read {}", path.display()))?;
+    let mut original = Vec::new();
+    RolloutText::new(file)
+        .and_then(|mut text| text.read_to_end(&mut original))
+        .with_context(|| format!("cannot read {}", path.display()))?;
+    if SessionFormat::sniff(&original) != Some(SessionFormat::ClaudeCode) {
         anyhow::bail!("{} is not a Claude Code transcript", path.display());
     }
-    let transcript = Transcript::read_file(&path, ReadMode::Lenient)?;
-    let original =
-        std::fs::read(&path).with_context(|| format!("cannot read {}", path.display()))?;
+    let transcript = Transcript::read(&original[..], &path, ReadMode::Lenient)?;
     let repair = transcript.repair(&original[..])?;
     if repair.is_empty() {
         if json {
@@ -53,25 +62,11 @@ pub fn run(args: RepairArgs) -> anyhow::Result<ExitCode> {
         copy.extend_from_slice(line.as_bytes());
         copy.push(b'\n');
     }
-    // The copy is checked before it is written: read back, it needs no repair of its calls.
+    // The copy is checked before it is written: read back, it needs no repair of its own.
     let written = Transcript::read(&copy[..], &output, ReadMode::Lenient)?;
-    let history = written.conversation().history()?;
-    let projection = history.project_for(&TargetOptions::new(Target::AnthropicMessages))?;
-    let report = projection.report();
-    let unanswered = report
-        .repairs()
-        .iter()
-        .filter(|repair| repair.kind == TargetRepairKind::SynthesizedOutput)
-        .count()
-        + report
-            .projection()
-            .repairs()
-            .iter()
-            .filter(|repair| matches!(repair.kind, RepairKind::SynthesizedOutput { .. }))
-            .count();
-    if unanswered > 0 {
+    if !written.repair(&copy[..])?.is_empty() {
         anyhow::bail!(
-            "the repaired copy of {} still needs its calls answered; nothing written",
+            "the repaired copy of {} still needs a repair; nothing written",
             path.display()
         );
     }

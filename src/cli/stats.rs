@@ -4,7 +4,8 @@ use std::fmt::Write as _;
 use std::process::ExitCode;
 
 use agent_history::{
-    HistoryMode, HistoryStats, LineageFile, LoadReport, SnapshotHeader, TranscriptReport,
+    HistoryMode, HistoryStats, LineageFile, LoadReport, SkipCounts, SnapshotHeader,
+    TranscriptReport,
 };
 use serde::Serialize;
 
@@ -185,6 +186,17 @@ fn session_stats(path: String, loaded: Loaded) -> SessionStats {
     }
 }
 
+/// The `lines` row of the text summary: lines read, skipped, and whether the last was torn.
+fn lines_read(out: &mut String, lines: u64, skipped: &SkipCounts, torn_tail: bool) {
+    // Writing to a String cannot fail.
+    let _ = writeln!(
+        out,
+        "lines          {lines} ({} skipped{})",
+        skipped.total(),
+        if torn_tail { ", torn last line" } else { "" }
+    );
+}
+
 /// The text summary of one session.
 fn text(session: &SessionStats) -> String {
     let mut out = String::new();
@@ -197,17 +209,7 @@ fn text(session: &SessionStats) -> String {
         session.thread_id.as_deref().unwrap_or("(none)")
     );
     if let Some(load) = &session.load {
-        let _ = writeln!(
-            out,
-            "lines          {} ({} skipped{})",
-            load.lines,
-            load.skip_counts.total(),
-            if load.torn_tail {
-                ", torn last line"
-            } else {
-                ""
-            }
-        );
+        lines_read(&mut out, load.lines, &load.skip_counts, load.torn_tail);
         if let Some(pagination) = &load.pagination {
             let _ = writeln!(
                 out,
@@ -242,16 +244,11 @@ fn text(session: &SessionStats) -> String {
         );
     }
     if let Some(report) = &session.transcript {
-        let _ = writeln!(
-            out,
-            "lines          {} ({} skipped{})",
+        lines_read(
+            &mut out,
             report.lines,
-            report.skip_counts.total(),
-            if report.torn_tail {
-                ", torn last line"
-            } else {
-                ""
-            }
+            &report.skip_counts,
+            report.torn_tail,
         );
     }
     let _ = writeln!(out, "items          {}", stats.items);

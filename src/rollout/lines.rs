@@ -7,6 +7,17 @@ use std::io::{self, BufRead, BufReader, ErrorKind, Read};
 
 use super::compressed::READ_BUFFER_BYTES;
 
+/// The UTF-8 byte-order mark, which some editors put at the start of a file.
+const BYTE_ORDER_MARK: &[u8] = b"\xEF\xBB\xBF";
+
+/// The first line's content after a byte-order mark, when it starts with one (`offset` 0);
+/// `None` otherwise. A mark anywhere else is the line's own bytes.
+pub(crate) fn without_byte_order_mark(content: &[u8], offset: u64) -> Option<&[u8]> {
+    content
+        .strip_prefix(BYTE_ORDER_MARK)
+        .filter(|_| offset == 0)
+}
+
 /// What a reader does with each line [`split_lines`] finds.
 pub(crate) trait LineVisitor {
     /// The error that ends the read.

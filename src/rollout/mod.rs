@@ -35,7 +35,7 @@ pub use line::{BaseInstructions, LineKind, RolloutLine, SessionMeta};
 pub(crate) use line::{Event, Facts};
 pub use lineage::{CODEX_HOME_VAR, codex_home, rollout_file_ids, rollout_file_name};
 pub(crate) use lineage::{home_of_tree, rollout_id_of};
-pub(crate) use lines::{LineLoop, LineVisitor, split_lines};
+pub(crate) use lines::{LineLoop, LineVisitor, split_lines, without_byte_order_mark};
 pub use paginated::{HistoryBase, HistoryMode, OrdinalDamage, Pagination};
 pub(crate) use reader::{OpenError, open_input};
 pub use reader::{READER_LABEL, Rollout, open_rollout};

@@ -13,7 +13,7 @@ use super::error::{BinaryContent, RolloutError};
 use super::line::{
     BaseInstructions, Facts, InstructionsField, LineKind, RolloutLine, base_instructions_field,
 };
-use super::lines::{LineLoop, LineVisitor, split_lines};
+use super::lines::{LineLoop, LineVisitor, split_lines, without_byte_order_mark};
 use super::paginated::{HistoryMode, Pagination};
 use super::report::{
     LeftOut, LineRepair, LineageFile, LoadReport, ReadMode, ReadOptions, RepairedLine, SkipCounts,
@@ -23,9 +23,6 @@ use super::stored_report::PrefixReport;
 use super::validate::{
     Format, Ignored, Parsed, parse_envelope, parse_legacy, parse_legacy_meta, sniff_format,
 };
-
-/// The UTF-8 byte-order mark, which some editors put at the start of a file.
-const BYTE_ORDER_MARK: &[u8] = b"\xEF\xBB\xBF";
 
 /// The name errors give to a rollout read from a reader without a path.
 pub const READER_LABEL: &str = "<reader>";
@@ -442,8 +439,8 @@ impl ReadState<'_> {
         let number = self.lines;
         let mut repairs = Vec::new();
         let mut content = content;
-        if offset == 0 && content.starts_with(BYTE_ORDER_MARK) {
-            content = &content[BYTE_ORDER_MARK.len()..];
+        if let Some(rest) = without_byte_order_mark(content, offset) {
+            content = rest;
             repairs.push(LineRepair::ByteOrderMark);
         }
         // SIMD validation (simdutf8, already a dependency of rkyv's bytecheck): only whether the
@@ -630,7 +627,6 @@ impl ReadState<'_> {
             });
         }
         self.torn_tail = torn;
-        self.skip_counts.count(&reason);
         let skipped = SkippedLine {
             line: number,
             offset,
@@ -639,16 +635,8 @@ impl ReadState<'_> {
         if declares_meta == Some(true) && self.rejected_meta.is_none() {
             self.rejected_meta = Some(skipped.clone());
         }
-        // Blank and malformed lines are listed up to the limit each, so that a run of blank lines
-        // never hides the malformed line after it.
-        let counted = if skipped.reason == SkipReason::Blank {
-            self.skip_counts.blank
-        } else {
-            self.skip_counts.malformed()
-        };
-        if counted <= self.options.max_reported as u64 || torn {
-            self.skipped.push(skipped);
-        }
+        self.skip_counts
+            .skip(&mut self.skipped, skipped, torn, self.options.max_reported);
         Ok(())
     }
 

@@ -233,6 +233,27 @@ impl SkipCounts {
         *counter += 1;
     }
 
+    /// Counts `line` as skipped and lists it in `listed` while the list holds fewer than
+    /// `max_reported` of its kind (blank, or malformed: so that a run of blank lines never hides
+    /// the malformed line after it); a torn last line is always listed.
+    pub(crate) fn skip(
+        &mut self,
+        listed: &mut Vec<SkippedLine>,
+        line: SkippedLine,
+        torn: bool,
+        max_reported: usize,
+    ) {
+        self.count(&line.reason);
+        let counted = if line.reason == SkipReason::Blank {
+            self.blank
+        } else {
+            self.malformed()
+        };
+        if counted <= max_reported as u64 || torn {
+            listed.push(line);
+        }
+    }
+
     /// Lines skipped for any reason.
     pub fn total(&self) -> u64 {
         self.blank + self.malformed()

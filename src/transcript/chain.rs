@@ -26,7 +26,7 @@ pub(crate) fn path(records: &[Record], thread: Option<&str>) -> Path {
     let (parents, rescued) = parents(records, &index);
     let in_thread = |at: usize| records[at].thread() == thread;
     let Some(leaf) = leaf(records, &parents, &in_thread) else {
-        report.rescues = rescue_reports(records, &parents, &rescued, &[], &in_thread);
+        report.rescues = rescue_reports(records, &parents, &rescued, &[], &index, &in_thread);
         report.branches = branches(records, &parents, &HashSet::new(), &in_thread);
         return Path {
             sent: Vec::new(),
@@ -43,7 +43,7 @@ pub(crate) fn path(records: &[Record], thread: Option<&str>) -> Path {
         walk.push(up);
     }
     walk.reverse();
-    report.rescues = rescue_reports(records, &parents, &rescued, &walk, &in_thread);
+    report.rescues = rescue_reports(records, &parents, &rescued, &walk, &index, &in_thread);
     let mut compacted: HashSet<usize> = HashSet::new();
     let kept = match walk
         .iter()
@@ -332,6 +332,7 @@ fn rescue_reports(
     parents: &[Option<usize>],
     rescued: &[Rescued],
     walk: &[usize],
+    index: &HashMap<&str, usize>,
     in_thread: &dyn Fn(usize) -> bool,
 ) -> Vec<Rescue> {
     let position: HashMap<usize, usize> = walk
@@ -350,7 +351,7 @@ fn rescue_reports(
                 // Without it the walk would have gone from the record to the fork's ancestor:
                 // the records of the walk between them are what it brought back.
                 (Some(&at), RescueKind::ProgressFork) => {
-                    let ancestor = records.iter().position(|r| *r.uuid == *rescue.named);
+                    let ancestor = index.get(&*rescue.named).copied();
                     // A progress record's parent is resolved past progress records already (to
                     // one of them only in a cycle of them).
                     let ancestor = ancestor

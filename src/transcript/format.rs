@@ -7,7 +7,7 @@ use std::str::FromStr;
 
 use serde_json::Value;
 
-use crate::rollout::{RolloutText, open_input};
+use crate::rollout::{RolloutText, open_input, without_byte_order_mark};
 
 /// How many bytes [`SessionFormat::of_file`] reads to tell.
 const SNIFF_BYTES: u64 = 64 * 1024;
@@ -42,7 +42,7 @@ impl SessionFormat {
     /// `None` when the line is neither, or too long to be read from `start` and saying nothing
     /// in its first bytes.
     pub fn sniff(start: &[u8]) -> Option<SessionFormat> {
-        let start = start.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(start);
+        let start = without_byte_order_mark(start, 0).unwrap_or(start);
         let line = start
             .split(|&byte| byte == b'\n')
             .find(|line| line.iter().any(|byte| !byte.is_ascii_whitespace()))?;

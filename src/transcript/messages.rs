@@ -73,10 +73,15 @@ pub(crate) fn items(
     // The message ids with more than thinking: the lines of any other id are left out.
     let mut substantive: HashSet<&str> = HashSet::new();
     for record in records {
-        if let Some(id) = record.message_id.as_deref()
-            && blocks_of(record)
+        let more_than_thinking = match &record.content {
+            Value::String(text) => !text.trim().is_empty(),
+            Value::Array(blocks) => blocks
                 .iter()
-                .any(|block| !is_thinking(block) && !is_empty_text(block))
+                .any(|block| !is_thinking(block) && !is_empty_text(block)),
+            _ => false,
+        };
+        if let Some(id) = record.message_id.as_deref()
+            && more_than_thinking
         {
             substantive.insert(id);
         }

@@ -7,15 +7,12 @@ use std::path::{Path, PathBuf};
 
 use crate::rollout::{
     BinaryContent, LineLoop, LineRepair, LineVisitor, ReadMode, ReadOptions, RepairedLine,
-    RolloutText, SkipReason, SkippedLine, open_input, split_lines,
+    RolloutText, SkipReason, SkippedLine, open_input, split_lines, without_byte_order_mark,
 };
 
 use super::error::TranscriptError;
 use super::record::{ParseProblem, Parsed, Record, RecordKind, parse_line};
 use super::report::TranscriptReport;
-
-/// The UTF-8 byte-order mark.
-const BYTE_ORDER_MARK: &[u8] = b"\xEF\xBB\xBF";
 
 /// A Claude Code transcript read into memory: its chain records and the load report.
 ///
@@ -241,19 +238,15 @@ impl ReadState<'_> {
             });
         }
         self.report.torn_tail = torn;
-        self.report.skip_counts.count(&reason);
-        let counted = if reason == SkipReason::Blank {
-            self.report.skip_counts.blank
-        } else {
-            self.report.skip_counts.malformed()
+        let line = SkippedLine {
+            line: number,
+            offset,
+            reason,
         };
-        if counted <= self.options.max_reported as u64 || torn {
-            self.report.skipped.push(SkippedLine {
-                line: number,
-                offset,
-                reason,
-            });
-        }
+        let report = &mut self.report;
+        report
+            .skip_counts
+            .skip(&mut report.skipped, line, torn, self.options.max_reported);
         Ok(())
     }
 
@@ -301,8 +294,8 @@ impl LineVisitor for ReadState<'_> {
         terminated: bool,
     ) -> Result<(), TranscriptError> {
         let mut content = content;
-        if offset == 0 && content.starts_with(BYTE_ORDER_MARK) {
-            content = &content[BYTE_ORDER_MARK.len()..];
+        if let Some(rest) = without_byte_order_mark(content, offset) {
+            content = rest;
             self.repair(number, offset, LineRepair::ByteOrderMark);
         }
         let lossy;

@@ -119,7 +119,8 @@ fn blocks_json(blocks: Vec<Value>) -> Box<[Box<str>]> {
 
 /// The rest of a block after its id: `,"key":value…}` for the keys of `rest`, `}` when none.
 fn rest_json(rest: &Map<String, Value>) -> String {
-    let object = Value::Object(rest.clone()).to_string();
+    // Serializing a map of JSON values cannot fail.
+    let object = serde_json::to_string(rest).unwrap_or_default();
     match object.strip_prefix('{') {
         Some(keys) if !rest.is_empty() => format!(",{keys}"),
         _ => "}".to_owned(),

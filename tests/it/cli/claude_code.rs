@@ -180,6 +180,22 @@ fn repair_writes_a_copy_that_resumes_without_the_400_and_leaves_the_transcript_a
         std::fs::read(fixture("interrupted")).expect("read"),
         original
     );
+    // A compressed transcript is repaired into a plain copy with the same lines.
+    let compressed = dir.path().join("interrupted.jsonl.zst");
+    std::fs::write(
+        &compressed,
+        zstd::encode_all(&original[..], 3).expect("compressed"),
+    )
+    .expect("written");
+    let plain = dir.path().join("from-compressed.jsonl");
+    let output = run(&[
+        "repair",
+        compressed.to_str().expect("utf-8"),
+        "-o",
+        plain.to_str().expect("utf-8"),
+    ]);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    assert_eq!(std::fs::read(&plain).expect("the copy"), written);
     // A transcript that needs nothing gets no file.
     let none = dir.path().join("none.jsonl");
     let output = run(&[
