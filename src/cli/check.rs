@@ -36,6 +36,26 @@ struct Finding {
 }
 
 impl Finding {
+    /// A finding about a line (of `file`, when it is not the session's own).
+    fn on_line(
+        kind: &'static str,
+        file: Option<String>,
+        line: Option<u64>,
+        offset: Option<u64>,
+        message: String,
+        group: String,
+    ) -> Finding {
+        Finding {
+            kind,
+            file,
+            line,
+            offset,
+            position: None,
+            message,
+            group,
+        }
+    }
+
     /// Where the finding is, as the text report says it.
     fn at(&self) -> String {
         let of = self
@@ -396,16 +416,8 @@ fn transcript_checked(path: String, read: ReadTranscript) -> Checked {
         conversation,
         history,
     } = read;
-    let at = |kind: &'static str, line: u64, offset: Option<u64>, message: String, group: &str| {
-        Finding {
-            kind,
-            file: None,
-            line: Some(line),
-            offset,
-            position: None,
-            message,
-            group: group.to_owned(),
-        }
+    let at = |kind, line, offset, message, group: &str| {
+        Finding::on_line(kind, None, Some(line), offset, message, group.to_owned())
     };
     let mut findings = repairs(
         &history,
@@ -656,16 +668,15 @@ fn line_findings<'r>(
     file: &Option<String>,
 ) -> Vec<Finding> {
     let mut findings = Vec::new();
-    let mut add = |kind, line, offset, message: String, group: String| {
-        findings.push(Finding {
+    let mut add = |kind, line, offset, message, group| {
+        findings.push(Finding::on_line(
             kind,
-            file: file.clone(),
+            file.clone(),
             line,
             offset,
-            position: None,
             message,
             group,
-        });
+        ));
     };
     for skipped in malformed {
         let torn = torn_last == Some(skipped.line);
@@ -723,16 +734,15 @@ fn load_findings(report: &LoadReport, file: Option<String>) -> Vec<Finding> {
         report.torn_tail.then_some(report.lines),
         &file,
     );
-    let mut add = |kind, line, offset, message: String, group: String| {
-        findings.push(Finding {
+    let mut add = |kind, line, offset, message, group| {
+        findings.push(Finding::on_line(
             kind,
-            file: file.clone(),
+            file.clone(),
             line,
             offset,
-            position: None,
             message,
             group,
-        });
+        ));
     };
     if let Some(pagination) = &report.pagination {
         for damage in &pagination.damage {
