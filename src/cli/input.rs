@@ -7,8 +7,8 @@ use std::sync::OnceLock;
 
 use agent_history::{
     Conversation, DEFAULT_TRUNCATION, History, ReadMode, ResumeOptions, Resumed, RolloutError,
-    SessionFormat, Snapshot, SnapshotOptions, Transcript, is_snapshot, open_rollout, open_snapshot,
-    resume_reader,
+    SessionFormat, Snapshot, SnapshotOptions, Target, Transcript, is_snapshot, open_rollout,
+    open_snapshot, resume_reader,
 };
 use anyhow::Context as _;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -163,7 +163,9 @@ pub fn load(source: &Source, options: &ResumeOptions, bar: &ProgressBar) -> anyh
             Ok(Loaded::Snapshot(Box::new(opened)))
         }
         _ if format_of(source) == SessionFormat::ClaudeCode => {
-            Ok(Loaded::Transcript(Box::new(read_transcript(source, bar)?)))
+            // As its own API takes it: the commands that load any session report on the file.
+            let read = read_transcript(source, Target::AnthropicMessages, bar)?;
+            Ok(Loaded::Transcript(Box::new(read)))
         }
         _ => Ok(Loaded::Rollout(Box::new(resume_with(
             source, options, bar,
@@ -171,8 +173,13 @@ pub fn load(source: &Source, options: &ResumeOptions, bar: &ProgressBar) -> anyh
     }
 }
 
-/// Reads the Claude Code transcript of `source`, advancing `bar` by the bytes read.
-pub fn read_transcript(source: &Source, bar: &ProgressBar) -> anyhow::Result<ReadTranscript> {
+/// Reads the Claude Code transcript of `source` and its conversation as a history for `target`,
+/// advancing `bar` by the bytes read.
+pub fn read_transcript(
+    source: &Source,
+    target: Target,
+    bar: &ProgressBar,
+) -> anyhow::Result<ReadTranscript> {
     let transcript = match source {
         Source::Stdin => Transcript::read(
             bar.wrap_read(stdin_rollout()?),
@@ -185,7 +192,7 @@ pub fn read_transcript(source: &Source, bar: &ProgressBar) -> anyhow::Result<Rea
         bar.inc(source.size());
     }
     let conversation = transcript.conversation();
-    let history = conversation.history()?;
+    let history = conversation.history_for(target)?;
     Ok(ReadTranscript {
         transcript,
         conversation,

@@ -90,14 +90,6 @@ fn check_flags(args: &ProjectArgs, transcript: bool) -> anyhow::Result<()> {
         .into());
     }
     if transcript {
-        if args.target() == Target::Responses {
-            return Err(Usage(format!(
-                "{} is a Claude Code transcript: its items keep Anthropic blocks the Responses \
-                 API refuses; project it with --target anthropic or chat",
-                args.rollout.display()
-            ))
-            .into());
-        }
         if args.snapshot.is_some() || args.truncation.is_some() {
             return Err(Usage(format!(
                 "--snapshot and --truncation need a Codex rollout, and {} is a Claude Code \
@@ -194,7 +186,7 @@ fn is_snapshot_path(path: &std::path::Path) -> bool {
 fn load_transcript(args: &ProjectArgs, report: &mut Map<String, Value>) -> anyhow::Result<Input> {
     let source = source_of(&args.rollout);
     let bar = progress_bar(0, quiet());
-    let read = read_transcript(&source, &bar);
+    let read = read_transcript(&source, args.target(), &bar);
     bar.finish_and_clear();
     let ReadTranscript {
         transcript,
@@ -210,6 +202,8 @@ fn load_transcript(args: &ProjectArgs, report: &mut Map<String, Value>) -> anyho
         "conversation".into(),
         serde_json::to_value(&conversation.report)?,
     );
+    let left_out = conversation.left_out_for(args.target());
+    report.insert("thinking_left_out".into(), left_out.into());
     if !args.json {
         let chosen = &conversation.report;
         status!(
@@ -226,6 +220,12 @@ fn load_transcript(args: &ProjectArgs, report: &mut Map<String, Value>) -> anyho
                 ""
             }
         );
+        if left_out > 0 {
+            status!(
+                "left out {left_out} thinking block(s): the {} API takes back no Anthropic thinking",
+                args.target()
+            );
+        }
     }
     let thread_id = transcript
         .session_id()

@@ -25,6 +25,20 @@ pub(crate) struct SourcedItem {
     pub(crate) json: String,
 }
 
+impl SourcedItem {
+    /// Whether the block is `thinking` or `redacted_thinking`.
+    pub(crate) fn is_thinking(&self) -> bool {
+        is_thinking_type(&self.block)
+    }
+
+    /// The item without the block it keeps; `None` when it keeps none.
+    pub(crate) fn plain_json(&self) -> Option<String> {
+        let mut item: Map<String, Value> = serde_json::from_str(&self.json).ok()?;
+        item.remove(ANTHROPIC_BLOCK_KEY)?;
+        Some(Value::Object(item).to_string())
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Role {
     User,
@@ -42,8 +56,12 @@ fn block_type(block: &Value) -> &str {
     block.get("type").and_then(Value::as_str).unwrap_or("")
 }
 
+fn is_thinking_type(kind: &str) -> bool {
+    matches!(kind, "thinking" | "redacted_thinking")
+}
+
 fn is_thinking(block: &Value) -> bool {
-    matches!(block_type(block), "thinking" | "redacted_thinking")
+    is_thinking_type(block_type(block))
 }
 
 fn is_empty_text(block: &Value) -> bool {

@@ -17,6 +17,7 @@ use std::path::PathBuf;
 use serde::Serialize;
 
 use crate::history::{History, TruncationPolicy};
+use crate::provider::Target;
 
 pub use error::TranscriptError;
 pub use format::{ParseSessionFormatError, SessionFormat};
@@ -65,17 +66,39 @@ impl Conversation {
         self.items.iter().map(|item| item.json.as_str())
     }
 
-    /// The conversation as a history, nothing truncated.
+    /// The conversation as a history, nothing truncated: every item keeps the block it was read
+    /// from where its plain form would not render back to it ([`ANTHROPIC_BLOCK_KEY`](crate::ANTHROPIC_BLOCK_KEY)).
     ///
     /// # Errors
     ///
     /// [`TranscriptError::Item`] for a block whose item cannot be recorded (a `tool_use`
     /// without an id, say), naming its line.
     pub fn history(&self) -> Result<History, TranscriptError> {
+        self.history_for(Target::AnthropicMessages)
+    }
+
+    /// The conversation as a history for `target`, nothing truncated. For the Anthropic
+    /// Messages and Chat Completions APIs, [`Conversation::history`]. For the Responses API,
+    /// each item in its plain form (no kept block, which that API would refuse), and the
+    /// thinking blocks left out ([`Conversation::left_out_for`]).
+    ///
+    /// # Errors
+    ///
+    /// As [`Conversation::history`].
+    pub fn history_for(&self, target: Target) -> Result<History, TranscriptError> {
         let mut history = History::with_truncation(TruncationPolicy::Bytes(usize::MAX));
         for item in &self.items {
+            let plain;
+            let json = match target {
+                Target::Responses if item.is_thinking() => continue,
+                Target::Responses => {
+                    plain = item.plain_json();
+                    plain.as_deref().unwrap_or(&item.json)
+                }
+                Target::ChatCompletions | Target::AnthropicMessages => &item.json,
+            };
             history
-                .record_json(item.json.as_str())
+                .record_json(json)
                 .map_err(|source| TranscriptError::Item {
                     path: self.path.clone(),
                     line: item.line,
@@ -84,6 +107,16 @@ impl Conversation {
                 })?;
         }
         Ok(history)
+    }
+
+    /// How many items [`Conversation::history_for`] leaves out for `target`: the thinking blocks
+    /// for the Responses API (their signatures are Anthropic's, and that API takes back only its
+    /// own encrypted reasoning), none for the others.
+    pub fn left_out_for(&self, target: Target) -> usize {
+        match target {
+            Target::Responses => self.items.iter().filter(|item| item.is_thinking()).count(),
+            Target::ChatCompletions | Target::AnthropicMessages => 0,
+        }
     }
 }
 

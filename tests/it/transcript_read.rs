@@ -523,6 +523,59 @@ mod reading {
     }
 
     #[test]
+    fn every_fixture_projects_validly_for_every_target() {
+        let mut names: Vec<_> = std::fs::read_dir(fixtures())
+            .expect("the fixtures")
+            .map(|entry| entry.expect("an entry").path())
+            .filter(|path| path.extension().is_some_and(|ext| ext == "jsonl"))
+            .collect();
+        names.sort();
+        assert!(names.len() >= 10, "{names:?}");
+        for path in names {
+            let conversation = Transcript::read_file(&path, ReadMode::Lenient)
+                .expect("a fixture")
+                .conversation();
+            let kept = conversation.history().expect("a history");
+            for target in Target::ALL {
+                let history = conversation.history_for(target).expect("a history");
+                let body: Value = serde_json::from_str(
+                    &history
+                        .project_for(&TargetOptions::new(target))
+                        .expect("a projection")
+                        .to_json(),
+                )
+                .expect("JSON");
+                let validation = agent_history::validate(target, &body);
+                assert!(validation.is_valid(), "{path:?} {target}: {validation:?}");
+                assert_eq!(
+                    history.len() + conversation.left_out_for(target),
+                    kept.len(),
+                    "{path:?} {target}"
+                );
+                if target == Target::Responses {
+                    // The plain items: nothing kept for the Anthropic API, no thinking.
+                    let plain: Vec<Value> = kept
+                        .iter()
+                        .map(|entry| serde_json::from_str::<Value>(entry.json()).expect("JSON"))
+                        .filter(|item| item["type"] != "reasoning")
+                        .map(|mut item| {
+                            item.as_object_mut()
+                                .expect("an object")
+                                .remove(agent_history::ANTHROPIC_BLOCK_KEY);
+                            item
+                        })
+                        .collect();
+                    let sent: Vec<Value> = history
+                        .iter()
+                        .map(|entry| serde_json::from_str(entry.json()).expect("JSON"))
+                        .collect();
+                    assert_eq!(sent, plain, "{path:?}");
+                }
+            }
+        }
+    }
+
+    #[test]
     fn an_unanswered_call_at_the_end_is_answered_in_the_projection_only() {
         let transcript = fixture("interrupted");
         let history = transcript.conversation().history().expect("a history");

@@ -47,9 +47,33 @@ fn a_request_takes_the_transcripts_model_and_another_target_is_asked_for() {
     assert!(chat.status.success(), "{}", text(&chat.stderr));
     let messages: Value = serde_json::from_slice(&chat.stdout).expect("JSON");
     assert!(validate(Target::ChatCompletions, &messages).is_valid());
-    let responses = run(&["project", &fixture("blocks"), "--target", "responses"]);
-    assert_eq!(responses.status.code(), Some(2));
-    assert!(text(&responses.stderr).contains("--target anthropic or chat"));
+    // For the Responses API: the plain items, no kept block, the thinking left out and counted.
+    let responses = run(&[
+        "project",
+        &fixture("blocks"),
+        "--target",
+        "responses",
+        "--json",
+    ]);
+    assert!(responses.status.success(), "{}", text(&responses.stderr));
+    let input: Value = serde_json::from_slice(&responses.stdout).expect("JSON");
+    assert!(validate(Target::Responses, &input).is_valid());
+    let items = input.as_array().expect("items");
+    assert!(
+        items
+            .iter()
+            .all(|item| item.get("anthropic_block").is_none())
+    );
+    assert!(items.iter().all(|item| item["type"] != "reasoning"));
+    let calls: Vec<&Value> = items
+        .iter()
+        .filter(|item| item["type"] == "function_call")
+        .collect();
+    assert_eq!(calls.len(), 2, "{input}");
+    let report: Value =
+        serde_json::from_str(text(&responses.stderr).lines().last().expect("the report"))
+            .expect("JSON");
+    assert_eq!(report["thinking_left_out"], 2, "{report}");
 }
 
 #[test]
