@@ -67,7 +67,8 @@ impl Conversation {
     }
 
     /// The conversation as a history, nothing truncated: every item keeps the block it was read
-    /// from where its plain form would not render back to it ([`ANTHROPIC_BLOCK_KEY`](crate::ANTHROPIC_BLOCK_KEY)).
+    /// from where its plain form would not render back to it
+    /// ([`ANTHROPIC_BLOCK_KEY`](crate::ANTHROPIC_BLOCK_KEY)).
     ///
     /// # Errors
     ///
