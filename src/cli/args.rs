@@ -364,9 +364,13 @@ pub struct CompletionsArgs {
 /// The arguments of `prefix`.
 #[derive(Args)]
 pub struct PrefixArgs {
-    /// The first rollout JSONL file, or a snapshot.
+    /// The format of the sessions read: codex or claude-code. Default: told from each file's
+    /// first line (standard input: codex).
+    #[arg(long, value_name = "FORMAT")]
+    pub format: Option<agent_history::SessionFormat>,
+    /// The first session (a rollout, a Claude Code transcript or a snapshot).
     pub a: PathBuf,
-    /// The second rollout JSONL file, or a snapshot.
+    /// The second session (a rollout, a Claude Code transcript or a snapshot).
     #[arg(required_unless_present = "at_line", conflicts_with = "at_line")]
     pub b: Option<PathBuf>,
     /// Resume A from its first N lines only (given twice: the second point too).

@@ -205,7 +205,7 @@ fn rollouts_only(source: &Source) -> anyhow::Result<()> {
     if format_of(source) == SessionFormat::ClaudeCode {
         anyhow::bail!(
             "{} is a Claude Code transcript; this command reads Codex rollouts only so far \
-             (`project`, `check` and `stats` read transcripts)",
+             (`project`, `check`, `stats` and `prefix` read transcripts)",
             source.label()
         );
     }

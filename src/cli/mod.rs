@@ -93,7 +93,10 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Repair(args) => repair::run(args),
         Command::Verify(args) => verify::run(args),
         Command::Append(args) => append::run(args),
-        Command::Prefix(args) => prefix::run(args),
+        Command::Prefix(args) => {
+            input::set_format(args.format);
+            prefix::run(args)
+        }
         Command::Lint(args) => lint::run(args),
         Command::Completions(args) => {
             // Into a buffer first: `generate` panics when its writer fails (a closed pipe).

@@ -5,21 +5,22 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use agent_history::{
-    ContentItem, Entry, FirstDifference, History, ProjectionOptions, ResponseItem, ResumeOptions,
-    Role, RolloutText, SnapshotOptions, SnapshotTrust, is_contextual_developer_text,
-    is_contextual_user_text, is_snapshot, is_summary_text, open_rollout, open_snapshot,
-    resume_reader,
+    ContentItem, Entry, FirstDifference, History, ProjectionOptions, ReadMode, ResponseItem,
+    ResumeOptions, Role, RolloutText, SessionFormat, SnapshotOptions, SnapshotTrust, Transcript,
+    is_contextual_developer_text, is_contextual_user_text, is_snapshot, is_summary_text,
+    open_rollout, open_snapshot, resume_reader,
 };
 use anyhow::Context as _;
 
 use super::Usage;
 use super::args::PrefixArgs;
-use super::input::{STDIN_LABEL, is_stdin, resume, stdin_rollout};
+use super::input::{STDIN_LABEL, format_of, is_stdin, resume, source_of, stdin_rollout};
 use super::output::{finish, stdout};
 
 /// Runs `prefix`.
 pub fn run(args: PrefixArgs) -> anyhow::Result<ExitCode> {
     let PrefixArgs {
+        format: _,
         a,
         b,
         at_line,
@@ -66,6 +67,8 @@ struct Side {
     /// The path, with the lines it was resumed from.
     label: String,
     history: History,
+    /// For a Claude Code transcript, the line of the compaction its conversation starts after.
+    compacted_at: Option<u64>,
 }
 
 impl Side {
@@ -100,7 +103,11 @@ impl Side {
             return Ok(Side {
                 label: format!("{} (snapshot)", path.display()),
                 history: opened.into_history(),
+                compacted_at: None,
             });
+        }
+        if format_of(&source_of(path)) == SessionFormat::ClaudeCode {
+            return Side::transcript(path, lines);
         }
         let label = path.display().to_string();
         let Some(lines) = lines else {
@@ -113,6 +120,7 @@ impl Side {
             return Ok(Side {
                 label,
                 history: history.into_history(),
+                compacted_at: None,
             });
         };
         // The first `lines` lines, streamed from the file (standard input is spooled to a
@@ -139,6 +147,41 @@ impl Side {
         Ok(Side {
             label: format!("{label} (first {lines} line(s))"),
             history: resumed.into_history(),
+            compacted_at: None,
+        })
+    }
+
+    /// The conversation of the Claude Code transcript at `path` (of its first `lines` lines
+    /// when given) as a history, its items keeping their blocks.
+    fn transcript(path: &Path, lines: Option<u64>) -> anyhow::Result<Side> {
+        // Standard input is spooled, as for a rollout, so that two points of it can be read.
+        let spool = spooled_stdin(path)?;
+        let file = open_rollout(spool.unwrap_or(path))?;
+        let named = if spool.is_some() {
+            Path::new(STDIN_LABEL)
+        } else {
+            path
+        };
+        let label = named.display().to_string();
+        let (transcript, label) = match lines {
+            None => (Transcript::read(file, named, ReadMode::Lenient)?, label),
+            Some(lines) => {
+                let mut first = FirstLines::new(RolloutText::new(file)?, lines);
+                let transcript = Transcript::read(&mut first, named, ReadMode::Lenient)?;
+                if !first.complete() {
+                    anyhow::bail!(
+                        "--at-line {lines}: {label} has only {} line(s)",
+                        first.seen()
+                    );
+                }
+                (transcript, format!("{label} (first {lines} line(s))"))
+            }
+        };
+        let conversation = transcript.conversation();
+        Ok(Side {
+            label,
+            history: conversation.history()?,
+            compacted_at: conversation.report.cut.map(|cut| cut.line),
         })
     }
 }
@@ -281,6 +324,12 @@ fn why(left: &Side, right: &Side, difference: &FirstDifference) -> String {
     let fewer_turns = b.user_turn_count() < a.user_turn_count();
     match (&difference.left, &difference.right) {
         (None, None) => "identical: the whole input is reusable".to_owned(),
+        // A transcript's conversation starts after its last compaction: a later one replaces
+        // everything before it.
+        (_, Some(_)) if right.compacted_at > left.compacted_at => {
+            "compaction: B's conversation starts after a later compaction, with its summary"
+                .to_owned()
+        }
         // Nothing in common is no rollback or edit of one session: say so rather than guess.
         (Some(_), Some(_)) if difference.item == 0 => {
             "nothing shared: the inputs differ from their first item (two unrelated sessions, \
@@ -311,6 +360,13 @@ fn why(left: &Side, right: &Side, difference: &FirstDifference) -> String {
                     b.user_turn_count(),
                     a.user_turn_count()
                 )
+            } else if x.position + 1 == a.len()
+                && let (Some(item_a), Some(item_b)) = (item_a, item_b)
+                && goes_on(item_a, item_b)
+            {
+                "grown: B's message at A's end holds A's parts and more (a transcript's records \
+                 merged into one message), A up to that message is reusable"
+                    .to_owned()
             } else if let Some(role) = fragment {
                 format!(
                     "world-state update rendered in full: a contextual {role} message (injected \
@@ -320,6 +376,20 @@ fn why(left: &Side, right: &Side, difference: &FirstDifference) -> String {
                 "edit: the same position holds different content".to_owned()
             }
         }
+    }
+}
+
+/// Whether `b` is the message `a` with more parts after its own.
+fn goes_on(a: &Entry, b: &Entry) -> bool {
+    let parts = |entry: &Entry| match entry.to_item() {
+        Ok(ResponseItem::Message(message)) => Some((message.role, message.content)),
+        _ => None,
+    };
+    match (parts(a), parts(b)) {
+        (Some((role_a, parts_a)), Some((role_b, parts_b))) => {
+            role_a == role_b && parts_b.len() > parts_a.len() && parts_b.starts_with(&parts_a)
+        }
+        _ => false,
     }
 }
 

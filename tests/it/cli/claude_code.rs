@@ -134,10 +134,12 @@ fn stats_counts_a_transcript_and_the_rollout_commands_refuse_one() {
     assert_eq!(stats["input"], "claude-code");
     assert_eq!(stats["thread_id"], "6b0e1c2a-0000-4000-8000-000000000002");
     assert_eq!(stats["transcript"]["read_past"]["system/turn_duration"], 1);
-    for args in [
-        vec!["prefix", &fixture("leaf"), &fixture("leaf")],
-        vec!["snapshot", &fixture("leaf"), "-o", "/nonexistent/x.snap"],
-    ] {
+    for args in [vec![
+        "snapshot",
+        &fixture("leaf"),
+        "-o",
+        "/nonexistent/x.snap",
+    ]] {
         let output = run(&args);
         assert!(!output.status.success(), "{args:?}");
         assert!(
@@ -146,6 +148,50 @@ fn stats_counts_a_transcript_and_the_rollout_commands_refuse_one() {
             text(&output.stderr)
         );
     }
+}
+
+#[test]
+fn prefix_compares_two_points_of_a_transcript_and_names_why_they_differ() {
+    let why = |args: &[&str]| {
+        let output = run(args);
+        assert!(
+            output.status.success(),
+            "{args:?}: {}",
+            text(&output.stderr)
+        );
+        let report = text(&output.stdout);
+        let why = report.lines().last().unwrap_or("").to_owned();
+        (report, why)
+    };
+    // A later compaction: the conversation starts again from its summary.
+    let (_, compaction) = why(&[
+        "prefix",
+        &fixture("compact_boundary"),
+        "--at-line",
+        "3",
+        "--at-line",
+        "6",
+    ]);
+    assert!(compaction.starts_with("why: compaction"), "{compaction}");
+    // Records merged into the last message: it grows.
+    let (report, grown) = why(&["prefix", &fixture("interrupted"), "--at-line", "4"]);
+    assert!(grown.starts_with("why: grown"), "{report}");
+    assert!(report.contains("shared: 3 item(s)"), "{report}");
+    // The same from standard input, which `--format` names a transcript.
+    let bytes = std::fs::read(fixture("interrupted")).expect("read");
+    let piped = run_with_stdin(
+        &["prefix", "-", "--at-line", "4", "--format", "claude-code"],
+        &bytes,
+    );
+    assert!(piped.status.success(), "{}", text(&piped.stderr));
+    assert_eq!(
+        text(&piped.stdout).replace("<stdin>", &fixture("interrupted")),
+        report
+    );
+    let (_, appended) = why(&["prefix", &fixture("later_branch"), "--at-line", "3"]);
+    assert!(appended.starts_with("why: appended"), "{appended}");
+    let (_, same) = why(&["prefix", &fixture("leaf"), &fixture("leaf")]);
+    assert!(same.starts_with("why: identical"), "{same}");
 }
 
 #[test]

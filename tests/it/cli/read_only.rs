@@ -398,15 +398,15 @@ fn invocations() -> Vec<Invocation> {
         reads(&["snapshot", ROLLOUT, "-o", ROLLOUT, "--codex-home", "."]),
         reads(&["man", "--codex-home", "."]),
         reads(&["completions", "--codex-home", ".", "zsh"]),
-        // A Claude Code transcript: read by project, check and stats (told from its first line,
-        // or by `--format`), refused by name by the others, never written.
+        // A Claude Code transcript: read by project, check, stats and prefix (told from its
+        // first line, or by `--format`), refused by name by the others, never written.
         reads(&["project", TRANSCRIPT]),
         reads(&["project", TRANSCRIPT, "--target", "chat", "--json"]),
         reads(&["project", TRANSCRIPT, "--request", "--tools", TOOLS]),
         reads(&["project", TRANSCRIPT, "--format", "claude-code", "--pretty"]),
         reads(&["project", TRANSCRIPT, "--format", "codex"]),
         reads_stdin(&["project", "-", "--format", "claude-code"], TRANSCRIPT),
-        usage(&["project", TRANSCRIPT, "--target", "responses"]),
+        reads(&["project", TRANSCRIPT, "--target", "responses", "--json"]),
         usage(&["project", TRANSCRIPT, "--snapshot", SNAPSHOT]),
         reads(&["check", TRANSCRIPT, ROLLOUT, "--json"]),
         reads(&["check", "--format", "claude-code", TRANSCRIPT]),
@@ -415,6 +415,18 @@ fn invocations() -> Vec<Invocation> {
         reads(&["snapshot", TRANSCRIPT, "-o", NEW_SNAPSHOT]),
         reads(&["snapshot", TRANSCRIPT, "-o", TRANSCRIPT, "--force"]),
         reads(&["prefix", TRANSCRIPT, ROLLOUT]),
+        reads(&[
+            "prefix",
+            TRANSCRIPT,
+            "--at-line",
+            "2",
+            "--format",
+            "claude-code",
+        ]),
+        reads_stdin(
+            &["prefix", "-", "--at-line", "3", "--format", "claude-code"],
+            TRANSCRIPT,
+        ),
         reads(&["verify", SNAPSHOT, "--rollout", TRANSCRIPT]),
         reads(&["lint", "--target", "anthropic", TRANSCRIPT]),
         // repair: a new file only; the transcript itself, an existing file, a rollout refused.
