@@ -89,15 +89,13 @@ fn check_flags(args: &ProjectArgs, transcript: bool) -> anyhow::Result<()> {
         ))
         .into());
     }
-    if transcript {
-        if args.snapshot.is_some() || args.truncation.is_some() {
-            return Err(Usage(format!(
-                "--snapshot and --truncation need a Codex rollout, and {} is a Claude Code \
-                 transcript (read whole, nothing truncated)",
-                args.rollout.display()
-            ))
-            .into());
-        }
+    if transcript && (args.snapshot.is_some() || args.truncation.is_some()) {
+        return Err(Usage(format!(
+            "--snapshot and --truncation need a Codex rollout, and {} is a Claude Code \
+             transcript (read whole, nothing truncated)",
+            args.rollout.display()
+        ))
+        .into());
     }
     if args.max_tokens.is_some() && !(args.request && args.target() == Target::AnthropicMessages) {
         return Err(Usage("--max-tokens needs --target anthropic --request".to_owned()).into());
