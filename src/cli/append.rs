@@ -71,6 +71,7 @@ pub fn run(args: AppendArgs) -> anyhow::Result<ExitCode> {
             .with_context(|| format!("cannot open the event stream {}", stream.display()))?;
         (Box::new(file), stream.display().to_string())
     };
+    super::input::rollouts_only(&super::input::source_of(&rollout))?;
     let resumed = Session::resume(
         &rollout,
         &super::input::resume_options(None),

@@ -201,7 +201,7 @@ pub fn read_transcript(
 }
 
 /// The error of a command that reads Codex rollouts only, given a Claude Code transcript.
-fn rollouts_only(source: &Source) -> anyhow::Result<()> {
+pub fn rollouts_only(source: &Source) -> anyhow::Result<()> {
     if format_of(source) == SessionFormat::ClaudeCode {
         anyhow::bail!(
             "{} is a Claude Code transcript; this command reads Codex rollouts only so far \

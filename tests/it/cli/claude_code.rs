@@ -134,12 +134,10 @@ fn stats_counts_a_transcript_and_the_rollout_commands_refuse_one() {
     assert_eq!(stats["input"], "claude-code");
     assert_eq!(stats["thread_id"], "6b0e1c2a-0000-4000-8000-000000000002");
     assert_eq!(stats["transcript"]["read_past"]["system/turn_duration"], 1);
-    for args in [vec![
-        "snapshot",
-        &fixture("leaf"),
-        "-o",
-        "/nonexistent/x.snap",
-    ]] {
+    for args in [
+        vec!["snapshot", &fixture("leaf"), "-o", "/nonexistent/x.snap"],
+        vec!["append", &fixture("leaf"), "--stream", "/dev/null"],
+    ] {
         let output = run(&args);
         assert!(!output.status.success(), "{args:?}");
         assert!(

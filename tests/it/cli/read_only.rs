@@ -605,8 +605,8 @@ fn append_keeps_the_old_bytes_as_a_prefix_and_touches_nothing_else() {
                 assert_eq!(before, after, "another file changed: {context}");
             }
         }
-        // Refused: not a rollout, or a compressed one.
-        for target in [SNAPSHOT, EVENTS, BODY, COMPRESSED] {
+        // Refused: not a rollout (a Claude Code transcript named as one), or a compressed one.
+        for target in [SNAPSHOT, EVENTS, BODY, COMPRESSED, TRANSCRIPT] {
             let before = tree(dir.path());
             let output = run(&["append", target, "--stream", EVENTS], None, dir.path());
             assert_eq!(
