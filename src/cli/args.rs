@@ -54,14 +54,16 @@ pub enum Command {
     /// Lint sessions: unpaired calls, orphan outputs, media a text-only model would lose,
     /// unknown item types, skipped and torn lines, each with its line number.
     ///
-    /// Takes rollouts, snapshots, directories (every `rollout-*.jsonl[.zst]` under them) and `-`
-    /// (a rollout on standard input); several are read in parallel and summarized at the end.
+    /// Takes rollouts, Claude Code transcripts, snapshots, directories (every `rollout-*.jsonl[.zst]`
+    /// and transcript under them) and `-` (a rollout on standard input); several are read in
+    /// parallel and summarized at the end.
     #[command(after_help = EXIT_STATUS)]
     Check(CheckArgs),
     /// Summarize sessions: items by kind, bytes, token estimate, user turns, compactions.
     ///
-    /// Takes rollouts, snapshots, directories (every `rollout-*.jsonl[.zst]` under them) and `-`;
-    /// several are read in parallel and summarized at the end.
+    /// Takes rollouts, Claude Code transcripts, snapshots, directories (every
+    /// `rollout-*.jsonl[.zst]` and transcript under them) and `-`; several are read in parallel
+    /// and summarized at the end.
     #[command(after_help = EXIT_STATUS)]
     Stats(StatsArgs),
     /// Write a snapshot of a rollout's history (memory-mapped on resume, no JSON parse).
@@ -243,7 +245,7 @@ pub struct CheckArgs {
     /// first line (standard input: codex).
     #[arg(long, value_name = "FORMAT")]
     pub format: Option<agent_history::SessionFormat>,
-    /// Rollouts, snapshots, directories of rollouts, or `-` (standard input).
+    /// Rollouts, transcripts, snapshots, directories of sessions, or `-` (standard input).
     #[arg(required = true, value_name = "PATH")]
     pub paths: Vec<PathBuf>,
     /// Exit with status 1 when anything was found.
@@ -261,7 +263,7 @@ pub struct StatsArgs {
     /// first line (standard input: codex).
     #[arg(long, value_name = "FORMAT")]
     pub format: Option<agent_history::SessionFormat>,
-    /// Rollouts, snapshots, directories of rollouts, or `-` (standard input).
+    /// Rollouts, transcripts, snapshots, directories of sessions, or `-` (standard input).
     #[arg(required = true, value_name = "PATH")]
     pub paths: Vec<PathBuf>,
     /// One JSON object per session (JSON Lines), then a summary object when there are several.

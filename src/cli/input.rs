@@ -90,9 +90,9 @@ impl Source {
     }
 }
 
-/// The sessions the command-line paths name: `-` is standard input, a directory is every
-/// `rollout-*.jsonl` and `rollout-*.jsonl.zst` under it (recursively, as Codex lays sessions out by date, in name order),
-/// anything else is the file itself (whose errors, such as not existing, are its session's).
+/// The sessions the command-line paths name: `-` is standard input, a directory is every session
+/// under it (recursively, in name order: see [`is_session_file`]), anything else is the file
+/// itself (whose errors, such as not existing, are its session's).
 pub fn sessions(paths: &[PathBuf]) -> anyhow::Result<Vec<Source>> {
     let mut sources = Vec::new();
     for path in paths {
@@ -103,19 +103,12 @@ pub fn sessions(paths: &[PathBuf]) -> anyhow::Result<Vec<Source>> {
             for entry in walkdir::WalkDir::new(path).sort_by_file_name() {
                 let entry =
                     entry.with_context(|| format!("cannot read directory {}", path.display()))?;
-                let name = entry.file_name().to_string_lossy();
-                if entry.file_type().is_file()
-                    && name.starts_with("rollout-")
-                    && (name.ends_with(".jsonl") || name.ends_with(".jsonl.zst"))
-                {
+                if entry.file_type().is_file() && is_session_file(entry.path()) {
                     sources.push(Source::File(entry.into_path()));
                 }
             }
             if sources.len() == before {
-                status!(
-                    "{}: no rollout-*.jsonl[.zst] file under this directory",
-                    path.display()
-                );
+                status!("{}: no session under this directory", path.display());
             }
         } else {
             sources.push(Source::File(path.clone()));
@@ -131,10 +124,36 @@ pub fn sessions(paths: &[PathBuf]) -> anyhow::Result<Vec<Source>> {
     }
     if sources.is_empty() {
         anyhow::bail!(
-            "no session to read: the directories given hold no rollout-*.jsonl[.zst] file"
+            "no session to read: the directories given hold no rollout-*.jsonl[.zst] file and \
+             no Claude Code transcript"
         );
     }
     Ok(sources)
+}
+
+/// Whether a file found in a directory is a session: a Codex rollout (`rollout-*.jsonl`, as
+/// Codex lays sessions out by date) or a Claude Code transcript (another `*.jsonl` whose first
+/// line says so, outside a `subagents/` folder: a subagent's transcript is listed with the
+/// session that spawned it), plain or `.zst`; `--format` keeps only the sessions of its format.
+fn is_session_file(path: &Path) -> bool {
+    let name = path.file_name().unwrap_or_default().to_string_lossy();
+    if !(name.ends_with(".jsonl") || name.ends_with(".jsonl.zst")) {
+        return false;
+    }
+    let rollout = name.starts_with("rollout-");
+    let in_subagents = path
+        .parent()
+        .and_then(Path::file_name)
+        .is_some_and(|parent| parent == "subagents");
+    match FORMAT.get().copied().flatten() {
+        Some(SessionFormat::Codex) => rollout,
+        Some(SessionFormat::ClaudeCode) => !rollout && !in_subagents,
+        None => {
+            rollout
+                || (!in_subagents
+                    && SessionFormat::of_file(path) == Some(SessionFormat::ClaudeCode))
+        }
+    }
 }
 
 /// A session as read: a resumed rollout, an opened snapshot or a Claude Code transcript.

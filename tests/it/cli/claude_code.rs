@@ -149,6 +149,75 @@ fn stats_counts_a_transcript_and_the_rollout_commands_refuse_one() {
 }
 
 #[test]
+fn a_directory_holds_rollouts_and_transcripts_and_format_keeps_one_kind() {
+    let dir = common::temp_dir();
+    let root = dir.path();
+    let copy = |from: &str, to: &str| {
+        let to = root.join(to);
+        std::fs::create_dir_all(to.parent().expect("a parent")).expect("a folder");
+        std::fs::copy(from, to).expect("copied");
+    };
+    let example = format!(
+        "{}/examples/rollouts/session.jsonl",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    copy(&example, "codex/2026/11/rollout-a.jsonl");
+    copy(&fixture("leaf"), "claude/-work-demo/aaaa.jsonl");
+    // A subagent's transcript is listed with its session, not as one.
+    copy(
+        &fixture("sidechain"),
+        "claude/-work-demo/aaaa/subagents/agent-x.jsonl",
+    );
+    // A JSON Lines file that is neither.
+    std::fs::write(root.join("claude/notes.jsonl"), "{\"note\":1}\n").expect("written");
+    let inputs = |extra: &[&str]| -> Vec<(String, String)> {
+        let mut args = vec!["check", root.to_str().expect("utf-8"), "--json"];
+        args.extend_from_slice(extra);
+        let output = run(&args);
+        assert!(output.status.success(), "{}", text(&output.stderr));
+        text(&output.stdout)
+            .lines()
+            .map(|line| serde_json::from_str::<Value>(line).expect("JSON"))
+            .filter(|line| line["type"] == "session")
+            .map(|line| {
+                let path = line["path"].as_str().unwrap_or("").to_owned();
+                let name = path.rsplit('/').next().unwrap_or("").to_owned();
+                (name, line["input"].as_str().unwrap_or("").to_owned())
+            })
+            .collect()
+    };
+    let pair = |name: &str, input: &str| (name.to_owned(), input.to_owned());
+    assert_eq!(
+        inputs(&[]),
+        [
+            pair("aaaa.jsonl", "claude-code"),
+            pair("rollout-a.jsonl", "rollout")
+        ]
+    );
+    assert_eq!(
+        inputs(&["--format", "codex"]),
+        [pair("rollout-a.jsonl", "rollout")]
+    );
+    let only = run(&[
+        "check",
+        root.join("claude").to_str().expect("utf-8"),
+        "--format",
+        "claude-code",
+    ]);
+    // notes.jsonl is read as a transcript when `--format` says so, and fails as one.
+    assert!(
+        text(&only.stdout).contains("aaaa.jsonl"),
+        "{}",
+        text(&only.stdout)
+    );
+    assert!(
+        text(&only.stderr).contains("notes.jsonl"),
+        "{}",
+        text(&only.stderr)
+    );
+}
+
+#[test]
 fn prefix_compares_two_points_of_a_transcript_and_names_why_they_differ() {
     let why = |args: &[&str]| {
         let output = run(args);
