@@ -50,23 +50,34 @@ pub(crate) fn path(records: &[Record], thread: Option<&str>) -> Path {
         .rposition(|&at| records[at].is_system("compact_boundary"))
     {
         Some(boundary) => {
-            // What the compaction summarized: the walk on, through the boundary's logical
-            // parent (never sent; counted, and no branch).
-            let mut before = boundary as u64;
-            let mut up = records[walk[boundary]]
+            // What the compaction summarized (never sent; counted, and no branch): the walk on
+            // from the boundary's logical parent, or from the thread's record before the
+            // boundary where the file does not hold that parent, with its call batches.
+            let at_boundary = walk[boundary];
+            let mut up = records[at_boundary]
                 .logical_parent
                 .as_deref()
-                .and_then(|uuid| index.get(uuid).copied());
+                .and_then(|uuid| index.get(uuid).copied())
+                .or_else(|| {
+                    (0..at_boundary).rev().find(|&at| {
+                        records[at].kind != RecordKind::Progress
+                            && records[at].thread() == records[at_boundary].thread()
+                    })
+                });
+            let mut summarized = Vec::new();
             while let Some(at) = up {
                 if on_walk.contains(&at) || !compacted.insert(at) {
                     break;
                 }
-                before += 1;
+                summarized.push(at);
                 up = parents[at];
             }
+            summarized.reverse();
+            let batches = put_back_batches(records, &parents, &summarized, &compacted);
+            compacted.extend(batches.into_iter().filter(|at| !on_walk.contains(at)));
             report.cut = Some(CompactCut {
-                line: records[walk[boundary]].line,
-                records_before: before,
+                line: records[at_boundary].line,
+                records_before: boundary as u64 + compacted.len() as u64,
             });
             &walk[boundary + 1..]
         }
@@ -282,8 +293,21 @@ fn branches(
     on_path: &HashSet<usize>,
     in_thread: &dyn Fn(usize) -> bool,
 ) -> Vec<Branch> {
+    // A record with no user or assistant record at or under it (a stop hook's summary after
+    // the last reply, say) is no branch: nothing of the conversation was left there.
+    let mut talk_under = vec![false; records.len()];
+    for at in (0..records.len()).filter(|&at| records[at].is_talk()) {
+        let mut up = Some(at);
+        while let Some(marked) = up.filter(|&marked| !talk_under[marked]) {
+            talk_under[marked] = true;
+            up = parents[marked];
+        }
+    }
     let off = |at: usize| {
-        in_thread(at) && records[at].kind != RecordKind::Progress && !on_path.contains(&at)
+        in_thread(at)
+            && records[at].kind != RecordKind::Progress
+            && talk_under[at]
+            && !on_path.contains(&at)
     };
     // The first record of each off-path record's branch: the topmost off-path ancestor. Parents
     // mostly come before their records, so one pass in line order settles most of them.

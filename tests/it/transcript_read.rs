@@ -483,6 +483,25 @@ mod reading {
             "{:?}",
             compacted.report.branches
         );
+        // A parallel call batch before the cut is summarized with it, and a stop hook's
+        // records after a reply are no branch (shapes of genuine 2.1.39 transcripts).
+        let batch = fixture("compact_after_batch").conversation();
+        let cut = batch.report.cut.as_ref().expect("a cut");
+        assert_eq!((cut.line, cut.records_before), (8, 6));
+        assert!(
+            batch.report.branches.is_empty(),
+            "{:?}",
+            batch.report.branches
+        );
+        // A boundary whose logical parent was never written summarizes the thread before it.
+        let lost = fixture("compact_lost_link").conversation();
+        let cut = lost.report.cut.as_ref().expect("a cut");
+        assert_eq!((cut.line, cut.records_before), (3, 2));
+        assert!(
+            lost.report.branches.is_empty(),
+            "{:?}",
+            lost.report.branches
+        );
     }
 
     #[test]
