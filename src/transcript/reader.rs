@@ -143,13 +143,16 @@ impl Transcript {
             .find_map(|record| record.version.as_deref())
     }
 
-    /// The model of the last main-thread assistant record that names a real one (not
-    /// `<synthetic>`).
+    /// The model of the last assistant record that names a real one (not `<synthetic>`), of
+    /// the main thread, or of the subagents in a subagent's own file.
     pub fn model(&self) -> Option<&str> {
+        let subagent_file = self.is_subagent_file();
         self.records
             .iter()
             .rev()
-            .filter(|record| record.kind == RecordKind::Assistant && !record.sidechain)
+            .filter(|record| {
+                record.kind == RecordKind::Assistant && record.sidechain == subagent_file
+            })
             .find_map(|record| {
                 record
                     .model

@@ -375,4 +375,9 @@ fn check_lists_a_sessions_subagents_inline_and_in_its_folder() {
     let projected = run(&["project", agent.to_str().expect("utf-8")]);
     let messages: Value = serde_json::from_slice(&projected.stdout).expect("JSON");
     assert_eq!(messages[1]["content"][0]["text"], "The parser looks fine.");
+    // A request takes the model its subagent ran on.
+    let request = run(&["project", agent.to_str().expect("utf-8"), "--request"]);
+    assert!(request.status.success(), "{}", text(&request.stderr));
+    let body: Value = serde_json::from_slice(&request.stdout).expect("JSON");
+    assert_eq!(body["model"], "claude-haiku-4-5");
 }
