@@ -157,6 +157,8 @@ enum Recorded {
     Text(String),
     /// The rollout's `session_meta` records none.
     None,
+    /// The source keeps no instructions (a Claude Code transcript).
+    NotKept,
 }
 
 /// Opens the snapshot, reads the transcript (`transcript`: told once, by `run`) or resumes the
@@ -231,7 +233,7 @@ fn load_transcript(args: &ProjectArgs, report: &mut Map<String, Value>) -> anyho
     Ok(Input {
         history,
         thread_id,
-        recorded: Recorded::None,
+        recorded: Recorded::NotKept,
         model: transcript.model().map(str::to_owned),
     })
 }
@@ -378,6 +380,15 @@ fn write_request(
     out: &mut dyn std::io::Write,
 ) -> anyhow::Result<Projected> {
     let instructions = instructions(args, input.recorded);
+    let tool_items = input.history.iter().any(|entry| entry.call_id().is_some());
+    if tool_items && tools.specs().is_empty() && target.target == Target::AnthropicMessages {
+        // The validator's `anthropic_missing_tools`: said before the body, not after it.
+        status_text!(
+            args.json,
+            "tools: none given, and the history holds tool calls: pass the session's tools with \
+             --tools (Anthropic is said to refuse tool blocks without them)"
+        );
+    }
     let reasoning =
         (args.reasoning_effort.is_some() || args.reasoning_summary.is_some()).then(|| {
             ReasoningConfig {
@@ -450,6 +461,14 @@ fn instructions(args: &ProjectArgs, recorded: Recorded) -> String {
         }
         (None, Recorded::None) => {
             status_text!(args.json, "instructions: none (session_meta records none)");
+            String::new()
+        }
+        (None, Recorded::NotKept) => {
+            status_text!(
+                args.json,
+                "instructions: none (a Claude Code transcript keeps no system prompt: pass \
+                 --instructions)"
+            );
             String::new()
         }
     }

@@ -43,6 +43,31 @@ fn a_request_takes_the_transcripts_model_and_another_target_is_asked_for() {
     let body: Value = serde_json::from_slice(&output.stdout).expect("JSON");
     assert_eq!(body["model"], "claude-opus-4-5");
     assert!(validate(Target::AnthropicMessages, &body).is_valid());
+    // A transcript keeps neither the system prompt nor the tools: both are asked for.
+    let stderr = text(&output.stderr);
+    assert!(stderr.contains("keeps no system prompt"), "{stderr}");
+    assert!(stderr.contains("tools: none given"), "{stderr}");
+    let dir = common::temp_dir();
+    let tools = dir.path().join("tools.json");
+    std::fs::write(
+        &tools,
+        r#"[{"type":"function","name":"Zoom","parameters":{"type":"object"}},{"type":"function","name":"Bash","parameters":{"type":"object"}}]"#,
+    )
+    .expect("written");
+    let with_tools = run(&[
+        "project",
+        &fixture("blocks"),
+        "--request",
+        "--tools",
+        tools.to_str().expect("utf-8"),
+        "--instructions",
+        "be brief",
+    ]);
+    assert!(with_tools.status.success(), "{}", text(&with_tools.stderr));
+    let stderr = text(&with_tools.stderr);
+    assert!(!stderr.contains("tools: none given"), "{stderr}");
+    let body: Value = serde_json::from_slice(&with_tools.stdout).expect("JSON");
+    assert_eq!(body["tools"].as_array().map(Vec::len), Some(2), "{body}");
     let chat = run(&["project", &fixture("blocks"), "--target", "chat"]);
     assert!(chat.status.success(), "{}", text(&chat.stderr));
     let messages: Value = serde_json::from_slice(&chat.stdout).expect("JSON");
