@@ -248,7 +248,8 @@ pub struct CheckArgs {
     /// Rollouts, transcripts, snapshots, directories of sessions, or `-` (standard input).
     #[arg(required = true, value_name = "PATH")]
     pub paths: Vec<PathBuf>,
-    /// Exit with status 1 when anything was found.
+    /// Exit with status 1 when a warning was found (damage, or a repair the next request
+    /// needs); notices (a compaction, a branch not taken, media) do not count.
     #[arg(long)]
     pub strict: bool,
     /// One JSON object per session (JSON Lines), then a summary object when there are several.

@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::process::ExitCode;
 
 use agent_history::{
-    ConversationReport, History, HistoryMode, LineageFile, LoadReport, Modalities,
+    ConversationReport, DroppedKind, History, HistoryMode, LineageFile, LoadReport, Modalities,
     ProjectionOptions, RepairKind, RepairedLine, SkippedLine, TranscriptReport,
 };
 use serde::Serialize;
@@ -13,11 +13,34 @@ use super::args::CheckArgs;
 use super::input::{Loaded, ReadTranscript, each, load, sessions};
 use super::output::{self, collapse, error_line, finish, json_line, line, stdout};
 
+/// How much a finding matters: `--strict` fails on warnings only.
+#[derive(Serialize, Clone, Copy, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+enum Severity {
+    /// Damage, or a repair the next request needs.
+    Warning,
+    /// What a healthy session shows: a compaction, a branch not taken, what a resume leaves
+    /// out as its own client does, media a text-only model would lose.
+    Notice,
+}
+
+/// The finding kinds that are notices (left out by resume: by what was left out).
+const NOTICES: [&str; 6] = [
+    "images",
+    "audio",
+    "generated_image",
+    "replacement_media",
+    "branch_not_taken",
+    "compaction_cut",
+];
+
 /// One thing `check` found.
 #[derive(Serialize)]
 struct Finding {
     /// What kind of finding, a stable snake_case name.
     kind: &'static str,
+    /// `warning` or `notice` (`--strict` fails on warnings only).
+    severity: Severity,
     /// The file the line is in, when it is not the session's own: an ancestor in a paginated
     /// thread's lineage (`null` otherwise).
     file: Option<String>,
@@ -35,6 +58,16 @@ struct Finding {
     group: String,
 }
 
+impl Severity {
+    fn of(kind: &str) -> Severity {
+        if NOTICES.contains(&kind) {
+            Severity::Notice
+        } else {
+            Severity::Warning
+        }
+    }
+}
+
 impl Finding {
     /// A finding about a line (of `file`, when it is not the session's own).
     fn on_line(
@@ -47,6 +80,7 @@ impl Finding {
     ) -> Finding {
         Finding {
             kind,
+            severity: Severity::of(kind),
             file,
             line,
             offset,
@@ -139,6 +173,8 @@ struct Summary {
     items: usize,
     /// Findings in all of them.
     findings: usize,
+    /// The findings that are warnings (`--strict` fails on them).
+    warnings: usize,
     /// Findings by kind.
     findings_by_kind: BTreeMap<&'static str, usize>,
     /// Sessions whose next request needs a repair.
@@ -178,6 +214,11 @@ pub fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
         };
         summary.items += checked.items;
         summary.findings += checked.findings.len();
+        summary.warnings += checked
+            .findings
+            .iter()
+            .filter(|finding| finding.severity == Severity::Warning)
+            .count();
         summary.need_repair += usize::from(checked.needs_repair);
         for finding in &checked.findings {
             *summary.findings_by_kind.entry(finding.kind).or_default() += 1;
@@ -198,7 +239,7 @@ pub fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
     finish(out)?;
     Ok(ExitCode::from(if summary.errors > 0 {
         output::INPUT
-    } else if args.strict && summary.findings > 0 {
+    } else if args.strict && summary.warnings > 0 {
         output::FINDINGS
     } else {
         output::SUCCESS
@@ -469,13 +510,22 @@ fn transcript_checked(path: String, read: ReadTranscript) -> Checked {
         ));
     }
     for dropped in &chosen.dropped {
-        findings.push(at(
+        let mut finding = at(
             "left_out_by_resume",
             dropped.line,
             None,
             dropped.to_string(),
             "left out by resume",
-        ));
+        );
+        // What Claude Code's own resume leaves out is a notice; a pairing it would send
+        // broken is a warning.
+        if !matches!(
+            dropped.what,
+            DroppedKind::UnpairedResult { .. } | DroppedKind::ReusedToolId { .. }
+        ) {
+            finding.severity = Severity::Notice;
+        }
+        findings.push(finding);
     }
     findings.sort_by_key(|finding| finding.line.unwrap_or(u64::MAX));
     findings.extend(unlisted_skipped(
@@ -626,6 +676,7 @@ fn repairs(
         };
         findings.push(Finding {
             kind,
+            severity: Severity::of(kind),
             file,
             line,
             offset: None,
@@ -644,6 +695,7 @@ fn repairs(
                 );
                 findings.push(Finding {
                     kind: "replacement_media",
+                    severity: Severity::Notice,
                     file: None,
                     line: Some(line),
                     offset: None,
@@ -718,6 +770,7 @@ fn unlisted_skipped(malformed: u64, listed: usize) -> Option<Finding> {
         .filter(|&more| more > 0)?;
     Some(Finding {
         kind: "unlisted_skipped_lines",
+        severity: Severity::Warning,
         file: None,
         line: None,
         offset: None,

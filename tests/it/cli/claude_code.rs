@@ -174,6 +174,57 @@ fn stats_counts_a_transcript_and_the_rollout_commands_refuse_one() {
 }
 
 #[test]
+fn strict_fails_on_warnings_not_on_what_a_healthy_session_shows() {
+    // A compaction, an empty text block left out: notices only.
+    let healthy = run(&[
+        "check",
+        &fixture("compact_after_batch"),
+        "--strict",
+        "--json",
+    ]);
+    assert_eq!(healthy.status.code(), Some(0), "{}", text(&healthy.stdout));
+    let checked: Value = serde_json::from_slice(&healthy.stdout).expect("JSON");
+    assert_eq!(checked["findings"][0]["kind"], "compaction_cut");
+    assert_eq!(checked["findings"][0]["severity"], "notice");
+    // An unanswered call: a warning.
+    let unanswered = run(&["check", &fixture("interrupted"), "--strict", "--json"]);
+    assert_eq!(unanswered.status.code(), Some(1));
+    let checked: Value = serde_json::from_slice(&unanswered.stdout).expect("JSON");
+    let severities: Vec<(&str, &str)> = checked["findings"]
+        .as_array()
+        .expect("findings")
+        .iter()
+        .map(|finding| {
+            (
+                finding["kind"].as_str().unwrap_or(""),
+                finding["severity"].as_str().unwrap_or(""),
+            )
+        })
+        .collect();
+    assert_eq!(
+        severities,
+        [
+            ("left_out_by_resume", "notice"),
+            ("left_out_by_resume", "notice"),
+            ("synthetic_output", "warning"),
+        ]
+    );
+    // Both: the summary counts the warnings.
+    let both = run(&[
+        "check",
+        &fixture("compact_after_batch"),
+        &fixture("interrupted"),
+        "--json",
+    ]);
+    let summary: Value =
+        serde_json::from_str(text(&both.stdout).lines().last().expect("a summary")).expect("JSON");
+    assert_eq!(
+        (summary["findings"].as_u64(), summary["warnings"].as_u64()),
+        (Some(4), Some(1))
+    );
+}
+
+#[test]
 fn a_directory_holds_rollouts_and_transcripts_and_format_keeps_one_kind() {
     let dir = common::temp_dir();
     let root = dir.path();
