@@ -238,7 +238,15 @@ fn resume_with(
     bar: &ProgressBar,
 ) -> anyhow::Result<Resumed> {
     Ok(match source {
-        Source::Stdin => resume_reader(bar.wrap_read(stdin_rollout()?), STDIN_LABEL, options)?,
+        Source::Stdin => resume_reader(bar.wrap_read(stdin_rollout()?), STDIN_LABEL, options)
+            .map_err(|error| match error {
+                // Standard input cannot be looked at twice: its format is not told.
+                RolloutError::NoSessionMeta { .. } => anyhow::anyhow!(
+                    "{error} (standard input is read as a Codex rollout: pass --format \
+                     claude-code for a Claude Code transcript)"
+                ),
+                other => other.into(),
+            })?,
         Source::File(path) => resume_reader(bar.wrap_read(open_rollout(path)?), path, options)?,
     })
 }

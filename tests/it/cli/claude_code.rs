@@ -34,6 +34,14 @@ fn project_sends_a_transcript_for_anthropic_by_default_with_the_pairing_repaired
     let bytes = std::fs::read(fixture("interrupted")).expect("read");
     let piped = run_with_stdin(&["project", "-", "--format", "claude-code"], &bytes);
     assert_eq!(piped.stdout, output.stdout);
+    // Without it, standard input is a rollout, and the error says how to read a transcript.
+    let unnamed = run_with_stdin(&["check", "-"], &bytes);
+    assert_eq!(unnamed.status.code(), Some(3));
+    assert!(
+        text(&unnamed.stderr).contains("pass --format claude-code"),
+        "{}",
+        text(&unnamed.stderr)
+    );
 }
 
 #[test]
