@@ -1,9 +1,7 @@
 //! Where a rollout writer's bytes go: the [`RolloutSink`] trait, a file ([`FileSink`]), or
 //! memory (`Vec<u8>`). Tests substitute a sink that fails.
 
-#[cfg(unix)]
-use std::fs::TryLockError;
-use std::fs::{File, OpenOptions};
+use std::fs::{File, OpenOptions, TryLockError};
 use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::path::Path;
 
@@ -57,7 +55,9 @@ impl RolloutSink for Vec<u8> {
 ///
 /// The lock is an advisory exclusive lock on the file (`flock` on Unix): a second `FileSink` on
 /// the same file — in another process, or in this one — cannot be opened until this one is
-/// dropped, so two sessions or writers never interleave their lines in one rollout. Readers take
+/// dropped, so two sessions or writers never interleave their lines in one rollout. Taking it
+/// waits up to 100 ms for a lock held a moment only (a child process being started holds its
+/// parent's files until it runs its program). Readers take
 /// no lock. A program that does not lock (another tool, an editor) is not stopped: the lock is
 /// advisory. On network file systems it is as reliable as their locking (NFS emulates `flock` with
 /// its byte-range locks, which need a working lock service). On Windows no lock is taken: there
@@ -156,10 +156,32 @@ impl FileSink {
     }
 }
 
-/// Takes the writer's lock on `file` without waiting (see [`FileSink`]).
+/// How long taking a lock waits for one that is held only for a moment. A child process being
+/// started holds copies of its parent's open files, with their locks, until it runs its program:
+/// in a program that starts processes (an agent runs its tools so), a lock given back just
+/// before a start can look taken for that moment, and a session dropped and resumed at once
+/// would be refused.
+const LOCK_PATIENCE: std::time::Duration = std::time::Duration::from_millis(100);
+
+/// Takes the exclusive lock on `file`, waiting up to [`LOCK_PATIENCE`] while it is held.
+pub(crate) fn lock_briefly(file: &File) -> Result<(), TryLockError> {
+    let start = std::time::Instant::now();
+    let mut pause = std::time::Duration::from_micros(100);
+    loop {
+        match file.try_lock() {
+            Err(TryLockError::WouldBlock) if start.elapsed() < LOCK_PATIENCE => {
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(std::time::Duration::from_millis(10));
+            }
+            other => return other,
+        }
+    }
+}
+
+/// Takes the writer's lock on `file`, waiting only for one held a moment (see [`FileSink`]).
 #[cfg(unix)]
 fn lock(file: &File, path: &Path) -> Result<(), RolloutWriteError> {
-    match file.try_lock() {
+    match lock_briefly(file) {
         Ok(()) => Ok(()),
         Err(TryLockError::WouldBlock) => Err(error(
             path,
@@ -201,6 +223,27 @@ impl RolloutSink for FileSink {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A lock given back within the patience is taken (a child process started at the moment a
+    /// session was dropped holds it so); one held on is refused as held.
+    #[cfg(unix)]
+    #[test]
+    fn a_lock_held_a_moment_is_waited_for_and_one_held_on_is_refused() {
+        let dir = tempfile::tempdir().expect("dir");
+        let path = dir.path().join("r.jsonl");
+        File::create(&path).expect("created");
+        let holder = File::open(&path).expect("opened");
+        holder.lock().expect("locked");
+        let release = std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(2));
+            drop(holder);
+        });
+        let sink = FileSink::open_append(&path).expect("the lock was given back in time");
+        release.join().expect("released");
+        let held = FileSink::open_append(&path).expect_err("the sink holds the lock");
+        assert_eq!(held.step, WriteStep::Locked);
+        drop(sink);
+    }
 
     /// An empty existing file has no torn line to end: it opens for appending and stays empty.
     #[test]

@@ -51,7 +51,7 @@ impl CodexWriterLock {
         fs::create_dir_all(&directory).map_err(failed)?;
         let _coordination = coordinate(&directory).map_err(failed)?;
         let file = open(&path).map_err(failed)?;
-        match file.try_lock() {
+        match super::sink::lock_briefly(&file) {
             Ok(()) => Ok(CodexWriterLock {
                 file: Some(file),
                 path,
