@@ -4,7 +4,7 @@
 # the hand-written rollouts of fuzz/seeds/rollouts/ (every item kind, compactions and a rollback,
 # the legacy format), a compressed rollout (fuzz/seeds/compressed/), the Codex-shaped rollouts of the goldens
 # (tests/fixtures/snapshot-v{2,3,4,5}.jsonl), snapshots of all of them written by the command-line
-# tool, and the golden snapshot tests/fixtures/snapshot-v5.snap (with an earlier state, a
+# tool, and the golden snapshot tests/fixtures/snapshot-v6.snap (with an earlier state, a
 # world-state baseline and an open turn); the snapshots the tool writes are checked with `agent-history verify` first. Run from
 # anywhere; safe to run again.
 set -euo pipefail
@@ -24,7 +24,7 @@ snapshot_input() { # mode file output
   { printf "\\$(printf '%03o' "$1")"; head -c 256 "$2"; tail -c +4097 "$2"; } >"$3"
 }
 
-snapshots=(tests/fixtures/snapshot-v5.snap)
+snapshots=(tests/fixtures/snapshot-v6.snap tests/fixtures/snapshot-v6-claude-code.snap)
 for rollout in examples/rollouts/*.jsonl fuzz/seeds/rollouts/*.jsonl tests/fixtures/snapshot-v{2,3,4,5}.jsonl; do
   name=$(basename "$rollout" .jsonl)
   # rollout_read: three option bytes (session_meta prefix, line limit, max reported), the bytes.

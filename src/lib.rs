@@ -109,8 +109,9 @@ pub use rollout::{
 // does, held in a history.
 pub use transcript::{
     Branch, CompactCut, Conversation, ConversationReport, Dropped, DroppedKind,
-    ParseSessionFormatError, REPAIR_MARK_KEY, REPAIR_RESULT_TEXT, Rescue, RescueKind, SentRecord,
-    SessionFormat, Transcript, TranscriptError, TranscriptRepair, TranscriptReport,
+    ParseSessionFormatError, REPAIR_MARK_KEY, REPAIR_RESULT_TEXT, Rescue, RescueKind,
+    ResumedTranscript, SentRecord, SessionFormat, Transcript, TranscriptError, TranscriptRepair,
+    TranscriptReport,
 };
 
 // The session layer: a history and its rollout kept in step.

@@ -137,6 +137,19 @@ pub fn check_opened(snapshot: &Snapshot, verified: bool) {
         snapshot.state().legacy_compaction
     );
     assert_eq!(reopened.state().thread_id, snapshot.state().thread_id);
+    // A transcript's snapshot keeps its transcript state, which reads back (or is refused with
+    // a typed error) the same way from both.
+    assert_eq!(reopened.is_transcript(), snapshot.is_transcript());
+    if snapshot.is_transcript() {
+        let first = agent_history::ResumedTranscript::from_snapshot(snapshot.clone(), &path)
+            .map(|resumed| resumed.sent().to_vec());
+        let second = agent_history::ResumedTranscript::from_snapshot(reopened.clone(), &path)
+            .map(|resumed| resumed.sent().to_vec());
+        assert_eq!(first.is_ok(), second.is_ok());
+        if let (Ok(first), Ok(second)) = (first, second) {
+            assert_eq!(first, second);
+        }
+    }
     assert_eq!(reopened.state().legacy, snapshot.state().legacy);
     assert_eq!(
         reopened.state().ends_inside_turn,

@@ -275,7 +275,11 @@ pub struct StatsArgs {
 /// The arguments of `snapshot`.
 #[derive(Args)]
 pub struct SnapshotArgs {
-    /// The rollout JSONL file.
+    /// The format of the session read: codex or claude-code. Default: told from its first line
+    /// (standard input: codex).
+    #[arg(long, value_name = "FORMAT")]
+    pub format: Option<agent_history::SessionFormat>,
+    /// The rollout or Claude Code transcript (JSONL).
     pub rollout: PathBuf,
     /// The snapshot file to write. A snapshot or an empty file there is replaced atomically;
     /// anything else (the rollout itself, another rollout, any other file) is refused.
@@ -284,9 +288,10 @@ pub struct SnapshotArgs {
     /// Replace whatever file is at the output path.
     #[arg(long)]
     pub force: bool,
-    /// Record-time truncation of tool outputs, as `tokens:N` or `bytes:N`.
-    #[arg(long, default_value = "tokens:10000", value_parser = parse_truncation)]
-    pub truncation: TruncationPolicy,
+    /// Record-time truncation of a rollout's tool outputs, as `tokens:N` or `bytes:N`
+    /// (default tokens:10000; a transcript is read whole, nothing truncated).
+    #[arg(long, value_parser = parse_truncation)]
+    pub truncation: Option<TruncationPolicy>,
 }
 
 /// The arguments of `repair`.

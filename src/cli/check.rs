@@ -5,12 +5,12 @@ use std::process::ExitCode;
 
 use agent_history::{
     ConversationReport, DroppedKind, History, HistoryMode, LineageFile, LoadReport, Modalities,
-    ProjectionOptions, RepairKind, RepairedLine, SkippedLine, TranscriptReport,
+    ProjectionOptions, RepairKind, RepairedLine, ResumedTranscript, SkippedLine, TranscriptReport,
 };
 use serde::Serialize;
 
 use super::args::CheckArgs;
-use super::input::{Loaded, ReadTranscript, each, load, sessions};
+use super::input::{Loaded, each, load, sessions};
 use super::output::{self, collapse, error_line, finish, json_line, line, stdout};
 
 /// How much a finding matters: `--strict` fails on warnings only.
@@ -451,21 +451,17 @@ fn checked(path: String, loaded: Loaded) -> Checked {
 /// Checks a Claude Code transcript: its bad and repaired lines, every rescue, branch not taken
 /// and compaction cut of its conversation, what a resume leaves out, and the repairs its next
 /// request needs.
-fn transcript_checked(path: String, read: ReadTranscript) -> Checked {
-    let ReadTranscript {
-        transcript,
-        conversation,
-        history,
-    } = read;
+fn transcript_checked(path: String, resumed: ResumedTranscript) -> Checked {
+    let history = resumed.history();
     let at = |kind, line, offset, message, group: &str| {
         Finding::on_line(kind, None, Some(line), offset, message, group.to_owned())
     };
     let mut findings = repairs(
-        &history,
-        |position| (conversation.item_line(position), None),
+        history,
+        |position| (resumed.item_line(position), None),
         None,
     );
-    let report = &transcript.report;
+    let report = resumed.report();
     let malformed = || {
         report
             .skipped
@@ -478,7 +474,7 @@ fn transcript_checked(path: String, read: ReadTranscript) -> Checked {
         report.torn_tail.then_some(report.lines),
         &None,
     ));
-    let chosen = &conversation.report;
+    let chosen = resumed.conversation();
     for rescue in &chosen.rescues {
         findings.push(at(
             "rescued_record",
@@ -535,25 +531,30 @@ fn transcript_checked(path: String, read: ReadTranscript) -> Checked {
     Checked {
         r#type: "session",
         path,
-        input: "claude-code",
+        // A transcript's snapshot opened on its own reports what was read when it was written.
+        input: if resumed.used_snapshot() {
+            "snapshot"
+        } else {
+            "claude-code"
+        },
         lines: report.lines,
         history_mode: None,
         lineage: Vec::new(),
         items: history.len(),
         user_turns: history.user_turn_count(),
-        needs_repair: needs_repair(&history),
+        needs_repair: needs_repair(history),
         load: None,
         transcript: Some(report.clone()),
-        conversation: Some(conversation.report.clone()),
-        subagents: subagents(&transcript),
+        conversation: Some(chosen.clone()),
+        subagents: subagents(&resumed),
         findings,
     }
 }
 
 /// The subagents of a transcript: inline ones, then the files of its folder.
-fn subagents(transcript: &agent_history::Transcript) -> Vec<Subagent> {
-    let inline = transcript.subagents().into_iter().map(|agent| Subagent {
-        agent_id: Some(agent.to_owned()),
+fn subagents(transcript: &ResumedTranscript) -> Vec<Subagent> {
+    let inline = transcript.subagents().iter().map(|agent| Subagent {
+        agent_id: Some(agent.clone()),
         path: None,
     });
     let files = transcript.subagent_files().into_iter().map(|path| {

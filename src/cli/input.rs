@@ -6,9 +6,9 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use agent_history::{
-    Conversation, DEFAULT_TRUNCATION, History, ReadMode, ResumeOptions, Resumed, RolloutError,
-    SessionFormat, Snapshot, SnapshotOptions, Target, Transcript, is_snapshot, open_rollout,
-    open_snapshot, resume_reader,
+    DEFAULT_TRUNCATION, ReadMode, ResumeOptions, Resumed, ResumedTranscript, RolloutError,
+    SessionFormat, Snapshot, SnapshotOptions, Transcript, is_snapshot, open_rollout, open_snapshot,
+    resume_reader,
 };
 use anyhow::Context as _;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -162,15 +162,8 @@ pub enum Loaded {
     Rollout(Box<Resumed>),
     /// A snapshot, opened and checked (untrusted).
     Snapshot(Box<Snapshot>),
-    /// A Claude Code transcript and the conversation a resume of it sends.
-    Transcript(Box<ReadTranscript>),
-}
-
-/// A Claude Code transcript read, its conversation chosen and recorded.
-pub struct ReadTranscript {
-    pub transcript: Transcript,
-    pub conversation: Conversation,
-    pub history: History,
+    /// A Claude Code transcript's conversation: read from it, or from a snapshot of it.
+    Transcript(Box<ResumedTranscript>),
 }
 
 /// Reads one session, advancing `bar` by the bytes read.
@@ -179,44 +172,41 @@ pub fn load(source: &Source, options: &ResumeOptions, bar: &ProgressBar) -> anyh
         Source::File(path) if is_snapshot(path) => {
             let opened = open_snapshot(path, SnapshotOptions::untrusted())?;
             bar.inc(source.size());
+            if opened.is_transcript() {
+                let resumed = ResumedTranscript::from_snapshot(opened, path)?;
+                return Ok(Loaded::Transcript(Box::new(resumed)));
+            }
             Ok(Loaded::Snapshot(Box::new(opened)))
         }
-        _ if format_of(source) == SessionFormat::ClaudeCode => {
-            // As its own API takes it: the commands that load any session report on the file.
-            let read = read_transcript(source, Target::AnthropicMessages, bar)?;
-            Ok(Loaded::Transcript(Box::new(read)))
-        }
+        _ if format_of(source) == SessionFormat::ClaudeCode => Ok(Loaded::Transcript(Box::new(
+            read_transcript(source, None, bar)?,
+        ))),
         _ => Ok(Loaded::Rollout(Box::new(resume_with(
             source, options, bar,
         )?))),
     }
 }
 
-/// Reads the Claude Code transcript of `source` and its conversation as a history for `target`,
-/// advancing `bar` by the bytes read.
+/// Reads the Claude Code transcript of `source` (a file through `snapshot` when given) and
+/// its conversation, advancing `bar` by the bytes read.
 pub fn read_transcript(
     source: &Source,
-    target: Target,
+    snapshot: Option<&Path>,
     bar: &ProgressBar,
-) -> anyhow::Result<ReadTranscript> {
-    let transcript = match source {
+) -> anyhow::Result<ResumedTranscript> {
+    let resumed = match source {
         Source::Stdin => Transcript::read(
             bar.wrap_read(stdin_rollout()?),
             STDIN_LABEL,
             ReadMode::Lenient,
-        )?,
-        Source::File(path) => Transcript::read_file(path, ReadMode::Lenient)?,
+        )?
+        .resumed()?,
+        Source::File(path) => Transcript::resume_file(path, snapshot, ReadMode::Lenient)?,
     };
     if let Source::File(_) = source {
         bar.inc(source.size());
     }
-    let conversation = transcript.conversation();
-    let history = conversation.history_for(target)?;
-    Ok(ReadTranscript {
-        transcript,
-        conversation,
-        history,
-    })
+    Ok(resumed)
 }
 
 /// The error of a command that reads Codex rollouts only, given a Claude Code transcript.

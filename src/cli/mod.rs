@@ -89,7 +89,10 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             input::set_format(args.format);
             stats::run(args)
         }
-        Command::Snapshot(args) => snapshot::run(args),
+        Command::Snapshot(args) => {
+            input::set_format(args.format);
+            snapshot::run(args)
+        }
         Command::Repair(args) => repair::run(args),
         Command::Verify(args) => verify::run(args),
         Command::Append(args) => append::run(args),

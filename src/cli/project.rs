@@ -5,18 +5,16 @@ use std::process::ExitCode;
 
 use agent_history::{
     DeveloperRole, DroppedTool, History, ProjectionOptions, PromptCompiler, ReasoningConfig,
-    RepairReport, RequestSettings, ResponseOptions, ResumeOptions, ResumeSource, SessionFormat,
-    SnapshotOptions, SnapshotTrust, StepContext, Target, TargetOptions, TargetReport, ThreadId,
-    ToolPlan, UnknownItems, is_snapshot, open_snapshot, read_tools,
+    RepairReport, RequestSettings, ResponseOptions, ResumeOptions, ResumeSource, ResumedTranscript,
+    SessionFormat, SnapshotOptions, SnapshotTrust, StepContext, Target, TargetOptions,
+    TargetReport, ThreadId, ToolPlan, UnknownItems, is_snapshot, open_snapshot, read_tools,
 };
 use anyhow::Context as _;
 use serde_json::{Map, Value};
 
 use super::Usage;
 use super::args::ProjectArgs;
-use super::input::{
-    ReadTranscript, format_of, is_stdin, progress_bar, read_transcript, resume_rollout, source_of,
-};
+use super::input::{format_of, is_stdin, progress_bar, read_transcript, resume_rollout, source_of};
 use super::output::{collapse, json_line, quiet, report_load, stdout};
 
 /// A status line, left out with `--json` (whose report says the same).
@@ -31,15 +29,14 @@ macro_rules! status_text {
 /// Runs `project`.
 pub fn run(mut args: ProjectArgs) -> anyhow::Result<ExitCode> {
     let source = source_of(&args.rollout);
-    let transcript =
-        !is_snapshot_path(&args.rollout) && format_of(&source) == SessionFormat::ClaudeCode;
-    // The source's own API unless `--target` names another.
-    args.target.get_or_insert(if transcript {
-        Target::AnthropicMessages
-    } else {
-        Target::Responses
-    });
-    check_flags(&args, transcript)?;
+    let snapshot_input = is_snapshot_path(&args.rollout);
+    let transcript = !snapshot_input && format_of(&source) == SessionFormat::ClaudeCode;
+    // The source's own API unless `--target` names another; a snapshot's source is known once
+    // it is open.
+    if !snapshot_input {
+        args.target.get_or_insert(own_target(transcript));
+        check_flags(&args, transcript)?;
+    }
     // The machine-readable report, written to stderr at the end with `--json`.
     let mut report = Map::new();
     report.insert("type".into(), "report".into());
@@ -49,8 +46,25 @@ pub fn run(mut args: ProjectArgs) -> anyhow::Result<ExitCode> {
         Some(path) => read_tools(path)?,
         None => ToolPlan::empty(),
     };
-    let input = load(&args, transcript, &mut report)?;
-    if args.request && args.model.is_none() && input.model.is_none() && transcript {
+    let mut input = load(&args, transcript, &mut report)?;
+    if snapshot_input {
+        args.target
+            .get_or_insert(own_target(input.transcript.is_some()));
+        check_flags(&args, input.transcript.is_some())?;
+    }
+    if let Some(resumed) = &input.transcript {
+        let (history, left_out) = resumed.history_for(args.target())?;
+        input.history = history;
+        report.insert("thinking_left_out".into(), left_out.into());
+        if left_out > 0 {
+            status_text!(
+                args.json,
+                "left out {left_out} thinking block(s): the {} API takes back no Anthropic thinking",
+                args.target()
+            );
+        }
+    }
+    if args.request && args.model.is_none() && input.model.is_none() && input.transcript.is_some() {
         return Err(Usage(format!(
             "--request needs --model: {} names no model",
             args.rollout.display()
@@ -80,6 +94,16 @@ pub fn run(mut args: ProjectArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// The API a session's own agent sends it to: Anthropic Messages for a Claude Code transcript,
+/// Responses for a Codex rollout.
+fn own_target(transcript: bool) -> Target {
+    if transcript {
+        Target::AnthropicMessages
+    } else {
+        Target::Responses
+    }
+}
+
 /// The flags that only make sense together.
 fn check_flags(args: &ProjectArgs, transcript: bool) -> anyhow::Result<()> {
     if args.request && args.model.is_none() && !transcript {
@@ -89,12 +113,20 @@ fn check_flags(args: &ProjectArgs, transcript: bool) -> anyhow::Result<()> {
         ))
         .into());
     }
-    if transcript && (args.snapshot.is_some() || args.truncation.is_some()) {
+    if transcript && args.truncation.is_some() {
         return Err(Usage(format!(
-            "--snapshot and --truncation need a Codex rollout, and {} is a Claude Code \
-             transcript (read whole, nothing truncated)",
+            "--truncation needs a Codex rollout, and {} is a Claude Code transcript (read \
+             whole, nothing truncated)",
             args.rollout.display()
         ))
+        .into());
+    }
+    if transcript && args.snapshot.is_some() && is_stdin(&args.rollout) {
+        return Err(Usage(
+            "--snapshot needs a transcript file: a transcript's snapshot stands for a whole \
+             file, and standard input cannot be checked against it"
+                .to_owned(),
+        )
         .into());
     }
     if args.max_tokens.is_some() && !(args.request && args.target() == Target::AnthropicMessages) {
@@ -149,6 +181,9 @@ struct Input {
     thread_id: Option<ThreadId>,
     recorded: Recorded,
     model: Option<String>,
+    /// A Claude Code transcript's conversation, read or from a snapshot (the history above is
+    /// its history for the target, once the target is known).
+    transcript: Option<Box<ResumedTranscript>>,
 }
 
 /// The base instructions the input of `project` records.
@@ -182,36 +217,54 @@ fn is_snapshot_path(path: &std::path::Path) -> bool {
     !is_stdin(path) && is_snapshot(path)
 }
 
-/// Reads the Claude Code transcript `args.rollout` and the conversation a resume of it sends.
+/// Reads the Claude Code transcript `args.rollout` (through `args.snapshot` when given) and the
+/// conversation a resume of it sends.
 fn load_transcript(args: &ProjectArgs, report: &mut Map<String, Value>) -> anyhow::Result<Input> {
     let source = source_of(&args.rollout);
     let bar = progress_bar(0, quiet());
-    let read = read_transcript(&source, args.target(), &bar);
+    let read = read_transcript(&source, args.snapshot.as_deref(), &bar);
     bar.finish_and_clear();
-    let ReadTranscript {
-        transcript,
-        conversation,
-        history,
-    } = read?;
+    let resumed = read?;
     report.insert("input".into(), "claude-code".into());
-    report.insert(
-        "transcript".into(),
-        serde_json::to_value(&transcript.report)?,
-    );
+    report.insert("source".into(), serde_json::to_value(resumed.source())?);
+    if let Some(snapshot) = &args.snapshot {
+        match resumed.source() {
+            ResumeSource::Snapshot { covered } => status_text!(
+                args.json,
+                "resumed through snapshot {} (fast path): it stands for the transcript's {} line(s)",
+                snapshot.display(),
+                covered.lines
+            ),
+            ResumeSource::Fallback(reason) => status_text!(
+                args.json,
+                "snapshot {} not used ({reason}): read the transcript",
+                snapshot.display()
+            ),
+            ResumeSource::Rollout | _ => {}
+        }
+    }
+    transcript_input(args, resumed, report)
+}
+
+/// The input of a transcript's conversation, its reports in `report`.
+fn transcript_input(
+    args: &ProjectArgs,
+    resumed: ResumedTranscript,
+    report: &mut Map<String, Value>,
+) -> anyhow::Result<Input> {
+    report.insert("transcript".into(), serde_json::to_value(resumed.report())?);
     report.insert(
         "conversation".into(),
-        serde_json::to_value(&conversation.report)?,
+        serde_json::to_value(resumed.conversation())?,
     );
-    let left_out = conversation.left_out_for(args.target());
-    report.insert("thinking_left_out".into(), left_out.into());
     if !args.json {
-        let chosen = &conversation.report;
+        let chosen = resumed.conversation();
         status!(
             "read transcript: {} line(s), {} record(s) sent as {} item(s); {} skipped, {} rescue(s), {} branch(es) not taken{}",
-            transcript.report.lines,
-            conversation.sent().len(),
-            history.len(),
-            transcript.report.skip_counts.malformed(),
+            resumed.report().lines,
+            resumed.sent().len(),
+            resumed.history().len(),
+            resumed.report().skip_counts.malformed(),
             chosen.rescues.len(),
             chosen.branches.len(),
             if chosen.cut.is_some() {
@@ -220,21 +273,16 @@ fn load_transcript(args: &ProjectArgs, report: &mut Map<String, Value>) -> anyho
                 ""
             }
         );
-        if left_out > 0 {
-            status!(
-                "left out {left_out} thinking block(s): the {} API takes back no Anthropic thinking",
-                args.target()
-            );
-        }
     }
-    let thread_id = transcript
+    let thread_id = resumed
         .session_id()
         .and_then(|id| id.parse::<ThreadId>().ok());
     Ok(Input {
-        history,
+        history: resumed.history().clone(),
         thread_id,
         recorded: Recorded::NotKept,
-        model: transcript.model().map(str::to_owned),
+        model: resumed.model().map(str::to_owned),
+        transcript: Some(Box::new(resumed)),
     })
 }
 
@@ -251,6 +299,16 @@ fn load_snapshot(args: &ProjectArgs, report: &mut Map<String, Value>) -> anyhow:
     let opened = open_snapshot(&args.rollout, options)?;
     report.insert("input".into(), "snapshot".into());
     report.insert("snapshot".into(), serde_json::to_value(opened.header())?);
+    if opened.is_transcript() {
+        status_text!(
+            args.json,
+            "opened snapshot of a Claude Code transcript: {} item(s), covering {} line(s)",
+            opened.history().len(),
+            opened.header().rollout.lines
+        );
+        let resumed = ResumedTranscript::from_snapshot(opened, &args.rollout)?;
+        return transcript_input(args, resumed, report);
+    }
     status_text!(
         args.json,
         "opened snapshot: {} item(s), covering {} rollout line(s)",
@@ -273,6 +331,7 @@ fn load_snapshot(args: &ProjectArgs, report: &mut Map<String, Value>) -> anyhow:
         thread_id,
         recorded,
         model: None,
+        transcript: None,
     })
 }
 
@@ -323,6 +382,7 @@ fn load_rollout(args: &ProjectArgs, report: &mut Map<String, Value>) -> anyhow::
         thread_id,
         recorded,
         model: None,
+        transcript: None,
     })
 }
 

@@ -163,25 +163,29 @@ fn session_stats(path: String, loaded: Loaded) -> SessionStats {
             snapshot: Some(*opened.header()),
             transcript: None,
         },
-        Loaded::Transcript(read) => SessionStats {
+        Loaded::Transcript(resumed) => SessionStats {
             r#type: "session",
             path,
-            input: "claude-code",
-            thread_id: read.transcript.session_id().map(str::to_owned),
+            input: if resumed.used_snapshot() {
+                "snapshot"
+            } else {
+                "claude-code"
+            },
+            thread_id: resumed.session_id().map(str::to_owned),
             history_mode: None,
             lineage: Vec::new(),
             compactions: Some(
-                read.transcript
-                    .report
+                resumed
+                    .report()
                     .read_past
                     .get("system/compact_boundary")
                     .copied()
                     .unwrap_or(0),
             ),
-            stats: read.history.stats(),
+            stats: resumed.history().stats(),
             load: None,
             snapshot: None,
-            transcript: Some(read.transcript.report.clone()),
+            transcript: Some(resumed.report().clone()),
         },
     }
 }

@@ -4,15 +4,15 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use agent_history::{
-    ResumeSource, SnapshotHeader, SnapshotOptions, is_snapshot, open_snapshot, resume_file,
-    resume_reader,
+    ReadMode, ResumeSource, ResumedTranscript, SessionFormat, SnapshotHeader, SnapshotOptions,
+    Transcript, is_snapshot, open_snapshot, resume_file, resume_reader,
 };
 use anyhow::Context as _;
 use serde::Serialize;
 
 use super::Usage;
 use super::args::VerifyArgs;
-use super::input::{STDIN_LABEL, Source, each, is_stdin, stdin_rollout};
+use super::input::{STDIN_LABEL, Source, each, format_of, is_stdin, source_of, stdin_rollout};
 use super::output::{self, error_line, finish, json_line, line, stdout};
 
 /// What `verify` found in one snapshot.
@@ -24,6 +24,8 @@ struct Verified {
     path: String,
     /// Always true: a snapshot that fails a check is an error, not a report.
     ok: bool,
+    /// The format of the session it is a snapshot of: `codex` or `claude-code`.
+    session_format: SessionFormat,
     /// The snapshot's header.
     header: SnapshotHeader,
     /// Earlier states (before compactions) a rollback can return to.
@@ -46,6 +48,21 @@ struct Matched {
     /// Why it does not match, in words.
     #[serde(skip)]
     why: String,
+}
+
+impl Matched {
+    /// Whether resuming the session at `path` took the snapshot, as `source` says.
+    fn of(path: String, source: &ResumeSource) -> anyhow::Result<Matched> {
+        Ok(Matched {
+            path,
+            matches: matches!(source, ResumeSource::Snapshot { .. }),
+            source: serde_json::to_value(source)?,
+            why: match source {
+                ResumeSource::Fallback(reason) => reason.to_string(),
+                _ => String::new(),
+            },
+        })
+    }
 }
 
 /// Runs `verify`.
@@ -128,8 +145,25 @@ fn snapshots(paths: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
 /// Opens and checks the snapshot at `path`; with `rollout`, resumes that rollout through it.
 fn verify(path: &PathBuf, rollout: Option<&PathBuf>) -> anyhow::Result<Verified> {
     let opened = open_snapshot(path, SnapshotOptions::untrusted())?;
+    if opened.is_transcript() {
+        // The transcript state it stores must read back too.
+        ResumedTranscript::from_snapshot(opened.clone(), path)?;
+    }
     let rollout = match rollout {
         None => None,
+        Some(transcript) if format_of(&source_of(transcript)) == SessionFormat::ClaudeCode => {
+            if is_stdin(transcript) {
+                anyhow::bail!(
+                    "a Claude Code transcript's snapshot is checked against a file, not standard \
+                     input"
+                );
+            }
+            let resumed = Transcript::resume_file(transcript, Some(path), ReadMode::Lenient)?;
+            Some(Matched::of(
+                transcript.display().to_string(),
+                resumed.source(),
+            )?)
+        }
         Some(rollout) => {
             // The snapshot records the truncation it was written with; compare with that one.
             // One reading, so that `-` (standard input) works too.
@@ -140,25 +174,23 @@ fn verify(path: &PathBuf, rollout: Option<&PathBuf>) -> anyhow::Result<Verified>
             } else {
                 resume_file(rollout, &options)?
             };
-            Some(Matched {
-                path: if is_stdin(rollout) {
-                    STDIN_LABEL.to_owned()
-                } else {
-                    rollout.display().to_string()
-                },
-                matches: matches!(resumed.source(), ResumeSource::Snapshot { .. }),
-                source: serde_json::to_value(resumed.source())?,
-                why: match resumed.source() {
-                    ResumeSource::Fallback(reason) => reason.to_string(),
-                    _ => String::new(),
-                },
-            })
+            let label = if is_stdin(rollout) {
+                STDIN_LABEL.to_owned()
+            } else {
+                rollout.display().to_string()
+            };
+            Some(Matched::of(label, resumed.source())?)
         }
     };
     Ok(Verified {
         r#type: "session",
         path: path.display().to_string(),
         ok: true,
+        session_format: if opened.is_transcript() {
+            SessionFormat::ClaudeCode
+        } else {
+            SessionFormat::Codex
+        },
         header: *opened.header(),
         earlier_states: opened.history().compactions_reachable(),
         thread_id: opened.state().thread_id.map(|id| id.to_string()),
@@ -196,19 +228,27 @@ fn write_text(out: &mut impl std::io::Write, verified: &Verified) -> anyhow::Res
             header.rollout.digest.to_hex()
         ),
         format!("  thread          {thread}"),
+        format!("  session         {}", verified.session_format),
     ];
     if let Some(matched) = &verified.rollout {
-        lines.push(if matched.matches {
-            format!(
-                "  matches         {}: its first {} line(s) are the ones the snapshot covers",
-                matched.path, header.rollout.lines
-            )
-        } else {
-            format!(
-                "  does not match  {} ({}): a resume would read every line",
-                matched.path, matched.why
-            )
-        });
+        lines.push(
+            if matched.matches && verified.session_format == SessionFormat::ClaudeCode {
+                format!(
+                    "  matches         {}: it is the file the snapshot stands for ({} line(s))",
+                    matched.path, header.rollout.lines
+                )
+            } else if matched.matches {
+                format!(
+                    "  matches         {}: its first {} line(s) are the ones the snapshot covers",
+                    matched.path, header.rollout.lines
+                )
+            } else {
+                format!(
+                    "  does not match  {} ({}): a resume would read every line",
+                    matched.path, matched.why
+                )
+            },
+        );
     }
     for text in lines {
         line(out, text)?;

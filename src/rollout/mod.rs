@@ -49,6 +49,7 @@ pub use resume::{
     Compactions, FallbackReason, ResumeOptions, ResumeSource, Resumed, resume_file, resume_reader,
 };
 pub use sink::{FileSink, RolloutSink};
+pub(crate) use stored_report::PrefixReport;
 pub(crate) use writer::FirstLine;
 pub use writer::{Durability, RolloutWriter};
 pub use writer_lock::CodexWriterLock;

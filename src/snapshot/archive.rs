@@ -35,6 +35,9 @@ pub(crate) struct PayloadCore {
     pub(crate) base_instructions: Option<String>,
     /// The load report of the covered prefix (JSON of the rollout layer's own stored form).
     pub(crate) load_report: Option<String>,
+    /// For a Claude Code transcript's snapshot, what reading it found (JSON of the transcript
+    /// layer's own stored form); `None` for a rollout's.
+    pub(crate) transcript: Option<String>,
     /// The entry table: the current state's entries first, in order (as many as the header's
     /// entry count), then the entries only earlier states hold.
     pub(crate) entries: Vec<StoredEntry>,
@@ -248,6 +251,7 @@ pub(crate) mod borrowed {
         pub(crate) previous_turn_settings: Option<String>,
         pub(crate) base_instructions: Option<String>,
         pub(crate) load_report: Option<String>,
+        pub(crate) transcript: Option<String>,
         #[rkyv(omit_bounds)]
         pub(crate) entries: Vec<EntryRef<'a>>,
         pub(crate) turns_from: u64,
@@ -429,6 +433,7 @@ mod tests {
                     previous_turn_settings: Some("{\"model\":\"m\"}".into()),
                     base_instructions: Some("{\"text\":\"be brief\"}".into()),
                     load_report: None,
+                    transcript: Some("{\"records\":1}".into()),
                     entries: (0..40).map(owned_entry).collect(),
                     turns_from: 1,
                     earlier: earlier(),
@@ -449,6 +454,7 @@ mod tests {
                     previous_turn_settings: Some("{\"model\":\"m\"}".into()),
                     base_instructions: Some("{\"text\":\"be brief\"}".into()),
                     load_report: None,
+                    transcript: Some("{\"records\":1}".into()),
                     entries: entries.iter().map(borrowed_entry).collect(),
                     turns_from: 1,
                     earlier: earlier(),

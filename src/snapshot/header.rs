@@ -5,7 +5,7 @@ pub(super) const MAGIC: [u8; 8] = *b"AGHISNAP";
 /// The format version of the snapshots this build writes, and the only one it reads. A file of an
 /// earlier version is refused with [`SnapshotError::OlderVersion`](super::SnapshotError::OlderVersion)
 /// (a resume through it reads the rollout instead).
-pub const SNAPSHOT_FORMAT_VERSION: u32 = 5;
+pub const SNAPSHOT_FORMAT_VERSION: u32 = 6;
 /// The first format version, which earlier builds wrote: the versions from it up to
 /// [`SNAPSHOT_FORMAT_VERSION`] are older formats, any other number is none this project wrote.
 pub(super) const FIRST_FORMAT_VERSION: u32 = 1;

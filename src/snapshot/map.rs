@@ -85,12 +85,12 @@ mod tests {
 
     /// The golden snapshot (`tests/fixtures/`).
     const GOLDEN: [(&str, &[u8]); 1] = [(
-        "snapshot-v5.snap",
-        include_bytes!("../../tests/fixtures/snapshot-v5.snap"),
+        "snapshot-v6.snap",
+        include_bytes!("../../tests/fixtures/snapshot-v6.snap"),
     )];
 
     /// The golden snapshots of the older format versions, which are refused.
-    const OLDER: [(&str, &[u8]); 4] = [
+    const OLDER: [(&str, &[u8]); 5] = [
         (
             "snapshot-v1.snap",
             include_bytes!("../../tests/fixtures/snapshot-v1.snap"),
@@ -106,6 +106,10 @@ mod tests {
         (
             "snapshot-v4.snap",
             include_bytes!("../../tests/fixtures/snapshot-v4.snap"),
+        ),
+        (
+            "snapshot-v5.snap",
+            include_bytes!("../../tests/fixtures/snapshot-v5.snap"),
         ),
     ];
 

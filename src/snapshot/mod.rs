@@ -57,6 +57,9 @@ pub struct PrefixState {
     /// The load report of the covered prefix, in the rollout layer's stored form: a resume
     /// through the snapshot reports what a resume of every line does.
     pub(crate) load_report: Option<Box<RawValue>>,
+    /// For a Claude Code transcript's snapshot, what reading it found, in the transcript
+    /// layer's stored form; `None` for a rollout's.
+    pub(crate) transcript: Option<Box<RawValue>>,
     /// The covered prefix ends inside a turn (lines appended later may belong to it).
     pub ends_inside_turn: bool,
     /// The rollout is in the legacy pre-envelope format.
@@ -147,6 +150,12 @@ impl Snapshot {
     /// The history, taken out (the map lives as long as an entry refers to it).
     pub fn into_history(self) -> History {
         self.history
+    }
+
+    /// Whether this is a snapshot of a Claude Code transcript (which the transcript layer's
+    /// `ResumedTranscript::from_snapshot` reads), not of a Codex rollout.
+    pub fn is_transcript(&self) -> bool {
+        self.state.transcript.is_some()
     }
 
     /// The decoded header (rollout position, digests, counts).
@@ -484,6 +493,7 @@ fn decode_state(
         )?,
         base_instructions: raw(core.base_instructions.as_ref(), "base instructions")?,
         load_report: raw(core.load_report.as_ref(), "load report")?,
+        transcript: raw(core.transcript.as_ref(), "transcript state")?,
         ends_inside_turn: flags & 1 != 0,
         legacy: flags & 2 != 0,
         legacy_compaction: flags & 4 != 0,
@@ -814,6 +824,7 @@ mod tests {
             previous_turn_settings: None,
             base_instructions: None,
             load_report: None,
+            transcript: None,
             entries: (0..entries).map(|_| entry(1)).collect(),
             turns_from: 0,
             earlier: Vec::new(),
@@ -1222,7 +1233,7 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
-        let golden = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/snapshot-v5.snap");
+        let golden = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/snapshot-v6.snap");
         let untrusted = open_snapshot(&golden, SnapshotOptions::untrusted()).expect("opens");
         assert_eq!(untrusted.trust(), SnapshotTrust::Untrusted);
         assert_eq!(SnapshotOptions::untrusted().trust, SnapshotTrust::Untrusted);

@@ -4,6 +4,7 @@ use std::path::{Path, PathBuf};
 
 use crate::item::ItemError;
 use crate::rollout::{BinaryContent, OpenError, SkipReason};
+use crate::snapshot::SnapshotError;
 
 /// Reading a Claude Code transcript failed as a whole (single bad lines are skipped and reported
 /// instead, see [`TranscriptReport`](super::TranscriptReport)).
@@ -61,6 +62,16 @@ pub enum TranscriptError {
         offset: u64,
         /// Why.
         reason: SkipReason,
+    },
+    /// A snapshot of the transcript could not be used: the transcript state it stores is
+    /// damaged.
+    #[error(transparent)]
+    Snapshot(#[from] SnapshotError),
+    /// The snapshot given is a Codex rollout's, not a Claude Code transcript's.
+    #[error("{} is a snapshot of a Codex rollout, not of a Claude Code transcript", path.display())]
+    NotATranscriptSnapshot {
+        /// The snapshot.
+        path: PathBuf,
     },
     /// An item built from the transcript could not be recorded into a history.
     #[error("{} line {line}: its {block} block cannot be recorded", path.display())]

@@ -25,17 +25,28 @@ pub(crate) struct SourcedItem {
     pub(crate) json: String,
 }
 
-impl SourcedItem {
-    /// Whether the block is `thinking` or `redacted_thinking`.
-    pub(crate) fn is_thinking(&self) -> bool {
-        is_thinking_type(&self.block)
-    }
+/// What the Responses API takes of an item of a transcript's history ([`plain_item`]).
+pub(crate) enum Plain<'a> {
+    /// Nothing: a thinking block's item (its signature is Anthropic's, and that API takes back
+    /// only reasoning it encrypted itself).
+    LeftOut,
+    /// The item as it is: it keeps no block.
+    Same(&'a str),
+    /// The item without the block it keeps.
+    Rewritten(String),
+}
 
-    /// The item without the block it keeps; `None` when it keeps none.
-    pub(crate) fn plain_json(&self) -> Option<String> {
-        let mut item: Map<String, Value> = serde_json::from_str(&self.json).ok()?;
-        item.remove(ANTHROPIC_BLOCK_KEY)?;
-        Some(Value::Object(item).to_string())
+/// The plain form of an item of a transcript's history, for the Responses API.
+pub(crate) fn plain_item(json: &str) -> Plain<'_> {
+    let Ok(mut item) = serde_json::from_str::<Map<String, Value>>(json) else {
+        return Plain::Same(json);
+    };
+    if item.get("type").and_then(Value::as_str) == Some("reasoning") {
+        return Plain::LeftOut;
+    }
+    match item.remove(ANTHROPIC_BLOCK_KEY) {
+        Some(_) => Plain::Rewritten(Value::Object(item).to_string()),
+        None => Plain::Same(json),
     }
 }
 
@@ -56,12 +67,8 @@ fn block_type(block: &Value) -> &str {
     block.get("type").and_then(Value::as_str).unwrap_or("")
 }
 
-fn is_thinking_type(kind: &str) -> bool {
-    matches!(kind, "thinking" | "redacted_thinking")
-}
-
 fn is_thinking(block: &Value) -> bool {
-    is_thinking_type(block_type(block))
+    matches!(block_type(block), "thinking" | "redacted_thinking")
 }
 
 fn is_empty_text(block: &Value) -> bool {

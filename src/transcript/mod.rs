@@ -11,10 +11,11 @@ mod reader;
 mod record;
 mod repair;
 mod report;
+mod snapshot;
 
 use std::path::PathBuf;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::history::{History, TruncationPolicy};
 use crate::provider::Target;
@@ -27,11 +28,12 @@ pub use report::{
     Branch, CompactCut, ConversationReport, Dropped, DroppedKind, Rescue, RescueKind,
     TranscriptReport,
 };
+pub use snapshot::ResumedTranscript;
 
-use messages::SourcedItem;
+use messages::{Plain, SourcedItem, plain_item};
 
 /// A record a conversation sends: its line and uuid.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SentRecord {
     /// The line, from 1.
     pub line: u64,
@@ -48,6 +50,8 @@ pub struct Conversation {
     sent: Vec<SentRecord>,
     items: Vec<SourcedItem>,
     path: PathBuf,
+    /// The thread: `None` for the main one, a subagent by its id.
+    pub(crate) thread: Option<String>,
 }
 
 impl Conversation {
@@ -89,14 +93,14 @@ impl Conversation {
     pub fn history_for(&self, target: Target) -> Result<History, TranscriptError> {
         let mut history = History::with_truncation(TruncationPolicy::Bytes(usize::MAX));
         for item in &self.items {
-            let plain;
-            let json = match target {
-                Target::Responses if item.is_thinking() => continue,
-                Target::Responses => {
-                    plain = item.plain_json();
-                    plain.as_deref().unwrap_or(&item.json)
-                }
-                Target::ChatCompletions | Target::AnthropicMessages => &item.json,
+            let plain = match target {
+                Target::Responses => plain_item(&item.json),
+                Target::ChatCompletions | Target::AnthropicMessages => Plain::Same(&item.json),
+            };
+            let json = match &plain {
+                Plain::LeftOut => continue,
+                Plain::Same(json) => json,
+                Plain::Rewritten(json) => json.as_str(),
             };
             history
                 .record_json(json)
@@ -111,11 +115,14 @@ impl Conversation {
     }
 
     /// How many items [`Conversation::history_for`] leaves out for `target`: the thinking blocks
-    /// for the Responses API (their signatures are Anthropic's, and that API takes back only its
-    /// own encrypted reasoning), none for the others.
+    /// for the Responses API, none for the others.
     pub fn left_out_for(&self, target: Target) -> usize {
         match target {
-            Target::Responses => self.items.iter().filter(|item| item.is_thinking()).count(),
+            Target::Responses => self
+                .items
+                .iter()
+                .filter(|item| matches!(plain_item(&item.json), Plain::LeftOut))
+                .count(),
             Target::ChatCompletions | Target::AnthropicMessages => 0,
         }
     }
@@ -166,6 +173,7 @@ impl Transcript {
                 .collect(),
             items,
             path: self.path().to_owned(),
+            thread: thread.map(str::to_owned),
         }
     }
 }

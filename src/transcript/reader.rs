@@ -10,6 +10,8 @@ use crate::rollout::{
     RolloutText, SkipReason, SkippedLine, open_input, split_lines, without_byte_order_mark,
 };
 
+use crate::snapshot::RolloutPosition;
+
 use super::error::TranscriptError;
 use super::record::{ParseProblem, Parsed, Record, RecordKind, parse_line};
 use super::report::TranscriptReport;
@@ -31,6 +33,9 @@ pub struct Transcript {
     /// What else the reader found.
     pub report: TranscriptReport,
     path: PathBuf,
+    /// What was read: every line, its bytes (of the text a compressed file decompresses to) and
+    /// their BLAKE3 digest.
+    pub(crate) read: RolloutPosition,
 }
 
 impl Transcript {
@@ -76,12 +81,14 @@ impl Transcript {
             non_blank: false,
             binary: None,
         };
+        // The digest of what is read, for a snapshot that stands for the file as read.
+        let mut hasher = blake3::Hasher::new();
         let settings = LineLoop {
             max_line_bytes: options.max_line_bytes,
             lines_before: 0,
             bytes_before: 0,
             complete_lines_only: false,
-            hasher: None,
+            hasher: Some(&mut hasher),
         };
         let split = split_lines(text, settings, &mut state)?;
         state.report.lines = split.lines;
@@ -115,6 +122,11 @@ impl Transcript {
             records,
             report,
             path: label.to_owned(),
+            read: RolloutPosition {
+                lines: split.lines,
+                bytes: split.end,
+                digest: hasher.finalize(),
+            },
         })
     }
 
@@ -185,30 +197,36 @@ impl Transcript {
     /// transcript read from a reader, or without such a folder. Each is read on its own: its
     /// [`Transcript::conversation`] is the subagent's thread.
     pub fn subagent_files(&self) -> Vec<PathBuf> {
-        let Some(stem) = self.path.file_stem() else {
-            return Vec::new();
-        };
-        let folder = self.path.with_file_name(stem).join("subagents");
-        let Ok(entries) = std::fs::read_dir(&folder) else {
-            return Vec::new();
-        };
-        let mut files: Vec<PathBuf> = entries
-            .flatten()
-            .map(|entry| entry.path())
-            .filter(|path| {
-                path.extension()
-                    .is_some_and(|extension| extension == "jsonl")
-                    && path.is_file()
-            })
-            .collect();
-        files.sort();
-        files
+        subagent_files_beside(&self.path)
     }
 
     /// Whether the file holds only sidechain records: a subagent's own transcript.
     pub fn is_subagent_file(&self) -> bool {
         !self.records.is_empty() && self.records.iter().all(|record| record.sidechain)
     }
+}
+
+/// The transcripts in the `<session>/subagents/` folder beside the transcript at `path`, in
+/// name order.
+pub(crate) fn subagent_files_beside(path: &Path) -> Vec<PathBuf> {
+    let Some(stem) = path.file_stem() else {
+        return Vec::new();
+    };
+    let folder = path.with_file_name(stem).join("subagents");
+    let Ok(entries) = std::fs::read_dir(&folder) else {
+        return Vec::new();
+    };
+    let mut files: Vec<PathBuf> = entries
+        .flatten()
+        .map(|entry| entry.path())
+        .filter(|path| {
+            path.extension()
+                .is_some_and(|extension| extension == "jsonl")
+                && path.is_file()
+        })
+        .collect();
+    files.sort();
+    files
 }
 
 /// The reader's state between lines.

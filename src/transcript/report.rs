@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::rollout::{RepairedLine, SkipCounts, SkippedLine};
 
@@ -55,7 +55,7 @@ impl TranscriptReport {
 
 /// Where a thread's conversation as the file chains it would lose history, and where it now
 /// hangs instead.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Rescue {
     /// The record re-attached: its line and uuid.
     pub line: u64,
@@ -72,7 +72,7 @@ pub struct Rescue {
 }
 
 /// Why a record was re-attached.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum RescueKind {
     /// Its parent was never written (Claude Code stops its walk there).
@@ -98,7 +98,7 @@ impl fmt::Display for Rescue {
 }
 
 /// Records of the thread the conversation does not take: a rewind, an abandoned call, a retry.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Branch {
     /// The first record of the branch: its line.
     pub line: u64,
@@ -126,7 +126,7 @@ impl fmt::Display for Branch {
 }
 
 /// The compaction a conversation starts after.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CompactCut {
     /// The line of the last `compact_boundary` on the path.
     pub line: u64,
@@ -136,7 +136,7 @@ pub struct CompactCut {
 }
 
 /// Something on the conversation's path that is not sent, as Claude Code leaves it out.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Dropped {
     /// The record's line.
     pub line: u64,
@@ -145,7 +145,7 @@ pub struct Dropped {
 }
 
 /// What a resume leaves out of a sent record.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", tag = "kind")]
 #[non_exhaustive]
 pub enum DroppedKind {
@@ -191,7 +191,7 @@ impl fmt::Display for Dropped {
 }
 
 /// How one thread's conversation was chosen.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct ConversationReport {
     /// The leaf the conversation ends at: its line (`None`: the thread has no message).

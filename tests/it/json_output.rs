@@ -305,7 +305,7 @@ fn resume_source_through_snapshot_and_fallback() {
         .write_snapshot(&snapshot)
         .unwrap();
     let header_json = to_json(&header);
-    assert_eq!(header_json["format_version"], 5);
+    assert_eq!(header_json["format_version"], 6);
     assert_eq!(header_json["entry_count"], 1);
     assert_eq!(
         header_json["payload_digest"],

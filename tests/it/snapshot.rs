@@ -286,7 +286,7 @@ fn version_and_format_errors_say_what_was_found() {
             error,
             SnapshotError::UnsupportedVersion {
                 found: 7,
-                supported: 5,
+                supported: 6,
                 ..
             }
         ),
@@ -299,7 +299,7 @@ fn version_and_format_errors_say_what_was_found() {
             error,
             SnapshotError::OlderVersion {
                 found: 2,
-                supported: 5,
+                supported: 6,
                 ..
             }
         ),
@@ -308,7 +308,7 @@ fn version_and_format_errors_say_what_was_found() {
     assert!(
         error
             .to_string()
-            .contains("has format version 2, older than version 5"),
+            .contains("has format version 2, older than version 6"),
         "{error}"
     );
     let error = refused(12, &[2]);
@@ -412,16 +412,16 @@ fn older_golden_snapshots_are_refused_and_resume_reads_the_rollout_instead() {
     }
 }
 
-/// The golden snapshot of format version 5, written from `snapshot-v5.jsonl` (`snapshot-v3.jsonl`
+/// The golden snapshot of format version 6, written from `snapshot-v6.jsonl` (`snapshot-v3.jsonl`
 /// followed by a turn that never completed: `task_started`, a user message, a function call
 /// without output; the same lines as `snapshot-v4.jsonl`): read by every build, and
 /// rewritten byte for byte from the same rollout and from the opened file. Regenerate (only with
 /// a new format version) with `AGENT_HISTORY_WRITE_GOLDEN=1 cargo test --test snapshot golden`.
 #[test]
-fn golden_snapshot_v5_reads_and_rewrites_identically() {
+fn golden_snapshot_v6_reads_and_rewrites_identically() {
     let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
-    let golden = fixtures.join("snapshot-v5.snap");
-    let rollout = fixtures.join("snapshot-v5.jsonl");
+    let golden = fixtures.join("snapshot-v6.snap");
+    let rollout = fixtures.join("snapshot-v6.jsonl");
     let resumed = resume_file(
         &rollout,
         &ResumeOptions::new(DEFAULT_TRUNCATION).snapshot_ready(),
@@ -431,7 +431,7 @@ fn golden_snapshot_v5_reads_and_rewrites_identically() {
         resumed.write_snapshot(&golden).expect("golden written");
     }
     let opened = open_snapshot(&golden, SnapshotOptions::untrusted()).expect("golden opens");
-    assert_eq!(opened.header().format_version, 5);
+    assert_eq!(opened.header().format_version, 6);
     let open_turn = opened
         .state()
         .open_turn
@@ -467,7 +467,7 @@ fn golden_snapshot_v5_reads_and_rewrites_identically() {
     assert_eq!(
         std::fs::read(&again).expect("file"),
         golden_bytes,
-        "the writer no longer produces format version 5 byte for byte"
+        "the writer no longer produces format version 6 byte for byte"
     );
     let copy = dir.path().join("copy.snap");
     opened.write(&copy).expect("written");

@@ -342,9 +342,9 @@ proptest! {
 fn a_crafted_earlier_state_is_a_typed_error() {
     let dir = temp_dir();
     let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
-    let golden = std::fs::read(fixtures.join("snapshot-v5.snap")).expect("golden");
+    let golden = std::fs::read(fixtures.join("snapshot-v6.snap")).expect("golden");
     let opened = open_snapshot(
-        fixtures.join("snapshot-v5.snap"),
+        fixtures.join("snapshot-v6.snap"),
         SnapshotOptions::untrusted(),
     )
     .expect("opens");

@@ -109,7 +109,7 @@ mod generated {
 
     /// One record to write: what it is, and which earlier record (by position) it hangs from.
     #[derive(Debug, Clone)]
-    struct Spec {
+    pub(super) struct Spec {
         kind: u8,
         parent: Parent,
         message: u8,
@@ -126,7 +126,7 @@ mod generated {
         Missing,
     }
 
-    fn spec() -> impl Strategy<Value = Spec> {
+    pub(super) fn spec() -> impl Strategy<Value = Spec> {
         let parent = prop_oneof![
             1 => Just(Parent::None),
             12 => any::<prop::sample::Index>().prop_map(Parent::Earlier),
@@ -154,7 +154,7 @@ mod generated {
             )
     }
 
-    fn transcript(specs: &[Spec]) -> String {
+    pub(super) fn transcript(specs: &[Spec]) -> String {
         let mut lines = Vec::new();
         let mut uuids: Vec<String> = Vec::new();
         for (at, spec) in specs.iter().enumerate() {
@@ -910,6 +910,222 @@ mod repair {
             prop_assume!(!model.windows(2).any(|pair| pair[0]["role"] == pair[1]["role"]));
             prop_assume!(!model.iter().any(super::generated::continues_after_a_call));
             repaired("generated", &text);
+        }
+    }
+}
+
+/// Snapshots of transcripts: one stands for the file as read, a resume through it gives what
+/// reading the file gives, and any change to the file reads it again, saying why.
+mod snapshots {
+    use super::*;
+
+    use agent_history::{FallbackReason, ResumeSource, ResumedTranscript};
+    use proptest::prelude::*;
+    use std::path::Path;
+
+    /// Everything a resume gives, to compare two of them.
+    fn parts(resumed: &ResumedTranscript) -> String {
+        let items: Vec<&str> = resumed.history().iter().map(|entry| entry.json()).collect();
+        let lines: Vec<Option<u64>> = (0..resumed.history().len())
+            .map(|position| resumed.item_line(position))
+            .collect();
+        let (plain, left_out) = resumed
+            .history_for(Target::Responses)
+            .expect("a plain history");
+        let plain: Vec<&str> = plain.iter().map(|entry| entry.json()).collect();
+        format!(
+            "{items:?}\n{lines:?}\n{:?}\n{}\n{}\n{:?}\n{:?} {:?} {:?} {:?} {:?} {:?}\n{plain:?} {left_out}",
+            resumed.sent(),
+            serde_json::to_string(resumed.report()).expect("JSON"),
+            serde_json::to_string(resumed.conversation()).expect("JSON"),
+            resumed.read(),
+            resumed.session_id(),
+            resumed.cwd(),
+            resumed.version(),
+            resumed.model(),
+            resumed.thread(),
+            resumed.subagents(),
+        )
+    }
+
+    /// Writes `text` as a transcript and a snapshot of it; resumes through the snapshot.
+    fn round_trip(dir: &Path, text: &str) -> (ResumedTranscript, ResumedTranscript) {
+        let path = dir.join("t.jsonl");
+        let snapshot = dir.join("t.snap");
+        std::fs::write(&path, text).expect("written");
+        let read = Transcript::resume_file(&path, None, ReadMode::Lenient).expect("read");
+        read.write_snapshot(&snapshot).expect("a snapshot");
+        let through =
+            Transcript::resume_file(&path, Some(&snapshot), ReadMode::Lenient).expect("resumed");
+        (read, through)
+    }
+
+    #[test]
+    fn every_fixture_resumes_through_its_snapshot_to_what_reading_it_gives() {
+        let dir = crate::common::temp_dir();
+        let mut checked = 0;
+        for entry in std::fs::read_dir(fixtures()).expect("the fixtures") {
+            let path = entry.expect("an entry").path();
+            if path
+                .extension()
+                .is_none_or(|extension| extension != "jsonl")
+            {
+                continue;
+            }
+            let text = std::fs::read_to_string(&path).expect("read");
+            let (read, through) = round_trip(dir.path(), &text);
+            assert!(matches!(read.source(), ResumeSource::Rollout));
+            assert!(through.used_snapshot(), "{path:?}: {:?}", through.source());
+            assert_eq!(parts(&through), parts(&read), "{path:?}");
+            // The conversation's own history, for every target.
+            let conversation = read_file(&path).conversation();
+            let plain = conversation.history_for(Target::Responses).expect("plain");
+            let (from_snapshot, _) = through.history_for(Target::Responses).expect("plain");
+            assert_eq!(from_snapshot.entries(), plain.entries(), "{path:?}");
+            checked += 1;
+        }
+        assert!(checked >= 10);
+    }
+
+    fn read_file(path: &Path) -> Transcript {
+        Transcript::read_file(path, ReadMode::Lenient).expect("a transcript")
+    }
+
+    #[test]
+    fn a_transcript_that_changed_or_grew_is_read_again_with_the_reason() {
+        let dir = crate::common::temp_dir();
+        let text = std::fs::read_to_string(fixtures().join("interrupted.jsonl")).expect("read");
+        let (read, _) = round_trip(dir.path(), &text);
+        let path = dir.path().join("t.jsonl");
+        let snapshot = dir.path().join("t.snap");
+        // Grown: a line appended (a later answer).
+        let grown = format!(
+            "{text}{}\n",
+            r#"{"parentUuid":"a4b","isSidechain":false,"type":"user","uuid":"z1","timestamp":"2026-11-21T09:01:00.000Z","message":{"role":"user","content":"and now?"}}"#
+        );
+        // Changed in place: one byte, the same length.
+        let changed = text.replacen("build/tmp", "build/tmq", 1);
+        assert_eq!(changed.len(), text.len());
+        for (name, new) in [("grown", &grown), ("changed", &changed)] {
+            std::fs::write(&path, new).expect("written");
+            let through =
+                Transcript::resume_file(&path, Some(&snapshot), ReadMode::Lenient).expect("read");
+            match through.source() {
+                ResumeSource::Fallback(FallbackReason::TranscriptChanged {
+                    transcript_bytes,
+                    covered_bytes,
+                }) => {
+                    assert_eq!(*transcript_bytes, new.len() as u64, "{name}");
+                    assert_eq!(*covered_bytes, text.len() as u64, "{name}");
+                }
+                other => panic!("{name}: {other:?}"),
+            }
+            let fresh = Transcript::resume_file(&path, None, ReadMode::Lenient).expect("read");
+            assert_eq!(parts(&through), parts(&fresh), "{name}");
+            assert_ne!(parts(&through), parts(&read), "{name}");
+        }
+        // Strict reading checks every line: no snapshot.
+        std::fs::write(&path, &text).expect("written");
+        let strict =
+            Transcript::resume_file(&path, Some(&snapshot), ReadMode::Strict).expect("read");
+        assert!(matches!(
+            strict.source(),
+            ResumeSource::Fallback(FallbackReason::StrictMode)
+        ));
+    }
+
+    #[test]
+    fn a_snapshot_of_the_other_format_is_not_used_either_way() {
+        let dir = crate::common::temp_dir();
+        let text = std::fs::read_to_string(fixtures().join("leaf.jsonl")).expect("read");
+        round_trip(dir.path(), &text);
+        let transcript = dir.path().join("t.jsonl");
+        let transcript_snapshot = dir.path().join("t.snap");
+        let rollout = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/rollouts/session.jsonl");
+        let rollout_snapshot = dir.path().join("r.snap");
+        let options = agent_history::ResumeOptions::default();
+        agent_history::resume_file(&rollout, &options.clone().snapshot_ready())
+            .expect("resumes")
+            .write_snapshot(&rollout_snapshot)
+            .expect("a snapshot");
+        let through =
+            Transcript::resume_file(&transcript, Some(&rollout_snapshot), ReadMode::Lenient)
+                .expect("read");
+        assert!(
+            matches!(
+                through.source(),
+                ResumeSource::Fallback(FallbackReason::OtherFormat { snapshot: "codex" })
+            ),
+            "{:?}",
+            through.source()
+        );
+        let resumed =
+            agent_history::resume_file(&rollout, &options.with_snapshot(&transcript_snapshot))
+                .expect("resumes");
+        assert!(
+            matches!(
+                resumed.source(),
+                ResumeSource::Fallback(FallbackReason::OtherFormat {
+                    snapshot: "claude-code"
+                })
+            ),
+            "{:?}",
+            resumed.source()
+        );
+        // Opened on its own, a rollout's snapshot is no transcript's.
+        let opened =
+            agent_history::open_snapshot(&rollout_snapshot, Default::default()).expect("opens");
+        assert!(!opened.is_transcript());
+        assert!(matches!(
+            ResumedTranscript::from_snapshot(opened, &rollout_snapshot),
+            Err(agent_history::TranscriptError::NotATranscriptSnapshot { .. })
+        ));
+    }
+
+    /// The golden snapshot of a transcript (`blocks.jsonl`, format version 6): read by every
+    /// build as what reading the transcript gives, and written again byte for byte. Regenerate
+    /// (only with a new format version) with `AGENT_HISTORY_WRITE_GOLDEN=1`.
+    #[test]
+    fn the_golden_transcript_snapshot_reads_and_rewrites_identically() {
+        let golden = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/snapshot-v6-claude-code.snap");
+        let path = fixtures().join("blocks.jsonl");
+        let read = Transcript::resume_file(&path, None, ReadMode::Lenient).expect("read");
+        if std::env::var_os("AGENT_HISTORY_WRITE_GOLDEN").is_some() {
+            read.write_snapshot(&golden).expect("golden written");
+        }
+        let opened =
+            agent_history::open_snapshot(&golden, agent_history::SnapshotOptions::untrusted())
+                .expect("the golden opens");
+        assert!(opened.is_transcript());
+        assert_eq!(opened.header().format_version, 6);
+        let from_golden =
+            ResumedTranscript::from_snapshot(opened, &golden).expect("a transcript's");
+        assert_eq!(parts(&from_golden), parts(&read));
+        let dir = crate::common::temp_dir();
+        let again = dir.path().join("again.snap");
+        from_golden.write_snapshot(&again).expect("written");
+        assert_eq!(
+            std::fs::read(&again).expect("written"),
+            std::fs::read(&golden).expect("golden"),
+            "the writer no longer writes a transcript's snapshot byte for byte"
+        );
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
+
+        /// Generated transcripts (every shape the rules name) resume through their snapshot
+        /// to what reading them gives.
+        #[test]
+        fn a_generated_transcript_resumes_through_its_snapshot_to_what_reading_gives(
+            specs in prop::collection::vec(super::generated::spec(), 1..40)
+        ) {
+            let text = super::generated::transcript(&specs);
+            let dir = crate::common::temp_dir();
+            let (read, through) = round_trip(dir.path(), &text);
+            prop_assert!(through.used_snapshot());
+            prop_assert_eq!(parts(&through), parts(&read));
         }
     }
 }

@@ -187,6 +187,20 @@ pub enum FallbackReason {
         /// The one this build reads ([`SNAPSHOT_FORMAT_VERSION`](crate::SNAPSHOT_FORMAT_VERSION)).
         supported: u32,
     },
+    /// The snapshot is of a session of the other format: a Claude Code transcript's, given for
+    /// a rollout, or a rollout's, given for a transcript.
+    OtherFormat {
+        /// The snapshot's session format: `"codex"` or `"claude-code"`.
+        snapshot: &'static str,
+    },
+    /// The transcript is not the file the snapshot was written from: a transcript's snapshot
+    /// stands for the whole file as read, so one that changed or grew since is read again.
+    TranscriptChanged {
+        /// The transcript's bytes now.
+        transcript_bytes: u64,
+        /// The bytes the snapshot covers.
+        covered_bytes: u64,
+    },
 }
 
 impl Serialize for ResumeSource {
@@ -224,6 +238,8 @@ impl FallbackReason {
             FallbackReason::LineCountMismatch { .. } => "line_count_mismatch",
             FallbackReason::OldVersion { .. } => "old_version",
             FallbackReason::LineageChanged { .. } => "lineage_changed",
+            FallbackReason::OtherFormat { .. } => "other_format",
+            FallbackReason::TranscriptChanged { .. } => "transcript_changed",
         }
     }
 }
@@ -270,6 +286,16 @@ impl Serialize for FallbackReason {
             } => {
                 map.serialize_entry("covered_lines", covered_lines)?;
                 map.serialize_entry("prefix_lines", prefix_lines)?;
+            }
+            FallbackReason::OtherFormat { snapshot } => {
+                map.serialize_entry("snapshot", snapshot)?;
+            }
+            FallbackReason::TranscriptChanged {
+                transcript_bytes,
+                covered_bytes,
+            } => {
+                map.serialize_entry("transcript_bytes", transcript_bytes)?;
+                map.serialize_entry("covered_bytes", covered_bytes)?;
             }
         }
         map.serialize_entry("message", &self.to_string())?;
@@ -324,6 +350,22 @@ impl fmt::Display for FallbackReason {
             FallbackReason::OldVersion { found, supported } => write!(
                 f,
                 "the snapshot has format version {found}, older than version {supported}, the only one this build reads"
+            ),
+            FallbackReason::OtherFormat { snapshot } => write!(
+                f,
+                "the snapshot is of a {} session",
+                if *snapshot == "claude-code" {
+                    "Claude Code"
+                } else {
+                    "Codex"
+                }
+            ),
+            FallbackReason::TranscriptChanged {
+                transcript_bytes,
+                covered_bytes,
+            } => write!(
+                f,
+                "the transcript changed since the snapshot ({transcript_bytes} bytes; the snapshot stands for {covered_bytes}): a transcript's snapshot stands for the whole file as read"
             ),
         }
     }
@@ -1068,6 +1110,13 @@ mod tests {
                     .parse()
                     .expect("an id"),
             },
+            FallbackReason::OtherFormat {
+                snapshot: "claude-code",
+            },
+            FallbackReason::TranscriptChanged {
+                transcript_bytes: 30,
+                covered_bytes: 25,
+            },
         ];
         let documented = documented_reasons();
         let mut names = std::collections::BTreeSet::new();
@@ -1100,6 +1149,13 @@ mod tests {
                     "lineage_changed",
                     json!({"rollout_id": "019a0000-0000-7000-8000-000000000001"}),
                 ),
+                FallbackReason::OtherFormat { .. } => {
+                    ("other_format", json!({"snapshot": "claude-code"}))
+                }
+                FallbackReason::TranscriptChanged { .. } => (
+                    "transcript_changed",
+                    json!({"transcript_bytes": 30, "covered_bytes": 25}),
+                ),
             };
             assert_eq!(reason.name(), name);
             // The message is the reason in words, with its figures.
@@ -1114,6 +1170,8 @@ mod tests {
                 FallbackReason::LineageChanged { .. } => {
                     "rollout 019a0000-0000-7000-8000-000000000001 in the thread's lineage"
                 }
+                FallbackReason::OtherFormat { .. } => "of a Claude Code session",
+                FallbackReason::TranscriptChanged { .. } => "30 bytes; the snapshot stands for 25",
                 _ => " ",
             };
             assert!(message.contains(words), "{name}: {message}");

@@ -255,6 +255,11 @@ fn open_usable(
             } => FallbackReason::OldVersion { found, supported },
             error => FallbackReason::Unreadable(error),
         })?;
+    if opened.state().transcript.is_some() {
+        return Err(FallbackReason::OtherFormat {
+            snapshot: "claude-code",
+        });
+    }
     if opened.history().truncation() != options.truncation {
         return Err(FallbackReason::TruncationMismatch {
             snapshot: opened.history().truncation(),
@@ -561,6 +566,7 @@ impl Resumed {
                 }
                 .to_json(),
             ),
+            transcript: None,
             ends_inside_turn: self.ends_inside_turn,
             legacy: self.report.legacy,
             legacy_compaction: self.legacy_compaction,

@@ -160,25 +160,21 @@ fn check_reports_rescues_branches_cuts_and_what_a_resume_leaves_out() {
 }
 
 #[test]
-fn stats_counts_a_transcript_and_the_rollout_commands_refuse_one() {
+fn stats_counts_a_transcript_and_append_refuses_one() {
     let output = run(&["stats", &fixture("microcompact"), "--json"]);
     assert!(output.status.success(), "{}", text(&output.stderr));
     let stats: Value = serde_json::from_slice(&output.stdout).expect("JSON");
     assert_eq!(stats["input"], "claude-code");
     assert_eq!(stats["thread_id"], "6b0e1c2a-0000-4000-8000-000000000002");
     assert_eq!(stats["transcript"]["read_past"]["system/turn_duration"], 1);
-    for args in [
-        vec!["snapshot", &fixture("leaf"), "-o", "/nonexistent/x.snap"],
-        vec!["append", &fixture("leaf"), "--stream", "/dev/null"],
-    ] {
-        let output = run(&args);
-        assert!(!output.status.success(), "{args:?}");
-        assert!(
-            text(&output.stderr).contains("is a Claude Code transcript"),
-            "{args:?}: {}",
-            text(&output.stderr)
-        );
-    }
+    let args = ["append", &fixture("leaf"), "--stream", "/dev/null"];
+    let output = run(&args);
+    assert!(!output.status.success(), "{args:?}");
+    assert!(
+        text(&output.stderr).contains("is a Claude Code transcript"),
+        "{args:?}: {}",
+        text(&output.stderr)
+    );
 }
 
 #[test]
@@ -230,6 +226,96 @@ fn strict_fails_on_warnings_not_on_what_a_healthy_session_shows() {
         (summary["findings"].as_u64(), summary["warnings"].as_u64()),
         (Some(4), Some(1))
     );
+}
+
+#[test]
+fn a_snapshot_of_a_transcript_projects_as_the_transcript_and_verifies_against_it() {
+    let dir = common::temp_dir();
+    let transcript = dir.path().join("t.jsonl");
+    std::fs::copy(fixture("blocks"), &transcript).expect("copied");
+    let snapshot = dir.path().join("t.snap");
+    let path = |path: &std::path::Path| path.to_str().expect("utf-8").to_owned();
+    let (transcript_arg, snapshot_arg) = (path(&transcript), path(&snapshot));
+    let written = run(&["snapshot", &transcript_arg, "-o", &snapshot_arg]);
+    assert!(written.status.success(), "{}", text(&written.stderr));
+    assert!(text(&written.stderr).contains("covering 9 line(s)"));
+    // Opened on its own: the source's own API, the transcript's model, the same bodies.
+    for args in [
+        vec![],
+        vec!["--request"],
+        vec!["--target", "responses"],
+        vec!["--target", "chat"],
+    ] {
+        let from = |input: &str| {
+            let mut all = vec!["project", input];
+            all.extend_from_slice(&args);
+            let output = run(&all);
+            assert!(output.status.success(), "{all:?}: {}", text(&output.stderr));
+            output.stdout
+        };
+        assert_eq!(from(&snapshot_arg), from(&transcript_arg), "{args:?}");
+    }
+    // Through it: the fast path while the transcript is the file it stands for.
+    let through = run(&[
+        "project",
+        &transcript_arg,
+        "--snapshot",
+        &snapshot_arg,
+        "--json",
+    ]);
+    let report: Value =
+        serde_json::from_str(text(&through.stderr).lines().last().expect("a report"))
+            .expect("JSON");
+    assert_eq!(report["source"]["source"], "snapshot", "{report}");
+    let verified = run(&[
+        "verify",
+        &snapshot_arg,
+        "--rollout",
+        &transcript_arg,
+        "--json",
+    ]);
+    let verified: Value = serde_json::from_slice(&verified.stdout).expect("JSON");
+    assert_eq!(verified["session_format"], "claude-code");
+    assert_eq!(verified["rollout"]["matches"], true, "{verified}");
+    // `check` of the snapshot reports what reading the transcript found.
+    let checked = run(&["check", &snapshot_arg, "--json"]);
+    let checked: Value = serde_json::from_slice(&checked.stdout).expect("JSON");
+    assert_eq!(checked["input"], "snapshot");
+    assert_eq!(checked["conversation"]["leaf_line"], 9, "{checked}");
+    // Grown: read again, and said why.
+    let mut grown = std::fs::read(&transcript).expect("read");
+    grown.extend_from_slice(b"{\"type\":\"last-prompt\",\"lastPrompt\":\"x\"}\n");
+    std::fs::write(&transcript, &grown).expect("written");
+    let through = run(&["project", &transcript_arg, "--snapshot", &snapshot_arg]);
+    assert!(through.status.success(), "{}", text(&through.stderr));
+    assert!(
+        text(&through.stderr).contains("not used (the transcript changed since the snapshot"),
+        "{}",
+        text(&through.stderr)
+    );
+    let verified = run(&[
+        "verify",
+        &snapshot_arg,
+        "--rollout",
+        &transcript_arg,
+        "--json",
+    ]);
+    let verified: Value = serde_json::from_slice(&verified.stdout).expect("JSON");
+    assert_eq!(verified["rollout"]["matches"], false);
+    assert_eq!(
+        verified["rollout"]["source"]["fallback"]["reason"],
+        "transcript_changed"
+    );
+    // A transcript is read whole: no truncation.
+    let truncated = run(&[
+        "snapshot",
+        &transcript_arg,
+        "-o",
+        &snapshot_arg,
+        "--truncation",
+        "bytes:10",
+    ]);
+    assert_eq!(truncated.status.code(), Some(2));
 }
 
 #[test]

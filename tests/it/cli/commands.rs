@@ -392,17 +392,17 @@ fn snapshot_verify_and_project_from_a_snapshot() {
     let report = text(&verified.stdout);
     assert!(report.contains(": ok"), "{report}");
     assert!(report.contains("digest verified"), "{report}");
-    assert!(report.contains("format          version 5"), "{report}");
+    assert!(report.contains("format          version 6"), "{report}");
     // The golden snapshots of older versions are refused, each naming its version and the one
     // this build reads (an input error), also when compared with their rollout; projecting a
     // rollout through one reads every line and says why.
-    for version in 1..=4 {
+    for version in 1..=5 {
         let golden = format!(
             "{}/tests/fixtures/snapshot-v{version}.snap",
             env!("CARGO_MANIFEST_DIR")
         );
         let golden_rollout = golden.replace(".snap", ".jsonl");
-        let refused = format!("has format version {version}, older than version 5");
+        let refused = format!("has format version {version}, older than version 6");
         for args in [
             vec!["verify", golden.as_str()],
             vec![

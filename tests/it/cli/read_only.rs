@@ -77,6 +77,7 @@ const EVENTS: &str = "events.sse";
 const COMPRESSED: &str = "rollout-c.jsonl.zst";
 const TRANSCRIPT: &str = "claude-a.jsonl";
 const REPAIRED: &str = "claude-a-repaired.jsonl";
+const TRANSCRIPT_SNAPSHOT: &str = "claude-a.snap";
 
 /// Lays out a session directory around a copy of `source`: the rollout, a symbolic link to it, a
 /// snapshot of it, a subdirectory with another copy and its snapshot, a tools file, a request
@@ -124,6 +125,12 @@ fn session_dir(source: &Path) -> tempfile::TempDir {
         at(TRANSCRIPT),
     )
     .expect("transcript copied");
+    let output = run(
+        &["snapshot", "--quiet", TRANSCRIPT, "-o", TRANSCRIPT_SNAPSHOT],
+        None,
+        dir.path(),
+    );
+    assert!(output.status.success(), "{}", text(&output.stderr));
     dir
 }
 
@@ -407,13 +414,65 @@ fn invocations() -> Vec<Invocation> {
         reads(&["project", TRANSCRIPT, "--format", "codex"]),
         reads_stdin(&["project", "-", "--format", "claude-code"], TRANSCRIPT),
         reads(&["project", TRANSCRIPT, "--target", "responses", "--json"]),
-        usage(&["project", TRANSCRIPT, "--snapshot", SNAPSHOT]),
+        reads(&["project", TRANSCRIPT, "--snapshot", SNAPSHOT]),
+        reads(&[
+            "project",
+            TRANSCRIPT,
+            "--snapshot",
+            TRANSCRIPT_SNAPSHOT,
+            "--json",
+        ]),
+        reads(&["project", TRANSCRIPT_SNAPSHOT, "--target", "responses"]),
+        reads(&["project", TRANSCRIPT_SNAPSHOT, "--request", "--trusted"]),
+        usage(&["project", TRANSCRIPT, "--truncation", "bytes:100"]),
+        usage(&[
+            "project",
+            "-",
+            "--format",
+            "claude-code",
+            "--snapshot",
+            TRANSCRIPT_SNAPSHOT,
+        ]),
+        reads(&["check", TRANSCRIPT_SNAPSHOT, "--json"]),
+        reads(&["stats", TRANSCRIPT_SNAPSHOT]),
+        reads(&[
+            "verify",
+            TRANSCRIPT_SNAPSHOT,
+            "--rollout",
+            TRANSCRIPT,
+            "--json",
+        ]),
+        reads(&["verify", TRANSCRIPT_SNAPSHOT, "--rollout", ROLLOUT]),
+        reads(&["project", ROLLOUT, "--snapshot", TRANSCRIPT_SNAPSHOT]),
         reads(&["check", TRANSCRIPT, ROLLOUT, "--json"]),
         reads(&["check", "--format", "claude-code", TRANSCRIPT]),
         reads(&["stats", TRANSCRIPT, "--json"]),
         reads(&["stats", "--format", "claude-code", TRANSCRIPT]),
-        reads(&["snapshot", TRANSCRIPT, "-o", NEW_SNAPSHOT]),
+        writes(
+            &["snapshot", TRANSCRIPT, "-o", NEW_SNAPSHOT],
+            &[NEW_SNAPSHOT],
+        ),
+        writes(
+            &[
+                "snapshot",
+                "--format",
+                "claude-code",
+                TRANSCRIPT,
+                "-o",
+                TRANSCRIPT_SNAPSHOT,
+            ],
+            &[TRANSCRIPT_SNAPSHOT],
+        ),
+        usage(&[
+            "snapshot",
+            TRANSCRIPT,
+            "-o",
+            NEW_SNAPSHOT,
+            "--truncation",
+            "bytes:9",
+        ]),
         reads(&["snapshot", TRANSCRIPT, "-o", TRANSCRIPT, "--force"]),
+        reads(&["snapshot", TRANSCRIPT, "-o", ROLLOUT]),
         reads(&["prefix", TRANSCRIPT, ROLLOUT]),
         reads(&[
             "prefix",

@@ -57,7 +57,7 @@ const FILE_ORDER: &[(&str, &str)] = &[
     ),
     (
         "transcript",
-        "record < report < error < format < chain < messages < reader < repair",
+        "record < report < error < format < chain < messages < reader < repair < snapshot",
     ),
     ("rollout/resume", "scan < turn < replay < world < snapshot"),
     ("snapshot", "archive < header < error < map < write"),
