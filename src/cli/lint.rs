@@ -6,10 +6,11 @@ use std::io::Read as _;
 use std::path::Path;
 use std::process::ExitCode;
 
-use agent_history::{Finding, Target, validate};
+use agent_history::{Finding, ReadMode, SessionFormat, Target, Transcript, validate};
 use anyhow::Context as _;
 use serde::Serialize;
 
+use super::Usage;
 use super::args::LintArgs;
 use super::input::{STDIN_LABEL, is_stdin, stdin_unreadable, unreadable_kind};
 use super::output::{self, error_line, finish, json_line, line, stdout};
@@ -52,6 +53,19 @@ struct Summary {
 
 /// Runs `lint`.
 pub fn run(args: LintArgs) -> anyhow::Result<ExitCode> {
+    let transcript = |path: &Path| {
+        !is_stdin(path) && SessionFormat::of_file(path) == Some(SessionFormat::ClaudeCode)
+    };
+    if args.target != Target::AnthropicMessages
+        && let Some(path) = args.paths.iter().find(|path| transcript(path))
+    {
+        return Err(Usage(format!(
+            "{} is a Claude Code transcript, whose messages are Anthropic Messages: lint it with \
+             --target anthropic",
+            path.display()
+        ))
+        .into());
+    }
     let mut out = stdout();
     let mut summary = Summary {
         r#type: "summary",
@@ -64,7 +78,12 @@ pub fn run(args: LintArgs) -> anyhow::Result<ExitCode> {
         } else {
             path.display().to_string()
         };
-        let body = match read_json(path, &label) {
+        let read = if transcript(path) {
+            transcript_messages(path)
+        } else {
+            read_json(path, &label)
+        };
+        let body = match read {
             Ok(body) => body,
             Err(error) => {
                 summary.unreadable += 1;
@@ -127,6 +146,13 @@ pub fn run(args: LintArgs) -> anyhow::Result<ExitCode> {
     } else {
         output::SUCCESS
     }))
+}
+
+/// The messages a resume of the Claude Code transcript at `path` sends as the file holds them,
+/// before any repair: what Claude Code's own resume would be told of them.
+fn transcript_messages(path: &Path) -> anyhow::Result<serde_json::Value> {
+    let transcript = Transcript::read_file(path, ReadMode::Lenient)?;
+    Ok(serde_json::Value::Array(transcript.messages_as_written()))
 }
 
 /// Reads a file (or standard input) as one JSON value.

@@ -3,7 +3,7 @@
 use std::io::{Read as _, Write as _};
 use std::process::ExitCode;
 
-use agent_history::{ReadMode, RolloutText, SessionFormat, Transcript};
+use agent_history::{ReadMode, RolloutText, SessionFormat, Target, Transcript, validate};
 use anyhow::Context as _;
 
 use super::args::RepairArgs;
@@ -42,12 +42,24 @@ pub fn run(args: RepairArgs) -> anyhow::Result<ExitCode> {
     }
     let transcript = Transcript::read(&original[..], &path, ReadMode::Lenient)?;
     let repair = transcript.repair(&original[..])?;
+    for line in &repair.unrepaired {
+        status_unless(
+            json,
+            &format!(
+                "{} line {line}: a result that answers no call is left as it is (the record is \
+                 sent for its results, and would not be without it)",
+                path.display()
+            ),
+        );
+    }
     if repair.is_empty() {
         if json {
             json_line(
                 &mut stdout(),
                 &serde_json::json!({"type": "repair", "path": path.display().to_string(),
-                    "output": null, "answered": [], "reattached": [], "lines_appended": 0}),
+                    "output": null, "answered": [], "reattached": [], "left_out": [],
+                    "unrepaired": repair.unrepaired, "lines_appended": 0,
+                    "valid_as_written": valid_as_written(&transcript)}),
             )?;
         } else {
             status!("{}: nothing to repair; no file written", path.display());
@@ -71,24 +83,51 @@ pub fn run(args: RepairArgs) -> anyhow::Result<ExitCode> {
         );
     }
     write_new(&output, &copy)?;
+    let valid = valid_as_written(&written);
     if json {
         json_line(
             &mut stdout(),
             &serde_json::json!({"type": "repair", "path": path.display().to_string(),
                 "output": output.display().to_string(), "answered": repair.answered,
-                "reattached": repair.reattached, "lines_appended": repair.lines.len()}),
+                "reattached": repair.reattached, "left_out": repair.left_out,
+                "unrepaired": repair.unrepaired, "lines_appended": repair.lines.len(),
+                "valid_as_written": valid}),
         )?;
     } else {
         status!(
-            "wrote {}: {} line(s) appended to a copy of {}: {} tool_use(s) answered, {} record(s) re-attached",
+            "wrote {}: {} line(s) appended to a copy of {}: {} tool_use(s) answered, {} record(s) re-attached, {} block(s) left out",
             output.display(),
             repair.lines.len(),
             path.display(),
             repair.answered.len(),
-            repair.reattached.len()
+            repair.reattached.len(),
+            repair.left_out.len()
         );
+        if !valid {
+            status!(
+                "the copy's messages as written are still refused by the Messages API: `agent-history lint --target anthropic {}` says why",
+                output.display()
+            );
+        }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Whether the messages a resume of `transcript` sends as written, with nothing repaired,
+/// pass the Messages API's rules.
+fn valid_as_written(transcript: &Transcript) -> bool {
+    validate(
+        Target::AnthropicMessages,
+        &serde_json::Value::Array(transcript.messages_as_written()),
+    )
+    .is_valid()
+}
+
+/// A status line, unless the report is JSON.
+fn status_unless(json: bool, text: &str) {
+    if !json {
+        status!("{text}");
+    }
 }
 
 /// Writes `bytes` to the new file `path` atomically: a temporary file beside it, synced, then

@@ -12,6 +12,8 @@ use super::report::{Branch, CompactCut, ConversationReport, Rescue, RescueKind};
 pub(crate) struct Path {
     /// The records sent, by index into the records, in order.
     pub(crate) sent: Vec<usize>,
+    /// The records of the walk itself (the rest of `sent` was put back as a call batch).
+    pub(crate) walked: HashSet<usize>,
     pub(crate) report: ConversationReport,
 }
 
@@ -30,6 +32,7 @@ pub(crate) fn path(records: &[Record], thread: Option<&str>) -> Path {
         report.branches = branches(records, &parents, &HashSet::new(), &in_thread);
         return Path {
             sent: Vec::new(),
+            walked: HashSet::new(),
             report,
         };
     };
@@ -84,6 +87,7 @@ pub(crate) fn path(records: &[Record], thread: Option<&str>) -> Path {
         None => &walk[..],
     };
     let with_batches = put_back_batches(records, &parents, kept, &on_walk);
+    let walked = on_walk.clone();
     let mut on_path: HashSet<usize> = on_walk;
     on_path.extend(with_batches.iter().copied());
     on_path.extend(compacted);
@@ -92,7 +96,11 @@ pub(crate) fn path(records: &[Record], thread: Option<&str>) -> Path {
         .into_iter()
         .filter(|&at| records[at].is_talk())
         .collect();
-    Path { sent, report }
+    Path {
+        sent,
+        walked,
+        report,
+    }
 }
 
 /// A re-attachment made while resolving parents: the record, why, and the uuid it named.

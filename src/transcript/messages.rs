@@ -95,6 +95,37 @@ pub(crate) fn items(
     sent: &[usize],
     dropped: &mut Vec<Dropped>,
 ) -> Vec<SourcedItem> {
+    let mut messages = build(records, sent, dropped);
+    pair(&mut messages, dropped);
+    dropped.sort_by_key(|dropped| dropped.line);
+    let mut items = Vec::new();
+    for message in messages {
+        flatten(message.role, message.blocks, &mut items);
+    }
+    items
+}
+
+/// The Anthropic messages of the records `sent` as a resume builds them from the file, before
+/// any repair of the pairing: every block as written, results first in their user message.
+pub(crate) fn as_written(records: &[Record], sent: &[usize]) -> Vec<Value> {
+    build(records, sent, &mut Vec::new())
+        .into_iter()
+        .filter(|message| !message.blocks.is_empty())
+        .map(|message| {
+            let role = match message.role {
+                Role::User => "user",
+                Role::Assistant => "assistant",
+            };
+            let blocks: Vec<Value> = message.blocks.into_iter().map(|(_, block)| block).collect();
+            json!({"role": role, "content": blocks})
+        })
+        .collect()
+}
+
+/// The messages of the records `sent`, as Claude Code builds them: one assistant message per
+/// message id, consecutive user records merged with their tool results first, what it leaves
+/// out left out (and added to `dropped`).
+fn build<'r>(records: &'r [Record], sent: &[usize], dropped: &mut Vec<Dropped>) -> Vec<Built<'r>> {
     // The message ids with more than thinking: the lines of any other id are left out.
     let mut substantive: HashSet<&str> = HashSet::new();
     for record in records {
@@ -189,17 +220,26 @@ pub(crate) fn items(
             }
         }
     }
-    // Tool results open a user message, in the order they were written; a tool_use id used
-    // before is left out, and so is a result that answers no tool_use of the assistant message
-    // before it, or one answered already (the Messages API pairs by position).
+    // Tool results open a user message, in the order they were written.
+    for message in &mut messages {
+        if message.role == Role::User {
+            message
+                .blocks
+                .sort_by_key(|(_, block)| block_type(block) != "tool_result");
+        }
+    }
+    messages
+}
+
+/// The pairing the Messages API needs, kept by leaving out what breaks it: a tool_use id used
+/// before, and a result that answers no tool_use of the assistant message before it, or one
+/// answered already (the API pairs by position). What is left out is added to `dropped`.
+fn pair(messages: &mut [Built<'_>], dropped: &mut Vec<Dropped>) {
     let mut used: HashSet<String> = HashSet::new();
     let mut asked: HashSet<String> = HashSet::new();
-    for message in &mut messages {
+    for message in messages {
         match message.role {
             Role::User => {
-                message
-                    .blocks
-                    .sort_by_key(|(_, block)| block_type(block) != "tool_result");
                 message.blocks.retain(|(line, block)| {
                     if block_type(block) != "tool_result" {
                         return true;
@@ -240,12 +280,6 @@ pub(crate) fn items(
             }
         }
     }
-    dropped.sort_by_key(|dropped| dropped.line);
-    let mut items = Vec::new();
-    for message in messages {
-        flatten(message.role, message.blocks, &mut items);
-    }
-    items
 }
 
 /// The items of one message's blocks: each block its own item, but a run of text (and, from

@@ -155,12 +155,29 @@ impl Transcript {
         self.thread_conversation(Some(agent_id))
     }
 
+    /// The Anthropic `messages` of the conversation [`Transcript::conversation`] chooses as a
+    /// resume builds them from the file, before any repair of the pairing: every block as
+    /// written, no `tool_use` answered, no result left out. What the Messages API says of them
+    /// (`validate`) is what a resume that repairs nothing would be told.
+    pub fn messages_as_written(&self) -> Vec<serde_json::Value> {
+        let thread = self.conversation().thread;
+        let chain::Path { sent, .. } = chain::path(&self.records, thread.as_deref());
+        messages::as_written(&self.records, &sent)
+    }
+
+    /// The record read from `line` (records are not in line order where a later line replaced
+    /// one: a search, not a bisection).
     fn index_of_line(&self, line: u64) -> usize {
-        self.records.partition_point(|record| record.line < line)
+        self.records
+            .iter()
+            .position(|record| record.line == line)
+            .unwrap_or(0)
     }
 
     fn thread_conversation(&self, thread: Option<&str>) -> Conversation {
-        let chain::Path { sent, mut report } = chain::path(&self.records, thread);
+        let chain::Path {
+            sent, mut report, ..
+        } = chain::path(&self.records, thread);
         let items = messages::items(&self.records, &sent, &mut report.dropped);
         Conversation {
             report,

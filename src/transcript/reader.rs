@@ -27,8 +27,8 @@ use super::report::TranscriptReport;
 /// sends is [`Transcript::conversation`]; `docs/claude-code.md` has the rules.
 #[derive(Debug, Clone)]
 pub struct Transcript {
-    /// The chain records, in line order (a record whose uuid a later line reused is replaced by
-    /// that line, at its place).
+    /// The chain records, in the order of their first lines (a record whose uuid a later line
+    /// reused is replaced by that line, at its place: lines are then not in order).
     pub(crate) records: Vec<Record>,
     /// What else the reader found.
     pub report: TranscriptReport,
@@ -99,7 +99,7 @@ impl Transcript {
             binary,
             ..
         } = state;
-        let records: Vec<Record> = slots.into_iter().flatten().collect();
+        let records = slots;
         let other_records: u64 = report.read_past.values().sum::<u64>();
         if records.is_empty() && other_records == 0 {
             if let Some(looks_like) = binary {
@@ -234,8 +234,8 @@ struct ReadState<'p> {
     path: &'p Path,
     options: ReadOptions,
     report: TranscriptReport,
-    /// Records by line order; `None` where a later line replaced the record.
-    slots: Vec<Option<Record>>,
+    /// Records in the order of their uuids' first lines.
+    slots: Vec<Record>,
     by_uuid: HashMap<Box<str>, usize>,
     non_blank: bool,
     binary: Option<BinaryContent>,
@@ -291,12 +291,17 @@ impl ReadState<'_> {
             }
             RecordKind::User | RecordKind::Assistant | RecordKind::System => {}
         }
-        let at = self.slots.len();
-        if let Some(earlier) = self.by_uuid.insert(record.uuid.clone(), at) {
-            self.slots[earlier] = None;
+        // A later line with a record's uuid replaces it where it was (as a map keyed by uuid
+        // keeps its first place), so that what depends on the order of records (the nearest
+        // earlier record, the last one written since) does not change when a record is
+        // written again.
+        if let Some(&earlier) = self.by_uuid.get(&record.uuid) {
+            self.slots[earlier] = record;
             self.report.replaced += 1;
+        } else {
+            self.by_uuid.insert(record.uuid.clone(), self.slots.len());
+            self.slots.push(record);
         }
-        self.slots.push(Some(record));
     }
 }
 

@@ -5,7 +5,7 @@
 //! line with a record's uuid replaces the earlier one, so the copy is the file's bytes and then
 //! these lines.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io::{BufRead, BufReader, Read};
 
 use serde_json::{Map, Value, json};
@@ -13,8 +13,11 @@ use uuid::Uuid;
 
 use crate::item::SYNTHETIC_ID_NAMESPACE;
 
+use super::Conversation;
+use super::chain;
 use super::error::TranscriptError;
 use super::reader::Transcript;
+use super::report::DroppedKind;
 
 /// The text of the result a repair answers an unanswered `tool_use` with.
 pub const REPAIR_RESULT_TEXT: &str = "aborted";
@@ -32,12 +35,76 @@ pub struct TranscriptRepair {
     pub answered: Vec<String>,
     /// The records re-attached (their uuids): each written again with the parent it hangs from.
     pub reattached: Vec<String>,
+    /// The tool ids of the blocks left out, in line order: a `tool_result` that answers no call
+    /// just before it (or one answered already), a `tool_use` whose id an earlier one used. Each
+    /// record that held one is written again without it (and kept under the mark), or marked
+    /// virtual when nothing else is left of it.
+    pub left_out: Vec<String>,
+    /// The lines whose blocks that answer nothing are left as they are: a record put back
+    /// after a call batch because it holds results, which would no longer be, with what else
+    /// it holds. A resume of the copy may still be refused for them.
+    pub unrepaired: Vec<u64>,
 }
 
 impl TranscriptRepair {
     /// Whether the transcript needs no repair.
     pub fn is_empty(&self) -> bool {
         self.lines.is_empty()
+    }
+}
+
+/// Whether a record's message holds a `tool_result`.
+fn holds_result(record: &Map<String, Value>) -> bool {
+    record
+        .get("message")
+        .and_then(|message| message.get("content"))
+        .and_then(Value::as_array)
+        .is_some_and(|blocks| blocks.iter().any(|block| block["type"] == "tool_result"))
+}
+
+/// Whether a record is marked virtual (never sent).
+fn is_virtual(record: &Map<String, Value>) -> bool {
+    record.get("isVirtual") == Some(&Value::Bool(true))
+}
+
+/// How one record is written again: under another parent, without some blocks.
+#[derive(Default)]
+struct Change<'c> {
+    parent: Option<&'c str>,
+    /// How many blocks of a type with a tool id to leave out; the last ones of the record, as
+    /// the conversation keeps the first.
+    left_out: BTreeMap<(&'static str, &'c str), usize>,
+}
+
+impl Change<'_> {
+    /// Leaves the blocks out of `record`'s message content, and returns them. A record left
+    /// with no block is marked virtual instead (never sent, its content kept as it was).
+    /// `None` when the record holds fewer such blocks than the conversation left out.
+    fn leave_out(&self, record: &mut Map<String, Value>) -> Option<Vec<Value>> {
+        let content = record
+            .get_mut("message")?
+            .get_mut("content")?
+            .as_array_mut()?;
+        let written = content.clone();
+        let mut removed = Vec::new();
+        for (&(kind, id), &count) in &self.left_out {
+            let key = if kind == "tool_use" {
+                "id"
+            } else {
+                "tool_use_id"
+            };
+            for _ in 0..count {
+                let at = content
+                    .iter()
+                    .rposition(|block| block["type"] == kind && block[key].as_str() == Some(id))?;
+                removed.push(content.remove(at));
+            }
+        }
+        if content.is_empty() {
+            *content = written;
+            record.insert("isVirtual".into(), Value::Bool(true));
+        }
+        Some(removed)
     }
 }
 
@@ -52,22 +119,53 @@ impl Transcript {
     pub fn repair(&self, original: impl Read) -> Result<TranscriptRepair, TranscriptError> {
         let conversation = self.conversation();
         let mut repair = TranscriptRepair::default();
-        let mark = |kind: &str| json!({"repair": kind, "version": env!("CARGO_PKG_VERSION")});
-        // Re-attachments: the record again, under the parent the conversation gives it.
-        let moved: HashMap<u64, &str> = conversation
-            .report
-            .rescues
+        self.rewrite_records(&conversation, original, &mut repair)?;
+        self.answer_calls(&conversation, &mut repair);
+        Ok(repair)
+    }
+
+    /// The records `conversation` needs written again, into `repair`.
+    fn rewrite_records(
+        &self,
+        conversation: &Conversation,
+        original: impl Read,
+        repair: &mut TranscriptRepair,
+    ) -> Result<(), TranscriptError> {
+        // Records written again: under the parent a rescue gives them, without the blocks
+        // the Messages API cannot pair.
+        let mut changes: BTreeMap<u64, Change<'_>> = BTreeMap::new();
+        for rescue in &conversation.report.rescues {
+            changes.entry(rescue.line).or_default().parent = Some(&rescue.now_under);
+        }
+        for dropped in &conversation.report.dropped {
+            let (kind, id) = match &dropped.what {
+                DroppedKind::UnpairedResult { id } => ("tool_result", id),
+                DroppedKind::ReusedToolId { id } => ("tool_use", id),
+                _ => continue,
+            };
+            *changes
+                .entry(dropped.line)
+                .or_default()
+                .left_out
+                .entry((kind, id.as_str()))
+                .or_default() += 1;
+        }
+        let walked = chain::path(&self.records, conversation.thread.as_deref()).walked;
+        let off_walk: HashSet<u64> = self
+            .records
             .iter()
-            .map(|rescue| (rescue.line, rescue.now_under.as_str()))
+            .enumerate()
+            .filter(|(at, _)| !walked.contains(at))
+            .map(|(_, record)| record.line)
             .collect();
-        if !moved.is_empty() {
+        if !changes.is_empty() {
             for (number, line) in BufReader::new(original).split(b'\n').enumerate() {
                 let number = number as u64 + 1;
                 let line = line.map_err(|source| TranscriptError::Io {
                     path: self.path().to_owned(),
                     source,
                 })?;
-                let Some(&parent) = moved.get(&number) else {
+                let Some(change) = changes.get(&number) else {
                     continue;
                 };
                 let text = String::from_utf8_lossy(&line);
@@ -77,7 +175,7 @@ impl Transcript {
                     line: number,
                     offset: 0,
                     reason: crate::rollout::SkipReason::InvalidPayload(
-                        "the record re-attached is not on this line any more".into(),
+                        "the record repaired is not on this line any more".into(),
                     ),
                 };
                 let Ok(Value::Object(mut record)) = serde_json::from_str::<Value>(text) else {
@@ -88,12 +186,50 @@ impl Transcript {
                     .and_then(Value::as_str)
                     .ok_or_else(changed)?
                     .to_owned();
-                record.insert("parentUuid".into(), Value::from(parent));
-                record.insert(REPAIR_MARK_KEY.into(), mark("reattached"));
+                let mut mark = mark(if change.parent.is_some() {
+                    "reattached"
+                } else {
+                    "left_out_blocks"
+                });
+                if let Some(parent) = change.parent {
+                    record.insert("parentUuid".into(), Value::from(parent));
+                    repair.reattached.push(uuid);
+                }
+                if !change.left_out.is_empty() {
+                    let mut without = record.clone();
+                    let removed = change.leave_out(&mut without).ok_or_else(changed)?;
+                    // A record off the walk is sent because it holds results: one left with
+                    // other blocks and no result would not be sent any more.
+                    if off_walk.contains(&number)
+                        && !holds_result(&without)
+                        && !is_virtual(&without)
+                    {
+                        repair.unrepaired.push(number);
+                        if change.parent.is_none() {
+                            continue;
+                        }
+                    } else {
+                        record = without;
+                        repair.left_out.extend(removed.iter().filter_map(|block| {
+                            let key = if block["type"] == "tool_use" {
+                                "id"
+                            } else {
+                                "tool_use_id"
+                            };
+                            block[key].as_str().map(str::to_owned)
+                        }));
+                        mark["left_out"] = Value::Array(removed);
+                    }
+                }
+                record.insert(REPAIR_MARK_KEY.into(), mark);
                 repair.lines.push(Value::Object(record).to_string());
-                repair.reattached.push(uuid);
             }
         }
+        Ok(())
+    }
+
+    /// The calls of `conversation` no result answers, answered into `repair`.
+    fn answer_calls(&self, conversation: &Conversation, repair: &mut TranscriptRepair) {
         // Unanswered calls: the conversation's calls no result answers (the results kept
         // answer the assistant message before them), by the line of their tool_use.
         let mut answered: HashSet<String> = HashSet::new();
@@ -166,6 +302,10 @@ impl Transcript {
             repair.lines.push(Value::Object(written).to_string());
             repair.answered.extend(ids);
         }
-        Ok(repair)
     }
+}
+
+/// The mark of a record a repair writes.
+fn mark(kind: &str) -> Value {
+    json!({"repair": kind, "version": env!("CARGO_PKG_VERSION")})
 }

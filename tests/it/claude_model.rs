@@ -39,6 +39,7 @@ const CHAIN_KINDS: [&str; 5] = ["user", "assistant", "system", "attachment", "pr
 /// in line order, the later line's).
 pub(crate) fn records(text: &str) -> Vec<Record> {
     let mut by_uuid: BTreeMap<String, Record> = BTreeMap::new();
+    let mut first_line: BTreeMap<String, usize> = BTreeMap::new();
     for (index, line) in text.lines().enumerate() {
         let Ok(Value::Object(record)) = serde_json::from_str::<Value>(line) else {
             continue;
@@ -59,6 +60,7 @@ pub(crate) fn records(text: &str) -> Vec<Record> {
                 .iter()
                 .any(|block| block.get("type").and_then(Value::as_str) == Some("tool_result"))
         });
+        first_line.entry(uuid.to_owned()).or_insert(index + 1);
         by_uuid.insert(
             uuid.to_owned(),
             Record {
@@ -79,8 +81,9 @@ pub(crate) fn records(text: &str) -> Vec<Record> {
             },
         );
     }
+    // A later line replaces a record where it was: in the order of each uuid's first line.
     let mut records: Vec<Record> = by_uuid.into_values().collect();
-    records.sort_by_key(|record| record.line);
+    records.sort_by_key(|record| first_line[&record.uuid]);
     records
 }
 

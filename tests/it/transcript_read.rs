@@ -700,6 +700,19 @@ mod repair {
         let again = read(&copy);
         let (_, synthesized) = projected(&again);
         assert_eq!(synthesized, 0, "{name}: a call is still unanswered\n{copy}");
+        // As written, with nothing repaired, the copy's messages are what the API takes: no
+        // call unanswered, no result answering nothing, no tool_use id twice (but where the
+        // repair says it left a record as it is).
+        let written = Value::Array(again.messages_as_written());
+        let validation = validate(Target::AnthropicMessages, &written);
+        if repair.unrepaired.is_empty() {
+            assert_eq!(
+                validation.errors().count(),
+                0,
+                "{name}: {:#?}\n{copy}",
+                validation.findings
+            );
+        }
         // The reference sends the same messages for the copy as for the original (the repairs
         // it would make are records now), and the library sends the reference's.
         let model_messages = |text: &str| {
@@ -758,6 +771,12 @@ mod repair {
         Rewind { back: u8 },
         /// The next record names a parent that was never written.
         Lost,
+        /// A user record holding a result for a call that was never made (and a text when
+        /// `text`).
+        Orphan { text: bool },
+        /// A response whose tool_use uses an id an earlier one used (the first is fresh), and
+        /// its result.
+        Reuse,
     }
 
     fn step() -> impl Strategy<Value = Step> {
@@ -767,6 +786,8 @@ mod repair {
             1 => Just(Step::Progress),
             1 => (1u8..6).prop_map(|back| Step::Rewind { back }),
             1 => Just(Step::Lost),
+            1 => any::<bool>().prop_map(|text| Step::Orphan { text }),
+            1 => Just(Step::Reuse),
         ]
     }
 
@@ -890,6 +911,48 @@ mod repair {
                     parent = uuids.get(at).cloned();
                 }
                 Step::Lost => parent = Some(format!("gone{n}")),
+                Step::Orphan { text } => {
+                    let mut content = vec![
+                        json!({"type": "tool_result", "tool_use_id": format!("toolu_gone_{n}"), "content": "late"}),
+                    ];
+                    if *text {
+                        content.push(json!({"type": "text", "text": format!("and {n}")}));
+                    }
+                    push(
+                        "user",
+                        json!({"message": {"role": "user", "content": content}}),
+                        &mut parent,
+                        &mut uuids,
+                        &mut lines,
+                        &mut clock,
+                    );
+                }
+                Step::Reuse => {
+                    push(
+                        "user",
+                        json!({"message": {"role": "user", "content": format!("again {n}")}}),
+                        &mut parent,
+                        &mut uuids,
+                        &mut lines,
+                        &mut clock,
+                    );
+                    push(
+                        "assistant",
+                        json!({"message": {"id": format!("msg_{n}"), "role": "assistant", "model": "claude-x", "content": [{"type": "tool_use", "id": "toolu_again", "name": "Bash", "input": {"n": n}}]}}),
+                        &mut parent,
+                        &mut uuids,
+                        &mut lines,
+                        &mut clock,
+                    );
+                    push(
+                        "user",
+                        json!({"message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_again", "content": "ok"}]}}),
+                        &mut parent,
+                        &mut uuids,
+                        &mut lines,
+                        &mut clock,
+                    );
+                }
             }
         }
         lines.join("\n")

@@ -319,6 +319,52 @@ fn a_snapshot_of_a_transcript_projects_as_the_transcript_and_verifies_against_it
 }
 
 #[test]
+fn lint_tells_the_400_a_resume_of_the_file_as_written_gets_and_the_repaired_copy_passes() {
+    let dir = common::temp_dir();
+    for (name, rule) in [
+        ("interrupted", "anthropic_tool_use_without_result"),
+        ("orphan_result", "anthropic_result_without_tool_use"),
+    ] {
+        let linted = run(&["lint", "--target", "anthropic", &fixture(name), "--json"]);
+        assert_eq!(linted.status.code(), Some(1), "{}", text(&linted.stderr));
+        let body: Value = serde_json::from_slice(&linted.stdout).expect("JSON");
+        assert_eq!(body["valid"], false);
+        let rules: Vec<&str> = body["findings"]
+            .as_array()
+            .expect("findings")
+            .iter()
+            .filter_map(|finding| finding["rule"].as_str())
+            .collect();
+        assert!(rules.contains(&rule), "{name}: {rules:?}");
+        // The repaired copy: as written, nothing left to refuse.
+        let copy = dir.path().join(format!("{name}.jsonl"));
+        let copy_arg = copy.to_str().expect("utf-8");
+        let repaired = run(&["repair", &fixture(name), "-o", copy_arg, "--json"]);
+        assert!(repaired.status.success(), "{}", text(&repaired.stderr));
+        let report: Value = serde_json::from_slice(&repaired.stdout).expect("JSON");
+        assert_eq!(report["valid_as_written"], true, "{report}");
+        assert_eq!(report["unrepaired"], serde_json::json!([]));
+        let linted = run(&["lint", "--target", "anthropic", copy_arg]);
+        assert!(linted.status.success(), "{}", text(&linted.stdout));
+    }
+    let report: Value = serde_json::from_slice(
+        &run(&[
+            "repair",
+            &fixture("orphan_result"),
+            "-o",
+            dir.path().join("again.jsonl").to_str().expect("utf-8"),
+            "--json",
+        ])
+        .stdout,
+    )
+    .expect("JSON");
+    assert_eq!(report["left_out"], serde_json::json!(["toolu_late"]));
+    // A transcript's messages are Anthropic's: another target is a usage error.
+    let chat = run(&["lint", "--target", "chat", &fixture("leaf")]);
+    assert_eq!(chat.status.code(), Some(2));
+}
+
+#[test]
 fn a_directory_holds_rollouts_and_transcripts_and_format_keeps_one_kind() {
     let dir = common::temp_dir();
     let root = dir.path();

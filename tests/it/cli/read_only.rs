@@ -488,6 +488,8 @@ fn invocations() -> Vec<Invocation> {
         ),
         reads(&["verify", SNAPSHOT, "--rollout", TRANSCRIPT]),
         reads(&["lint", "--target", "anthropic", TRANSCRIPT]),
+        reads(&["lint", "--target", "anthropic", TRANSCRIPT, BODY, "--json"]),
+        usage(&["lint", "--target", "responses", TRANSCRIPT]),
         // repair: a new file only; the transcript itself, an existing file, a rollout refused.
         writes(&["repair", TRANSCRIPT, "-o", REPAIRED], &[REPAIRED]),
         writes(
