@@ -108,10 +108,10 @@ pub use rollout::{
 // The transcript layer: Claude Code transcripts read, their conversation chosen as a resume
 // does, held in a history.
 pub use transcript::{
-    Branch, CompactCut, Conversation, ConversationReport, Dropped, DroppedKind,
+    Branch, CompactCut, Conversation, ConversationReport, Dropped, DroppedKind, MessageUsage,
     ParseSessionFormatError, REPAIR_MARK_KEY, REPAIR_RESULT_TEXT, Rescue, RescueKind,
     ResumedTranscript, SentRecord, SessionFormat, Transcript, TranscriptError, TranscriptRepair,
-    TranscriptReport,
+    TranscriptReport, UsageTotals,
 };
 
 // The session layer: a history and its rollout kept in step.

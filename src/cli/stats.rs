@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use agent_history::{
     HistoryMode, HistoryStats, LineageFile, LoadReport, SkipCounts, SnapshotHeader,
-    TranscriptReport,
+    TranscriptReport, UsageTotals,
 };
 use serde::Serialize;
 
@@ -38,6 +38,9 @@ struct SessionStats {
     snapshot: Option<SnapshotHeader>,
     /// What reading a Claude Code transcript found (`null` for a Codex session).
     transcript: Option<TranscriptReport>,
+    /// The tokens a Claude Code transcript's responses were billed, once per message (`null`
+    /// for a Codex session).
+    usage: Option<UsageTotals>,
     /// What the history holds.
     stats: HistoryStats,
 }
@@ -149,6 +152,7 @@ fn session_stats(path: String, loaded: Loaded) -> SessionStats {
             load: Some(resumed.report().clone()),
             snapshot: None,
             transcript: None,
+            usage: None,
         },
         Loaded::Snapshot(opened) => SessionStats {
             r#type: "session",
@@ -162,6 +166,7 @@ fn session_stats(path: String, loaded: Loaded) -> SessionStats {
             load: None,
             snapshot: Some(*opened.header()),
             transcript: None,
+            usage: None,
         },
         Loaded::Transcript(resumed) => SessionStats {
             r#type: "session",
@@ -186,6 +191,7 @@ fn session_stats(path: String, loaded: Loaded) -> SessionStats {
             load: None,
             snapshot: None,
             transcript: Some(resumed.report().clone()),
+            usage: Some(resumed.usage()),
         },
     }
 }
@@ -261,6 +267,17 @@ fn text(session: &SessionStats) -> String {
     let _ = writeln!(out, "user turns     {}", stats.user_turns);
     if let Some(compactions) = session.compactions {
         let _ = writeln!(out, "compactions    {compactions}");
+    }
+    if let Some(usage) = &session.usage {
+        let _ = writeln!(
+            out,
+            "billed tokens  {} in ({} written to and {} read from the cache), {} out, over {} response(s)",
+            usage.input_tokens + usage.cache_creation_input_tokens + usage.cache_read_input_tokens,
+            usage.cache_creation_input_tokens,
+            usage.cache_read_input_tokens,
+            usage.output_tokens,
+            usage.messages
+        );
     }
     let _ = writeln!(
         out,

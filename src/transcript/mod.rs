@@ -12,6 +12,7 @@ mod record;
 mod repair;
 mod report;
 mod snapshot;
+mod usage;
 
 use std::path::PathBuf;
 
@@ -29,6 +30,7 @@ pub use report::{
     TranscriptReport,
 };
 pub use snapshot::ResumedTranscript;
+pub use usage::{MessageUsage, UsageTotals};
 
 use messages::{Plain, SourcedItem, plain_item};
 

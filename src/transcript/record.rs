@@ -57,6 +57,8 @@ pub(crate) struct Record {
     pub(crate) message_id: Option<Box<str>>,
     /// An assistant record's `message.model`.
     pub(crate) model: Option<Box<str>>,
+    /// An assistant record's `message.usage`, as written.
+    pub(crate) usage: Option<Box<Value>>,
     /// The content: `message.content` of a user or assistant record, `content` of a system
     /// record; `Null` otherwise.
     pub(crate) content: Value,
@@ -132,6 +134,7 @@ struct Line {
 struct Message {
     id: Option<String>,
     model: Option<String>,
+    usage: Option<Value>,
     #[serde(default)]
     content: Value,
 }
@@ -158,12 +161,16 @@ pub(crate) fn parse_line(text: &str, line: u64) -> Result<Parsed, ParseProblem> 
             fields.kind
         )));
     };
-    let (message_id, model, content) = match (kind, fields.message) {
-        (RecordKind::User | RecordKind::Assistant, Some(message)) => {
-            (message.id, message.model, message.content)
-        }
-        (RecordKind::System, _) => (None, None, fields.content.unwrap_or(Value::Null)),
-        _ => (None, None, Value::Null),
+    let (message_id, model, usage, content) = match (kind, fields.message) {
+        (RecordKind::Assistant, Some(message)) => (
+            message.id,
+            message.model,
+            message.usage.filter(Value::is_object).map(Box::new),
+            message.content,
+        ),
+        (RecordKind::User, Some(message)) => (message.id, message.model, None, message.content),
+        (RecordKind::System, _) => (None, None, None, fields.content.unwrap_or(Value::Null)),
+        _ => (None, None, None, Value::Null),
     };
     let boxed = |text: Option<String>| text.map(String::into_boxed_str);
     Ok(Parsed::Record(Box::new(Record {
@@ -180,6 +187,7 @@ pub(crate) fn parse_line(text: &str, line: u64) -> Result<Parsed, ParseProblem> 
         is_virtual: fields.is_virtual,
         message_id: boxed(message_id),
         model: boxed(model),
+        usage,
         content,
         session_id: boxed(fields.session_id),
         cwd: boxed(fields.cwd),

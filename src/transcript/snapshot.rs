@@ -31,6 +31,7 @@ use super::error::TranscriptError;
 use super::messages::{Plain, plain_item};
 use super::reader::{Transcript, subagent_files_beside};
 use super::report::{ConversationReport, TranscriptReport};
+use super::usage::UsageTotals;
 
 /// A transcript's conversation as a history, with what reading the transcript found: read from
 /// the transcript ([`Transcript::resume_file`]) or from a snapshot of it.
@@ -64,6 +65,8 @@ struct Facts {
     sent: Vec<SentRecord>,
     /// The line each item of the history was read from.
     item_lines: Vec<u64>,
+    /// What every response of the file was billed.
+    usage: UsageTotals,
 }
 
 /// The transcript state a snapshot stores, as JSON (`docs/snapshot-format.md`, "Payload").
@@ -170,6 +173,7 @@ impl Transcript {
             item_lines: (0..history.len())
                 .filter_map(|position| conversation.item_line(position))
                 .collect(),
+            usage: self.usage_totals(),
         };
         Ok(ResumedTranscript {
             path: self.path().to_owned(),
@@ -414,6 +418,11 @@ impl ResumedTranscript {
     /// As [`Transcript::model`].
     pub fn model(&self) -> Option<&str> {
         self.facts.model.as_deref()
+    }
+
+    /// As [`Transcript::usage_totals`].
+    pub fn usage(&self) -> UsageTotals {
+        self.facts.usage
     }
 
     /// As [`Transcript::subagents`].

@@ -637,6 +637,69 @@ mod reading {
     }
 
     #[test]
+    fn each_response_is_billed_once_with_its_last_lines_usage() {
+        let line = |uuid: &str, parent: &str, id: &str, usage: Value, extra: Value| {
+            let mut record = json!({"type": "assistant", "uuid": uuid, "parentUuid": parent,
+                "timestamp": "2026-11-20T10:00:02.000Z",
+                "message": {"id": id, "role": "assistant", "model": "claude-x",
+                    "content": [{"type": "text", "text": uuid}], "usage": usage}});
+            for (key, value) in extra.as_object().expect("an object") {
+                record[key] = value.clone();
+            }
+            record.to_string()
+        };
+        let usage = |input: u64, output: u64| json!({"input_tokens": input, "cache_read_input_tokens": 100, "output_tokens": output});
+        let text = [
+            USER.to_owned(),
+            // One response over two lines: the usage of the last, complete one counts.
+            line("a1", "u1", "m1", usage(3, 5), json!({})),
+            line("a1b", "a1", "m1", usage(3, 40), json!({})),
+            // A subagent's response, inline.
+            line(
+                "s1",
+                "u1",
+                "m2",
+                usage(1, 7),
+                json!({"isSidechain": true, "agentId": "x"}),
+            ),
+            // An API error shown as an assistant line: no model answered it.
+            line(
+                "e1",
+                "a1b",
+                "m3",
+                usage(9, 9),
+                json!({"isApiErrorMessage": true}),
+            ),
+        ]
+        .join("\n");
+        let transcript = read(&text);
+        let usage = transcript.usage();
+        let lines: Vec<(u64, &str, Option<&str>)> = usage
+            .iter()
+            .map(|usage| {
+                (
+                    usage.line,
+                    usage.message_id.as_str(),
+                    usage.thread.as_deref(),
+                )
+            })
+            .collect();
+        assert_eq!(lines, [(3, "m1", None), (4, "m2", Some("x"))]);
+        assert_eq!(usage[0].usage["output_tokens"], 40);
+        let totals = transcript.usage_totals();
+        assert_eq!(
+            (
+                totals.messages,
+                totals.input_tokens,
+                totals.cache_read_input_tokens,
+                totals.output_tokens
+            ),
+            (2, 4, 200, 47)
+        );
+        assert_eq!(transcript.resumed().expect("resumed").usage(), totals);
+    }
+
+    #[test]
     fn a_progress_record_that_is_its_own_parent_ends_the_bridge() {
         // Found by the generated transcripts: the rescue report once followed this cycle for
         // ever.
@@ -997,7 +1060,7 @@ mod snapshots {
             .expect("a plain history");
         let plain: Vec<&str> = plain.iter().map(|entry| entry.json()).collect();
         format!(
-            "{items:?}\n{lines:?}\n{:?}\n{}\n{}\n{:?}\n{:?} {:?} {:?} {:?} {:?} {:?}\n{plain:?} {left_out}",
+            "{items:?}\n{lines:?}\n{:?}\n{}\n{}\n{:?}\n{:?} {:?} {:?} {:?} {:?} {:?}\n{plain:?} {left_out} {:?}",
             resumed.sent(),
             serde_json::to_string(resumed.report()).expect("JSON"),
             serde_json::to_string(resumed.conversation()).expect("JSON"),
@@ -1008,6 +1071,7 @@ mod snapshots {
             resumed.model(),
             resumed.thread(),
             resumed.subagents(),
+            resumed.usage(),
         )
     }
 

@@ -167,6 +167,22 @@ fn stats_counts_a_transcript_and_append_refuses_one() {
     assert_eq!(stats["input"], "claude-code");
     assert_eq!(stats["thread_id"], "6b0e1c2a-0000-4000-8000-000000000002");
     assert_eq!(stats["transcript"]["read_past"]["system/turn_duration"], 1);
+    // Each response billed once: the distinct message ids of the assistant lines.
+    let ids: std::collections::BTreeSet<String> = std::fs::read_to_string(fixture("microcompact"))
+        .expect("read")
+        .lines()
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .filter(|record| record["type"] == "assistant" && record["message"]["usage"].is_object())
+        .filter_map(|record| record["message"]["id"].as_str().map(str::to_owned))
+        .collect();
+    assert!(!ids.is_empty());
+    assert_eq!(stats["usage"]["messages"], ids.len(), "{stats}");
+    let report = run(&["stats", &fixture("microcompact")]);
+    assert!(
+        text(&report.stdout).contains("billed tokens"),
+        "{}",
+        text(&report.stdout)
+    );
     let args = ["append", &fixture("leaf"), "--stream", "/dev/null"];
     let output = run(&args);
     assert!(!output.status.success(), "{args:?}");

@@ -57,7 +57,7 @@ const FILE_ORDER: &[(&str, &str)] = &[
     ),
     (
         "transcript",
-        "record < report < error < format < chain < messages < reader < repair < snapshot",
+        "record < report < error < format < chain < messages < reader < usage < repair < snapshot",
     ),
     ("rollout/resume", "scan < turn < replay < world < snapshot"),
     ("snapshot", "archive < header < error < map < write"),
