@@ -1,8 +1,11 @@
 //! Resume costs that must stay linear in the file, against a baseline from the same run:
 //! legacy compactions (user messages alternating with `compacted` lines without replacement
 //! history) at ten times the length, and a flood of blank lines against the same bytes of items.
-//! Last, JSONL resume throughput: a rollout of generated Codex-style items against reading the
-//! same bytes and parsing each line into a `serde_json::Value`, paired.
+//! A Claude Code transcript of tool calls with progress records in the chain (versions before
+//! 2.1.85) read and its conversation recorded, at four times the turns, each against a `Value`
+//! parse of its own lines, paired (the two ratios equal: linear). Last, JSONL resume throughput:
+//! a rollout of generated Codex-style items against reading the same bytes and parsing each line
+//! into a `serde_json::Value`, paired.
 //! Run with `cargo bench --bench resume`; the ratios are the result
 //! (`AGENT_HISTORY_BENCH_JSONL=1`: the throughput section alone).
 
@@ -13,7 +16,9 @@ mod common;
 mod items;
 use common::{median, ratio};
 
-use agent_history::{DEFAULT_TRUNCATION, READER_LABEL, ResumeOptions, resume_reader};
+use agent_history::{
+    DEFAULT_TRUNCATION, READER_LABEL, ReadMode, ResumeOptions, Transcript, resume_reader,
+};
 
 const META: &str = r#"{"timestamp":"2026-11-03T14:00:00.000Z","type":"session_meta","payload":{"id":"0f1e7c52-3d8a-4b7e-9c11-6a2b5d4e8f90","timestamp":"2026-11-03T14:00:00.000Z"}}"#;
 
@@ -63,6 +68,57 @@ fn compacting(turns: usize) -> Vec<u8> {
         }
     }
     text.into_bytes()
+}
+
+/// `turns` turns of a Claude Code transcript: a prompt, a tool call, three progress records
+/// under it, its result; each record under the one before.
+fn transcript(turns: usize) -> Vec<u8> {
+    let mut text = String::new();
+    let mut parent = "null".to_owned();
+    for n in 0..turns {
+        let mut push = |kind: &str, uuid: String, body: String| {
+            text.push_str(&format!(
+                r#"{{"type":"{kind}","uuid":"{uuid}","parentUuid":{parent},"isSidechain":false,"timestamp":"2026-11-20T{:02}:{:02}:{:02}.000Z","sessionId":"s",{body}}}"#,
+                n / 3600,
+                n / 60 % 60,
+                n % 60
+            ));
+            text.push('\n');
+            parent = format!("\"{uuid}\"");
+        };
+        push(
+            "user",
+            format!("u{n}"),
+            format!(r#""message":{{"role":"user","content":"do {n}"}}"#),
+        );
+        push(
+            "assistant",
+            format!("a{n}"),
+            format!(
+                r#""message":{{"id":"m{n}","role":"assistant","model":"claude-x","content":[{{"type":"tool_use","id":"t{n}","name":"Bash","input":{{"n":{n}}}}}]}}"#
+            ),
+        );
+        for p in 0..3 {
+            push(
+                "progress",
+                format!("p{n}_{p}"),
+                r#""data":{"type":"bash_progress"}"#.to_owned(),
+            );
+        }
+        push(
+            "user",
+            format!("r{n}"),
+            format!(
+                r#""message":{{"role":"user","content":[{{"type":"tool_result","tool_use_id":"t{n}","content":"ok"}}]}}"#
+            ),
+        );
+    }
+    text.into_bytes()
+}
+
+fn read_transcript(bytes: &[u8]) {
+    let transcript = Transcript::read(bytes, "<bench>", ReadMode::Lenient).expect("reads");
+    black_box(transcript.conversation().history().expect("a history"));
 }
 
 fn resume(bytes: &[u8]) {
@@ -153,6 +209,26 @@ fn main() {
         jsonl_throughput();
         return;
     }
+    for turns in [2_000, 8_000] {
+        let bytes = transcript(turns);
+        let read = Transcript::read(&bytes[..], "<bench>", ReadMode::Lenient).expect("reads");
+        assert_eq!(
+            read.conversation().history().expect("a history").len(),
+            3 * turns
+        );
+        let [low, mid, high] = common::paired(
+            7,
+            || {
+                black_box(parse_values(&bytes));
+            },
+            || read_transcript(&bytes),
+        );
+        println!(
+            "{:<62} {mid:>10.4}× Value parse (IQR {low:.4}–{high:.4})",
+            format!("Claude Code transcript, {turns} turns with progress records")
+        );
+    }
+
     let small = legacy(1_000);
     let large = legacy(10_000);
     let small_time = median(5, || resume(&small));

@@ -5,7 +5,7 @@
 //! block, each keeping the block it was read from wherever its Responses form would not render
 //! back to that block for the Messages API.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use serde_json::{Map, Value, json};
 
@@ -56,10 +56,9 @@ enum Role {
     Assistant,
 }
 
-/// A message being built: its role, the assistant's message id, its blocks with their lines.
-struct Built<'r> {
+/// A message being built: its role, its blocks with their lines.
+struct Built {
     role: Role,
-    id: Option<&'r str>,
     blocks: Vec<(u64, Value)>,
 }
 
@@ -125,7 +124,7 @@ pub(crate) fn as_written(records: &[Record], sent: &[usize]) -> Vec<Value> {
 /// The messages of the records `sent`, as Claude Code builds them: one assistant message per
 /// message id, consecutive user records merged with their tool results first, what it leaves
 /// out left out (and added to `dropped`).
-fn build<'r>(records: &'r [Record], sent: &[usize], dropped: &mut Vec<Dropped>) -> Vec<Built<'r>> {
+fn build<'r>(records: &'r [Record], sent: &[usize], dropped: &mut Vec<Dropped>) -> Vec<Built> {
     // The message ids with more than thinking: the lines of any other id are left out.
     let mut substantive: HashSet<&str> = HashSet::new();
     for record in records {
@@ -142,7 +141,9 @@ fn build<'r>(records: &'r [Record], sent: &[usize], dropped: &mut Vec<Dropped>) 
             substantive.insert(id);
         }
     }
-    let mut messages: Vec<Built<'_>> = Vec::new();
+    let mut messages: Vec<Built> = Vec::new();
+    // The assistant message of each message id, by index into `messages`.
+    let mut message_of_id: HashMap<&str, usize> = HashMap::new();
     for &at in sent {
         let record = &records[at];
         let drop = |what| Dropped {
@@ -177,19 +178,17 @@ fn build<'r>(records: &'r [Record], sent: &[usize], dropped: &mut Vec<Dropped>) 
                 dropped.push(drop(DroppedKind::ThinkingOnly));
                 continue;
             }
-            let open = id.and_then(|id| {
-                messages
-                    .iter()
-                    .rposition(|message| message.role == Role::Assistant && message.id == Some(id))
-            });
+            let open = id.and_then(|id| message_of_id.get(id).copied());
             let Some(open) = open else {
                 let blocks = blocks
                     .into_iter()
                     .map(|block| (record.line, block))
                     .collect();
+                if let Some(id) = id {
+                    message_of_id.insert(id, messages.len());
+                }
                 messages.push(Built {
                     role: Role::Assistant,
-                    id,
                     blocks,
                 });
                 continue;
@@ -214,7 +213,6 @@ fn build<'r>(records: &'r [Record], sent: &[usize], dropped: &mut Vec<Dropped>) 
                 Some(last) if last.role == Role::User => last.blocks.extend(blocks),
                 _ => messages.push(Built {
                     role: Role::User,
-                    id: None,
                     blocks: blocks.collect(),
                 }),
             }
@@ -234,7 +232,7 @@ fn build<'r>(records: &'r [Record], sent: &[usize], dropped: &mut Vec<Dropped>) 
 /// The pairing the Messages API needs, kept by leaving out what breaks it: a tool_use id used
 /// before, and a result that answers no tool_use of the assistant message before it, or one
 /// answered already (the API pairs by position). What is left out is added to `dropped`.
-fn pair(messages: &mut [Built<'_>], dropped: &mut Vec<Dropped>) {
+fn pair(messages: &mut [Built], dropped: &mut Vec<Dropped>) {
     let mut used: HashSet<String> = HashSet::new();
     let mut asked: HashSet<String> = HashSet::new();
     for message in messages {
