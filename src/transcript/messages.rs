@@ -124,7 +124,7 @@ pub(crate) fn as_written(records: &[Record], sent: &[usize]) -> Vec<Value> {
 /// The messages of the records `sent`, as Claude Code builds them: one assistant message per
 /// message id, consecutive user records merged with their tool results first, what it leaves
 /// out left out (and added to `dropped`).
-fn build<'r>(records: &'r [Record], sent: &[usize], dropped: &mut Vec<Dropped>) -> Vec<Built> {
+fn build(records: &[Record], sent: &[usize], dropped: &mut Vec<Dropped>) -> Vec<Built> {
     // The message ids with more than thinking: the lines of any other id are left out.
     let mut substantive: HashSet<&str> = HashSet::new();
     for record in records {
