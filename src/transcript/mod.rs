@@ -93,27 +93,11 @@ impl Conversation {
     ///
     /// As [`Conversation::history`].
     pub fn history_for(&self, target: Target) -> Result<History, TranscriptError> {
-        let mut history = History::with_truncation(TruncationPolicy::Bytes(usize::MAX));
-        for item in &self.items {
-            let plain = match target {
-                Target::Responses => plain_item(&item.json),
-                Target::ChatCompletions | Target::AnthropicMessages => Plain::Same(&item.json),
-            };
-            let json = match &plain {
-                Plain::LeftOut => continue,
-                Plain::Same(json) => json,
-                Plain::Rewritten(json) => json.as_str(),
-            };
-            history
-                .record_json(json)
-                .map_err(|source| TranscriptError::Item {
-                    path: self.path.clone(),
-                    line: item.line,
-                    block: item.block.clone(),
-                    source,
-                })?;
-        }
-        Ok(history)
+        let items = self
+            .items
+            .iter()
+            .map(|item| (item.json.as_str(), item.line, item.block.as_str()));
+        record(&self.path, items, target).map(|(history, _)| history)
     }
 
     /// How many items [`Conversation::history_for`] leaves out for `target`: the thinking blocks
@@ -128,6 +112,41 @@ impl Conversation {
             Target::ChatCompletions | Target::AnthropicMessages => 0,
         }
     }
+}
+
+/// The history of `items` (each an item's JSON, the line and the block type it was read from)
+/// for `target`, nothing truncated: for the Responses API the plain items, thinking left out;
+/// with how many were left out.
+fn record<'i>(
+    path: &std::path::Path,
+    items: impl IntoIterator<Item = (&'i str, u64, &'i str)>,
+    target: Target,
+) -> Result<(History, usize), TranscriptError> {
+    let mut history = History::with_truncation(TruncationPolicy::Bytes(usize::MAX));
+    let mut left_out = 0;
+    for (json, line, block) in items {
+        let plain = match target {
+            Target::Responses => plain_item(json),
+            Target::ChatCompletions | Target::AnthropicMessages => Plain::Same(json),
+        };
+        let json = match &plain {
+            Plain::LeftOut => {
+                left_out += 1;
+                continue;
+            }
+            Plain::Same(json) => json,
+            Plain::Rewritten(json) => json.as_str(),
+        };
+        history
+            .record_json(json)
+            .map_err(|source| TranscriptError::Item {
+                path: path.to_owned(),
+                line,
+                block: block.to_owned(),
+                source,
+            })?;
+    }
+    Ok((history, left_out))
 }
 
 impl Transcript {

@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
-use crate::history::{History, TruncationPolicy};
+use crate::history::History;
 use crate::item::ThreadId;
 use crate::provider::Target;
 use crate::rollout::{
@@ -28,7 +28,6 @@ use crate::snapshot::{
 
 use super::SentRecord;
 use super::error::TranscriptError;
-use super::messages::{Plain, plain_item};
 use super::reader::{Transcript, subagent_files_beside};
 use super::report::{ConversationReport, TranscriptReport};
 use super::usage::UsageTotals;
@@ -350,28 +349,14 @@ impl ResumedTranscript {
         if target != Target::Responses {
             return Ok((self.history.clone(), 0));
         }
-        let mut history = History::with_truncation(TruncationPolicy::Bytes(usize::MAX));
-        let mut left_out = 0;
-        for (position, entry) in self.history.iter().enumerate() {
-            let plain = plain_item(entry.json());
-            let json = match &plain {
-                Plain::LeftOut => {
-                    left_out += 1;
-                    continue;
-                }
-                Plain::Same(json) => json,
-                Plain::Rewritten(json) => json.as_str(),
-            };
-            history
-                .record_json(json)
-                .map_err(|source| TranscriptError::Item {
-                    path: self.path.clone(),
-                    line: self.item_line(position).unwrap_or(0),
-                    block: entry.kind().as_str().to_owned(),
-                    source,
-                })?;
-        }
-        Ok((history, left_out))
+        let items = self.history.iter().enumerate().map(|(position, entry)| {
+            (
+                entry.json(),
+                self.item_line(position).unwrap_or(0),
+                entry.kind().as_str(),
+            )
+        });
+        super::record(&self.path, items, target)
     }
 
     /// What reading the transcript found.
