@@ -66,7 +66,8 @@ pub enum Command {
     /// and summarized at the end.
     #[command(after_help = EXIT_STATUS)]
     Stats(StatsArgs),
-    /// Write a snapshot of a rollout's history (memory-mapped on resume, no JSON parse).
+    /// Write a snapshot of a rollout's or a Claude Code transcript's history (memory-mapped on
+    /// resume, no JSON parse).
     #[command(after_help = EXIT_STATUS)]
     Snapshot(SnapshotArgs),
     /// Write a repaired copy of a Claude Code transcript that Claude Code can resume.

@@ -213,8 +213,9 @@ pub fn read_transcript(
 pub fn rollouts_only(source: &Source) -> anyhow::Result<()> {
     if format_of(source) == SessionFormat::ClaudeCode {
         anyhow::bail!(
-            "{} is a Claude Code transcript; this command reads Codex rollouts only so far \
-             (`project`, `check`, `stats` and `prefix` read transcripts)",
+            "{} is a Claude Code transcript; this command takes Codex rollouts only \
+             (`project`, `check`, `stats`, `prefix`, `snapshot`, `verify` and `lint` read \
+             transcripts)",
             source.label()
         );
     }

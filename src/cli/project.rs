@@ -55,11 +55,11 @@ pub fn run(mut args: ProjectArgs) -> anyhow::Result<ExitCode> {
     if let Some(resumed) = &input.transcript {
         let (history, left_out) = resumed.history_for(args.target())?;
         input.history = history;
-        report.insert("thinking_left_out".into(), left_out.into());
+        report.insert("items_left_out".into(), left_out.into());
         if left_out > 0 {
             status_text!(
                 args.json,
-                "left out {left_out} thinking block(s): the {} API takes back no Anthropic thinking",
+                "left out {left_out} item(s) the {} API takes none of: thinking, and blocks it has no form for",
                 args.target()
             );
         }
@@ -121,10 +121,14 @@ fn check_flags(args: &ProjectArgs, transcript: bool) -> anyhow::Result<()> {
         ))
         .into());
     }
-    if transcript && args.snapshot.is_some() && is_stdin(&args.rollout) {
+    // A transcript is hashed before it is read: a stream (standard input, a FIFO) could not be
+    // read again.
+    let stream = is_stdin(&args.rollout)
+        || std::fs::metadata(&args.rollout).is_ok_and(|metadata| !metadata.is_file());
+    if transcript && args.snapshot.is_some() && stream {
         return Err(Usage(
             "--snapshot needs a transcript file: a transcript's snapshot stands for a whole \
-             file, and standard input cannot be checked against it"
+             file, and a stream cannot be checked against it and then read"
                 .to_owned(),
         )
         .into());

@@ -272,7 +272,10 @@ fn text(session: &SessionStats) -> String {
         let _ = writeln!(
             out,
             "billed tokens  {} in ({} written to and {} read from the cache), {} out, over {} response(s)",
-            usage.input_tokens + usage.cache_creation_input_tokens + usage.cache_read_input_tokens,
+            usage
+                .input_tokens
+                .saturating_add(usage.cache_creation_input_tokens)
+                .saturating_add(usage.cache_read_input_tokens),
             usage.cache_creation_input_tokens,
             usage.cache_read_input_tokens,
             usage.output_tokens,

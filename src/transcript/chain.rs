@@ -197,7 +197,8 @@ fn descends(parents: &[Option<usize>], mut from: usize, ancestor: usize) -> bool
 }
 
 /// The leaf: of the thread's records nobody points at, each walked back to its nearest user or
-/// assistant record, the latest by timestamp; a tie goes to the earlier line.
+/// assistant record, the latest by timestamp; a tie goes to the record read first (a record
+/// written again keeps its first place).
 fn leaf(
     records: &[Record],
     parents: &[Option<usize>],
@@ -222,11 +223,9 @@ fn leaf(
         if !message(at) {
             continue;
         }
-        // The latest; of two records of one timestamp, the one on the earlier line.
-        let better = best.is_none_or(|best| {
-            (&records[at].timestamp, records[best].line)
-                > (&records[best].timestamp, records[at].line)
-        });
+        // The latest; of two records of one timestamp, the one read first.
+        let better =
+            best.is_none_or(|best| (&records[at].timestamp, best) > (&records[best].timestamp, at));
         if better {
             best = Some(at);
         }
@@ -236,7 +235,7 @@ fn leaf(
 
 /// The path with each parallel call batch put back: after the path's last line of an assistant
 /// message id come the lines of that id off the path and the tool results hanging from them,
-/// in timestamp order (then line order).
+/// in timestamp order (then in the order read).
 fn put_back_batches(
     records: &[Record],
     parents: &[Option<usize>],
@@ -285,9 +284,7 @@ fn put_back_batches(
             back.extend(results_under.get(line).into_iter().flatten().copied());
         }
         back.retain(|other| taken.insert(*other));
-        back.sort_by(|&a, &b| {
-            (&records[a].timestamp, records[a].line).cmp(&(&records[b].timestamp, records[b].line))
-        });
+        back.sort_by(|&a, &b| (&records[a].timestamp, a).cmp(&(&records[b].timestamp, b)));
         out.extend(back);
     }
     out

@@ -28,7 +28,7 @@ pub(crate) struct SourcedItem {
 /// What the Responses API takes of an item of a transcript's history ([`plain_item`]).
 pub(crate) enum Plain<'a> {
     /// Nothing: a thinking block's item (its signature is Anthropic's, and that API takes back
-    /// only reasoning it encrypted itself).
+    /// only reasoning it encrypted itself), or a block's with no Responses form.
     LeftOut,
     /// The item as it is: it keeps no block.
     Same(&'a str),
@@ -45,6 +45,16 @@ pub(crate) fn plain_item(json: &str) -> Plain<'_> {
         return Plain::LeftOut;
     }
     match item.remove(ANTHROPIC_BLOCK_KEY) {
+        // A block with no Responses form (a document, a server tool's) is a message of no
+        // part: nothing of it can be sent.
+        Some(_)
+            if item
+                .get("content")
+                .and_then(Value::as_array)
+                .is_some_and(Vec::is_empty) =>
+        {
+            Plain::LeftOut
+        }
         Some(_) => Plain::Rewritten(Value::Object(item).to_string()),
         None => Plain::Same(json),
     }
@@ -64,6 +74,17 @@ struct Built {
 
 fn block_type(block: &Value) -> &str {
     block.get("type").and_then(Value::as_str).unwrap_or("")
+}
+
+/// The tool id a `tool_use` (its `id`) or a `tool_result` (its `tool_use_id`) carries; `""`
+/// when it has none, or no string.
+pub(crate) fn tool_id(block: &Value) -> &str {
+    let key = if block_type(block) == "tool_use" {
+        "id"
+    } else {
+        "tool_use_id"
+    };
+    block.get(key).and_then(Value::as_str).unwrap_or("")
 }
 
 fn is_thinking(block: &Value) -> bool {
@@ -242,10 +263,7 @@ fn pair(messages: &mut [Built], dropped: &mut Vec<Dropped>) {
                     if block_type(block) != "tool_result" {
                         return true;
                     }
-                    let id = block
-                        .get("tool_use_id")
-                        .and_then(Value::as_str)
-                        .unwrap_or("");
+                    let id = tool_id(block);
                     let answers = asked.remove(id);
                     if !answers {
                         dropped.push(Dropped {
@@ -263,7 +281,7 @@ fn pair(messages: &mut [Built], dropped: &mut Vec<Dropped>) {
                     if block_type(block) != "tool_use" {
                         return true;
                     }
-                    let id = block.get("id").and_then(Value::as_str).unwrap_or("");
+                    let id = tool_id(block);
                     let fresh = used.insert(id.to_owned());
                     if fresh {
                         asked.insert(id.to_owned());

@@ -87,7 +87,8 @@ impl Conversation {
     /// The conversation as a history for `target`, nothing truncated. For the Anthropic
     /// Messages and Chat Completions APIs, [`Conversation::history`]. For the Responses API,
     /// each item in its plain form (no kept block, which that API would refuse), and the
-    /// thinking blocks left out ([`Conversation::left_out_for`]).
+    /// thinking blocks and the blocks that API has no form for left out
+    /// ([`Conversation::left_out_for`]).
     ///
     /// # Errors
     ///
@@ -100,8 +101,8 @@ impl Conversation {
         record(&self.path, items, target).map(|(history, _)| history)
     }
 
-    /// How many items [`Conversation::history_for`] leaves out for `target`: the thinking blocks
-    /// for the Responses API, none for the others.
+    /// How many items [`Conversation::history_for`] leaves out for `target`: for the Responses
+    /// API the thinking blocks and the blocks it has no form for, none for the others.
     pub fn left_out_for(&self, target: Target) -> usize {
         match target {
             Target::Responses => self
@@ -115,7 +116,8 @@ impl Conversation {
 }
 
 /// The history of `items` (each an item's JSON, the line and the block type it was read from)
-/// for `target`, nothing truncated: for the Responses API the plain items, thinking left out;
+/// for `target`, nothing truncated: for the Responses API the plain items (thinking and blocks
+/// with no Responses form left out);
 /// with how many were left out.
 fn record<'i>(
     path: &std::path::Path,

@@ -16,6 +16,7 @@ use crate::item::SYNTHETIC_ID_NAMESPACE;
 use super::Conversation;
 use super::chain;
 use super::error::TranscriptError;
+use super::messages::tool_id;
 use super::reader::Transcript;
 use super::report::DroppedKind;
 
@@ -35,7 +36,7 @@ pub struct TranscriptRepair {
     pub answered: Vec<String>,
     /// The records re-attached (their uuids): each written again with the parent it hangs from.
     pub reattached: Vec<String>,
-    /// The tool ids of the blocks left out, in line order: a `tool_result` that answers no call
+    /// The tool ids of the blocks left out, record by record in line order: a `tool_result` that answers no call
     /// just before it (or one answered already), a `tool_use` whose id an earlier one used. Each
     /// record that held one is written again without it (and kept under the mark), or marked
     /// virtual when nothing else is left of it.
@@ -88,15 +89,10 @@ impl Change<'_> {
         let written = content.clone();
         let mut removed = Vec::new();
         for (&(kind, id), &count) in &self.left_out {
-            let key = if kind == "tool_use" {
-                "id"
-            } else {
-                "tool_use_id"
-            };
             for _ in 0..count {
                 let at = content
                     .iter()
-                    .rposition(|block| block["type"] == kind && block[key].as_str() == Some(id))?;
+                    .rposition(|block| block["type"] == kind && tool_id(block) == id)?;
                 removed.push(content.remove(at));
             }
         }
@@ -198,9 +194,11 @@ impl Transcript {
                 if !change.left_out.is_empty() {
                     let mut without = record.clone();
                     let removed = change.leave_out(&mut without).ok_or_else(changed)?;
-                    // A record off the walk is sent because it holds results: one left with
-                    // other blocks and no result would not be sent any more.
+                    // A user record off the walk is sent because it holds results (put back
+                    // after a call batch): one left with other blocks and no result would not
+                    // be sent any more. (An assistant line off the walk is sent for its id.)
                     if off_walk.contains(&number)
+                        && record.get("type").and_then(Value::as_str) == Some("user")
                         && !holds_result(&without)
                         && !is_virtual(&without)
                     {
@@ -210,14 +208,9 @@ impl Transcript {
                         }
                     } else {
                         record = without;
-                        repair.left_out.extend(removed.iter().filter_map(|block| {
-                            let key = if block["type"] == "tool_use" {
-                                "id"
-                            } else {
-                                "tool_use_id"
-                            };
-                            block[key].as_str().map(str::to_owned)
-                        }));
+                        repair
+                            .left_out
+                            .extend(removed.iter().map(|block| tool_id(block).to_owned()));
                         mark["left_out"] = Value::Array(removed);
                     }
                 }

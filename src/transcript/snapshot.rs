@@ -337,7 +337,8 @@ impl ResumedTranscript {
         self.history
     }
 
-    /// The history for `target`: for the Responses API the plain items, thinking left out (as
+    /// The history for `target`: for the Responses API the plain items, thinking and blocks with
+    /// no Responses form left out (as
     /// [`Conversation::history_for`](super::Conversation::history_for)), with how many items
     /// were left out; the history itself for the others.
     ///

@@ -44,11 +44,16 @@ impl UsageTotals {
     /// Adds one response's usage (a missing or non-numeric count adds nothing).
     fn add(&mut self, usage: &Value) {
         let count = |key: &str| usage.get(key).and_then(Value::as_u64).unwrap_or(0);
-        self.messages += 1;
-        self.input_tokens += count("input_tokens");
-        self.cache_creation_input_tokens += count("cache_creation_input_tokens");
-        self.cache_read_input_tokens += count("cache_read_input_tokens");
-        self.output_tokens += count("output_tokens");
+        // Counts come from the file: a sum never overflows, it stops at the largest.
+        self.messages = self.messages.saturating_add(1);
+        self.input_tokens = self.input_tokens.saturating_add(count("input_tokens"));
+        self.cache_creation_input_tokens = self
+            .cache_creation_input_tokens
+            .saturating_add(count("cache_creation_input_tokens"));
+        self.cache_read_input_tokens = self
+            .cache_read_input_tokens
+            .saturating_add(count("cache_read_input_tokens"));
+        self.output_tokens = self.output_tokens.saturating_add(count("output_tokens"));
     }
 }
 

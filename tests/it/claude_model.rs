@@ -15,8 +15,6 @@ use serde_json::Value;
 /// One chain record of a transcript, as much of it as choosing the conversation needs.
 #[derive(Debug, Clone)]
 pub(crate) struct Record {
-    /// The record's line, from 1.
-    line: usize,
     uuid: String,
     parent: Option<String>,
     /// `user`, `assistant`, `system`, `attachment` or `progress`.
@@ -64,7 +62,6 @@ pub(crate) fn records(text: &str) -> Vec<Record> {
         by_uuid.insert(
             uuid.to_owned(),
             Record {
-                line: index + 1,
                 uuid: uuid.to_owned(),
                 parent: text("parentUuid"),
                 kind: kind.to_owned(),
@@ -186,7 +183,7 @@ pub(crate) fn thread_conversation(records: &[Record], thread: Option<&str>) -> V
                 && records[at].raw.get("subtype").and_then(Value::as_str) == Some("local_command"))
     };
     // The leaf: of the main-thread records nobody points at, each walked back to its nearest
-    // user or assistant record, the latest; a tie goes to the earlier line.
+    // user or assistant record, the latest; a tie goes to the record read first.
     let leaf = (0..records.len())
         .filter(|&at| {
             // A progress record nobody points at is an end too, walked back like any other.
@@ -202,8 +199,7 @@ pub(crate) fn thread_conversation(records: &[Record], thread: Option<&str>) -> V
             Some(at)
         })
         .min_by(|&a, &b| {
-            (records[b].timestamp.as_str(), records[a].line)
-                .cmp(&(records[a].timestamp.as_str(), records[b].line))
+            (records[b].timestamp.as_str(), a).cmp(&(records[a].timestamp.as_str(), b))
         });
     let Some(leaf) = leaf else {
         return Vec::new();
@@ -247,8 +243,7 @@ pub(crate) fn thread_conversation(records: &[Record], thread: Option<&str>) -> V
             })
             .collect();
         back.sort_by(|&a, &b| {
-            (records[a].timestamp.as_str(), records[a].line)
-                .cmp(&(records[b].timestamp.as_str(), records[b].line))
+            (records[a].timestamp.as_str(), a).cmp(&(records[b].timestamp.as_str(), b))
         });
         sent.extend(back);
     }

@@ -637,6 +637,30 @@ mod reading {
     }
 
     #[test]
+    fn a_block_with_no_responses_form_is_left_out_of_the_plain_history_and_counted() {
+        let text = [
+            json!({"type": "user", "uuid": "u1", "parentUuid": null,
+                "timestamp": "2026-11-20T10:00:01.000Z",
+                "message": {"role": "user", "content": [
+                    {"type": "document", "source": {"type": "text", "media_type": "text/plain", "data": "a note"}},
+                    {"type": "text", "text": "read this"}]}})
+            .to_string(),
+        ]
+        .join("\n");
+        let conversation = read(&text).conversation();
+        let kept = conversation.history().expect("a history");
+        assert_eq!(kept.len(), 2);
+        let plain = conversation.history_for(Target::Responses).expect("plain");
+        assert_eq!(conversation.left_out_for(Target::Responses), 1);
+        let items: Vec<Value> = plain
+            .iter()
+            .map(|entry| serde_json::from_str(entry.json()).expect("JSON"))
+            .collect();
+        assert_eq!(items.len(), 1);
+        assert_eq!(items[0]["content"][0]["text"], "read this");
+    }
+
+    #[test]
     fn each_response_is_billed_once_with_its_last_lines_usage() {
         let line = |uuid: &str, parent: &str, id: &str, usage: Value, extra: Value| {
             let mut record = json!({"type": "assistant", "uuid": uuid, "parentUuid": parent,
@@ -652,8 +676,11 @@ mod reading {
         let text = [
             USER.to_owned(),
             // One response over two lines: the usage of the last, complete one counts.
-            line("a1", "u1", "m1", usage(3, 5), json!({})),
-            line("a1b", "a1", "m1", usage(3, 40), json!({})),
+            // An earlier line with more output tokens (written out of order) counts, and of
+            // two lines with as many, the later.
+            line("a1", "u1", "m1", usage(3, 40), json!({})),
+            line("a1b", "a1", "m1", usage(3, 5), json!({})),
+            line("a1c", "a1b", "m1", usage(4, 40), json!({})),
             // A subagent's response, inline.
             line(
                 "s1",
@@ -684,8 +711,9 @@ mod reading {
                 )
             })
             .collect();
-        assert_eq!(lines, [(3, "m1", None), (4, "m2", Some("x"))]);
+        assert_eq!(lines, [(4, "m1", None), (5, "m2", Some("x"))]);
         assert_eq!(usage[0].usage["output_tokens"], 40);
+        assert_eq!(usage[0].usage["input_tokens"], 4);
         let totals = transcript.usage_totals();
         assert_eq!(
             (
@@ -694,7 +722,7 @@ mod reading {
                 totals.cache_read_input_tokens,
                 totals.output_tokens
             ),
-            (2, 4, 200, 47)
+            (2, 5, 200, 47)
         );
         assert_eq!(transcript.resumed().expect("resumed").usage(), totals);
     }
@@ -1149,7 +1177,14 @@ mod snapshots {
             }
             let fresh = Transcript::resume_file(&path, None, ReadMode::Lenient).expect("read");
             assert_eq!(parts(&through), parts(&fresh), "{name}");
-            assert_ne!(parts(&through), parts(&read), "{name}");
+            let items = |resumed: &ResumedTranscript| -> Vec<String> {
+                resumed
+                    .history()
+                    .iter()
+                    .map(|entry| entry.json().to_owned())
+                    .collect()
+            };
+            assert_ne!(items(&through), items(&read), "{name}");
         }
         // Strict reading checks every line: no snapshot.
         std::fs::write(&path, &text).expect("written");

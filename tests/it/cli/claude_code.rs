@@ -106,7 +106,7 @@ fn a_request_takes_the_transcripts_model_and_another_target_is_asked_for() {
     let report: Value =
         serde_json::from_str(text(&responses.stderr).lines().last().expect("the report"))
             .expect("JSON");
-    assert_eq!(report["thinking_left_out"], 2, "{report}");
+    assert_eq!(report["items_left_out"], 2, "{report}");
 }
 
 #[test]
