@@ -44,10 +44,10 @@ pub use report::{
     LoadReport, OpenCall, ReadMode, ReadOptions, RepairedLine, SkipCounts, SkipReason, SkippedLine,
     WorldStateIssue, WorldStateProblem, WorldStateReport,
 };
-pub(crate) use resume::settle;
 pub use resume::{
     Compactions, FallbackReason, ResumeOptions, ResumeSource, Resumed, resume_file, resume_reader,
 };
+pub(crate) use resume::{hash_prefix, settle};
 pub use sink::{FileSink, RolloutSink};
 pub(crate) use stored_report::PrefixReport;
 pub(crate) use writer::FirstLine;

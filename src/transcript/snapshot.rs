@@ -9,7 +9,6 @@
 //! conversation of a longer file is chosen from all of its records again.
 
 use std::collections::BTreeMap;
-use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -19,7 +18,8 @@ use crate::history::History;
 use crate::item::ThreadId;
 use crate::provider::Target;
 use crate::rollout::{
-    FallbackReason, PrefixReport, ReadMode, ReadOptions, ResumeSource, RolloutText, open_input,
+    FallbackReason, PrefixReport, ReadMode, ReadOptions, ResumeSource, RolloutText, hash_prefix,
+    open_input,
 };
 use crate::snapshot::{
     PrefixState, Replace, RolloutPosition, Snapshot, SnapshotError, SnapshotHeader,
@@ -248,24 +248,12 @@ fn digest_of(path: &Path) -> Result<RolloutPosition, TranscriptError> {
     let file = open_input(path).map_err(|error| TranscriptError::from_open(path, error))?;
     let mut text = RolloutText::new(file).map_err(io)?;
     let mut hasher = blake3::Hasher::new();
-    let mut position = RolloutPosition {
-        lines: 0,
-        bytes: 0,
+    let read = hash_prefix(&mut text, u64::MAX, &mut hasher).map_err(io)?;
+    Ok(RolloutPosition {
+        lines: read.lines,
+        bytes: read.bytes,
         digest: hasher.finalize(),
-    };
-    let mut buffer = vec![0u8; 64 * 1024];
-    loop {
-        let read = match text.read(&mut buffer) {
-            Ok(0) => break,
-            Ok(read) => read,
-            Err(error) if error.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(error) => return Err(io(error)),
-        };
-        hasher.update(&buffer[..read]);
-        position.bytes += read as u64;
-    }
-    position.digest = hasher.finalize();
-    Ok(position)
+    })
 }
 
 impl ResumedTranscript {

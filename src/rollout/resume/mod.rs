@@ -30,6 +30,7 @@ use super::stored_report::AncestorCut;
 use replay::Replay;
 pub(crate) use scan::settle;
 use scan::{Reference, line_facts, reverse_scan, stored_fact};
+pub(crate) use snapshot::hash_prefix;
 
 /// How to resume.
 #[derive(Debug, Clone, PartialEq, Eq)]

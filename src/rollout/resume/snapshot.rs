@@ -472,18 +472,18 @@ fn unusable(snapshot: &Path, detail: &dyn fmt::Display) -> FallbackReason {
 }
 
 /// What hashing a rollout's prefix found.
-struct Prefix {
+pub(crate) struct Prefix {
     /// Bytes hashed: the covered length, or less when the rollout is shorter.
-    bytes: u64,
+    pub(crate) bytes: u64,
     /// The last byte hashed.
-    last: Option<u8>,
+    pub(crate) last: Option<u8>,
     /// Newlines among them: the lines of the prefix.
-    lines: u64,
+    pub(crate) lines: u64,
 }
 
 /// Hashes the first `len` bytes of `file` (fewer if it is shorter), leaving it positioned after
 /// them. An interrupted read is tried again; any other read error is returned.
-fn hash_prefix(
+pub(crate) fn hash_prefix(
     file: &mut impl Read,
     len: u64,
     hasher: &mut blake3::Hasher,
