@@ -14,6 +14,7 @@ mod report;
 mod snapshot;
 mod usage;
 
+use std::collections::HashSet;
 use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
@@ -54,6 +55,10 @@ pub struct Conversation {
     path: PathBuf,
     /// The thread: `None` for the main one, a subagent by its id.
     pub(crate) thread: Option<String>,
+    /// The records sent, by index into the transcript's records.
+    pub(crate) sent_at: Vec<usize>,
+    /// The records of the walk itself (the rest of those sent were put back as call batches).
+    pub(crate) walked: HashSet<usize>,
 }
 
 impl Conversation {
@@ -183,9 +188,7 @@ impl Transcript {
     /// written, no `tool_use` answered, no result left out. What the Messages API says of them
     /// (`validate`) is what a resume that repairs nothing would be told.
     pub fn messages_as_written(&self) -> Vec<serde_json::Value> {
-        let thread = self.conversation().thread;
-        let chain::Path { sent, .. } = chain::path(&self.records, thread.as_deref());
-        messages::as_written(&self.records, &sent)
+        messages::as_written(&self.records, &self.conversation().sent_at)
     }
 
     /// The record read from `line` (records are not in line order where a later line replaced
@@ -199,7 +202,9 @@ impl Transcript {
 
     fn thread_conversation(&self, thread: Option<&str>) -> Conversation {
         let chain::Path {
-            sent, mut report, ..
+            sent,
+            walked,
+            mut report,
         } = chain::path(&self.records, thread);
         let items = messages::items(&self.records, &sent, &mut report.dropped);
         Conversation {
@@ -214,6 +219,8 @@ impl Transcript {
             items,
             path: self.path().to_owned(),
             thread: thread.map(str::to_owned),
+            sent_at: sent,
+            walked,
         }
     }
 }

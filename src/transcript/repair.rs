@@ -14,7 +14,6 @@ use uuid::Uuid;
 use crate::item::SYNTHETIC_ID_NAMESPACE;
 
 use super::Conversation;
-use super::chain;
 use super::error::TranscriptError;
 use super::messages::tool_id;
 use super::reader::Transcript;
@@ -146,7 +145,7 @@ impl Transcript {
                 .entry((kind, id.as_str()))
                 .or_default() += 1;
         }
-        let walked = chain::path(&self.records, conversation.thread.as_deref()).walked;
+        let walked = &conversation.walked;
         let off_walk: HashSet<u64> = self
             .records
             .iter()
