@@ -10,7 +10,7 @@ use agent_history::{
 use serde::Serialize;
 
 use super::args::CheckArgs;
-use super::input::{Loaded, each, load, sessions};
+use super::input::{Loaded, each, load, sessions, transcript_input};
 use super::output::{self, collapse, error_line, finish, json_line, line, stdout};
 
 /// How much a finding matters: `--strict` fails on warnings only.
@@ -532,11 +532,7 @@ fn transcript_checked(path: String, resumed: ResumedTranscript) -> Checked {
         r#type: "session",
         path,
         // A transcript's snapshot opened on its own reports what was read when it was written.
-        input: if resumed.used_snapshot() {
-            "snapshot"
-        } else {
-            "claude-code"
-        },
+        input: transcript_input(&resumed),
         lines: report.lines,
         history_mode: None,
         lineage: Vec::new(),

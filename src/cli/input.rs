@@ -209,6 +209,26 @@ pub fn read_transcript(
     Ok(resumed)
 }
 
+/// How reports name a transcript's input: `"snapshot"` when it was opened from a snapshot,
+/// else `"claude-code"`.
+pub fn transcript_input(resumed: &ResumedTranscript) -> &'static str {
+    if resumed.used_snapshot() {
+        "snapshot"
+    } else {
+        "claude-code"
+    }
+}
+
+/// The usage error of `--truncation` given for the Claude Code transcript at `path`.
+pub fn no_truncation(path: &Path) -> anyhow::Error {
+    super::Usage(format!(
+        "--truncation needs a Codex rollout, and {} is a Claude Code transcript (read whole, \
+         nothing truncated)",
+        path.display()
+    ))
+    .into()
+}
+
 /// The error of a command that reads Codex rollouts only, given a Claude Code transcript.
 pub fn rollouts_only(source: &Source) -> anyhow::Result<()> {
     if format_of(source) == SessionFormat::ClaudeCode {

@@ -14,7 +14,9 @@ use serde_json::{Map, Value};
 
 use super::Usage;
 use super::args::ProjectArgs;
-use super::input::{format_of, is_stdin, progress_bar, read_transcript, resume_rollout, source_of};
+use super::input::{
+    format_of, is_stdin, no_truncation, progress_bar, read_transcript, resume_rollout, source_of,
+};
 use super::output::{collapse, json_line, quiet, report_load, stdout};
 
 /// A status line, left out with `--json` (whose report says the same).
@@ -114,12 +116,7 @@ fn check_flags(args: &ProjectArgs, transcript: bool) -> anyhow::Result<()> {
         .into());
     }
     if transcript && args.truncation.is_some() {
-        return Err(Usage(format!(
-            "--truncation needs a Codex rollout, and {} is a Claude Code transcript (read \
-             whole, nothing truncated)",
-            args.rollout.display()
-        ))
-        .into());
+        return Err(no_truncation(&args.rollout));
     }
     // A transcript is hashed before it is read: a stream (standard input, a FIFO) could not be
     // read again.

@@ -42,14 +42,11 @@ pub fn run(args: RepairArgs) -> anyhow::Result<ExitCode> {
     }
     let transcript = Transcript::read(&original[..], &path, ReadMode::Lenient)?;
     let repair = transcript.repair(&original[..])?;
-    for line in &repair.unrepaired {
-        status_unless(
-            json,
-            &format!(
-                "{} line {line}: a result that answers no call is left as it is (the record is \
-                 sent for its results, and would not be without it)",
-                path.display()
-            ),
+    for line in repair.unrepaired.iter().filter(|_| !json) {
+        status!(
+            "{} line {line}: a result that answers no call is left as it is (the record is sent \
+             for its results, and would not be without it)",
+            path.display()
         );
     }
     if repair.is_empty() {
@@ -121,13 +118,6 @@ fn valid_as_written(transcript: &Transcript) -> bool {
         &serde_json::Value::Array(transcript.messages_as_written()),
     )
     .is_valid()
-}
-
-/// A status line, unless the report is JSON.
-fn status_unless(json: bool, text: &str) {
-    if !json {
-        status!("{text}");
-    }
 }
 
 /// Writes `bytes` to the new file `path` atomically: a temporary file beside it, synced, then

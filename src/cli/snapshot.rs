@@ -7,9 +7,8 @@ use agent_history::{
     DEFAULT_TRUNCATION, ExistingFile, Replace, SessionFormat, SnapshotError, SnapshotHeader,
 };
 
-use super::Usage;
 use super::args::SnapshotArgs;
-use super::input::{format_of, progress_bar, read_transcript, resume, source_of};
+use super::input::{format_of, no_truncation, progress_bar, read_transcript, resume, source_of};
 use super::output::{quiet, report_load};
 
 /// Runs `snapshot`.
@@ -29,12 +28,7 @@ pub fn run(args: SnapshotArgs) -> anyhow::Result<ExitCode> {
     let source = source_of(&rollout);
     let written = if format_of(&source) == SessionFormat::ClaudeCode {
         if truncation.is_some() {
-            return Err(Usage(format!(
-                "--truncation needs a Codex rollout, and {} is a Claude Code transcript (read \
-                 whole, nothing truncated)",
-                rollout.display()
-            ))
-            .into());
+            return Err(no_truncation(&rollout));
         }
         // The snapshot stands for the transcript as read, a torn last line included.
         let bar = progress_bar(0, quiet());

@@ -10,7 +10,7 @@ use agent_history::{
 use serde::Serialize;
 
 use super::args::StatsArgs;
-use super::input::{Loaded, each, load, sessions};
+use super::input::{Loaded, each, load, sessions, transcript_input};
 use super::output::{self, error_line, finish, json_line, stdout};
 
 /// The statistics of one session.
@@ -171,11 +171,7 @@ fn session_stats(path: String, loaded: Loaded) -> SessionStats {
         Loaded::Transcript(resumed) => SessionStats {
             r#type: "session",
             path,
-            input: if resumed.used_snapshot() {
-                "snapshot"
-            } else {
-                "claude-code"
-            },
+            input: transcript_input(&resumed),
             thread_id: resumed.session_id().map(str::to_owned),
             history_mode: None,
             lineage: Vec::new(),
