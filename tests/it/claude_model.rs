@@ -415,6 +415,20 @@ pub(crate) fn fixtures() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/claude-code")
 }
 
+/// The transcripts of [`fixtures`], in name order.
+pub(crate) fn fixture_files() -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(fixtures())
+        .expect("the fixtures")
+        .map(|entry| entry.expect("an entry").path())
+        .filter(|path| {
+            path.extension()
+                .is_some_and(|extension| extension == "jsonl")
+        })
+        .collect();
+    files.sort();
+    files
+}
+
 #[test]
 fn the_model_sends_what_each_fixture_expects() {
     let expected: Value = serde_json::from_str(

@@ -7,7 +7,9 @@ use agent_history::{
 };
 use serde_json::{Value, json};
 
-use crate::claude_model::{Record, conversation, fixtures, messages, records, thread_conversation};
+use crate::claude_model::{
+    Record, conversation, fixture_files, fixtures, messages, records, thread_conversation,
+};
 
 /// The records the library's conversation sends, by uuid.
 fn library_sent(transcript: &Transcript) -> Vec<String> {
@@ -543,12 +545,7 @@ mod reading {
 
     #[test]
     fn every_fixture_projects_validly_for_every_target() {
-        let mut names: Vec<_> = std::fs::read_dir(fixtures())
-            .expect("the fixtures")
-            .map(|entry| entry.expect("an entry").path())
-            .filter(|path| path.extension().is_some_and(|ext| ext == "jsonl"))
-            .collect();
-        names.sort();
+        let names = fixture_files();
         assert!(names.len() >= 10, "{names:?}");
         for path in names {
             let conversation = Transcript::read_file(&path, ReadMode::Lenient)
@@ -1119,14 +1116,7 @@ mod snapshots {
     fn every_fixture_resumes_through_its_snapshot_to_what_reading_it_gives() {
         let dir = crate::common::temp_dir();
         let mut checked = 0;
-        for entry in std::fs::read_dir(fixtures()).expect("the fixtures") {
-            let path = entry.expect("an entry").path();
-            if path
-                .extension()
-                .is_none_or(|extension| extension != "jsonl")
-            {
-                continue;
-            }
+        for path in fixture_files() {
             let text = std::fs::read_to_string(&path).expect("read");
             let (read, through) = round_trip(dir.path(), &text);
             assert!(matches!(read.source(), ResumeSource::Rollout));
