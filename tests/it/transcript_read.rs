@@ -634,6 +634,41 @@ mod reading {
     }
 
     #[test]
+    fn a_record_written_again_keeps_its_first_place() {
+        // Two leaves of one timestamp: the one read first wins. `a` is written again after
+        // `b`; it keeps its place, so it still comes first (and its later text is sent).
+        let reply = |uuid: &str, text: &str| {
+            json!({"type": "assistant", "uuid": uuid, "parentUuid": "u1",
+                "timestamp": "2026-11-20T10:00:05.000Z",
+                "message": {"id": format!("m_{uuid}"), "role": "assistant", "model": "claude-x",
+                    "content": [{"type": "text", "text": text}]}})
+            .to_string()
+        };
+        let text = [
+            USER.to_owned(),
+            reply("a", "first"),
+            reply("b", "other"),
+            reply("a", "first, written again"),
+        ]
+        .join("\n");
+        let transcript = read(&text);
+        assert_eq!(transcript.report.replaced, 1);
+        let conversation = transcript.conversation();
+        let sent: Vec<&str> = conversation
+            .sent()
+            .iter()
+            .map(|r| r.uuid.as_str())
+            .collect();
+        assert_eq!(sent, ["u1", "a"]);
+        assert_eq!(conversation.sent()[1].line, 4);
+        assert!(
+            conversation
+                .items()
+                .any(|item| item.contains("first, written again"))
+        );
+    }
+
+    #[test]
     fn a_block_with_no_responses_form_is_left_out_of_the_plain_history_and_counted() {
         let text = [
             json!({"type": "user", "uuid": "u1", "parentUuid": null,
